@@ -1,0 +1,67 @@
+// The one interface every backend implements (cpu, tpu-emu, ipu-emu, cuda): enumerate its
+// devices, say which ops it supports, compile a graph into an Executable, run it.
+// A device string is "<backend>[:<arg>]", e.g. "cpu", "cuda:0", "tpu-emu:v4", "ipu-emu:chip.json";
+// the backend alone interprets <arg>.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/report.h"
+#include "frontend/ir/graph.h"
+#include "sim/event_sink.h"
+
+namespace mimic::backends {
+
+struct DeviceInfo {
+  std::string name;     // "tpu-emu:v4"
+  std::string backend;  // "tpu-emu"
+  bool available = false;
+  std::string reason;       // why it is unavailable
+  std::string description;  // one line: what it is
+};
+
+struct CompileOptions {
+  // Matrix precision: "default" | "high" | "highest" (TPU passes, cuda TF32 vs fp32),
+  // "float32" | "float16" (IPU). Backends reject values they do not know.
+  std::string precision = "default";
+  bool strict = false;        // an op that must fall back to cpu is a compile error instead
+  bool timing_only = false;   // emulators: cycles only, no numerics (outputs are zeros)
+  bool compile_only = false;  // compile and report; run() raises
+  std::map<std::string, std::string> options;    // backend options: "num_ipus" -> "2", ...
+  std::map<std::string, std::string> overrides;  // preset fields: "mxu.rows" -> "64"
+};
+
+struct RunResult {
+  std::vector<ir::HostTensor> outputs;
+  RunReport report;
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Inputs in graph-input order with the compiled (bound) shapes. Emits to `sink`.
+  virtual RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) = 0;
+  virtual const CompileReport& compile_report() const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // The devices to list in `mimic devices` (presets for emulators, GPUs for cuda).
+  virtual std::vector<DeviceInfo> enumerate() const = 0;
+  // Checks one device argument ("v4", "chip.json", "0"); never throws for bad args, it reports.
+  virtual DeviceInfo probe(const std::string& arg) const = 0;
+  virtual bool supports_op(const ir::Graph& g, const ir::Node& n, const std::string& arg,
+                           const CompileOptions& options) const = 0;
+  // `g` is fully inferred with a bound batch and every node supported. Throws mimic::Error.
+  virtual std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
+                                              const CompileOptions& options) const = 0;
+  // Options this backend accepts in CompileOptions::options, with one-line help each.
+  virtual std::map<std::string, std::string> option_help() const { return {}; }
+};
+
+}  // namespace mimic::backends

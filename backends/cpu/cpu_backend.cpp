@@ -1,0 +1,216 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <omp.h>
+#include <thread>
+
+#include "backends/cpu/kernels.h"
+#include "backends/common.h"
+#include "frontend/ir/error.h"
+#include "models/common/numeric_formats.h"
+
+namespace mimic::backends::cpu {
+namespace {
+
+using ir::DType;
+
+bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+ir::HostTensor widen(const ir::HostTensor& t) {
+  ir::HostTensor out(DType::f32, t.shape());
+  const auto* bits = static_cast<const uint16_t*>(t.raw());
+  if (t.dtype() == DType::f16) numeric::f16_to_f32(bits, out.data<float>(), t.numel());
+  else numeric::bf16_to_f32(bits, out.data<float>(), t.numel());
+  return out;
+}
+
+ir::HostTensor narrow(const ir::HostTensor& t, DType to) {
+  ir::HostTensor out(to, t.shape());
+  auto* bits = static_cast<uint16_t*>(out.raw());
+  if (to == DType::f16) numeric::f32_to_f16(t.data<float>(), bits, t.numel());
+  else numeric::f32_to_bf16(t.data<float>(), bits, t.numel());
+  return out;
+}
+
+// Runs a node's kernel, widening 16-bit floats to f32 around arithmetic kernels.
+std::vector<ir::HostTensor> execute(const ir::Graph& g, const ir::Node& n,
+                                    const std::vector<const ir::HostTensor*>& inputs) {
+  Kernel kernel = find_kernel(n.op);
+  if (!kernel)
+    throw UnsupportedOpError(fmt::format("cpu: no kernel for {}", ir::describe(g, n)), {ir::op_name(n.op)});
+  bool widen_io = !is_data_movement(n.op);
+  std::vector<ir::HostTensor> widened;
+  widened.reserve(inputs.size());
+  KernelArgs args{g, n, {}, {}};
+  for (const ir::HostTensor* t : inputs) {
+    if (t && widen_io && is_half(t->dtype())) {
+      widened.push_back(widen(*t));
+      args.in.push_back(&widened.back());
+    } else {
+      args.in.push_back(t);
+    }
+  }
+  std::vector<ir::HostTensor> outputs(n.outputs.size());
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    const ir::TensorType& type = g.value(n.outputs[i]).type;
+    DType dtype = widen_io && is_half(type.dtype) ? DType::f32 : type.dtype;
+    if (!ir::is_view_op(n.op)) outputs[i] = ir::HostTensor(dtype, type.shape);
+    else outputs[i] = ir::HostTensor::wrap(dtype, type.shape, nullptr, nullptr);
+    args.out.push_back(&outputs[i]);
+  }
+  kernel(args);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    DType want = g.value(n.outputs[i]).type.dtype;
+    if (outputs[i].dtype() != want) outputs[i] = narrow(outputs[i], want);
+  }
+  return outputs;
+}
+
+class CpuEvaluator final : public ir::ConstantEvaluator {
+ public:
+  std::vector<ir::HostTensor> evaluate(const ir::Graph& g, const ir::Node& n,
+                                       const std::vector<ir::HostTensor>& inputs) override {
+    return run_node(g, n, inputs);
+  }
+};
+
+class CpuExecutable final : public Executable {
+ public:
+  explicit CpuExecutable(const ir::Graph& g) : graph_(g) {
+    report_.device = "cpu";
+    last_use_.assign(g.num_values(), -1);
+    for (int i = 0; i < g.num_nodes(); ++i)
+      for (ir::ValueId v : g.node(i).inputs)
+        if (v != ir::kNoValue) last_use_[v] = i;
+    for (ir::ValueId v : g.outputs()) last_use_[v] = g.num_nodes();
+    for (int i = 0; i < g.num_nodes(); ++i) {
+      const ir::Node& n = g.node(i);
+      ops_.push_back(sim::OpDesc{n.name, ir::op_name(n.op), node_shapes(g, n),
+                                 ir::dtype_name(g.value(n.outputs[0]).type.dtype),
+                                 ir::node_flops(g, n), ir::node_bytes_in(g, n),
+                                 ir::node_bytes_out(g, n), "cpu", false});
+    }
+  }
+
+  RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    check_inputs(inputs);
+    auto run_start = std::chrono::steady_clock::now();
+    sim::DeviceId device = sink.add_device(sim::DeviceDesc{
+        "cpu", "", 1'000'000'000, sim::TimeUnit::ns,
+        fmt::format(R"({{"threads":{}}})", omp_get_max_threads())});
+    sim::TrackId track = sink.add_track(device, "host", "compute");
+    std::vector<ir::HostTensor> values(graph_.num_values());
+    for (int v = 0; v < graph_.num_values(); ++v)
+      if (graph_.value(v).constant) values[v] = *graph_.value(v).constant;
+    for (size_t i = 0; i < inputs.size(); ++i) values[graph_.inputs()[i]] = inputs[i];
+    RunResult result;
+    for (int i = 0; i < graph_.num_nodes(); ++i) {
+      const ir::Node& n = graph_.node(i);
+      std::vector<const ir::HostTensor*> in;
+      for (ir::ValueId v : n.inputs) in.push_back(v == ir::kNoValue ? nullptr : &values[v]);
+      auto t0 = std::chrono::steady_clock::now();
+      std::vector<ir::HostTensor> out = execute(graph_, n, in);
+      auto t1 = std::chrono::steady_clock::now();
+      for (size_t k = 0; k < out.size(); ++k) values[n.outputs[k]] = std::move(out[k]);
+      release_dead_values(values, i);
+      uint64_t ts = std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - run_start).count();
+      uint64_t dur = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+      sim::OpId op = sink.add_op(ops_[i]);
+      sink.event(track, op, n.name, ts, dur);
+      result.report.ops.push_back(op_report(i, dur));
+    }
+    for (ir::ValueId v : graph_.outputs()) result.outputs.push_back(values[v]);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+    result.report.device = "cpu";
+    result.report.backend = "cpu";
+    result.report.precision = "f32";
+    result.report.wall_seconds = wall;
+    result.report.device_seconds = wall;
+    result.report.achieved_flops_per_s = wall > 0 ? result.report.total_flops() / wall : 0;
+    result.report.metrics["threads"] = omp_get_max_threads();
+    return result;
+  }
+
+  const CompileReport& compile_report() const override { return report_; }
+
+ private:
+  void check_inputs(const std::vector<ir::HostTensor>& inputs) const {
+    if (inputs.size() != graph_.inputs().size())
+      throw InvalidArgument(fmt::format("cpu: graph '{}' takes {} inputs, got {}", graph_.name(),
+                                        graph_.inputs().size(), inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ir::Value& v = graph_.value(graph_.inputs()[i]);
+      if (inputs[i].type() != v.type)
+        throw InvalidArgument(fmt::format("cpu: input '{}' must be {}, got {}", v.name,
+                                          v.type.str(), inputs[i].type().str()));
+    }
+  }
+
+  void release_dead_values(std::vector<ir::HostTensor>& values, int node) const {
+    for (ir::ValueId v : graph_.node(node).inputs)
+      if (v != ir::kNoValue && last_use_[v] == node && !graph_.value(v).constant) values[v] = {};
+  }
+
+  OpReport op_report(int i, uint64_t dur_ns) const {
+    const sim::OpDesc& d = ops_[i];
+    OpReport r;
+    r.node = d.node;
+    r.op_type = d.op_type;
+    r.backend = "cpu";
+    r.shapes = d.shapes;
+    r.flops = d.flops;
+    r.bytes_in = d.bytes_in;
+    r.bytes_out = d.bytes_out;
+    r.wall_ns = static_cast<double>(dur_ns);
+    r.device_seconds = dur_ns * 1e-9;
+    return r;
+  }
+
+  ir::Graph graph_;
+  std::vector<int> last_use_;
+  std::vector<sim::OpDesc> ops_;
+  CompileReport report_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  std::vector<DeviceInfo> enumerate() const override { return {probe("")}; }
+  DeviceInfo probe(const std::string& arg) const override {
+    if (!arg.empty() && arg != "0")
+      return DeviceInfo{"cpu:" + arg, "cpu", false, "the cpu backend has one device: cpu (or cpu:0)", ""};
+    return DeviceInfo{"cpu", "cpu", true, "",
+                      fmt::format("host CPU, {} threads, f32 reference kernels (Eigen GEMM)",
+                                  omp_get_max_threads())};
+  }
+  bool supports_op(const ir::Graph&, const ir::Node& n, const std::string&,
+                   const CompileOptions&) const override {
+    return find_kernel(n.op) != nullptr;
+  }
+  std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
+                                      const CompileOptions& options) const override {
+    DeviceInfo info = probe(arg);
+    if (!info.available) throw InvalidArgument(info.reason);
+    if (!options.options.empty())
+      throw InvalidArgument(fmt::format("cpu: unknown option '{}' (the cpu backend takes none)",
+                                        options.options.begin()->first));
+    return std::make_unique<CpuExecutable>(g);
+  }
+};
+
+}  // namespace
+
+std::vector<ir::HostTensor> run_node(const ir::Graph& g, const ir::Node& n,
+                                     const std::vector<ir::HostTensor>& inputs) {
+  std::vector<const ir::HostTensor*> ptrs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ptrs.push_back(n.has_input(static_cast<int>(i)) ? &inputs[i] : nullptr);
+  return execute(g, n, ptrs);
+}
+
+std::unique_ptr<ir::ConstantEvaluator> make_evaluator() { return std::make_unique<CpuEvaluator>(); }
+
+std::unique_ptr<Backend> make_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace mimic::backends::cpu

@@ -1,0 +1,348 @@
+// Data movement: views, transposes, concatenation, slicing, gathering, padding, tiling, casts.
+// These work on raw elements of any dtype (most through one strided copy).
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <vector>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/tensor_iter.h"
+#include "frontend/ir/error.h"
+#include "frontend/ir/op_helpers.h"
+#include "models/common/numeric_formats.h"
+
+namespace mimic::backends::cpu {
+namespace {
+
+using ir::DType;
+
+size_t esize(const ir::HostTensor& t) { return ir::dtype_size(t.dtype()); }
+
+int64_t index_at(const ir::HostTensor& t, int64_t i) {
+  return t.dtype() == DType::i64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
+}
+
+}  // namespace
+
+void view_kernel(const KernelArgs& a) { a.output(0) = a.input(0).reshaped(a.output(0).shape()); }
+
+void transpose_kernel(const KernelArgs& a) {
+  const ir::Shape& s = a.input(0).shape();
+  std::vector<int64_t> perm = ir::resolve_perm(a.node, s.rank());
+  std::vector<int64_t> strides = ir::contiguous_strides(s), src(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) src[i] = strides[perm[i]];
+  strided_copy(a.output(0).raw(), a.input(0).raw(), a.output(0).shape().dims(), src, 0, esize(a.input(0)));
+}
+
+void concat_kernel(const KernelArgs& a) {
+  ir::HostTensor& out = a.output(0);
+  int axis = ir::normalize_axis(a.node.attrs.get_int("axis", 0), out.shape().rank(), "axis");
+  int64_t outer = out.shape().product(0, axis), inner = out.shape().product(axis + 1, out.shape().rank());
+  size_t es = esize(out);
+  int64_t out_row = out.shape()[axis] * inner * es, offset = 0;
+  char* dst = static_cast<char*>(out.raw());
+  for (size_t k = 0; k < a.in.size(); ++k) {
+    const ir::HostTensor& t = *a.in[k];
+    int64_t row = t.shape()[axis] * inner * es;
+    const char* src = static_cast<const char*>(t.raw());
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * out_row + offset, src + o * row, row);
+    offset += row;
+  }
+}
+
+void split_kernel(const KernelArgs& a) {
+  const ir::HostTensor& in = a.input(0);
+  int axis = ir::normalize_axis(a.node.attrs.get_int("axis", 0), in.shape().rank(), "axis");
+  int64_t outer = in.shape().product(0, axis), inner = in.shape().product(axis + 1, in.shape().rank());
+  size_t es = esize(in);
+  int64_t in_row = in.shape()[axis] * inner * es, offset = 0;
+  const char* src = static_cast<const char*>(in.raw());
+  for (size_t k = 0; k < a.out.size(); ++k) {
+    ir::HostTensor& t = *a.out[k];
+    int64_t row = t.shape()[axis] * inner * es;
+    char* dst = static_cast<char*>(t.raw());
+    for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * row, src + o * in_row + offset, row);
+    offset += row;
+  }
+}
+
+void slice_kernel(const KernelArgs& a) {
+  ir::SliceSpec spec = ir::resolve_slice(a.graph, a.node);
+  const ir::Shape& s = a.input(0).shape();
+  std::vector<int64_t> strides = ir::contiguous_strides(s), src(s.rank());
+  int64_t offset = 0;
+  for (int d = 0; d < s.rank(); ++d) {
+    offset += spec.start[d] * strides[d];
+    src[d] = spec.step[d] * strides[d];
+  }
+  strided_copy(a.output(0).raw(), a.input(0).raw(), spec.length, src, offset, esize(a.input(0)));
+}
+
+void gather_kernel(const KernelArgs& a) {
+  const ir::HostTensor& data = a.input(0);
+  const ir::HostTensor& idx = a.input(1);
+  int axis = ir::normalize_axis(a.node.attrs.get_int("axis", 0), data.shape().rank(), "axis");
+  int64_t outer = data.shape().product(0, axis), dim = data.shape()[axis];
+  int64_t inner = data.shape().product(axis + 1, data.shape().rank());
+  size_t row = inner * esize(data);
+  const char* src = static_cast<const char*>(data.raw());
+  char* dst = static_cast<char*>(a.output(0).raw());
+  int64_t count = idx.numel();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t k = index_at(idx, i);
+      if (k < 0) k += dim;
+      if (k < 0 || k >= dim)
+        throw RuntimeError(fmt::format("{}: index {} is out of range for axis {} of size {}",
+                                       ir::describe(a.graph, a.node), index_at(idx, i), axis, dim));
+      std::memcpy(dst + (o * count + i) * row, src + (o * dim + k) * row, row);
+    }
+}
+
+void gather_elements_kernel(const KernelArgs& a) {
+  const ir::HostTensor& data = a.input(0);
+  const ir::HostTensor& idx = a.input(1);
+  const ir::Shape& is = idx.shape();
+  int axis = ir::normalize_axis(a.node.attrs.get_int("axis", 0), data.shape().rank(), "axis");
+  std::vector<int64_t> dstrides = ir::contiguous_strides(data.shape());
+  size_t es = esize(data);
+  const char* src = static_cast<const char*>(data.raw());
+  char* dst = static_cast<char*>(a.output(0).raw());
+  int64_t dim = data.shape()[axis];
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    int64_t rem = i, off = 0;
+    for (int d = is.rank() - 1; d >= 0; --d) {
+      int64_t c = rem % is[d];
+      rem /= is[d];
+      if (d == axis) {
+        c = index_at(idx, i);
+        if (c < 0) c += dim;
+        if (c < 0 || c >= dim)
+          throw RuntimeError(fmt::format("{}: index out of range", ir::describe(a.graph, a.node)));
+      }
+      off += c * dstrides[d];
+    }
+    std::memcpy(dst + i * es, src + off * es, es);
+  }
+}
+
+void pad_kernel(const KernelArgs& a) {
+  ir::PadSpec spec = ir::resolve_pads(a.graph, a.node);
+  std::string mode = a.node.attrs.get_string("mode", "constant");
+  const ir::HostTensor& in = a.input(0);
+  ir::HostTensor& out = a.output(0);
+  const ir::Shape &is = in.shape(), &os = out.shape();
+  size_t es = esize(in);
+  std::vector<int64_t> istr = ir::contiguous_strides(is);
+  const char* src = static_cast<const char*>(in.raw());
+  char* dst = static_cast<char*>(out.raw());
+  std::vector<char> fill(es, 0);
+  if (a.has_input(2) && a.input(2).numel() > 0) std::memcpy(fill.data(), a.input(2).raw(), es);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t rem = i, off = 0;
+    bool inside = true;
+    for (int d = os.rank() - 1; d >= 0; --d) {
+      int64_t c = rem % os[d] - spec.before[d];
+      rem /= os[d];
+      int64_t n = is[d];
+      if (c < 0 || c >= n) {
+        if (mode == "constant" || n == 0) inside = false;
+        else if (mode == "edge") c = c < 0 ? 0 : n - 1;
+        else if (mode == "wrap") c = ((c % n) + n) % n;
+        else {  // reflect (without repeating the edge)
+          int64_t period = 2 * (n - 1);
+          c = period == 0 ? 0 : ((c % period) + period) % period;
+          if (c >= n) c = period - c;
+        }
+      }
+      off += c * istr[d];
+    }
+    std::memcpy(dst + i * es, inside ? src + off * es : fill.data(), es);
+  }
+}
+
+void tile_kernel(const KernelArgs& a) {
+  // View the output as [r0, d0, r1, d1, ...] reading the input with stride 0 on the r axes.
+  const ir::Shape& s = a.input(0).shape();
+  std::vector<int64_t> repeats = ir::constant_ints(a.graph, a.node, 1);
+  std::vector<int64_t> strides = ir::contiguous_strides(s), dims, src;
+  for (int d = 0; d < s.rank(); ++d) {
+    dims.push_back(repeats[d]);
+    src.push_back(0);
+    dims.push_back(s[d]);
+    src.push_back(strides[d]);
+  }
+  strided_copy(a.output(0).raw(), a.input(0).raw(), dims, src, 0, esize(a.input(0)));
+}
+
+void expand_kernel(const KernelArgs& a) {
+  const ir::Shape& out = a.output(0).shape();
+  strided_copy(a.output(0).raw(), a.input(0).raw(), out.dims(), broadcast_strides(a.input(0).shape(), out), 0,
+               esize(a.input(0)));
+}
+
+void shape_kernel(const KernelArgs& a) {
+  const ir::Shape& s = a.input(0).shape();
+  int64_t* y = a.output(0).data<int64_t>();
+  if (a.node.op == ir::OpType::Size) {
+    y[0] = s.numel();
+    return;
+  }
+  int64_t start = a.node.attrs.get_int("start", 0);
+  if (start < 0) start = std::max<int64_t>(0, start + s.rank());
+  for (int64_t i = 0; i < a.output(0).numel(); ++i) y[i] = s[static_cast<int>(start + i)];
+}
+
+void constant_kernel(const KernelArgs& a) {
+  ir::HostTensor& out = a.output(0);
+  const ir::HostTensor* value = a.node.attrs.get_tensor("value");
+  if (a.node.op == ir::OpType::Constant) {
+    out = *value;
+    return;
+  }
+  if (!value) return;  // ConstantOfShape defaults to f32 zeros
+  size_t es = esize(out);
+  char* dst = static_cast<char*>(out.raw());
+  for (int64_t i = 0; i < out.numel(); ++i) std::memcpy(dst + i * es, value->raw(), es);
+}
+
+void range_kernel(const KernelArgs& a) {
+  ir::HostTensor& out = a.output(0);
+  auto run = [&](auto* y) {
+    using T = std::remove_pointer_t<decltype(y)>;
+    T start = a.input(0).data<T>()[0], delta = a.input(2).data<T>()[0];
+    for (int64_t i = 0; i < out.numel(); ++i) y[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+  };
+  switch (out.dtype()) {
+    case DType::f32: run(out.data<float>()); break;
+    case DType::i64: run(out.data<int64_t>()); break;
+    case DType::i32: run(out.data<int32_t>()); break;
+    default: throw UnsupportedOpError("Range dtype");
+  }
+}
+
+void space_depth_kernel(const KernelArgs& a) {
+  // Both are a reshape to 6-D, a transpose and a reshape back: one strided copy.
+  const ir::Shape& in = a.input(0).shape();
+  int64_t b = a.node.attrs.require_int("blocksize");
+  int64_t n = in[0], c = in[1], h = in[2], w = in[3];
+  std::vector<int64_t> dims, src;
+  if (a.node.op == ir::OpType::DepthToSpace) {
+    int64_t co = c / (b * b);
+    bool crd = a.node.attrs.get_string("mode", "DCR") == "CRD";
+    // Input viewed as DCR [n, b1, b2, co, h, w] or CRD [n, co, b1, b2, h, w]; output [n, co, h, b1, w, b2].
+    int64_t s_b1 = crd ? b * h * w : b * co * h * w, s_b2 = crd ? h * w : co * h * w;
+    int64_t s_co = crd ? b * b * h * w : h * w;
+    dims = {n, co, h, b, w, b};
+    src = {c * h * w, s_co, w, s_b1, 1, s_b2};
+  } else {
+    // Output [n, b1, b2, c, h/b, w/b] from input [n, c, h/b, b1, w/b, b2].
+    int64_t ho = h / b, wo = w / b;
+    dims = {n, b, b, c, ho, wo};
+    src = {c * h * w, w, 1, h * w, b * w, b};
+  }
+  strided_copy(a.output(0).raw(), a.input(0).raw(), dims, src, 0, esize(a.input(0)));
+}
+
+void trilu_kernel(const KernelArgs& a) {
+  const ir::Shape& s = a.input(0).shape();
+  std::vector<int64_t> kv = ir::constant_ints(a.graph, a.node, 1, {0});
+  int64_t k = kv.empty() ? 0 : kv[0];
+  bool upper = a.node.attrs.get_int("upper", 1) != 0;
+  int64_t rows = s.rank() >= 2 ? s.dim(-2) : 1, cols = s.dim(-1);
+  int64_t mats = (rows * cols != 0) ? s.numel() / (rows * cols) : 0;
+  size_t es = esize(a.input(0));
+  const char* src = static_cast<const char*>(a.input(0).raw());
+  char* dst = static_cast<char*>(a.output(0).raw());
+  std::memset(dst, 0, a.output(0).nbytes());
+  for (int64_t m = 0; m < mats; ++m)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        bool keep = upper ? (j - i >= k) : (j - i <= k);
+        int64_t off = (m * rows + i) * cols + j;
+        if (keep) std::memcpy(dst + off * es, src + off * es, es);
+      }
+}
+
+void eye_like_kernel(const KernelArgs& a) {
+  ir::HostTensor& out = a.output(0);
+  int64_t k = a.node.attrs.get_int("k", 0), rows = out.shape()[0], cols = out.shape()[1];
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t j = i + k;
+    if (j < 0 || j >= cols) continue;
+    int64_t off = i * cols + j;
+    switch (out.dtype()) {
+      case DType::f32: out.data<float>()[off] = 1.0f; break;
+      case DType::f16: out.data<ir::Float16>()[off].bits = numeric::f32_to_f16(1.0f); break;
+      case DType::bf16: out.data<ir::BFloat16>()[off].bits = numeric::f32_to_bf16(1.0f); break;
+      case DType::i8: out.data<int8_t>()[off] = 1; break;
+      case DType::i32: out.data<int32_t>()[off] = 1; break;
+      case DType::i64: out.data<int64_t>()[off] = 1; break;
+      case DType::boolean: out.data<bool>()[off] = true; break;
+    }
+  }
+}
+
+// ---- Cast: through double, with the 16-bit float formats rounded to nearest even ----
+
+namespace {
+
+double load(const ir::HostTensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::f32: return t.data<float>()[i];
+    case DType::f16: return numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
+    case DType::bf16: return numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
+    case DType::i8: return t.data<int8_t>()[i];
+    case DType::i32: return t.data<int32_t>()[i];
+    case DType::i64: return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::boolean: return t.data<bool>()[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+template <typename T>
+T saturate_integer(double v) {
+  if (std::isnan(v)) return 0;
+  return static_cast<T>(std::trunc(v));
+}
+
+void store(ir::HostTensor& t, int64_t i, double v, int64_t exact_int, bool use_exact) {
+  switch (t.dtype()) {
+    case DType::f32: t.data<float>()[i] = static_cast<float>(v); break;
+    case DType::f16: t.data<ir::Float16>()[i].bits = numeric::f32_to_f16(static_cast<float>(v)); break;
+    case DType::bf16: t.data<ir::BFloat16>()[i].bits = numeric::f32_to_bf16(static_cast<float>(v)); break;
+    case DType::i8: t.data<int8_t>()[i] = use_exact ? static_cast<int8_t>(exact_int) : saturate_integer<int8_t>(v); break;
+    case DType::i32: t.data<int32_t>()[i] = use_exact ? static_cast<int32_t>(exact_int) : saturate_integer<int32_t>(v); break;
+    case DType::i64: t.data<int64_t>()[i] = use_exact ? exact_int : saturate_integer<int64_t>(v); break;
+    case DType::boolean: t.data<bool>()[i] = v != 0; break;
+  }
+}
+
+}  // namespace
+
+void cast_kernel(const KernelArgs& a) {
+  const ir::HostTensor& in = a.input(0);
+  ir::HostTensor& out = a.output(0);
+  if (in.dtype() == out.dtype()) {
+    std::memcpy(out.raw(), in.raw(), in.nbytes());
+    return;
+  }
+  int64_t n = in.numel();
+  if (in.dtype() == DType::f32 && out.dtype() == DType::f16)
+    return numeric::f32_to_f16(in.data<float>(), reinterpret_cast<uint16_t*>(out.raw()), n);
+  if (in.dtype() == DType::f16 && out.dtype() == DType::f32)
+    return numeric::f16_to_f32(reinterpret_cast<const uint16_t*>(in.raw()), out.data<float>(), n);
+  if (in.dtype() == DType::f32 && out.dtype() == DType::bf16)
+    return numeric::f32_to_bf16(in.data<float>(), reinterpret_cast<uint16_t*>(out.raw()), n);
+  if (in.dtype() == DType::bf16 && out.dtype() == DType::f32)
+    return numeric::bf16_to_f32(reinterpret_cast<const uint16_t*>(in.raw()), out.data<float>(), n);
+  bool exact = ir::is_integer(in.dtype()) || in.dtype() == DType::boolean;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t iv = in.dtype() == DType::i64 ? in.data<int64_t>()[i] : 0;
+    double v = load(in, i);
+    if (in.dtype() != DType::i64) iv = static_cast<int64_t>(v);
+    store(out, i, v, iv, exact);
+  }
+}
+
+}  // namespace mimic::backends::cpu

@@ -1,0 +1,184 @@
+// Reductions (Reduce*, ArgMax/ArgMin) and CumSum. Reduced axes are moved last with one strided
+// copy when needed, so every reduction runs over contiguous rows.
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+#include <vector>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/tensor_iter.h"
+#include "frontend/ir/error.h"
+#include "frontend/ir/op_helpers.h"
+
+namespace mimic::backends::cpu {
+namespace {
+
+using ir::OpType;
+
+// The input viewed as [outer, inner] rows with the selected axes last (copied if necessary).
+struct Rows {
+  ir::HostTensor data;
+  int64_t outer = 1, inner = 1;
+};
+
+Rows rows_with_axes_last(const ir::HostTensor& t, const std::vector<bool>& reduced) {
+  const ir::Shape& s = t.shape();
+  std::vector<int64_t> perm, dims, src;
+  std::vector<int64_t> strides = ir::contiguous_strides(s);
+  Rows r;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int d = 0; d < s.rank(); ++d)
+      if (reduced[d] == (pass == 1)) {
+        perm.push_back(d);
+        dims.push_back(s[d]);
+        src.push_back(strides[d]);
+        (pass ? r.inner : r.outer) *= s[d];
+      }
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  if (identity) {
+    r.data = t;
+    return r;
+  }
+  r.data = ir::HostTensor(t.dtype(), ir::Shape(dims));
+  strided_copy(r.data.raw(), t.raw(), dims, src, 0, ir::dtype_size(t.dtype()));
+  return r;
+}
+
+double reduce_row(OpType op, const float* x, int64_t n) {
+  double acc;
+  switch (op) {
+    case OpType::ReduceMax: acc = -INFINITY; for (int64_t i = 0; i < n; ++i) acc = std::max<double>(acc, x[i]); return acc;
+    case OpType::ReduceMin: acc = INFINITY; for (int64_t i = 0; i < n; ++i) acc = std::min<double>(acc, x[i]); return acc;
+    case OpType::ReduceProd: acc = 1; for (int64_t i = 0; i < n; ++i) acc *= x[i]; return acc;
+    case OpType::ReduceL1: acc = 0; for (int64_t i = 0; i < n; ++i) acc += std::fabs(x[i]); return acc;
+    case OpType::ReduceL2: case OpType::ReduceSumSquare:
+      acc = 0;
+      for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(x[i]) * x[i];
+      return op == OpType::ReduceL2 ? std::sqrt(acc) : acc;
+    case OpType::ReduceLogSumExp: {
+      double mx = -INFINITY;
+      for (int64_t i = 0; i < n; ++i) mx = std::max<double>(mx, x[i]);
+      if (std::isinf(mx)) return mx;
+      acc = 0;
+      for (int64_t i = 0; i < n; ++i) acc += std::exp(x[i] - mx);
+      return mx + std::log(acc);
+    }
+    default:
+      acc = 0;
+      for (int64_t i = 0; i < n; ++i) acc += x[i];
+      if (op == OpType::ReduceMean) return n ? acc / n : NAN;
+      if (op == OpType::ReduceLogSum) return std::log(acc);
+      return acc;
+  }
+}
+
+template <typename T>
+T reduce_row_integer(OpType op, const T* x, int64_t n) {
+  int64_t acc = op == OpType::ReduceProd ? 1 : 0;
+  if (op == OpType::ReduceMax) acc = std::numeric_limits<T>::min();
+  if (op == OpType::ReduceMin) acc = std::numeric_limits<T>::max();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (op) {
+      case OpType::ReduceMax: acc = std::max<int64_t>(acc, x[i]); break;
+      case OpType::ReduceMin: acc = std::min<int64_t>(acc, x[i]); break;
+      case OpType::ReduceProd: acc *= x[i]; break;
+      case OpType::ReduceL1: acc += x[i] < 0 ? -x[i] : x[i]; break;
+      case OpType::ReduceSumSquare: acc += static_cast<int64_t>(x[i]) * x[i]; break;
+      default: acc += x[i];
+    }
+  }
+  if (op == OpType::ReduceMean && n) acc /= n;
+  return static_cast<T>(acc);
+}
+
+}  // namespace
+
+void reduce_kernel(const KernelArgs& a) {
+  std::vector<bool> reduced = ir::resolve_reduce_axes(a.graph, a.node);
+  Rows r = rows_with_axes_last(a.input(0), reduced);
+  OpType op = a.node.op;
+  ir::HostTensor& out = a.output(0);
+  switch (out.dtype()) {
+    case ir::DType::f32: {
+      const float* x = r.data.data<float>();
+      float* y = out.data<float>();
+#pragma omp parallel for if (r.outer * r.inner > 65536)
+      for (int64_t o = 0; o < r.outer; ++o) y[o] = static_cast<float>(reduce_row(op, x + o * r.inner, r.inner));
+      return;
+    }
+    case ir::DType::i64:
+      for (int64_t o = 0; o < r.outer; ++o)
+        out.data<int64_t>()[o] = reduce_row_integer(op, r.data.data<int64_t>() + o * r.inner, r.inner);
+      return;
+    case ir::DType::i32:
+      for (int64_t o = 0; o < r.outer; ++o)
+        out.data<int32_t>()[o] = reduce_row_integer(op, r.data.data<int32_t>() + o * r.inner, r.inner);
+      return;
+    default:
+      throw UnsupportedOpError(fmt::format("{} on {}", ir::op_name(op), ir::dtype_name(out.dtype())));
+  }
+}
+
+void arg_reduce_kernel(const KernelArgs& a) {
+  const ir::Shape& s = a.input(0).shape();
+  int axis = ir::normalize_axis(a.node.attrs.get_int("axis", 0), s.rank(), "axis");
+  std::vector<bool> reduced(s.rank(), false);
+  reduced[axis] = true;
+  Rows r = rows_with_axes_last(a.input(0), reduced);
+  bool is_max = a.node.op == OpType::ArgMax;
+  bool last = a.node.attrs.get_int("select_last_index", 0) != 0;
+  int64_t* y = a.output(0).data<int64_t>();
+  auto run = [&](const auto* x) {
+    for (int64_t o = 0; o < r.outer; ++o) {
+      const auto* row = x + o * r.inner;
+      int64_t best = 0;
+      for (int64_t i = 1; i < r.inner; ++i) {
+        bool better = is_max ? (last ? row[i] >= row[best] : row[i] > row[best])
+                             : (last ? row[i] <= row[best] : row[i] < row[best]);
+        if (better) best = i;
+      }
+      y[o] = best;
+    }
+  };
+  switch (r.data.dtype()) {
+    case ir::DType::f32: run(r.data.data<float>()); break;
+    case ir::DType::i64: run(r.data.data<int64_t>()); break;
+    case ir::DType::i32: run(r.data.data<int32_t>()); break;
+    case ir::DType::i8: run(r.data.data<int8_t>()); break;
+    default: throw UnsupportedOpError("ArgMax/ArgMin dtype");
+  }
+}
+
+void cumsum_kernel(const KernelArgs& a) {
+  const ir::Shape& s = a.input(0).shape();
+  std::vector<int64_t> axis_values = ir::constant_ints(a.graph, a.node, 1);
+  if (axis_values.size() != 1)
+    throw ShapeError(fmt::format("{}: axis must be one value", ir::describe(a.graph, a.node)));
+  int axis = ir::normalize_axis(axis_values[0], s.rank(), "CumSum axis");
+  bool exclusive = a.node.attrs.get_int("exclusive", 0) != 0;
+  bool reverse = a.node.attrs.get_int("reverse", 0) != 0;
+  int64_t outer = s.product(0, axis), dim = s[axis], inner = s.product(axis + 1, s.rank());
+  auto run = [&](auto* y, const auto* x) {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double acc = 0;
+        for (int64_t k = 0; k < dim; ++k) {
+          int64_t d = reverse ? dim - 1 - k : k;
+          int64_t off = (o * dim + d) * inner + i;
+          double v = x[off];
+          if (!exclusive) acc += v;
+          y[off] = static_cast<std::remove_pointer_t<decltype(y)>>(acc);
+          if (exclusive) acc += v;
+        }
+      }
+  };
+  switch (a.input(0).dtype()) {
+    case ir::DType::f32: run(a.output(0).data<float>(), a.input(0).data<float>()); break;
+    case ir::DType::i64: run(a.output(0).data<int64_t>(), a.input(0).data<int64_t>()); break;
+    case ir::DType::i32: run(a.output(0).data<int32_t>(), a.input(0).data<int32_t>()); break;
+    default: throw UnsupportedOpError("CumSum dtype");
+  }
+}
+
+}  // namespace mimic::backends::cpu

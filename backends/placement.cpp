@@ -1,0 +1,197 @@
+// Placement of graph nodes on a backend with fallback to cpu: the graph (minus folded nodes) is cut
+// into maximal runs of consecutive nodes placed on the same backend; each run is compiled as its
+// own subgraph and the runs execute in order, exchanging tensors through host memory.
+#include <chrono>
+#include <fmt/format.h>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "backends/registry.h"
+#include "frontend/ir/error.h"
+#include "frontend/ir/shape_inference.h"
+
+namespace mimic::backends {
+namespace {
+
+struct Segment {
+  const Backend* backend = nullptr;
+  std::string arg;
+  bool fallback = false;
+  std::vector<int> nodes;
+  std::vector<ir::ValueId> inputs, outputs;  // parent-graph value ids
+  std::unique_ptr<Executable> executable;
+};
+
+// Builds the subgraph of one segment: values from outside become inputs (or constants).
+ir::Graph extract(const ir::Graph& g, Segment& seg, const std::vector<bool>& needed_later) {
+  ir::Graph sub(g.name());
+  std::unordered_map<ir::ValueId, ir::ValueId> map;
+  for (int index : seg.nodes) {
+    const ir::Node& n = g.node(index);
+    std::vector<ir::ValueId> inputs;
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue) {
+        inputs.push_back(ir::kNoValue);
+        continue;
+      }
+      auto it = map.find(v);
+      if (it == map.end()) {
+        const ir::Value& val = g.value(v);
+        ir::ValueId id = val.constant ? sub.add_constant(val.name, *val.constant)
+                                      : sub.add_input(val.name, val.type.dtype, val.type.shape);
+        if (!val.constant) seg.inputs.push_back(v);
+        it = map.emplace(v, id).first;
+      }
+      inputs.push_back(it->second);
+    }
+    std::vector<std::string> names;
+    for (ir::ValueId v : n.outputs) names.push_back(g.value(v).name);
+    auto outs = sub.add_node(n.op, n.name, inputs, n.attrs, static_cast<int>(n.outputs.size()), names);
+    for (size_t i = 0; i < outs.size(); ++i) map[n.outputs[i]] = outs[i];
+  }
+  for (int index : seg.nodes)
+    for (ir::ValueId v : g.node(index).outputs)
+      if (needed_later[v]) {
+        sub.add_output(map.at(v));
+        seg.outputs.push_back(v);
+      }
+  ir::infer_shapes(sub);
+  return sub;
+}
+
+class PlacedExecutable final : public Executable {
+ public:
+  PlacedExecutable(const ir::Graph& g, std::vector<Segment> segments, CompileReport report)
+      : graph_inputs_(g.inputs()), graph_outputs_(g.outputs()), segments_(std::move(segments)),
+        report_(std::move(report)) {
+    for (ir::ValueId v : graph_outputs_)
+      if (g.value(v).constant) constants_[v] = *g.value(v).constant;
+  }
+
+  RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    auto start = std::chrono::steady_clock::now();
+    std::unordered_map<ir::ValueId, ir::HostTensor> values = constants_;
+    for (size_t i = 0; i < graph_inputs_.size() && i < inputs.size(); ++i)
+      values[graph_inputs_[i]] = inputs[i];
+    RunResult result;
+    bool first = true;
+    for (Segment& seg : segments_) {
+      std::vector<ir::HostTensor> seg_inputs;
+      for (ir::ValueId v : seg.inputs) seg_inputs.push_back(values.at(v));
+      RunResult r = seg.executable->run(seg_inputs, sink);
+      for (size_t i = 0; i < seg.outputs.size(); ++i) values[seg.outputs[i]] = std::move(r.outputs[i]);
+      merge(result.report, r.report, seg.fallback, first);
+      first = false;
+    }
+    for (ir::ValueId v : graph_outputs_) result.outputs.push_back(values.at(v));
+    result.report.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
+
+  const CompileReport& compile_report() const override { return report_; }
+
+ private:
+  static void merge(RunReport& into, RunReport& part, bool fallback, bool first) {
+    if (fallback) {
+      for (auto& op : part.ops) op.fallback = true;
+      into.fallback_wall_seconds += part.wall_seconds;
+    } else {
+      into.device = part.device;
+      into.backend = part.backend;
+      into.precision = part.precision;
+      into.clock_hz = part.clock_hz;
+      into.peak_flops_per_s = part.peak_flops_per_s;
+      into.ridge_intensity = part.ridge_intensity;
+      into.cycles += part.cycles;
+      into.device_seconds += part.device_seconds;
+      for (auto& [k, v] : part.metrics) into.metrics[k] = v;
+      for (auto& [k, v] : part.tables) into.tables[k] = std::move(v);
+      for (auto& u : part.units) merge_unit(into.units, u);
+    }
+    if (first && into.device.empty()) into.device = part.device;
+    for (auto& [k, v] : part.bytes_moved) into.bytes_moved[k] += v;
+    for (auto& op : part.ops) into.ops.push_back(std::move(op));
+    for (auto& note : part.notes) into.notes.push_back(std::move(note));
+    int64_t flops = 0;
+    for (const auto& op : into.ops)
+      if (!op.fallback) flops += op.flops;
+    into.achieved_flops_per_s = into.device_seconds > 0 ? flops / into.device_seconds : 0;
+  }
+
+  static void merge_unit(std::vector<UnitReport>& units, const UnitReport& u) {
+    for (auto& existing : units)
+      if (existing.name == u.name) {
+        existing.busy_cycles += u.busy_cycles;
+        return;
+      }
+    units.push_back(u);
+  }
+
+  std::vector<ir::ValueId> graph_inputs_, graph_outputs_;
+  std::vector<Segment> segments_;
+  CompileReport report_;
+  std::unordered_map<ir::ValueId, ir::HostTensor> constants_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executable> compile_with_fallback(const Backend& b, const ir::Graph& g,
+                                                  const std::string& arg,
+                                                  const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  const Backend* cpu = Registry::global().find("cpu");
+  std::vector<Segment> segments;
+  std::vector<std::string> unsupported, fallback_nodes;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const ir::Node& n = g.node(i);
+    if (is_folded(g, n)) continue;
+    bool on_device = b.supports_op(g, n, arg, options);
+    if (!on_device) {
+      unsupported.push_back(fmt::format("{} '{}'", ir::op_name(n.op), n.name));
+      fallback_nodes.push_back(n.name);
+    }
+    const Backend* target = on_device ? &b : cpu;
+    if (segments.empty() || segments.back().backend != target) {
+      segments.emplace_back();
+      segments.back().backend = target;
+      segments.back().arg = on_device ? arg : "";
+      segments.back().fallback = !on_device && &b != cpu;
+    }
+    segments.back().nodes.push_back(i);
+  }
+  if (!unsupported.empty() && (options.strict || &b == cpu))
+    throw UnsupportedOpError(fmt::format("{}{}: {} op(s) cannot run on this device: {}", b.name(),
+                                         arg.empty() ? "" : ":" + arg, unsupported.size(),
+                                         fmt::format("{}", fmt::join(unsupported, ", "))));
+  // A value is a segment output if a later segment or the graph's outputs read it.
+  std::vector<int> consumer_segment_max(g.num_values(), -1);
+  for (size_t s = 0; s < segments.size(); ++s)
+    for (int index : segments[s].nodes)
+      for (ir::ValueId v : g.node(index).inputs)
+        if (v != ir::kNoValue) consumer_segment_max[v] = std::max<int>(consumer_segment_max[v], s);
+  CompileReport report;
+  for (size_t s = 0; s < segments.size(); ++s) {
+    std::vector<bool> needed(g.num_values(), false);
+    for (ir::ValueId v : g.outputs()) needed[v] = true;
+    for (int v = 0; v < g.num_values(); ++v)
+      if (consumer_segment_max[v] > static_cast<int>(s)) needed[v] = true;
+    ir::Graph sub = extract(g, segments[s], needed);
+    CompileOptions seg_options = options;
+    if (segments[s].fallback) seg_options.options.clear();
+    segments[s].executable = segments[s].backend->compile(sub, segments[s].arg, seg_options);
+    const CompileReport& r = segments[s].executable->compile_report();
+    if (!segments[s].fallback) {
+      report.device = r.device;
+      for (const auto& [k, v] : r.metrics) report.metrics[k] += v;
+      for (const auto& [k, v] : r.tables) report.tables[k] = v;
+    }
+    for (const auto& note : r.notes) report.notes.push_back(note);
+  }
+  report.fallback_nodes = std::move(fallback_nodes);
+  report.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::make_unique<PlacedExecutable>(g, std::move(segments), std::move(report));
+}
+
+}  // namespace mimic::backends

@@ -1,0 +1,20 @@
+# Compiler flags shared by every mimic target, exposed through the mimic_flags interface target.
+add_library(mimic_flags INTERFACE)
+target_compile_options(mimic_flags INTERFACE -Wall -Wextra -Wno-unused-parameter)
+if(MIMIC_NATIVE AND NOT MIMIC_SANITIZE)
+  target_compile_options(mimic_flags INTERFACE -march=native)
+endif()
+if(MIMIC_SANITIZE)
+  target_compile_options(mimic_flags INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                               -fno-sanitize-recover=undefined)
+  target_link_options(mimic_flags INTERFACE -fsanitize=address,undefined)
+endif()
+target_compile_definitions(mimic_flags INTERFACE MIMIC_VERSION="${PROJECT_VERSION}")
+
+# mimic_library(NAME SOURCES... [DEPS ...]) defines one static library per folder part.
+function(mimic_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC ${MIMIC_ROOT})
+  target_link_libraries(${name} PUBLIC mimic_flags ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+endfunction()

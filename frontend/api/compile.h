@@ -1,0 +1,52 @@
+// mimic::compile(graph, device, options) -> Executable; executable.run(inputs) -> outputs + report.
+// The front end validates: the device must be available, the batch bound, inputs must match the
+// compiled types exactly. Runs inside a TraceScope are recorded to its trace.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/backend.h"
+#include "frontend/api/device.h"
+#include "frontend/api/run_observer.h"
+#include "frontend/ir/graph.h"
+
+namespace mimic {
+
+struct CompileOptions : backends::CompileOptions {
+  int64_t batch = 0;  // binds the graph's symbolic batch; required when it has one
+};
+
+struct RunOutput {
+  std::vector<ir::HostTensor> outputs;
+  backends::RunReport report;
+};
+
+class Executable {
+ public:
+  // Checks count, dtype and shape of every input (InvalidArgument naming the input otherwise).
+  RunOutput run(const std::vector<ir::HostTensor>& inputs) const;
+
+  const ir::Graph& graph() const;  // batch bound, shapes inferred, constants folded
+  const Device& device() const;
+  const CompileOptions& options() const;
+  const backends::CompileReport& compile_report() const;
+  // Metadata recorded with every run of this executable (model name, batch, layout, ...).
+  RunInfo& run_info();
+  const RunInfo& run_info() const;
+
+ private:
+  friend Executable compile(const ir::Graph&, const Device&, const CompileOptions&);
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+Executable compile(const ir::Graph& g, const Device& device, const CompileOptions& options = {});
+
+// Validates `g`, binds its batch (when symbolic; `batch` must then be > 0) and folds constants.
+ir::Graph prepare_graph(const ir::Graph& g, int64_t batch);
+
+// Deterministic example inputs: floats ~ N(0, 1), integer inputs in [0, int_high), bools random.
+std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, int64_t int_high = 100);
+
+}  // namespace mimic

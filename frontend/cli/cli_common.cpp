@@ -1,0 +1,74 @@
+#include "frontend/cli/cli_common.h"
+
+#include <cmath>
+#include <fmt/format.h>
+
+#include "frontend/ir/error.h"
+
+namespace mimic::cli {
+
+int exit_code(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::invalid_argument: case ErrorKind::shape: return 2;
+    case ErrorKind::unsupported_op: return 3;
+    case ErrorKind::compile: case ErrorKind::out_of_memory: return 4;
+    case ErrorKind::device_unavailable: return 5;
+    case ErrorKind::io: return 6;
+    case ErrorKind::runtime: return 7;
+  }
+  return 1;
+}
+
+std::map<std::string, std::string> parse_key_values(const std::vector<std::string>& items, const std::string& what) {
+  std::map<std::string, std::string> out;
+  for (const std::string& item : items) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InvalidArgument(fmt::format("{} '{}' must look like key=value", what, item));
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+std::map<std::string, int64_t> parse_int_values(const std::vector<std::string>& items, const std::string& what) {
+  std::map<std::string, int64_t> out;
+  for (const auto& [k, v] : parse_key_values(items, what)) {
+    try {
+      size_t used = 0;
+      out[k] = std::stoll(v, &used);
+      if (used != v.size()) throw std::invalid_argument(v);
+    } catch (const std::exception&) {
+      throw InvalidArgument(fmt::format("{} '{}={}' needs an integer value", what, k, v));
+    }
+  }
+  return out;
+}
+
+std::string format_seconds(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  if (s >= 1e-6) return fmt::format("{:.2f} us", s * 1e6);
+  return fmt::format("{:.0f} ns", s * 1e9);
+}
+
+std::string format_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (std::fabs(b) >= 1024 && i < 4) {
+    b /= 1024;
+    ++i;
+  }
+  return i == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[i]);
+}
+
+std::string format_count(double n, const std::string& unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  while (std::fabs(n) >= 1000 && i < 5) {
+    n /= 1000;
+    ++i;
+  }
+  return fmt::format("{:.2f} {}{}", n, prefixes[i], unit);
+}
+
+}  // namespace mimic::cli

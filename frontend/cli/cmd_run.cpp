@@ -1,0 +1,152 @@
+// `mimic run`: build or load a model, compile it for a device, run it on example inputs and print
+// a summary (output checksum, time, per-op table, device figures, difference against cpu).
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "frontend/api/report_json.h"
+#include "frontend/api/zoo.h"
+#include "frontend/cli/cli_common.h"
+#include "frontend/cli/run_summary.h"
+#include "frontend/ir/error.h"
+
+namespace mimic::cli {
+namespace {
+
+struct RunArgs {
+  std::string model, device = "cpu", layout = "nchw", precision = "default";
+  int64_t batch = 1, repeat = 1, warmup = 0, top = 10;
+  uint64_t seed = 0;
+  bool json = false, strict = false, timing_only = false, compile_only = false, no_compare = false;
+  std::vector<std::string> model_args, options, overrides;
+};
+
+struct LoadedModel {
+  ir::Graph graph;
+  int64_t int_input_high = 100;
+  int64_t parameters = 0;
+};
+
+LoadedModel load_model(const RunArgs& a) {
+  if (a.model.empty()) throw InvalidArgument("give a model: --model NAME (one of the zoo's)");
+  zoo::ModelOptions o;
+  o.layout = a.layout;
+  o.seed = a.seed;
+  o.params = parse_int_values(a.model_args, "--model-arg");
+  zoo::Model m = zoo::make(a.model, o);
+  LoadedModel out{nn::trace_module(*m.module, m.input_name, m.input_type.dtype, m.input_type.shape, a.model),
+                  m.int_input_high > 0 ? m.int_input_high : 100, m.module->parameter_count()};
+  return out;
+}
+
+CompileOptions compile_options(const RunArgs& a) {
+  CompileOptions o;
+  o.batch = a.batch;
+  o.precision = a.precision;
+  o.strict = a.strict;
+  o.timing_only = a.timing_only;
+  o.compile_only = a.compile_only;
+  o.options = parse_key_values(a.options, "--option");
+  o.overrides = parse_key_values(a.overrides, "--set");
+  return o;
+}
+
+struct Timing {
+  double min = 0, median = 0;
+};
+
+Timing summarize(std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  return {t.front(), t[t.size() / 2]};
+}
+
+int run(const RunArgs& a) {
+  if (a.batch <= 0) throw InvalidArgument(fmt::format("--batch must be positive, got {}", a.batch));
+  if (a.repeat <= 0) throw InvalidArgument(fmt::format("--repeat must be positive, got {}", a.repeat));
+  Device device(a.device);
+  LoadedModel model = load_model(a);
+  auto t0 = std::chrono::steady_clock::now();
+  Executable exe = compile(model.graph, device, compile_options(a));
+  double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  exe.run_info().model = a.model;
+  exe.run_info().layout = a.layout;
+  nlohmann::json j{{"model", a.model}, {"device", device.str()}, {"batch", a.batch}, {"layout", a.layout},
+                   {"parameters", model.parameters}, {"compile_seconds", compile_s},
+                   {"compile", to_json(exe.compile_report())}};
+  if (a.compile_only) {
+    if (a.json) std::cout << j.dump(2) << "\n";
+    else std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", a.model, a.batch, device.str(), format_seconds(compile_s));
+    return 0;
+  }
+  std::vector<ir::HostTensor> inputs = random_inputs(exe.graph(), a.seed + 1, model.int_input_high);
+  for (int64_t i = 0; i < a.warmup; ++i) exe.run(inputs);
+  std::vector<double> walls;
+  RunOutput out;
+  for (int64_t i = 0; i < a.repeat; ++i) {
+    out = exe.run(inputs);
+    walls.push_back(out.report.wall_seconds);
+  }
+  Timing timing = summarize(walls);
+  std::vector<OutputStats> stats;
+  for (size_t i = 0; i < out.outputs.size(); ++i)
+    stats.push_back(output_stats(exe.graph().value(exe.graph().outputs()[i]).name, out.outputs[i]));
+  bool compare = device.backend() != "cpu" && !a.no_compare && !a.timing_only;
+  Difference diff;
+  if (compare) {
+    CompileOptions cpu_options;
+    cpu_options.batch = a.batch;
+    diff = compare_outputs(out.outputs, compile(model.graph, Device("cpu"), cpu_options).run(inputs).outputs);
+  }
+  if (a.json) {
+    j["wall_seconds"] = {{"min", timing.min}, {"median", timing.median}, {"runs", a.repeat}};
+    j["outputs"] = nlohmann::json::array();
+    for (const auto& s : stats) j["outputs"].push_back({{"name", s.name}, {"type", s.type}, {"sum", s.sum}, {"mean_abs", s.mean_abs}});
+    if (compare) j["difference_vs_cpu"] = {{"max_abs", diff.max_abs}, {"max_rel", diff.max_rel}};
+    j["report"] = to_json(out.report);
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<12}{} (batch {}, {}, {} parameters)\n", "model", a.model, a.batch, a.layout,
+                           format_count(static_cast<double>(model.parameters), ""));
+  std::cout << fmt::format("{:<12}{} ({})\n", "device", device.str(), device.info().description);
+  for (const auto& s : stats)
+    std::cout << fmt::format("{:<12}{} {}  checksum sum={:.6g} mean|x|={:.6g}\n", "output", s.name, s.type, s.sum, s.mean_abs);
+  std::cout << fmt::format("{:<12}{}\n", "compile", format_seconds(compile_s));
+  if (a.repeat > 1)
+    std::cout << fmt::format("{:<12}min {}  median {}  over {} runs\n", "runs", format_seconds(timing.min),
+                             format_seconds(timing.median), a.repeat);
+  if (compare)
+    std::cout << fmt::format("{:<12}max abs {:.3g}  max rel {:.3g} (vs cpu)\n", "difference", diff.max_abs, diff.max_rel);
+  print_report(std::cout, out.report, static_cast<int>(a.top));
+  return 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a model on a device and print a summary");
+  cmd->add_option("--model", a->model, "Zoo model: " + fmt::format("{}", fmt::join(zoo::names(), ", ")));
+  cmd->add_option("--model-arg", a->model_args, "Model parameter key=value (e.g. layers=2, hidden=256)");
+  cmd->add_option("--device", a->device, "Device string (see `mimic devices`)")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--layout", a->layout, "CNN activation layout: nchw or nhwc")->capture_default_str();
+  cmd->add_option("--precision", a->precision, "Matrix precision: default|high|highest (TPU), float32|float16 (IPU)")
+      ->capture_default_str();
+  cmd->add_option("--option", a->options, "Backend option key=value (e.g. num_ipus=2)");
+  cmd->add_option("--set", a->overrides, "Preset field override key=value (e.g. mxu.rows=64)");
+  cmd->add_flag("--strict", a->strict, "Fail instead of falling back to cpu for unsupported ops");
+  cmd->add_flag("--timing-only", a->timing_only, "Emulators: cycles only, skip numerics");
+  cmd->add_flag("--compile-only", a->compile_only, "Compile and report, do not run");
+  cmd->add_flag("--no-compare", a->no_compare, "Do not compare outputs against the cpu backend");
+  cmd->add_option("--seed", a->seed, "Seed for weights and inputs")->capture_default_str();
+  cmd->add_option("--repeat", a->repeat, "Timed runs (min and median reported)")->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Untimed runs first")->capture_default_str();
+  cmd->add_option("--top", a->top, "Rows in the per-op table")->capture_default_str();
+  cmd->add_flag("--json", a->json, "Print JSON");
+  return {cmd, [a]() { return run(*a); }};
+}
+
+}  // namespace mimic::cli

@@ -1,0 +1,37 @@
+// The `mimic` command. Every failure is one line on stderr ("mimic: error: ...") and a nonzero exit
+// status that tells the kind of error (see exit_code in cli_common.h).
+#include <iostream>
+
+#include "frontend/cli/cli_common.h"
+#include "frontend/ir/error.h"
+
+int main(int argc, char** argv) {
+  using namespace mimic::cli;
+  CLI::App app{"mimic: run ML models on emulated TPUs and IPUs and on real devices"};
+  app.set_version_flag("--version", MIMIC_VERSION);
+  app.require_subcommand(1);
+  std::vector<Command> commands{add_devices_command(app), add_run_command(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "mimic: error: " << e.what() << " (see mimic --help)\n";
+    return 2;
+  }
+  try {
+    for (const Command& c : commands)
+      if (c.app->parsed()) return c.action();
+  } catch (const mimic::Error& e) {
+    std::cerr << "mimic: error: " << e.what() << "\n";
+    return exit_code(e.kind());
+  } catch (const std::exception& e) {
+    std::cerr << "mimic: internal error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

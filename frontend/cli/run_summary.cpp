@@ -1,0 +1,115 @@
+#include "frontend/cli/run_summary.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "frontend/cli/cli_common.h"
+#include "models/common/numeric_formats.h"
+
+namespace mimic::cli {
+namespace {
+
+std::vector<double> as_doubles(const ir::HostTensor& t) {
+  std::vector<double> v(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    switch (t.dtype()) {
+      case ir::DType::f32: v[i] = t.data<float>()[i]; break;
+      case ir::DType::f16: v[i] = numeric::f16_to_f32(t.data<ir::Float16>()[i].bits); break;
+      case ir::DType::bf16: v[i] = numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits); break;
+      case ir::DType::i8: v[i] = t.data<int8_t>()[i]; break;
+      case ir::DType::i32: v[i] = t.data<int32_t>()[i]; break;
+      case ir::DType::i64: v[i] = static_cast<double>(t.data<int64_t>()[i]); break;
+      case ir::DType::boolean: v[i] = t.data<bool>()[i]; break;
+    }
+  }
+  return v;
+}
+
+double op_seconds(const backends::OpReport& op) {
+  return op.device_seconds > 0 ? op.device_seconds : op.wall_ns * 1e-9;
+}
+
+void print_ops(std::ostream& os, const backends::RunReport& r, int top) {
+  std::vector<const backends::OpReport*> ops;
+  double total = 0;
+  for (const auto& op : r.ops) {
+    ops.push_back(&op);
+    total += op_seconds(op);
+  }
+  std::stable_sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return op_seconds(*a) > op_seconds(*b); });
+  bool cycles = r.cycles > 0;
+  os << fmt::format("\ntop {} ops by {}\n", std::min<size_t>(top, ops.size()), cycles ? "device time" : "wall time");
+  os << fmt::format("  {:<36} {:<20} {:>10} {:>6} {:>10} {:>9}{}\n", "node", "op", "time", "%", "GFLOP", "GFLOP/s",
+                    cycles ? "    cycles  util  bound" : "");
+  for (int i = 0; i < top && i < static_cast<int>(ops.size()); ++i) {
+    const auto& op = *ops[i];
+    double s = op_seconds(op);
+    std::string name = op.node.size() > 36 ? "..." + op.node.substr(op.node.size() - 33) : op.node;
+    std::string type = op.op_type + (op.fallback ? " (cpu)" : "");
+    os << fmt::format("  {:<36} {:<20} {:>10} {:>6.1f} {:>10.3f} {:>9.1f}", name, type, format_seconds(s),
+                      total > 0 ? 100 * s / total : 0, op.flops * 1e-9, s > 0 ? op.flops / s * 1e-9 : 0);
+    if (cycles) os << fmt::format(" {:>9} {:>5.0f}% {:>6}", op.cycles, op.utilization * 100, op.bound);
+    os << "\n";
+  }
+}
+
+}  // namespace
+
+OutputStats output_stats(const std::string& name, const ir::HostTensor& t) {
+  OutputStats s{name, t.type().str(), 0, 0};
+  std::vector<double> v = as_doubles(t);
+  for (double x : v) {
+    s.sum += x;
+    s.mean_abs += std::fabs(x);
+  }
+  if (!v.empty()) s.mean_abs /= static_cast<double>(v.size());
+  return s;
+}
+
+Difference compare_outputs(const std::vector<ir::HostTensor>& a, const std::vector<ir::HostTensor>& b) {
+  Difference d;
+  for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
+    std::vector<double> x = as_doubles(a[k]), y = as_doubles(b[k]);
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      double diff = std::fabs(x[i] - y[i]);
+      d.max_abs = std::max(d.max_abs, diff);
+      d.max_rel = std::max(d.max_rel, diff / std::max(std::fabs(y[i]), 1e-6));
+    }
+  }
+  return d;
+}
+
+void print_report(std::ostream& os, const backends::RunReport& r, int top_ops) {
+  os << fmt::format("{:<12}{}\n", "wall time", format_seconds(r.wall_seconds));
+  if (r.cycles > 0) {
+    os << fmt::format("{:<12}{} cycles = {} at {:.0f} MHz\n", "device", r.cycles, format_seconds(r.device_seconds),
+                      r.clock_hz * 1e-6);
+    os << fmt::format("{:<12}{} achieved of {} peak ({:.1f}%), ridge point {:.0f} FLOP/byte\n", "compute",
+                      format_count(r.achieved_flops_per_s, "FLOP/s"), format_count(r.peak_flops_per_s, "FLOP/s"),
+                      r.peak_flops_per_s > 0 ? 100 * r.achieved_flops_per_s / r.peak_flops_per_s : 0,
+                      r.ridge_intensity);
+  } else {
+    os << fmt::format("{:<12}{} total, {} achieved\n", "compute", format_count(static_cast<double>(r.total_flops()), "FLOP"),
+                      format_count(r.achieved_flops_per_s, "FLOP/s"));
+  }
+  if (r.fallback_count() > 0)
+    os << fmt::format("{:<12}{} op(s) fell back to cpu ({} host time)\n", "fallback", r.fallback_count(),
+                      format_seconds(r.fallback_wall_seconds));
+  for (const auto& [level, bytes] : r.bytes_moved)
+    os << fmt::format("{:<12}{:<10} {}\n", "traffic", level, format_bytes(static_cast<double>(bytes)));
+  if (!r.units.empty()) {
+    os << "\nunits\n";
+    for (const auto& u : r.units)
+      os << fmt::format("  {:<24} {:<10} busy {:>12} cycles  {:>5.1f}%\n", u.name, u.kind, u.busy_cycles,
+                        100 * u.utilization);
+  }
+  if (!r.metrics.empty()) {
+    os << "\nmetrics\n";
+    for (const auto& [k, v] : r.metrics) os << fmt::format("  {:<32} {:g}\n", k, v);
+  }
+  for (const auto& note : r.notes) os << "note: " << note << "\n";
+  print_ops(os, r, top_ops);
+}
+
+}  // namespace mimic::cli

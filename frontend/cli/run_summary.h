@@ -1,0 +1,27 @@
+// Text summaries of runs, shared by `mimic run` and later commands.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "frontend/api/compile.h"
+
+namespace mimic::cli {
+
+struct OutputStats {
+  std::string name;
+  std::string type;
+  double sum = 0, mean_abs = 0;
+};
+OutputStats output_stats(const std::string& name, const ir::HostTensor& t);
+
+// Largest absolute and relative differences between two runs' outputs.
+struct Difference {
+  double max_abs = 0, max_rel = 0;
+};
+Difference compare_outputs(const std::vector<ir::HostTensor>& a, const std::vector<ir::HostTensor>& b);
+
+void print_report(std::ostream& os, const backends::RunReport& r, int top_ops);
+
+}  // namespace mimic::cli

@@ -1,0 +1,154 @@
+// Shape inference: matrix products, convolutions, pools and reductions.
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "frontend/ir/error.h"
+#include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/op_helpers.h"
+#include "frontend/ir/shape_inference.h"
+
+namespace mimic::ir::infer {
+namespace {
+
+void expect_float(InferContext& c, int i) {
+  if (!is_floating(c.dtype(i)) && c.dtype(i) != DType::i8)
+    c.fail(fmt::format("input {} is {}, expected a floating-point (or i8) tensor", i,
+                       dtype_name(c.dtype(i))));
+}
+
+Shape output_of_window(const WindowGeometry& g, int64_t channels) {
+  std::vector<int64_t> dims{g.batch};
+  if (!g.channels_last) dims.push_back(channels);
+  for (int64_t d : g.out_size) dims.push_back(d);
+  if (g.channels_last) dims.push_back(channels);
+  return Shape(dims);
+}
+
+WindowGeometry geometry(InferContext& c, WindowKind kind) {
+  try {
+    return window_geometry(c.node(), c.shape(0), kind == WindowKind::pool ? nullptr : &c.shape(1),
+                           kind);
+  } catch (const ShapeError& e) {
+    std::string msg = e.what();
+    auto pos = msg.find("): ");
+    c.fail(pos == std::string::npos ? msg : msg.substr(pos + 3));
+  }
+}
+
+void check_bias(InferContext& c, int64_t channels) {
+  if (!c.has_input(2)) return;
+  if (c.shape(2).rank() != 1 || c.shape(2)[0] != channels)
+    c.fail(fmt::format("bias must have shape [{}]", channels));
+}
+
+}  // namespace
+
+void matmul(InferContext& c) {
+  expect_float(c, 0);
+  c.expect_same_dtype(0, 1);
+  Shape a = c.shape(0), b = c.shape(1);
+  if (a.rank() == 0 || b.rank() == 0) c.fail("MatMul inputs must have rank >= 1");
+  bool a_vec = a.rank() == 1, b_vec = b.rank() == 1;
+  if (a_vec) a = Shape({1, a[0]});
+  if (b_vec) b = Shape({b[0], 1});
+  int64_t k = a.dim(-1);
+  if (k != b.dim(-2) || k == kBatch)
+    c.fail(fmt::format("inner dimensions differ: {} x {}", c.shape(0).str(), c.shape(1).str()));
+  Shape batch_a(std::vector<int64_t>(a.dims().begin(), a.dims().end() - 2));
+  Shape batch_b(std::vector<int64_t>(b.dims().begin(), b.dims().end() - 2));
+  Shape batch;
+  try {
+    batch = broadcast_shapes(batch_a, batch_b, "MatMul");
+  } catch (const ShapeError&) {
+    c.fail(fmt::format("batch dimensions {} and {} do not broadcast", batch_a.str(), batch_b.str()));
+  }
+  std::vector<int64_t> dims = batch.dims();
+  if (!a_vec) dims.push_back(a.dim(-2));
+  if (!b_vec) dims.push_back(b.dim(-1));
+  DType out = c.dtype(0) == DType::i8 ? DType::i32 : c.dtype(0);
+  c.set_output(0, out, Shape(dims));
+}
+
+void gemm(InferContext& c) {
+  expect_float(c, 0);
+  c.expect_same_dtype(0, 1);
+  const Shape& a = c.shape(0);
+  const Shape& b = c.shape(1);
+  if (a.rank() != 2 || b.rank() != 2) c.fail("Gemm inputs A and B must be 2-D");
+  bool ta = c.attrs().get_int("transA", 0) != 0, tb = c.attrs().get_int("transB", 0) != 0;
+  int64_t m = ta ? a[1] : a[0], ka = ta ? a[0] : a[1];
+  int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+  if (ka != kb || ka == kBatch)
+    c.fail(fmt::format("inner dimensions differ (K={} vs K={}) with transA={} transB={}", ka, kb,
+                       ta, tb));
+  Shape out({m, n});
+  if (c.has_input(2)) {
+    c.expect_same_dtype(0, 2);
+    try {
+      if (broadcast_shapes(out, c.shape(2), "Gemm") != out) throw 0;
+    } catch (...) {
+      c.fail(fmt::format("C of shape {} does not broadcast to {}", c.shape(2).str(), out.str()));
+    }
+  }
+  c.set_output(0, c.dtype(0), out);
+}
+
+void conv(InferContext& c) {
+  expect_float(c, 0);
+  c.expect_same_dtype(0, 1);
+  WindowGeometry g = geometry(c, WindowKind::conv);
+  check_bias(c, g.out_channels);
+  DType out = c.dtype(0) == DType::i8 ? DType::i32 : c.dtype(0);
+  c.set_output(0, out, output_of_window(g, g.out_channels));
+}
+
+void conv_transpose(InferContext& c) {
+  expect_float(c, 0);
+  c.expect_same_dtype(0, 1);
+  WindowGeometry g = geometry(c, WindowKind::conv_transpose);
+  check_bias(c, g.out_channels);
+  c.set_output(0, c.dtype(0), output_of_window(g, g.out_channels));
+}
+
+void pool(InferContext& c) {
+  expect_float(c, 0);
+  if (c.attrs().get_ints("kernel_shape").empty()) c.fail("attribute kernel_shape is required");
+  WindowGeometry g = geometry(c, WindowKind::pool);
+  c.set_output(0, c.dtype(0), output_of_window(g, g.in_channels));
+}
+
+void global_pool(InferContext& c) {
+  expect_float(c, 0);
+  c.expect_rank_at_least(0, 3);
+  Shape s = c.shape(0);
+  bool last = is_channels_last(c.node());
+  for (int i = last ? 1 : 2; i < s.rank() - (last ? 1 : 0); ++i) s[i] = 1;
+  c.set_output(0, c.dtype(0), s);
+}
+
+void reduce(InferContext& c) {
+  if (c.dtype(0) == DType::boolean) c.fail("cannot reduce a bool tensor");
+  std::vector<bool> reduced = resolve_reduce_axes(c.graph(), c.node());
+  bool keep = c.attrs().get_int("keepdims", 1) != 0;
+  std::vector<int64_t> dims;
+  const Shape& s = c.shape(0);
+  for (int i = 0; i < s.rank(); ++i) {
+    if (!reduced[i]) dims.push_back(s[i]);
+    else if (keep) dims.push_back(1);
+  }
+  c.set_output(0, c.dtype(0), Shape(dims));
+}
+
+void arg_reduce(InferContext& c) {
+  const Shape& s = c.shape(0);
+  int axis = normalize_axis(c.attrs().get_int("axis", 0), s.rank(), c.node().name + " axis");
+  bool keep = c.attrs().get_int("keepdims", 1) != 0;
+  std::vector<int64_t> dims;
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i != axis) dims.push_back(s[i]);
+    else if (keep) dims.push_back(1);
+  }
+  c.set_output(0, DType::i64, Shape(dims));
+}
+
+}  // namespace mimic::ir::infer

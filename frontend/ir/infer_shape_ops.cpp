@@ -1,0 +1,270 @@
+// Shape inference: reshapes, slicing, gathering, padding and constant producers.
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "frontend/ir/error.h"
+#include "frontend/ir/op_helpers.h"
+#include "frontend/ir/shape_inference.h"
+
+namespace mimic::ir::infer {
+namespace {
+
+int64_t known_product(const std::vector<int64_t>& dims, int& symbols) {
+  int64_t p = 1;
+  for (int64_t d : dims) {
+    if (d == kBatch) ++symbols;
+    else p *= d;
+  }
+  return p;
+}
+
+}  // namespace
+
+void reshape(InferContext& c) {
+  const Shape& in = c.shape(0);
+  std::vector<int64_t> target = c.ints(1);
+  bool allow_zero = c.attrs().get_int("allowzero", 0) != 0;
+  int infer_at = -1;
+  std::vector<int64_t> out(target.size());
+  for (size_t i = 0; i < target.size(); ++i) {
+    int64_t t = target[i];
+    if (t == 0 && !allow_zero) {
+      if (static_cast<int>(i) >= in.rank()) c.fail(fmt::format("shape [{}] copies dim {} that does not exist", fmt::join(target, ","), i));
+      out[i] = in[i];
+    } else if (t == -1) {
+      if (infer_at >= 0) c.fail(fmt::format("shape [{}] has more than one -1", fmt::join(target, ",")));
+      infer_at = static_cast<int>(i);
+      out[i] = 1;
+    } else if (t < 0) {
+      c.fail(fmt::format("shape [{}] has invalid dim {}", fmt::join(target, ","), t));
+    } else {
+      out[i] = t;
+    }
+  }
+  int in_symbols = 0, out_symbols = 0;
+  int64_t in_known = known_product(in.dims(), in_symbols);
+  int64_t out_known = known_product(out, out_symbols);
+  std::string bad = fmt::format("cannot reshape {} to [{}]", in.str(), fmt::join(target, ","));
+  if (in_symbols == out_symbols) {
+    if (infer_at >= 0) {
+      if (out_known == 0 || in_known % out_known != 0) c.fail(bad);
+      out[infer_at] = in_known / out_known;
+    } else if (in_known != out_known) {
+      c.fail(bad);
+    }
+  } else if (in_symbols == 1 && out_symbols == 0 && infer_at >= 0 && in_known == out_known) {
+    out[infer_at] = kBatch;
+  } else {
+    c.fail(bad + " (the batch dimension must stay a dimension of its own; bind the batch first)");
+  }
+  c.set_output(0, c.dtype(0), Shape(out));
+}
+
+void flatten(InferContext& c) {
+  const Shape& in = c.shape(0);
+  int axis = normalize_axis(c.attrs().get_int("axis", 1), in.rank() + 1, c.node().name + " axis");
+  int s1 = 0, s2 = 0;
+  int64_t outer = known_product({in.dims().begin(), in.dims().begin() + axis}, s1);
+  int64_t inner = known_product({in.dims().begin() + axis, in.dims().end()}, s2);
+  if (s2 > 0 || (s1 > 0 && outer != 1))
+    c.fail("flattening would merge the symbolic batch into another dimension; bind the batch first");
+  c.set_output(0, c.dtype(0), Shape({s1 ? kBatch : outer, inner}));
+}
+
+void transpose(InferContext& c) {
+  const Shape& in = c.shape(0);
+  std::vector<int64_t> perm = resolve_perm(c.node(), in.rank());
+  std::vector<int64_t> out;
+  for (int64_t p : perm) out.push_back(in[p]);
+  c.set_output(0, c.dtype(0), Shape(out));
+}
+
+void concat(InferContext& c) {
+  Shape out = c.shape(0);
+  int axis = normalize_axis(c.attrs().require_int("axis"), out.rank(), c.node().name + " axis");
+  for (int i = 1; i < c.num_inputs(); ++i) {
+    c.expect_same_dtype(0, i);
+    const Shape& s = c.shape(i);
+    if (s.rank() != out.rank()) c.fail(fmt::format("input {} has rank {}, input 0 has {}", i, s.rank(), out.rank()));
+    for (int d = 0; d < s.rank(); ++d)
+      if (d != axis && s[d] != out[d])
+        c.fail(fmt::format("input {} differs from input 0 in dim {} ({} vs {})", i, d, s[d], out[d]));
+    if (s[axis] == kBatch || out[axis] == kBatch) c.fail("cannot concatenate along the symbolic batch axis");
+    out[axis] += s[axis];
+  }
+  c.set_output(0, c.dtype(0), out);
+}
+
+void split(InferContext& c) {
+  std::vector<int64_t> sizes = resolve_split(c.graph(), c.node());
+  int axis = normalize_axis(c.attrs().get_int("axis", 0), c.shape(0).rank(), "split axis");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Shape s = c.shape(0);
+    s[axis] = sizes[i];
+    c.set_output(static_cast<int>(i), c.dtype(0), s);
+  }
+}
+
+void slice(InferContext& c) {
+  SliceSpec spec = resolve_slice(c.graph(), c.node());
+  c.set_output(0, c.dtype(0), Shape(spec.length));
+}
+
+void gather(InferContext& c) {
+  c.expect_dtype(1, {DType::i32, DType::i64});
+  const Shape& data = c.shape(0);
+  int axis = normalize_axis(c.attrs().get_int("axis", 0), data.rank(), c.node().name + " axis");
+  std::vector<int64_t> out(data.dims().begin(), data.dims().begin() + axis);
+  for (int64_t d : c.shape(1).dims()) out.push_back(d);
+  for (int i = axis + 1; i < data.rank(); ++i) out.push_back(data[i]);
+  c.set_output(0, c.dtype(0), Shape(out));
+}
+
+void gather_elements(InferContext& c) {
+  c.expect_dtype(1, {DType::i32, DType::i64});
+  if (c.shape(0).rank() != c.shape(1).rank()) c.fail("data and indices must have the same rank");
+  normalize_axis(c.attrs().get_int("axis", 0), c.shape(0).rank(), c.node().name + " axis");
+  c.set_output(0, c.dtype(0), c.shape(1));
+}
+
+void squeeze(InferContext& c) {
+  const Shape& in = c.shape(0);
+  std::vector<int64_t> axes = resolve_squeeze_axes(c.graph(), c.node());
+  std::vector<int64_t> out;
+  for (int i = 0; i < in.rank(); ++i) {
+    bool listed = std::find(axes.begin(), axes.end(), i) != axes.end();
+    if (listed && in[i] != 1) c.fail(fmt::format("cannot squeeze axis {} of size {}", i, in[i]));
+    if (listed || (axes.empty() && in[i] == 1)) continue;
+    out.push_back(in[i]);
+  }
+  c.set_output(0, c.dtype(0), Shape(out));
+}
+
+void unsqueeze(InferContext& c) {
+  const Shape& in = c.shape(0);
+  std::vector<int64_t> axes = resolve_squeeze_axes(c.graph(), c.node());
+  std::vector<int64_t> out;
+  size_t next_in = 0, next_axis = 0;
+  for (int i = 0; i < in.rank() + static_cast<int>(axes.size()); ++i) {
+    if (next_axis < axes.size() && axes[next_axis] == i) {
+      out.push_back(1);
+      ++next_axis;
+    } else {
+      out.push_back(in[next_in++]);
+    }
+  }
+  c.set_output(0, c.dtype(0), Shape(out));
+}
+
+void pad(InferContext& c) {
+  std::string mode = c.attrs().get_string("mode", "constant");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    c.fail(fmt::format("unknown pad mode '{}'", mode));
+  PadSpec spec = resolve_pads(c.graph(), c.node());
+  Shape out = c.shape(0);
+  for (int i = 0; i < out.rank(); ++i) {
+    if (out[i] == kBatch) {
+      if (spec.before[i] || spec.after[i]) c.fail("cannot pad the symbolic batch axis");
+      continue;
+    }
+    if (mode == "reflect" && (spec.before[i] >= out[i] || spec.after[i] >= out[i]))
+      c.fail(fmt::format("reflect padding of {} on axis {} needs a dimension larger than the pad",
+                         std::max(spec.before[i], spec.after[i]), i));
+    out[i] += spec.before[i] + spec.after[i];
+  }
+  if (c.has_input(2)) c.expect_same_dtype(0, 2);
+  c.set_output(0, c.dtype(0), out);
+}
+
+void tile(InferContext& c) {
+  std::vector<int64_t> repeats = c.ints(1);
+  Shape out = c.shape(0);
+  if (static_cast<int>(repeats.size()) != out.rank())
+    c.fail(fmt::format("repeats has {} values for rank {}", repeats.size(), out.rank()));
+  for (int i = 0; i < out.rank(); ++i) {
+    if (repeats[i] < 0) c.fail("repeats must be non-negative");
+    if (out[i] == kBatch && repeats[i] != 1) c.fail("cannot tile the symbolic batch axis");
+    if (out[i] != kBatch) out[i] *= repeats[i];
+  }
+  c.set_output(0, c.dtype(0), out);
+}
+
+void expand(InferContext& c) {
+  Shape target(c.ints(1));
+  try {
+    c.set_output(0, c.dtype(0), broadcast_shapes(c.shape(0), target, "Expand"));
+  } catch (const ShapeError&) {
+    c.fail(fmt::format("cannot expand {} to {}", c.shape(0).str(), target.str()));
+  }
+}
+
+void shape(InferContext& c) {
+  int rank = c.shape(0).rank();
+  int64_t start = c.attrs().get_int("start", 0), end = c.attrs().get_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  c.set_output(0, DType::i64, Shape({std::max<int64_t>(0, end - start)}));
+}
+
+void size(InferContext& c) { c.set_output(0, DType::i64, Shape()); }
+
+void constant_of_shape(InferContext& c) {
+  std::vector<int64_t> dims = c.ints(0);
+  for (int64_t d : dims)
+    if (d < 0) c.fail("shape values must be non-negative");
+  const HostTensor* value = c.attrs().get_tensor("value");
+  c.set_output(0, value ? value->dtype() : DType::f32, Shape(dims));
+}
+
+void constant(InferContext& c) {
+  const HostTensor* value = c.attrs().get_tensor("value");
+  if (!value) c.fail("attribute 'value' (a tensor) is required");
+  c.set_output(0, value->dtype(), value->shape());
+}
+
+void range(InferContext& c) {
+  for (int i = 0; i < 3; ++i) {
+    if (c.shape(i).rank() != 0 && c.shape(i).numel() != 1) c.fail("start, limit and delta must be scalars");
+    c.expect_same_dtype(0, i);
+  }
+  auto start = constant_scalar(c.graph(), c.node(), 0);
+  auto limit = constant_scalar(c.graph(), c.node(), 1);
+  auto delta = constant_scalar(c.graph(), c.node(), 2);
+  if (!start || !limit || !delta) c.fail("start, limit and delta must be constants");
+  if (*delta == 0) c.fail("delta must not be 0");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*limit - *start) / *delta)));
+  c.set_output(0, c.dtype(0), Shape({n}));
+}
+
+void depth_to_space(InferContext& c) {
+  const Shape& in = c.shape(0);
+  int64_t b = c.attrs().require_int("blocksize");
+  if (in.rank() != 4 || b <= 0 || in[1] % (b * b) != 0)
+    c.fail(fmt::format("needs NCHW input with channels divisible by blocksize^2 = {}", b * b));
+  c.set_output(0, c.dtype(0), Shape({in[0], in[1] / (b * b), in[2] * b, in[3] * b}));
+}
+
+void space_to_depth(InferContext& c) {
+  const Shape& in = c.shape(0);
+  int64_t b = c.attrs().require_int("blocksize");
+  if (in.rank() != 4 || b <= 0 || in[2] % b != 0 || in[3] % b != 0)
+    c.fail(fmt::format("needs NCHW input with H and W divisible by blocksize {}", b));
+  c.set_output(0, c.dtype(0), Shape({in[0], in[1] * b * b, in[2] / b, in[3] / b}));
+}
+
+void eye_like(InferContext& c) {
+  if (c.shape(0).rank() != 2) c.fail("input must be 2-D");
+  std::string name = c.attrs().get_string("dtype", "");
+  DType t = c.dtype(0);
+  if (!name.empty()) {
+    auto parsed = parse_dtype(name);
+    if (!parsed) c.fail(fmt::format("unknown dtype '{}'", name));
+    t = *parsed;
+  }
+  c.set_output(0, t, c.shape(0));
+}
+
+}  // namespace mimic::ir::infer

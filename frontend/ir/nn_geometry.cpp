@@ -1,0 +1,163 @@
+#include "frontend/ir/nn_geometry.h"
+
+#include <fmt/format.h>
+
+#include "frontend/ir/error.h"
+
+namespace mimic::ir {
+namespace {
+
+int64_t product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+std::vector<int64_t> ints_or(const Node& n, const char* name, int rank, int64_t fill) {
+  std::vector<int64_t> v = n.attrs.get_ints(name);
+  return v.empty() ? std::vector<int64_t>(rank, fill) : v;
+}
+
+[[noreturn]] void fail(const Node& n, const Shape& x, const std::string& msg) {
+  throw ShapeError(fmt::format("node '{}' ({}): {}; input {}", n.name, op_name(n.op), msg, x.str()));
+}
+
+// Output size and padding of one spatial dimension for conv and pool windows.
+void resolve_forward_dim(WindowGeometry& g, int i, const std::string& auto_pad, bool ceil_mode,
+                         const Node& n, const Shape& x) {
+  int64_t in = g.in_size[i], s = g.strides[i];
+  int64_t extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    int64_t out = (in + s - 1) / s;
+    int64_t total = std::max<int64_t>(0, (out - 1) * s + extent - in);
+    int64_t small = total / 2, large = total - small;
+    g.pad_begin[i] = auto_pad == "SAME_UPPER" ? small : large;
+    g.pad_end[i] = auto_pad == "SAME_UPPER" ? large : small;
+    g.out_size[i] = out;
+    return;
+  }
+  if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
+  int64_t span = in + g.pad_begin[i] + g.pad_end[i] - extent;
+  if (span < 0)
+    fail(n, x, fmt::format("window of extent {} is larger than the padded input {} in spatial dim {}",
+                           extent, in + g.pad_begin[i] + g.pad_end[i], i));
+  int64_t out = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
+  // A window must start inside the input or its begin padding (PyTorch and ONNX reference).
+  if (ceil_mode && (out - 1) * s >= in + g.pad_begin[i]) --out;
+  g.out_size[i] = out;
+}
+
+void resolve_transpose_dim(WindowGeometry& g, int i, const std::string& auto_pad,
+                           const std::vector<int64_t>& output_padding,
+                           const std::vector<int64_t>& output_shape) {
+  int64_t in = g.in_size[i], s = g.strides[i];
+  int64_t extent = (g.kernel[i] - 1) * g.dilations[i] + 1;
+  int64_t out_pad = output_padding.empty() ? 0 : output_padding[i];
+  int64_t full = s * (in - 1) + out_pad + extent;
+  bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (output_shape.empty() && !same) {
+    g.out_size[i] = full - g.pad_begin[i] - g.pad_end[i];
+    return;
+  }
+  // ONNX ConvTranspose: padding derived from the requested output size.
+  int64_t target = output_shape.empty() ? in * s : output_shape[output_shape.size() - g.spatial_rank + i];
+  int64_t total = std::max<int64_t>(0, full - target);
+  g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+  g.pad_end[i] = total - g.pad_begin[i];
+  g.out_size[i] = target;
+}
+
+}  // namespace
+
+int64_t WindowGeometry::in_spatial() const { return product(in_size); }
+int64_t WindowGeometry::out_spatial() const { return product(out_size); }
+int64_t WindowGeometry::kernel_volume() const { return product(kernel); }
+
+bool WindowGeometry::is_pointwise() const {
+  for (int i = 0; i < spatial_rank; ++i)
+    if (kernel[i] != 1 || strides[i] != 1 || pad_begin[i] != 0 || pad_end[i] != 0) return false;
+  return true;
+}
+
+bool is_channels_last(const Node& n) {
+  std::string layout = n.attrs.get_string("layout", "NCHW");
+  return layout.size() >= 2 && layout.back() == 'C';
+}
+
+WindowGeometry window_geometry(const Graph& g, const Node& n) {
+  const Shape& x = g.value(n.inputs.at(0)).type.shape;
+  WindowKind kind = n.op == OpType::Conv            ? WindowKind::conv
+                    : n.op == OpType::ConvTranspose ? WindowKind::conv_transpose
+                                                    : WindowKind::pool;
+  const Shape* w = kind == WindowKind::pool ? nullptr : &g.value(n.inputs.at(1)).type.shape;
+  return window_geometry(n, x, w, kind);
+}
+
+WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, WindowKind kind) {
+  WindowGeometry g;
+  if (x.rank() < 3) fail(n, x, "input needs rank >= 3 (batch, channels, spatial...)");
+  int sr = x.rank() - 2;
+  g.spatial_rank = sr;
+  g.channels_last = is_channels_last(n);
+  g.batch = x[0];
+  g.in_channels = g.channels_last ? x[x.rank() - 1] : x[1];
+  int first_spatial = g.channels_last ? 1 : 2;
+  for (int i = 0; i < sr; ++i) g.in_size.push_back(x[first_spatial + i]);
+
+  g.group = n.attrs.get_int("group", 1);
+  if (kind == WindowKind::pool) {
+    g.kernel = n.attrs.get_ints("kernel_shape");
+    g.out_channels = g.in_channels;
+  } else {
+    if (!w || w->rank() != sr + 2)
+      fail(n, x, fmt::format("weight shape {} must have rank {}", w ? w->str() : "[]", sr + 2));
+    g.kernel.assign(w->dims().begin() + 2, w->dims().end());
+    if (g.group <= 0 || g.in_channels % g.group != 0)
+      fail(n, x, fmt::format("group {} does not divide {} input channels", g.group, g.in_channels));
+    if (kind == WindowKind::conv) {
+      g.out_channels = (*w)[0];
+      if ((*w)[1] * g.group != g.in_channels)
+        fail(n, x, fmt::format("weight {} expects {} input channels per group, input has {} in {} "
+                               "group(s)", w->str(), (*w)[1], g.in_channels, g.group));
+      if (g.out_channels % g.group != 0)
+        fail(n, x, fmt::format("group {} does not divide {} output channels", g.group, g.out_channels));
+    } else {
+      if ((*w)[0] != g.in_channels)
+        fail(n, x, fmt::format("weight {} expects {} input channels, input has {}", w->str(),
+                               (*w)[0], g.in_channels));
+      g.out_channels = (*w)[1] * g.group;
+    }
+    std::vector<int64_t> ks = n.attrs.get_ints("kernel_shape");
+    if (!ks.empty() && ks != g.kernel)
+      fail(n, x, fmt::format("kernel_shape attribute disagrees with weight {}", w->str()));
+  }
+  if (static_cast<int>(g.kernel.size()) != sr)
+    fail(n, x, fmt::format("kernel_shape has {} dims, input has {} spatial dims", g.kernel.size(), sr));
+  g.strides = ints_or(n, "strides", sr, 1);
+  g.dilations = ints_or(n, "dilations", sr, 1);
+  std::vector<int64_t> pads = ints_or(n, "pads", 2 * sr, 0);
+  if (static_cast<int>(g.strides.size()) != sr || static_cast<int>(g.dilations.size()) != sr ||
+      static_cast<int>(pads.size()) != 2 * sr)
+    fail(n, x, "strides, dilations and pads must match the spatial rank");
+  for (int i = 0; i < sr; ++i) {
+    if (g.kernel[i] <= 0 || g.strides[i] <= 0 || g.dilations[i] <= 0 || pads[i] < 0 || pads[sr + i] < 0)
+      fail(n, x, "kernel, strides and dilations must be positive and pads non-negative");
+  }
+  g.pad_begin.assign(pads.begin(), pads.begin() + sr);
+  g.pad_end.assign(pads.begin() + sr, pads.end());
+  g.out_size.assign(sr, 0);
+  std::string auto_pad = n.attrs.get_string("auto_pad", "NOTSET");
+  if (kind == WindowKind::conv_transpose) {
+    std::vector<int64_t> output_padding = n.attrs.get_ints("output_padding");
+    std::vector<int64_t> output_shape = n.attrs.get_ints("output_shape");
+    for (int i = 0; i < sr; ++i) resolve_transpose_dim(g, i, auto_pad, output_padding, output_shape);
+  } else {
+    bool ceil_mode = n.attrs.get_int("ceil_mode", 0) != 0;
+    for (int i = 0; i < sr; ++i) resolve_forward_dim(g, i, auto_pad, ceil_mode, n, x);
+  }
+  for (int i = 0; i < sr; ++i)
+    if (g.out_size[i] <= 0) fail(n, x, fmt::format("output spatial dim {} would be {}", i, g.out_size[i]));
+  return g;
+}
+
+}  // namespace mimic::ir

@@ -1,0 +1,239 @@
+#include "frontend/ir/shape_inference.h"
+
+#include <fmt/format.h>
+
+#include "frontend/ir/error.h"
+
+namespace mimic::ir {
+
+const TensorType& InferContext::in(int i) const {
+  if (!has_input(i)) fail(fmt::format("input {} is missing", i));
+  const Value& v = g_.value(n_.inputs[i]);
+  if (!v.typed) fail(fmt::format("input {} ('{}') has no inferred type", i, v.name));
+  return v.type;
+}
+
+const HostTensor* InferContext::constant(int i) const {
+  if (!has_input(i)) return nullptr;
+  return g_.value(n_.inputs[i]).constant.get();
+}
+
+void InferContext::set_output(int i, DType dtype, Shape shape) {
+  for (int64_t d : shape.dims())
+    if (d < 0 && d != kBatch) fail(fmt::format("output {} would have negative dim in {}", i, shape.str()));
+  if (static_cast<int>(outputs_.size()) <= i) outputs_.resize(i + 1);
+  outputs_[i] = TensorType{dtype, std::move(shape)};
+}
+
+void InferContext::fail(const std::string& message) const {
+  std::string inputs;
+  for (ValueId v : n_.inputs) {
+    if (!inputs.empty()) inputs += ", ";
+    if (v == kNoValue) {
+      inputs += "-";
+    } else {
+      const Value& val = g_.value(v);
+      inputs += val.typed ? val.type.str() : "?";
+    }
+  }
+  throw ShapeError(fmt::format("{}: {}; inputs {}", describe(g_, n_), message, inputs));
+}
+
+void InferContext::expect_dtype(int i, std::initializer_list<DType> allowed) const {
+  DType t = dtype(i);
+  for (DType a : allowed)
+    if (a == t) return;
+  std::string names;
+  for (DType a : allowed) names += (names.empty() ? "" : "|") + std::string(dtype_name(a));
+  fail(fmt::format("input {} has dtype {}, expected {}", i, dtype_name(t), names));
+}
+
+void InferContext::expect_same_dtype(int a, int b) const {
+  if (dtype(a) != dtype(b))
+    fail(fmt::format("inputs {} and {} have different dtypes ({} vs {})", a, b,
+                     dtype_name(dtype(a)), dtype_name(dtype(b))));
+}
+
+void InferContext::expect_rank_at_least(int i, int rank) const {
+  if (shape(i).rank() < rank)
+    fail(fmt::format("input {} has rank {}, needs at least {}", i, shape(i).rank(), rank));
+}
+
+namespace {
+
+constexpr int kMany = 1 << 20;
+
+OpSchema schema_for(OpType op) {
+  using namespace infer;
+  if (is_unary_elementwise(op)) {
+    switch (op) {
+      case OpType::Clip: return {1, 3, 1, 1, unary};
+      case OpType::Dropout: return {1, 3, 1, 2, unary};
+      default: return {1, 1, 1, 1, unary};
+    }
+  }
+  if (is_binary_elementwise(op)) return {2, 2, 1, 1, binary};
+  switch (op) {
+    case OpType::Max: case OpType::Min: case OpType::Sum: case OpType::Mean:
+      return {1, kMany, 1, 1, variadic};
+    case OpType::Where: return {3, 3, 1, 1, where};
+    case OpType::MatMul: return {2, 2, 1, 1, matmul};
+    case OpType::Gemm: return {2, 3, 1, 1, gemm};
+    case OpType::Conv: return {2, 3, 1, 1, conv};
+    case OpType::ConvTranspose: return {2, 3, 1, 1, conv_transpose};
+    case OpType::MaxPool: case OpType::AveragePool: return {1, 1, 1, 1, pool};
+    case OpType::GlobalAveragePool: case OpType::GlobalMaxPool: return {1, 1, 1, 1, global_pool};
+    case OpType::BatchNormalization: return {5, 5, 1, 1, batch_norm};
+    case OpType::LayerNormalization: return {2, 3, 1, 3, layer_norm};
+    case OpType::InstanceNormalization: return {3, 3, 1, 1, same_as_input};
+    case OpType::LRN: return {1, 1, 1, 1, same_as_input};
+    case OpType::Softmax: case OpType::LogSoftmax: case OpType::Hardmax:
+      return {1, 1, 1, 1, softmax};
+    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax:
+    case OpType::ReduceMin: case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2:
+    case OpType::ReduceSumSquare: case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
+      return {1, 2, 1, 1, reduce};
+    case OpType::ArgMax: case OpType::ArgMin: return {1, 1, 1, 1, arg_reduce};
+    case OpType::Reshape: return {2, 2, 1, 1, reshape};
+    case OpType::Flatten: return {1, 1, 1, 1, flatten};
+    case OpType::Transpose: return {1, 1, 1, 1, transpose};
+    case OpType::Concat: return {1, kMany, 1, 1, concat};
+    case OpType::Split: return {1, 2, 1, kMany, split};
+    case OpType::Slice: return {3, 5, 1, 1, slice};
+    case OpType::Gather: return {2, 2, 1, 1, gather};
+    case OpType::GatherElements: return {2, 2, 1, 1, gather_elements};
+    case OpType::Squeeze: return {1, 2, 1, 1, squeeze};
+    case OpType::Unsqueeze: return {2, 2, 1, 1, unsqueeze};
+    case OpType::Pad: return {2, 4, 1, 1, pad};
+    case OpType::Tile: return {2, 2, 1, 1, tile};
+    case OpType::Expand: return {2, 2, 1, 1, expand};
+    case OpType::Shape: return {1, 1, 1, 1, shape};
+    case OpType::Size: return {1, 1, 1, 1, size};
+    case OpType::ConstantOfShape: return {1, 1, 1, 1, constant_of_shape};
+    case OpType::Constant: return {0, 0, 1, 1, constant};
+    case OpType::Range: return {3, 3, 1, 1, range};
+    case OpType::DepthToSpace: return {1, 1, 1, 1, depth_to_space};
+    case OpType::SpaceToDepth: return {1, 1, 1, 1, space_to_depth};
+    case OpType::Trilu: return {1, 2, 1, 1, same_as_input};
+    case OpType::CumSum: return {2, 2, 1, 1, same_as_input};
+    case OpType::EyeLike: return {1, 1, 1, 1, eye_like};
+    default: break;
+  }
+  return {0, 0, 0, 0, nullptr};
+}
+
+struct SchemaTable {
+  std::vector<OpSchema> schemas;
+  SchemaTable() {
+    for (int i = 0; i < op_count(); ++i) schemas.push_back(schema_for(op_at(i)));
+  }
+};
+
+bool all_inputs_constant(const Graph& g, const Node& n) {
+  for (ValueId v : n.inputs)
+    if (v != kNoValue && !g.value(v).constant) return false;
+  return true;
+}
+
+void fold(Graph& g, const Node& n, const InferOptions& options) {
+  if (!options.evaluator || n.op == OpType::Constant) return;
+  if (!all_inputs_constant(g, n)) return;
+  int64_t elements = 0;
+  for (ValueId v : n.outputs) {
+    if (g.value(v).type.shape.is_symbolic()) return;
+    elements += g.value(v).type.shape.numel();
+  }
+  if (elements > options.max_fold_elements) return;
+  std::vector<HostTensor> inputs;
+  for (ValueId v : n.inputs) inputs.push_back(v == kNoValue ? HostTensor() : *g.value(v).constant);
+  std::vector<HostTensor> outputs = options.evaluator->evaluate(g, n, inputs);
+  for (size_t i = 0; i < n.outputs.size() && i < outputs.size(); ++i)
+    g.value(n.outputs[i]).constant = std::make_shared<const HostTensor>(std::move(outputs[i]));
+}
+
+// Shape and Size only need the input's shape, so they fold without an evaluator.
+void fold_shape_queries(Graph& g, const Node& n) {
+  if (n.op != OpType::Shape && n.op != OpType::Size) return;
+  const Shape& in = g.value(n.inputs[0]).type.shape;
+  if (in.is_symbolic()) return;
+  const Shape& out_shape = g.value(n.outputs[0]).type.shape;
+  HostTensor out(DType::i64, out_shape);
+  if (n.op == OpType::Size) {
+    out.data<int64_t>()[0] = in.numel();
+  } else {
+    int64_t start = n.attrs.get_int("start", 0);
+    if (start < 0) start = std::max<int64_t>(0, start + in.rank());
+    for (int64_t i = 0; i < out.numel(); ++i) out.data<int64_t>()[i] = in[static_cast<int>(start + i)];
+  }
+  g.value(n.outputs[0]).constant = std::make_shared<const HostTensor>(std::move(out));
+}
+
+}  // namespace
+
+const OpSchema& op_schema(OpType op) {
+  static const SchemaTable table;
+  return table.schemas.at(static_cast<int>(op));
+}
+
+void infer_node(Graph& g, int node_index, const InferOptions& options) {
+  const Node& n = g.node(node_index);
+  const OpSchema& schema = op_schema(n.op);
+  InferContext c(g, n);
+  int ni = n.num_inputs(), no = static_cast<int>(n.outputs.size());
+  if (ni < schema.min_inputs || ni > schema.max_inputs)
+    c.fail(fmt::format("takes {} to {} inputs, got {}", schema.min_inputs, schema.max_inputs, ni));
+  if (no < schema.min_outputs || no > schema.max_outputs)
+    c.fail(fmt::format("produces {} to {} outputs, got {}", schema.min_outputs, schema.max_outputs, no));
+  for (int i = 0; i < schema.min_inputs; ++i)
+    if (!n.has_input(i)) c.fail(fmt::format("required input {} is missing", i));
+  try {
+    schema.infer(c);
+  } catch (const ShapeError&) {
+    throw;
+  } catch (const Error& e) {
+    c.fail(e.what());
+  }
+  for (int i = 0; i < no; ++i) {
+    if (i >= static_cast<int>(c.outputs().size()))
+      c.fail(fmt::format("inference produced no type for output {}", i));
+    Value& v = g.value(n.outputs[i]);
+    v.type = c.outputs()[i];
+    v.typed = true;
+    v.constant.reset();
+  }
+  fold_shape_queries(g, g.node(node_index));
+  if (n.op == OpType::Constant) {
+    g.value(n.outputs[0]).constant = std::make_shared<const HostTensor>(*n.attrs.get_tensor("value"));
+  }
+  fold(g, g.node(node_index), options);
+}
+
+void infer_shapes(Graph& g, const InferOptions& options) {
+  for (int i = 0; i < g.num_nodes(); ++i) infer_node(g, i, options);
+  for (ValueId v : g.outputs())
+    if (!g.value(v).typed)
+      throw ShapeError(fmt::format("graph output '{}' is never computed", g.value(v).name));
+}
+
+Graph bind_batch(const Graph& g, int64_t batch, const InferOptions& options) {
+  if (batch <= 0) throw InvalidArgument(fmt::format("batch size must be positive, got {}", batch));
+  Graph out = g;
+  for (ValueId v : out.inputs()) {
+    Value& val = out.value(v);
+    val.type.shape = val.type.shape.bind_batch(batch);
+  }
+  infer_shapes(out, options);
+  return out;
+}
+
+void validate(const Graph& g, const InferOptions& options) {
+  if (g.outputs().empty()) throw ShapeError(fmt::format("graph '{}' has no outputs", g.name()));
+  if (g.has_symbolic_batch()) {
+    bind_batch(g, 1, options);
+  } else {
+    Graph copy = g;
+    infer_shapes(copy, options);
+  }
+}
+
+}  // namespace mimic::ir

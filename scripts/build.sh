@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Configures and builds mimic. Usage: scripts/build.sh [BUILD_DIR] [extra cmake args...]
+# BUILD_DIR defaults to build/ (Release). Quiet unless the build fails.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:-"$root/build"}
+shift || true
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+if [[ ! -f "$dir/CMakeCache.txt" ]]; then
+  cmake -S "$root" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log" >&2; exit 1; }
+fi
+log="$dir.build.log"
+if ! cmake --build "$dir" -j "$(nproc)" >"$log" 2>&1; then
+  grep -E "error|Error" -A3 "$log" | head -60 >&2
+  echo "build: failed, full log in $log" >&2
+  exit 1
+fi
