@@ -18,3 +18,14 @@ function(mimic_library name)
   target_include_directories(${name} PUBLIC ${MIMIC_ROOT})
   target_link_libraries(${name} PUBLIC mimic_flags ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
 endfunction()
+
+# mimic_test(NAME SOURCES... [LIBS ...] [LABELS ...]): one GoogleTest binary registered with CTest.
+# Labels: "unit" (fast, also run under ASan+UBSan), "conformance", "models", "cli", "python".
+function(mimic_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE ${MIMIC_ROOT})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+endfunction()
