@@ -183,6 +183,4 @@ Db open_for_read(const std::string& path, const OpenOptions& options) {
   return db;
 }
 
-void create_indexes(Db& db) { db.exec(sql::kIndexes, "create indexes"); }
-
 }  // namespace mimic::traces

@@ -10,7 +10,8 @@
 //   meta(key, value)                     format, schema_version, created_by, created_at
 //   string(id, value)                    interned strings (names, op types, shapes, ...)
 //   run(id, uuid, status, started_ns, ended_ns, error, tool_version, host, pid, model, batch,
-//       layout, precision, device, tag, config_json)        status: running | done | failed
+//       layout, precision, device, tag, config_json,        status: running | done | failed
+//       first/last_event_rowid, first/last_counter_rowid)  where the run's rows lie
 //   device(run_id, id, backend, preset, clock_hz, time_unit, properties_json)
 //   track(run_id, id, device_id, name_id, kind_id)          slices on a track never overlap
 //   op(run_id, id, node_id, op_type_id, shapes_id, dtype_id, flops, bytes_in, bytes_out,
@@ -18,8 +19,14 @@
 //   event(run_id, track_id, op_id, name_id, ts, dur)
 //   counter(run_id, track_id, ts, value)
 //   run_table(run_id, name, columns_json), run_table_row(run_id, table_name, row_index, values_json)
-// Views: device_v, track_v, op_v, event_ns, counter_ns, device_span, run_time, op_summary,
-//   op_type_summary, unit_utilization, run_overview, run_compare (see schema.cpp).
+// Views: run_event, run_counter, device_v, track_v, op_v, event_ns, counter_ns, device_span,
+//   run_time, op_summary, op_type_summary, unit_utilization, run_overview, run_compare
+//   (schema_sql.h). Filter them by run_id: each then reads only that run's rows.
+//
+// Indexing: event and counter are append-only and never indexed. Rows are appended in emission
+// order, so each run's rows are a rowid range, recorded in the run row with every committed batch
+// (crashed runs included); per-run queries scan just that range. An index on event would cost
+// every later run of a shared file ~4x the insert time per event (measured), for no per-run gain.
 #pragma once
 
 #include <chrono>
@@ -48,9 +55,6 @@ Db open_for_write(const std::string& path, const OpenOptions& options = {});
 // Opens an existing trace read-only. Same checks; a file with an older schema is refused with a
 // message saying how to upgrade it (open it once for writing, e.g. by recording a run).
 Db open_for_read(const std::string& path, const OpenOptions& options = {});
-
-// Indexes that queries need; built when a run ends (not while events stream in).
-void create_indexes(Db& db);
 
 // Schema version of an open database (PRAGMA user_version).
 int schema_version(const Db& db);

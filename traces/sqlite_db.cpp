@@ -31,6 +31,8 @@ bool is_busy_error(const std::exception& e) {
   return sql && sql->busy();
 }
 
+std::string sqlite_version() { return sqlite3_libversion(); }
+
 void backoff_sleep(int attempt) {
   int ms = std::min(50, 1 << std::min(attempt, 6));
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));

@@ -107,6 +107,9 @@ template <class Body, class OnRollback>
 void with_write_transaction(Db& db, std::chrono::milliseconds give_up_after, Body&& body,
                             OnRollback&& on_rollback);
 
+// The SQLite library's version ("3.40.1"), for benchmark and bug reports.
+std::string sqlite_version();
+
 // Sleep between retries: grows from 1 ms to 50 ms.
 void backoff_sleep(int attempt);
 [[noreturn]] void throw_lock_timeout(const Db& db, std::chrono::milliseconds waited);

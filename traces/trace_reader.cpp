@@ -13,7 +13,18 @@ namespace {
 constexpr const char* kRunColumns =
     "r.id, r.uuid, r.status, r.started_ns, COALESCE(r.ended_ns, 0), COALESCE(r.error, ''), "
     "r.tool_version, r.host, r.pid, r.model, r.batch, r.layout, r.precision, r.device, r.tag, "
-    "r.config_json, (SELECT COUNT(*) FROM event e WHERE e.run_id = r.id)";
+    "r.config_json, CASE WHEN r.stats_done = 1 THEN "
+    "(SELECT COALESCE(SUM(events), 0) FROM event_stat s WHERE s.run_id = r.id) ELSE "
+    "(SELECT COUNT(*) FROM event e WHERE e.rowid BETWEEN r.first_event_rowid AND r.last_event_rowid "
+    "AND +e.run_id = r.id) END";
+
+// The rows of run ?1, through its rowid range (see schema.h: no index on event or counter).
+constexpr const char* kRunEvents =
+    "event e WHERE e.rowid BETWEEN (SELECT first_event_rowid FROM run WHERE id = ?1) AND "
+    "(SELECT last_event_rowid FROM run WHERE id = ?1) AND +e.run_id = ?1";
+constexpr const char* kRunCounters =
+    "counter c WHERE c.rowid BETWEEN (SELECT first_counter_rowid FROM run WHERE id = ?1) AND "
+    "(SELECT last_counter_rowid FROM run WHERE id = ?1) AND +c.run_id = ?1";
 
 RunRecord run_from(const Stmt& s) {
   RunRecord r;
@@ -41,25 +52,64 @@ bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// Per (track) aggregates of one run's events, in native units.
-struct TrackAgg {
-  int64_t events = 0, busy = 0, start = 0, end = 0;
-};
-
-std::map<int64_t, TrackAgg> track_aggregates(const Db& db, int64_t run_id) {
-  Stmt s = db.prepare(
-      "SELECT track_id, COUNT(*), SUM(dur), MIN(ts), MAX(ts + dur) FROM event WHERE run_id = ? "
-      "GROUP BY track_id",
-      "aggregate events per track");
-  s.bind(1, run_id);
-  std::map<int64_t, TrackAgg> out;
-  while (s.step()) out[s.int_at(0)] = TrackAgg{s.int_at(1), s.int_at(2), s.int_at(3), s.int_at(4)};
-  return out;
-}
-
 }  // namespace
 
 TraceReader::TraceReader(const std::string& path) : db_(open_for_read(path)) {}
+
+std::vector<EventAggregate> TraceReader::aggregates(int64_t run_id) const {
+  Stmt k = db_.prepare("SELECT stats_done, COALESCE(last_event_rowid, 0) FROM run WHERE id = ?", "read run state");
+  k.bind(1, run_id);
+  std::pair<int64_t, int64_t> key{-1, -1};
+  if (k.step()) key = {k.int_at(0), k.int_at(1)};
+  auto cached = agg_cache_.find(run_id);
+  if (cached != agg_cache_.end() && cached->second.first == key) return cached->second.second;
+  std::vector<EventAggregate> out;
+  if (key.first == 1) {
+    Stmt s = db_.prepare("SELECT track_id, op_id, events, busy, first_ts, last_end FROM event_stat WHERE run_id = ?",
+                         "read event aggregates");
+    s.bind(1, run_id);
+    while (s.step())
+      out.push_back(EventAggregate{s.int_at(0), s.int_at(1), s.int_at(2), s.int_at(3), s.int_at(4), s.int_at(5)});
+  } else {
+    // A run that did not end: aggregate its rows here (a hash aggregate; SQLite's GROUP BY sorts).
+    Stmt s = db_.prepare(fmt::format("SELECT e.track_id, COALESCE(e.op_id, -1), e.ts, e.dur FROM {}", kRunEvents),
+                         "aggregate events");
+    s.bind(1, run_id);
+    std::map<std::pair<int64_t, int64_t>, EventAggregate> by_key;
+    std::pair<int64_t, int64_t> last{-1, -2};
+    EventAggregate* a = nullptr;
+    while (s.step()) {
+      std::pair<int64_t, int64_t> k2{s.int_at(0), s.int_at(1)};
+      int64_t ts = s.int_at(2), dur = s.int_at(3);
+      if (k2 != last) {
+        auto [it, fresh] = by_key.try_emplace(k2, EventAggregate{k2.first, k2.second, 0, 0, ts, ts + dur});
+        a = &it->second;
+        last = k2;
+      }
+      a->events += 1;
+      a->busy += dur;
+      a->first_ts = std::min(a->first_ts, ts);
+      a->last_end = std::max(a->last_end, ts + dur);
+    }
+    for (const auto& [k3, agg] : by_key) out.push_back(agg);
+  }
+  agg_cache_[run_id] = {key, out};
+  return out;
+}
+
+std::map<int64_t, EventAggregate> TraceReader::track_aggregates(int64_t run_id) const {
+  std::map<int64_t, EventAggregate> out;
+  for (const EventAggregate& a : aggregates(run_id)) {
+    auto [it, fresh] = out.try_emplace(a.track_id, a);
+    if (fresh) continue;
+    EventAggregate& t = it->second;
+    t.events += a.events;
+    t.busy += a.busy;
+    t.first_ts = std::min(t.first_ts, a.first_ts);
+    t.last_end = std::max(t.last_end, a.last_end);
+  }
+  return out;
+}
 
 std::vector<RunRecord> TraceReader::runs() const {
   Stmt s = db_.prepare(fmt::format("SELECT {} FROM run r ORDER BY r.id", kRunColumns), "list runs");
@@ -124,15 +174,15 @@ std::vector<DeviceRecord> TraceReader::devices(int64_t run_id) const {
   std::map<int64_t, int64_t> track_device;
   for (const TrackRecord& t : tracks(run_id)) track_device[t.id] = t.device_id;
   std::map<int64_t, bool> seen;
-  for (const auto& [track, agg] : track_aggregates(db_, run_id)) {
+  for (const auto& [track, agg] : track_aggregates(run_id)) {
     DeviceRecord* d = by_id.at(track_device.at(track));
     if (!seen[d->id]) {
-      d->start = agg.start;
-      d->end = agg.end;
+      d->start = agg.first_ts;
+      d->end = agg.last_end;
       seen[d->id] = true;
     }
-    d->start = std::min(d->start, agg.start);
-    d->end = std::max(d->end, agg.end);
+    d->start = std::min(d->start, agg.first_ts);
+    d->end = std::max(d->end, agg.last_end);
   }
   for (DeviceRecord& d : out) d.span_ns = static_cast<double>(d.end - d.start) * d.ns_per_unit;
   return out;
@@ -179,21 +229,16 @@ std::vector<OpRecord> TraceReader::ops(int64_t run_id) const {
     index[o.op_id] = out.size();
     out.push_back(std::move(o));
   }
-  // Aggregate per (op, track) in SQL, convert each track's units to ns here.
-  Stmt e = db_.prepare(
-      "SELECT op_id, track_id, COUNT(*), SUM(dur), MIN(ts), MAX(ts + dur) FROM event "
-      "WHERE run_id = ? AND op_id IS NOT NULL GROUP BY op_id, track_id",
-      "aggregate events per op");
-  e.bind(1, run_id);
+  // Aggregates per (op, track); each track's units are converted to ns here.
   std::unordered_map<int64_t, std::pair<double, double>> span;  // op -> start, end (ns)
-  while (e.step()) {
-    auto it = index.find(e.int_at(0));
-    if (it == index.end()) continue;
+  for (const EventAggregate& a : aggregates(run_id)) {
+    auto it = index.find(a.op_id);
+    if (a.op_id < 0 || it == index.end()) continue;
     OpRecord& o = out[it->second];
-    double k = ns_per_unit.count(e.int_at(1)) ? ns_per_unit[e.int_at(1)] : 1.0;
-    double start = e.int_at(4) * k, end = e.int_at(5) * k;
-    o.events += e.int_at(2);
-    o.busy_ns += e.int_at(3) * k;
+    double k = ns_per_unit.count(a.track_id) ? ns_per_unit[a.track_id] : 1.0;
+    double start = a.first_ts * k, end = a.last_end * k;
+    o.events += a.events;
+    o.busy_ns += a.busy * k;
     auto [sp, fresh] = span.try_emplace(o.op_id, start, end);
     if (!fresh) sp->second = {std::min(sp->second.first, start), std::max(sp->second.second, end)};
   }
@@ -232,7 +277,7 @@ std::vector<OpTypeRecord> TraceReader::op_types(int64_t run_id) const {
 std::vector<UnitRecord> TraceReader::units(int64_t run_id) const {
   std::map<int64_t, DeviceRecord> devs;
   for (const DeviceRecord& d : devices(run_id)) devs[d.id] = d;
-  auto aggs = track_aggregates(db_, run_id);
+  auto aggs = track_aggregates(run_id);
   std::vector<UnitRecord> out;
   for (const TrackRecord& t : tracks(run_id)) {
     UnitRecord u;
@@ -256,28 +301,41 @@ std::vector<UnitRecord> TraceReader::units(int64_t run_id) const {
 }
 
 int64_t TraceReader::event_count(int64_t run_id) const {
-  Stmt s = db_.prepare("SELECT COUNT(*) FROM event WHERE run_id = ?", "count events");
-  s.bind(1, run_id);
-  return s.step() ? s.int_at(0) : 0;
+  int64_t n = 0;
+  for (const EventAggregate& a : aggregates(run_id)) n += a.events;
+  return n;
 }
 
 int64_t TraceReader::counter_count(int64_t run_id) const {
-  Stmt s = db_.prepare("SELECT COUNT(*) FROM counter WHERE run_id = ?", "count counters");
+  Stmt s = db_.prepare(fmt::format("SELECT COUNT(*) FROM {}", kRunCounters), "count counters");
   s.bind(1, run_id);
   return s.step() ? s.int_at(0) : 0;
 }
 
 void TraceReader::for_each_event(int64_t run_id, const std::function<void(const EventRecord&)>& fn) const {
-  Stmt s = db_.prepare(
-      "SELECT e.track_id, COALESCE(e.op_id, -1), s.value, e.ts, e.dur FROM event e "
-      "JOIN string s ON s.id = e.name_id WHERE e.run_id = ? ORDER BY e.track_id, e.ts",
-      "read events");
+  // Names are interned: look each id up once.
+  std::unordered_map<int64_t, std::string> names;
+  Stmt n = db_.prepare(fmt::format("SELECT DISTINCT s.id, s.value FROM string s WHERE s.id IN "
+                                   "(SELECT e.name_id FROM {})",
+                                   kRunEvents),
+                       "read event names");
+  n.bind(1, run_id);
+  while (n.step()) names[n.int_at(0)] = n.text_at(1);
+  Stmt s = db_.prepare(fmt::format("SELECT e.track_id, COALESCE(e.op_id, -1), e.name_id, e.ts, e.dur FROM {} "
+                                   "ORDER BY e.rowid",
+                                   kRunEvents),
+                       "read events");
   s.bind(1, run_id);
   EventRecord r;
+  int64_t last_name = -1;
   while (s.step()) {
     r.track_id = s.int_at(0);
     r.op_id = s.int_at(1);
-    r.name = s.text_at(2);
+    int64_t name = s.int_at(2);
+    if (name != last_name) {
+      r.name = names[name];
+      last_name = name;
+    }
     r.ts = s.int_at(3);
     r.dur = s.int_at(4);
     fn(r);
@@ -285,7 +343,7 @@ void TraceReader::for_each_event(int64_t run_id, const std::function<void(const 
 }
 
 void TraceReader::for_each_counter(int64_t run_id, const std::function<void(const CounterRecord&)>& fn) const {
-  Stmt s = db_.prepare("SELECT track_id, ts, value FROM counter WHERE run_id = ? ORDER BY track_id, ts",
+  Stmt s = db_.prepare(fmt::format("SELECT c.track_id, c.ts, c.value FROM {} ORDER BY c.rowid", kRunCounters),
                        "read counters");
   s.bind(1, run_id);
   while (s.step()) fn(CounterRecord{s.int_at(0), s.int_at(1), s.real_at(2)});

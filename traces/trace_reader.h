@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,11 @@ struct CounterRecord {
   double value = 0;
 };
 
+// One run's events aggregated per (track, op) in native units; op_id -1: events of no op.
+struct EventAggregate {
+  int64_t track_id = 0, op_id = -1, events = 0, busy = 0, first_ts = 0, last_end = 0;
+};
+
 struct TableRecord {
   std::string name;
   std::vector<std::string> columns;
@@ -111,7 +117,10 @@ class TraceReader {
   int64_t event_count(int64_t run_id) const;
   int64_t counter_count(int64_t run_id) const;
 
-  // Events ordered by track then start time.
+  // Stored when the run ended (event_stat); computed from its rows for runs that did not end.
+  std::vector<EventAggregate> aggregates(int64_t run_id) const;
+
+  // Events and counter samples in the order they were emitted.
   void for_each_event(int64_t run_id, const std::function<void(const EventRecord&)>& fn) const;
   void for_each_counter(int64_t run_id, const std::function<void(const CounterRecord&)>& fn) const;
   std::vector<TableRecord> tables(int64_t run_id) const;
@@ -120,7 +129,11 @@ class TraceReader {
   std::vector<std::vector<std::string>> query(const std::string& sql) const;
 
  private:
+  std::map<int64_t, EventAggregate> track_aggregates(int64_t run_id) const;
+
   Db db_;
+  // aggregates() per run, with the (stats_done, last_event_rowid) they were computed for.
+  mutable std::map<int64_t, std::pair<std::pair<int64_t, int64_t>, std::vector<EventAggregate>>> agg_cache_;
 };
 
 }  // namespace mimic::traces

@@ -91,6 +91,7 @@ struct WriterState {
     item.run_key = run.key;
     item.batch = std::move(run.current);
     run.current = Batch();
+    run.current.events.reserve(options.batch_rows);
     enqueue(std::move(item), lock, from_writer);
   }
   void end_run(RunState& run, bool ok, const std::string& error_text, std::unique_lock<std::mutex>& lock) {
