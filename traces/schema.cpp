@@ -72,9 +72,9 @@ auto retry_busy(const Db& db, const OpenOptions& o, F&& f) {
 }
 
 // Refuses files this build must not touch. Returns the schema version (0 for a new, empty file).
-int check_identity(const Db& db, const OpenOptions& o) {
+int check_identity_once(const Db& db) {
   const std::string& path = db.path();
-  int version = retry_busy(db, o, [&] { return schema_version(db); });
+  int version = schema_version(db);
   if (version > kSchemaVersion)
     throw IoError(fmt::format(
         "trace '{}' has schema version {}, newer than version {} that this mimic ({}) understands: "
@@ -91,6 +91,11 @@ int check_identity(const Db& db, const OpenOptions& o) {
                               path, app));
   }
   return version;
+}
+
+// Every read may meet another process's lock while it creates the file or switches it to WAL.
+int check_identity(const Db& db, const OpenOptions& o) {
+  return retry_busy(db, o, [&] { return check_identity_once(db); });
 }
 
 void enable_wal(Db& db, const OpenOptions& o) {

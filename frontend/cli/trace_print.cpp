@@ -31,13 +31,15 @@ std::string run_title(const traces::RunRecord& r) {
 }  // namespace
 
 nlohmann::json run_json(const traces::RunRecord& r) {
+  nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
+  if (config.is_discarded()) config = r.config_json;  // not JSON: keep the text
   return nlohmann::json{{"id", r.id},           {"uuid", r.uuid},       {"status", r.status},
                         {"error", r.error},     {"model", r.model},     {"batch", r.batch},
                         {"layout", r.layout},   {"precision", r.precision}, {"device", r.device},
                         {"tag", r.tag},         {"started_ns", r.started_ns}, {"ended_ns", r.ended_ns},
                         {"wall_ns", r.wall_ns()}, {"device_time_ns", r.device_time_ns}, {"events", r.events},
                         {"host", r.host},       {"pid", r.pid},         {"tool_version", r.tool_version},
-                        {"config", nlohmann::json::parse(r.config_json, nullptr, false)}};
+                        {"config", config}};
 }
 
 void print_run_list(std::ostream& os, const std::string& file, const std::vector<traces::RunRecord>& runs) {
