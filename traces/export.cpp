@@ -15,7 +15,8 @@ namespace {
 std::vector<int64_t> all_runs(const TraceReader& reader, const std::vector<int64_t>& run_ids) {
   if (!run_ids.empty()) return run_ids;
   std::vector<int64_t> ids;
-  for (const auto& row : reader.query("SELECT id FROM run ORDER BY id")) ids.push_back(std::stoll(row[0]));
+  for (const auto& row : reader.query("SELECT id FROM run ORDER BY id"))
+    ids.push_back(std::stoll(row[0]));
   return ids;
 }
 
@@ -61,8 +62,9 @@ class ChromeWriter {
   }
   void metadata(const char* name, int64_t pid, int64_t tid, const std::string& args_json) {
     begin_event();
-    fmt::format_to(std::back_inserter(buf_), R"({{"ph":"M","name":"{}","pid":{},"tid":{},"args":{}}})", name,
-                   pid, tid, args_json);
+    fmt::format_to(std::back_inserter(buf_),
+                   R"({{"ph":"M","name":"{}","pid":{},"tid":{},"args":{}}})", name, pid, tid,
+                   args_json);
   }
 
  private:
@@ -73,7 +75,8 @@ class ChromeWriter {
 
 }  // namespace
 
-ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>& run_ids, std::ostream& out) {
+ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>& run_ids,
+                          std::ostream& out) {
   ExportStats stats;
   ChromeWriter w(out);
   w.buf() += "{\"traceEvents\":[\n";
@@ -97,7 +100,8 @@ ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>&
       int64_t pid = pid_of_device.at(t.device_id);
       track_pid[t.id] = {pid, t.ns_per_unit};
       track_name[t.id] = t.name;
-      w.metadata("thread_name", pid, t.id + 1, fmt::format(R"({{"name":{}}})", json_quoted(t.name)));
+      w.metadata("thread_name", pid, t.id + 1,
+                 fmt::format(R"({{"name":{}}})", json_quoted(t.name)));
       w.metadata("thread_sort_index", pid, t.id + 1, fmt::format(R"({{"sort_index":{}}})", t.id));
       ++stats.threads;
     }
@@ -131,8 +135,8 @@ ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>&
         comma = true;
       }
       if (cycles_track[e.track_id])
-        fmt::format_to(std::back_inserter(b), R"({}"start_cycle":{},"cycles":{})", comma ? "," : "", e.ts,
-                       e.dur);
+        fmt::format_to(std::back_inserter(b), R"({}"start_cycle":{},"cycles":{})", comma ? "," : "",
+                       e.ts, e.dur);
       b += "}}";
       ++stats.events;
       w.maybe_flush();
@@ -152,15 +156,18 @@ ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>&
     });
   }
   fmt::format_to(std::back_inserter(w.buf()),
-                 "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"mimic {}\",\"trace\":{}}}}}\n",
+                 "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"generator\":\"mimic "
+                 "{}\",\"trace\":{}}}}}\n",
                  MIMIC_VERSION, json_quoted(reader.path()));
   w.flush();
   return stats;
 }
 
-ExportStats export_csv(const TraceReader& reader, const std::vector<int64_t>& run_ids, std::ostream& out) {
+ExportStats export_csv(const TraceReader& reader, const std::vector<int64_t>& run_ids,
+                       std::ostream& out) {
   ExportStats stats;
-  out << "run_id,device_id,device,track_id,track,op_id,node,op_type,name,ts,dur,unit,ts_ns,dur_ns\n";
+  out << "run_id,device_id,device,track_id,track,op_id,node,op_type,name,ts,dur,unit,ts_ns,dur_"
+         "ns\n";
   std::string line;
   for (int64_t run_id : all_runs(reader, run_ids)) {
     ++stats.runs;
@@ -169,21 +176,23 @@ ExportStats export_csv(const TraceReader& reader, const std::vector<int64_t>& ru
     std::unordered_map<int64_t, TrackRecord> tracks;
     for (const TrackRecord& t : reader.tracks(run_id)) tracks[t.id] = t;
     std::unordered_map<int64_t, std::pair<std::string, std::string>> ops;
-    for (const OpRecord& o : reader.ops(run_id)) ops[o.op_id] = {csv_field(o.node), csv_field(o.op_type)};
+    for (const OpRecord& o : reader.ops(run_id))
+      ops[o.op_id] = {csv_field(o.node), csv_field(o.op_type)};
     reader.for_each_event(run_id, [&](const EventRecord& e) {
       const TrackRecord& t = tracks.at(e.track_id);
       const DeviceRecord& d = devices.at(t.device_id);
       auto op = ops.find(e.op_id);
       line.clear();
-      fmt::format_to(std::back_inserter(line), "{},{},{},{},{},", run_id, d.id, csv_field(device_label(d)), t.id,
-                     csv_field(t.name));
+      fmt::format_to(std::back_inserter(line), "{},{},{},{},{},", run_id, d.id,
+                     csv_field(device_label(d)), t.id, csv_field(t.name));
       if (op != ops.end())
-        fmt::format_to(std::back_inserter(line), "{},{},{},", e.op_id, op->second.first, op->second.second);
+        fmt::format_to(std::back_inserter(line), "{},{},{},", e.op_id, op->second.first,
+                       op->second.second);
       else
         line += ",,,";
       int64_t start = to_ns(e.ts, t.ns_per_unit), end = to_ns(e.ts + e.dur, t.ns_per_unit);
-      fmt::format_to(std::back_inserter(line), "{},{},{},{},{},{}\n", csv_field(e.name), e.ts, e.dur, d.time_unit,
-                     start, end - start);
+      fmt::format_to(std::back_inserter(line), "{},{},{},{},{},{}\n", csv_field(e.name), e.ts,
+                     e.dur, d.time_unit, start, end - start);
       out << line;
       ++stats.events;
     });

@@ -23,7 +23,9 @@ struct ExportStats {
 };
 
 // `run_ids` empty: every run in the file.
-ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>& run_ids, std::ostream& out);
-ExportStats export_csv(const TraceReader& reader, const std::vector<int64_t>& run_ids, std::ostream& out);
+ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>& run_ids,
+                          std::ostream& out);
+ExportStats export_csv(const TraceReader& reader, const std::vector<int64_t>& run_ids,
+                       std::ostream& out);
 
 }  // namespace mimic::traces

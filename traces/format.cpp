@@ -35,7 +35,9 @@ std::string format_bytes(double bytes) {
   return i == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.2f} {}", bytes, units[i]);
 }
 
-std::string format_percent(double fraction) { return fmt::format("{:.1f}%", 100.0 * fraction); }
+std::string format_percent(double fraction) {
+  return fmt::format("{:.1f}%", 100.0 * fraction);
+}
 
 std::string format_utc(long long unix_ns) {
   std::time_t t = static_cast<std::time_t>(unix_ns / 1000000000LL);

@@ -32,22 +32,32 @@ svg .line { fill: none; stroke: #4e79a7; stroke-width: 1.2; }
 details summary { cursor: pointer; color: #345; }
 )css";
 
-std::string td(const std::string& s) { return "<td>" + html_escape(s) + "</td>"; }
-std::string td_num(const std::string& s) { return "<td class=\"num\">" + html_escape(s) + "</td>"; }
+std::string td(const std::string& s) {
+  return "<td>" + html_escape(s) + "</td>";
+}
+std::string td_num(const std::string& s) {
+  return "<td class=\"num\">" + html_escape(s) + "</td>";
+}
 
 std::string header_row(std::initializer_list<const char*> names, size_t numeric_from) {
   std::string out = "<tr>";
   size_t i = 0;
-  for (const char* n : names) out += fmt::format(i++ >= numeric_from ? "<th class=\"num\">{}</th>" : "<th>{}</th>", n);
+  for (const char* n : names)
+    out += fmt::format(i++ >= numeric_from ? "<th class=\"num\">{}</th>" : "<th>{}</th>", n);
   return out + "</tr>\n";
 }
 
-std::string rate(double flops, double ns) { return ns > 0 && flops > 0 ? format_si(flops / (ns * 1e-9), "FLOP/s") : "-"; }
+std::string rate(double flops, double ns) {
+  return ns > 0 && flops > 0 ? format_si(flops / (ns * 1e-9), "FLOP/s") : "-";
+}
 
-std::string device_name(const DeviceRecord& d) { return d.preset.empty() ? d.backend : d.backend + ":" + d.preset; }
+std::string device_name(const DeviceRecord& d) {
+  return d.preset.empty() ? d.backend : d.backend + ":" + d.preset;
+}
 
 void overview(std::ostream& out, const TraceReader& reader, const RunRecord& r) {
-  out << fmt::format("<h1>mimic run {}: {}{} on {}</h1>\n", r.id, html_escape(r.model.empty() ? "(unnamed)" : r.model),
+  out << fmt::format("<h1>mimic run {}: {}{} on {}</h1>\n", r.id,
+                     html_escape(r.model.empty() ? "(unnamed)" : r.model),
                      r.batch > 0 ? fmt::format(", batch {}", r.batch) : "", html_escape(r.device));
   out << fmt::format("<p><span class=\"status {0}\">{0}</span> ", html_escape(r.status));
   if (!r.error.empty()) out << "<span class=\"error\">" << html_escape(r.error) << "</span>";
@@ -61,7 +71,8 @@ void overview(std::ostream& out, const TraceReader& reader, const RunRecord& r) 
   row("wall time", r.ended_ns ? format_ns(r.wall_ns()) : std::string("(not ended)"));
   row("device time", format_ns(r.device_time_ns));
   row("events", std::to_string(r.events));
-  row("model / batch / layout", fmt::format("{} / {} / {}", r.model, r.batch, r.layout.empty() ? "-" : r.layout));
+  row("model / batch / layout",
+      fmt::format("{} / {} / {}", r.model, r.batch, r.layout.empty() ? "-" : r.layout));
   row("precision", r.precision.empty() ? "-" : r.precision);
   if (!r.tag.empty()) row("tag", r.tag);
   row("recorded by", fmt::format("mimic {} on {} (pid {})", r.tool_version, r.host, r.pid));
@@ -70,36 +81,45 @@ void overview(std::ostream& out, const TraceReader& reader, const RunRecord& r) 
 
 void op_type_section(std::ostream& out, const std::vector<OpTypeRecord>& types) {
   out << "<h2>Time by op type</h2>\n<table>\n"
-      << header_row({"op type", "ops", "total", "mean", "% of run", "FLOP", "bytes", "achieved"}, 1);
+      << header_row({"op type", "ops", "total", "mean", "% of run", "FLOP", "bytes", "achieved"},
+                    1);
   std::vector<Bar> bars;
   for (const OpTypeRecord& t : types) {
     out << "<tr>" << td(t.op_type) << td_num(std::to_string(t.ops)) << td_num(format_ns(t.total_ns))
         << td_num(format_ns(t.mean_ns)) << td_num(fmt::format("{:.1f}", t.pct_of_run))
-        << td_num(format_si(static_cast<double>(t.flops), "")) << td_num(format_bytes(static_cast<double>(t.bytes)))
+        << td_num(format_si(static_cast<double>(t.flops), ""))
+        << td_num(format_bytes(static_cast<double>(t.bytes)))
         << td_num(rate(static_cast<double>(t.flops), t.total_ns)) << "</tr>\n";
-    bars.push_back(Bar{t.op_type, t.total_ns, fmt::format("{} ({:.1f}%)", format_ns(t.total_ns), t.pct_of_run),
-                       category_color(t.op_type), fmt::format("{}: {} ops, {}", t.op_type, t.ops, format_ns(t.total_ns))});
+    bars.push_back(Bar{t.op_type, t.total_ns,
+                       fmt::format("{} ({:.1f}%)", format_ns(t.total_ns), t.pct_of_run),
+                       category_color(t.op_type),
+                       fmt::format("{}: {} ops, {}", t.op_type, t.ops, format_ns(t.total_ns))});
   }
   out << "</table>\n" << svg_bar_chart(bars) << "\n";
 }
 
 void top_ops_section(std::ostream& out, std::vector<OpRecord> ops, int top) {
-  std::stable_sort(ops.begin(), ops.end(), [](const OpRecord& a, const OpRecord& b) { return a.time_ns > b.time_ns; });
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const OpRecord& a, const OpRecord& b) { return a.time_ns > b.time_ns; });
   if (static_cast<int>(ops.size()) > top) ops.resize(static_cast<size_t>(top));
   std::vector<Bar> bars;
   for (const OpRecord& o : ops)
-    bars.push_back(Bar{o.node, o.time_ns, fmt::format("{}  {}", format_ns(o.time_ns), rate(double(o.flops), o.time_ns)),
-                       category_color(o.op_type),
-                       fmt::format("{} ({}) {}\n{} FLOP, {} in, {} out{}", o.node, o.op_type, o.shapes,
-                                   format_si(double(o.flops), ""), format_bytes(double(o.bytes_in)),
-                                   format_bytes(double(o.bytes_out)), o.fallback ? ", cpu fallback" : "")});
+    bars.push_back(
+        Bar{o.node, o.time_ns,
+            fmt::format("{}  {}", format_ns(o.time_ns), rate(double(o.flops), o.time_ns)),
+            category_color(o.op_type),
+            fmt::format("{} ({}) {}\n{} FLOP, {} in, {} out{}", o.node, o.op_type, o.shapes,
+                        format_si(double(o.flops), ""), format_bytes(double(o.bytes_in)),
+                        format_bytes(double(o.bytes_out)), o.fallback ? ", cpu fallback" : "")});
   out << fmt::format("<h2>Top {} ops by time</h2>\n", bars.size()) << svg_bar_chart(bars) << "\n";
 }
 
-void timeline_section(std::ostream& out, const TraceReader& reader, int64_t run_id, const ReportOptions& o,
-                      const std::vector<DeviceRecord>& devices, const std::vector<TrackRecord>& tracks,
+void timeline_section(std::ostream& out, const TraceReader& reader, int64_t run_id,
+                      const ReportOptions& o, const std::vector<DeviceRecord>& devices,
+                      const std::vector<TrackRecord>& tracks,
                       const std::vector<UnitRecord>& units) {
-  out << "<h2>Timeline</h2>\n<p class=\"note\">One row per track (hardware unit or queue); hover a slice for "
+  out << "<h2>Timeline</h2>\n<p class=\"note\">One row per track (hardware unit or queue); hover a "
+         "slice for "
          "its name and times. Each device has its own time base, converted from its clock.</p>\n";
   std::unordered_map<int64_t, std::string> op_type;
   for (const OpRecord& op : reader.ops(run_id)) op_type[op.op_id] = op.op_type;
@@ -113,7 +133,8 @@ void timeline_section(std::ostream& out, const TraceReader& reader, int64_t run_
     std::vector<const TrackRecord*> mine;
     for (const TrackRecord& t : tracks)
       if (t.device_id == d.id) mine.push_back(&t);
-    std::stable_sort(mine.begin(), mine.end(), [&](auto* a, auto* b) { return busy[a->id] > busy[b->id]; });
+    std::stable_sort(mine.begin(), mine.end(),
+                     [&](auto* a, auto* b) { return busy[a->id] > busy[b->id]; });
     if (static_cast<int>(mine.size()) > o.max_tracks) {
       hidden[d.id] = static_cast<int>(mine.size()) - o.max_tracks;
       mine.resize(static_cast<size_t>(o.max_tracks));
@@ -139,40 +160,46 @@ void timeline_section(std::ostream& out, const TraceReader& reader, int64_t run_
     std::vector<Slice>& slices = rows[d.id][it->second].slices;
     std::string tip;
     if (slices.size() < kTimelineMaxSlices) {
-      tip = fmt::format("{} ({}) at {} for {}", e.name, category, format_ns(start), format_ns(end - start));
+      tip = fmt::format("{} ({}) at {} for {}", e.name, category, format_ns(start),
+                        format_ns(end - start));
       if (d.time_unit == "cycles") tip += fmt::format(" [{} cycles]", e.dur);
     }
     slices.push_back(Slice{start, end, category_color(category), std::move(tip)});
   });
   for (const DeviceRecord& d : devices) {
-    out << fmt::format("<h3>device {}: {}{} &mdash; span {}</h3>\n", d.id, html_escape(device_name(d)),
-                       d.time_unit == "cycles" ? fmt::format(" at {:.0f} MHz", d.clock_hz / 1e6) : "",
-                       format_ns(d.span_ns));
+    out << fmt::format(
+        "<h3>device {}: {}{} &mdash; span {}</h3>\n", d.id, html_escape(device_name(d)),
+        d.time_unit == "cycles" ? fmt::format(" at {:.0f} MHz", d.clock_hz / 1e6) : "",
+        format_ns(d.span_ns));
     if (rows[d.id].empty()) {
       out << "<p class=\"note\">No events.</p>\n";
       continue;
     }
     out << svg_timeline(rows[d.id], 0, d.span_ns) << "\n";
     if (hidden[d.id] > 0)
-      out << fmt::format("<p class=\"note\">{} less busy tracks not drawn (see utilization below).</p>\n", hidden[d.id]);
+      out << fmt::format(
+          "<p class=\"note\">{} less busy tracks not drawn (see utilization below).</p>\n",
+          hidden[d.id]);
   }
 }
 
 void utilization_section(std::ostream& out, const std::vector<UnitRecord>& units, int max_bars) {
-  out << "<h2>Utilization per unit</h2>\n<p class=\"note\">Busy time of each track over its device's span.</p>\n";
+  out << "<h2>Utilization per unit</h2>\n<p class=\"note\">Busy time of each track over its "
+         "device's span.</p>\n";
   std::vector<Bar> bars;
   for (const UnitRecord& u : units) {
     if (static_cast<int>(bars.size()) >= max_bars) break;
-    bars.push_back(Bar{u.track, u.utilization, format_percent(u.utilization), category_color(u.kind),
-                       fmt::format("{} ({}, {}): busy {} of {}, {} events", u.track, u.kind, u.backend,
-                                   format_ns(u.busy_ns), format_ns(u.span_ns), u.events)});
+    bars.push_back(
+        Bar{u.track, u.utilization, format_percent(u.utilization), category_color(u.kind),
+            fmt::format("{} ({}, {}): busy {} of {}, {} events", u.track, u.kind, u.backend,
+                        format_ns(u.busy_ns), format_ns(u.span_ns), u.events)});
   }
   out << svg_bar_chart(bars, 1.0) << "\n<table>\n"
       << header_row({"track", "kind", "device", "events", "busy", "span", "utilization"}, 3);
   for (const UnitRecord& u : units)
-    out << "<tr>" << td(u.track) << td(u.kind) << td(std::to_string(u.device_id)) << td_num(std::to_string(u.events))
-        << td_num(format_ns(u.busy_ns)) << td_num(format_ns(u.span_ns)) << td_num(format_percent(u.utilization))
-        << "</tr>\n";
+    out << "<tr>" << td(u.track) << td(u.kind) << td(std::to_string(u.device_id))
+        << td_num(std::to_string(u.events)) << td_num(format_ns(u.busy_ns))
+        << td_num(format_ns(u.span_ns)) << td_num(format_percent(u.utilization)) << "</tr>\n";
   out << "</table>\n";
 }
 
@@ -195,13 +222,15 @@ void tables_section(std::ostream& out, const TraceReader& reader, int64_t run_id
   if (tables.empty()) return;
   out << "<h2>Tables</h2>\n";
   for (const TableRecord& t : tables) {
-    out << fmt::format("<h3>{} ({} rows)</h3>\n<table><tr>", html_escape(t.name), t.rows_json.size());
+    out << fmt::format("<h3>{} ({} rows)</h3>\n<table><tr>", html_escape(t.name),
+                       t.rows_json.size());
     for (const std::string& c : t.columns) out << "<th>" << html_escape(c) << "</th>";
     out << "</tr>\n";
     for (size_t i = 0; i < t.rows_json.size() && static_cast<int>(i) < max_rows; ++i) {
       out << "<tr>";
       for (const auto& v : nlohmann::json::parse(t.rows_json[i], nullptr, false))
-        out << (v.is_number() ? td_num(v.dump()) : td(v.is_string() ? v.get<std::string>() : v.dump()));
+        out << (v.is_number() ? td_num(v.dump())
+                              : td(v.is_string() ? v.get<std::string>() : v.dump()));
       out << "</tr>\n";
     }
     out << "</table>\n";
@@ -216,14 +245,16 @@ std::string pretty_json(const std::string& text) {
   return j.is_discarded() ? text : j.dump(2);
 }
 
-void devices_and_config(std::ostream& out, const RunRecord& r, const std::vector<DeviceRecord>& devices) {
+void devices_and_config(std::ostream& out, const RunRecord& r,
+                        const std::vector<DeviceRecord>& devices) {
   out << "<h2>Devices</h2>\n<table>\n"
       << header_row({"id", "device", "time unit", "clock", "span", "properties"}, 99);
   for (const DeviceRecord& d : devices)
     out << "<tr>" << td(std::to_string(d.id)) << td(device_name(d)) << td(d.time_unit)
         << td(format_si(double(d.clock_hz), "Hz")) << td(format_ns(d.span_ns)) << "<td><pre>"
         << html_escape(pretty_json(d.properties_json)) << "</pre></td></tr>\n";
-  out << "</table>\n<h2>Run config</h2>\n<pre>" << html_escape(pretty_json(r.config_json)) << "</pre>\n";
+  out << "</table>\n<h2>Run config</h2>\n<pre>" << html_escape(pretty_json(r.config_json))
+      << "</pre>\n";
 }
 
 void all_ops_section(std::ostream& out, const std::vector<OpRecord>& ops) {
@@ -232,21 +263,23 @@ void all_ops_section(std::ostream& out, const std::vector<OpRecord>& ops) {
   for (const OpRecord& o : ops)
     out << "<tr>" << td(std::to_string(o.op_id)) << td(o.node) << td(o.op_type) << td(o.shapes)
         << td(o.backend + (o.fallback ? " (fallback)" : "")) << td_num(format_ns(o.time_ns))
-        << td_num(format_si(double(o.flops), "")) << td_num(rate(double(o.flops), o.time_ns)) << "</tr>\n";
+        << td_num(format_si(double(o.flops), "")) << td_num(rate(double(o.flops), o.time_ns))
+        << "</tr>\n";
   out << "</table>\n</details>\n";
 }
 
 }  // namespace
 
-void write_html_report(const TraceReader& reader, int64_t run_id, std::ostream& out, const ReportOptions& o) {
+void write_html_report(const TraceReader& reader, int64_t run_id, std::ostream& out,
+                       const ReportOptions& o) {
   RunRecord run = reader.run(run_id);
   std::vector<DeviceRecord> devices = reader.devices(run_id);
   std::vector<TrackRecord> tracks = reader.tracks(run_id);
   std::vector<UnitRecord> units = reader.units(run_id);
   std::vector<OpRecord> ops = reader.ops(run_id);
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>"
-      << html_escape(fmt::format("mimic run {}: {} on {}", run.id, run.model, run.device)) << "</title>\n<style>"
-      << kStyle << "</style></head><body>\n";
+      << html_escape(fmt::format("mimic run {}: {} on {}", run.id, run.model, run.device))
+      << "</title>\n<style>" << kStyle << "</style></head><body>\n";
   overview(out, reader, run);
   op_type_section(out, reader.op_types(run_id));
   top_ops_section(out, ops, o.top_ops);
@@ -256,8 +289,8 @@ void write_html_report(const TraceReader& reader, int64_t run_id, std::ostream& 
   tables_section(out, reader, run_id, o.max_table_rows);
   devices_and_config(out, run, devices);
   all_ops_section(out, ops);
-  out << fmt::format("<p class=\"note\">Generated by mimic {} from {}.</p>\n</body></html>\n", MIMIC_VERSION,
-                     html_escape(reader.path()));
+  out << fmt::format("<p class=\"note\">Generated by mimic {} from {}.</p>\n</body></html>\n",
+                     MIMIC_VERSION, html_escape(reader.path()));
 }
 
 }  // namespace mimic::traces

@@ -12,9 +12,9 @@
 namespace mimic::traces {
 
 struct ReportOptions {
-  int top_ops = 25;            // bars in the per-op chart
-  int max_tracks = 64;         // timeline rows per device (the busiest); the rest are counted
-  int max_table_rows = 500;    // rows shown of each run table
+  int top_ops = 25;          // bars in the per-op chart
+  int max_tracks = 64;       // timeline rows per device (the busiest); the rest are counted
+  int max_table_rows = 500;  // rows shown of each run table
 };
 
 void write_html_report(const TraceReader& reader, int64_t run_id, std::ostream& out,

@@ -26,7 +26,9 @@ std::string host_name() {
   return buf;
 }
 
-const char* unit_name(sim::TimeUnit u) { return u == sim::TimeUnit::cycles ? "cycles" : "ns"; }
+const char* unit_name(sim::TimeUnit u) {
+  return u == sim::TimeUnit::cycles ? "cycles" : "ns";
+}
 
 }  // namespace
 
@@ -34,11 +36,13 @@ Ingestor::Ingestor(Db& db, const OpenOptions& options)
     : db_(db),
       options_(options),
       host_(host_name()),
-      insert_run_(db.prepare(
-          "INSERT INTO run(uuid, status, started_ns, tool_version, host, pid, model, batch, layout, "
-          "precision, device, tag, config_json) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-          "insert run")),
-      end_run_(db.prepare("UPDATE run SET status = ?, ended_ns = ?, error = ? WHERE id = ?", "end run")),
+      insert_run_(db.prepare("INSERT INTO run(uuid, status, started_ns, tool_version, host, pid, "
+                             "model, batch, layout, "
+                             "precision, device, tag, config_json) VALUES (?, 'running', ?, ?, ?, "
+                             "?, ?, ?, ?, ?, ?, ?, ?)",
+                             "insert run")),
+      end_run_(
+          db.prepare("UPDATE run SET status = ?, ended_ns = ?, error = ? WHERE id = ?", "end run")),
       insert_device_(db.prepare(
           "INSERT INTO device(run_id, id, backend, preset, clock_hz, time_unit, properties_json) "
           "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -54,24 +58,27 @@ Ingestor::Ingestor(Db& db, const OpenOptions& options)
           "INSERT INTO event(run_id, track_id, op_id, name_id, ts, dur) VALUES (?, ?, ?, ?, ?, ?)",
           "insert event")),
       insert_event_chunk_(db.prepare(event_chunk_sql(), "insert events")),
-      insert_counter_(db.prepare("INSERT INTO counter(run_id, track_id, ts, value) VALUES (?, ?, ?, ?)",
-                                 "insert counter")),
+      insert_counter_(
+          db.prepare("INSERT INTO counter(run_id, track_id, ts, value) VALUES (?, ?, ?, ?)",
+                     "insert counter")),
       insert_table_(db.prepare("INSERT INTO run_table(run_id, name, columns_json) VALUES (?, ?, ?)",
                                "insert table")),
-      insert_table_row_(db.prepare(
-          "INSERT INTO run_table_row(run_id, table_name, row_index, values_json) VALUES (?, ?, ?, ?)",
-          "insert table row")),
+      insert_table_row_(db.prepare("INSERT INTO run_table_row(run_id, table_name, row_index, "
+                                   "values_json) VALUES (?, ?, ?, ?)",
+                                   "insert table row")),
       event_range_(db.prepare("UPDATE run SET first_event_rowid = COALESCE(first_event_rowid, ?1), "
                               "last_event_rowid = ?2 WHERE id = ?3",
                               "record event rows")),
-      counter_range_(db.prepare("UPDATE run SET first_counter_rowid = COALESCE(first_counter_rowid, ?1), "
-                                "last_counter_rowid = ?2 WHERE id = ?3",
-                                "record counter rows")),
+      counter_range_(
+          db.prepare("UPDATE run SET first_counter_rowid = COALESCE(first_counter_rowid, ?1), "
+                     "last_counter_rowid = ?2 WHERE id = ?3",
+                     "record counter rows")),
       string_insert_(db.prepare("INSERT OR IGNORE INTO string(value) VALUES (?)", "intern string")),
       string_select_(db.prepare("SELECT id FROM string WHERE value = ?", "look up string")),
-      insert_stat_(db.prepare("INSERT INTO event_stat(run_id, track_id, op_id, events, busy, first_ts, last_end) "
-                              "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                              "insert event aggregates")),
+      insert_stat_(db.prepare(
+          "INSERT INTO event_stat(run_id, track_id, op_id, events, busy, first_ts, last_end) "
+          "VALUES (?, ?, ?, ?, ?, ?, ?)",
+          "insert event aggregates")),
       stats_done_(db.prepare("UPDATE run SET stats_done = 1 WHERE id = ?", "mark aggregates")) {}
 
 int64_t Ingestor::run_id(uint64_t run_key) const {
@@ -123,7 +130,8 @@ int64_t Ingestor::intern(std::string_view s) {
     id = db_.last_insert_rowid();
   } else {
     string_select_.bind(1, s);
-    if (!string_select_.step()) throw IoError(fmt::format("trace '{}': interned string vanished", db_.path()));
+    if (!string_select_.step())
+      throw IoError(fmt::format("trace '{}': interned string vanished", db_.path()));
     id = string_select_.int_at(0);
     string_select_.reset();
   }
@@ -137,7 +145,8 @@ int64_t Ingestor::intern(std::string_view s) {
 void Ingestor::write_item(const WorkItem& item) {
   if (item.kind == WorkItem::Kind::begin_run) return begin_run(item);
   int64_t run = run_id(item.run_key);
-  if (run < 0) throw IoError(fmt::format("trace '{}': rows for a run that was never begun", db_.path()));
+  if (run < 0)
+    throw IoError(fmt::format("trace '{}': rows for a run that was never begun", db_.path()));
   if (item.kind == WorkItem::Kind::end_run) return end_run(run, item);
   write_batch(run, item.batch);
 }
@@ -178,8 +187,10 @@ void Ingestor::end_run(int64_t run, const WorkItem& item) {
   stats_done_.bind(1, run).run();
   ended_runs_.push_back(run);
   end_run_.bind(1, std::string_view(item.ok ? "done" : "failed")).bind(2, item.time_ns);
-  if (item.ok) end_run_.bind_null(3);
-  else end_run_.bind(3, item.error);
+  if (item.ok)
+    end_run_.bind_null(3);
+  else
+    end_run_.bind(3, item.error);
   end_run_.bind(4, run).run();
 }
 
@@ -192,7 +203,7 @@ void Ingestor::write_batch(int64_t run, const Batch& b) {
         .bind(5, static_cast<int64_t>(d.desc.clock_hz))
         .bind(6, std::string_view(unit_name(d.desc.unit)))
         .bind(7, d.desc.properties_json.empty() ? std::string_view("{}")
-                                                 : std::string_view(d.desc.properties_json))
+                                                : std::string_view(d.desc.properties_json))
         .run();
   for (const TrackRow& t : b.tracks)
     insert_track_.bind(1, run)
@@ -224,10 +235,16 @@ void Ingestor::write_batch(int64_t run, const Batch& b) {
         .run();
     if (first_counter == 0) first_counter = db_.last_insert_rowid();
   }
-  if (!b.counters.empty()) counter_range_.bind(1, first_counter).bind(2, db_.last_insert_rowid()).bind(3, run).run();
+  if (!b.counters.empty())
+    counter_range_.bind(1, first_counter).bind(2, db_.last_insert_rowid()).bind(3, run).run();
   for (const TableRowEntry& r : b.table_rows) {
-    if (!r.columns_json.empty()) insert_table_.bind(1, run).bind(2, r.table).bind(3, r.columns_json).run();
-    insert_table_row_.bind(1, run).bind(2, r.table).bind(3, r.row_index).bind(4, r.values_json).run();
+    if (!r.columns_json.empty())
+      insert_table_.bind(1, run).bind(2, r.table).bind(3, r.columns_json).run();
+    insert_table_row_.bind(1, run)
+        .bind(2, r.table)
+        .bind(3, r.row_index)
+        .bind(4, r.values_json)
+        .run();
   }
 }
 
@@ -236,7 +253,9 @@ void Ingestor::write_events(int64_t run, const Batch& b) {
   auto bind_event = [&](Stmt& s, int base, const EventRow& e) {
     size_t track = static_cast<size_t>(e.track);
     if (track >= stats.size()) stats.resize(track + 1);
-    stats[track].at(e.op == sim::kNoOp ? -1 : e.op).add(static_cast<int64_t>(e.ts), static_cast<int64_t>(e.dur));
+    stats[track]
+        .at(e.op == sim::kNoOp ? -1 : e.op)
+        .add(static_cast<int64_t>(e.ts), static_cast<int64_t>(e.dur));
     std::string_view name(b.names.data() + e.name_offset, e.name_len);
     if (track >= last_name_.size()) last_name_.resize(track + 1, {std::string(), -1});
     auto& [last, last_id] = last_name_[track];
@@ -245,8 +264,10 @@ void Ingestor::write_events(int64_t run, const Batch& b) {
       last.assign(name);
     }
     s.bind(base + 1, run).bind(base + 2, static_cast<int64_t>(e.track));
-    if (e.op == sim::kNoOp) s.bind_null(base + 3);
-    else s.bind(base + 3, e.op);
+    if (e.op == sim::kNoOp)
+      s.bind_null(base + 3);
+    else
+      s.bind(base + 3, e.op);
     s.bind(base + 4, last_id)
         .bind(base + 5, static_cast<int64_t>(e.ts))
         .bind(base + 6, static_cast<int64_t>(e.dur));
@@ -256,7 +277,8 @@ void Ingestor::write_events(int64_t run, const Batch& b) {
   if (n == 0) return;
   int64_t first = 0;
   for (; i + kEventChunk <= n; i += kEventChunk) {
-    for (int k = 0; k < kEventChunk; ++k) bind_event(insert_event_chunk_, k * kEventColumns, b.events[i + k]);
+    for (int k = 0; k < kEventChunk; ++k)
+      bind_event(insert_event_chunk_, k * kEventColumns, b.events[i + k]);
     insert_event_chunk_.run();
     if (first == 0) first = db_.last_insert_rowid() - (kEventChunk - 1);
   }

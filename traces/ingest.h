@@ -4,12 +4,12 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <utility>
 #include <deque>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "traces/schema.h"

@@ -26,8 +26,10 @@ void write_output_file(const std::string& path, const std::function<void(std::os
   fs::path parent = fs::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty() && !fs::is_directory(parent, ec))
-    throw IoError(fmt::format("cannot write '{}': directory '{}' does not exist", path, parent.string()));
-  if (fs::is_directory(path, ec)) throw IoError(fmt::format("cannot write '{}': it is a directory", path));
+    throw IoError(
+        fmt::format("cannot write '{}': directory '{}' does not exist", path, parent.string()));
+  if (fs::is_directory(path, ec))
+    throw IoError(fmt::format("cannot write '{}': it is a directory", path));
   std::string tmp = fmt::format("{}.tmp{}", path, getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

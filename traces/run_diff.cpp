@@ -6,7 +6,8 @@
 
 namespace mimic::traces {
 
-RunDiff diff_runs(const TraceReader& reader_a, int64_t run_a, const TraceReader& reader_b, int64_t run_b) {
+RunDiff diff_runs(const TraceReader& reader_a, int64_t run_a, const TraceReader& reader_b,
+                  int64_t run_b) {
   RunDiff d;
   d.file_a = reader_a.path();
   d.file_b = reader_b.path();
@@ -42,9 +43,10 @@ RunDiff diff_runs(const TraceReader& reader_a, int64_t run_a, const TraceReader&
     t.b_ns += op.b_ns;
   }
   for (auto& [name, t] : types) d.op_types.push_back(t);
-  std::stable_sort(d.op_types.begin(), d.op_types.end(), [](const OpTypeDiff& x, const OpTypeDiff& y) {
-    return std::max(x.a_ns, x.b_ns) > std::max(y.a_ns, y.b_ns);
-  });
+  std::stable_sort(d.op_types.begin(), d.op_types.end(),
+                   [](const OpTypeDiff& x, const OpTypeDiff& y) {
+                     return std::max(x.a_ns, x.b_ns) > std::max(y.a_ns, y.b_ns);
+                   });
   return d;
 }
 

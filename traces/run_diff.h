@@ -35,6 +35,7 @@ struct RunDiff {
   int64_t only_a = 0, only_b = 0;
 };
 
-RunDiff diff_runs(const TraceReader& reader_a, int64_t run_a, const TraceReader& reader_b, int64_t run_b);
+RunDiff diff_runs(const TraceReader& reader_a, int64_t run_a, const TraceReader& reader_b,
+                  int64_t run_b);
 
 }  // namespace mimic::traces

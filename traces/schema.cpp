@@ -29,8 +29,10 @@ FileKind inspect_file(const std::string& path) {
   std::error_code ec;
   fs::file_status st = fs::status(path, ec);
   if (ec || !fs::exists(st)) return FileKind::missing;
-  if (fs::is_directory(st)) throw IoError(fmt::format("trace '{}' is a directory, not a file", path));
-  if (!fs::is_regular_file(st)) throw IoError(fmt::format("trace '{}' is not a regular file", path));
+  if (fs::is_directory(st))
+    throw IoError(fmt::format("trace '{}' is a directory, not a file", path));
+  if (!fs::is_regular_file(st))
+    throw IoError(fmt::format("trace '{}' is not a regular file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(fmt::format("cannot read trace '{}': {}", path, std::strerror(errno)));
   char header[16] = {};
@@ -84,11 +86,13 @@ int check_identity_once(const Db& db) {
   if (version == 0) {
     int64_t tables = db.query_int("SELECT COUNT(*) FROM sqlite_master", "read schema");
     if (tables > 0 || app != 0)
-      throw IoError(fmt::format("'{}' is an SQLite database but not a mimic trace ({} tables, no mimic "
-                                "schema version)", path, tables));
+      throw IoError(
+          fmt::format("'{}' is an SQLite database but not a mimic trace ({} tables, no mimic "
+                      "schema version)",
+                      path, tables));
   } else if (app != kApplicationId) {
-    throw IoError(fmt::format("'{}' is an SQLite database but not a mimic trace (application_id {:#x})",
-                              path, app));
+    throw IoError(fmt::format(
+        "'{}' is an SQLite database but not a mimic trace (application_id {:#x})", path, app));
   }
   return version;
 }
@@ -138,7 +142,8 @@ void migrate(Db& db, const OpenOptions& o) {
           db.exec(kMigrations[v], fmt::format("migrate schema to version {}", v + 1));
         db.exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion), "set schema version");
         db.exec(fmt::format("PRAGMA application_id = {}", kApplicationId), "set application_id");
-        Stmt put = db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", "write meta");
+        Stmt put =
+            db.prepare("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", "write meta");
         auto set = [&](const char* k, const std::string& v) { put.bind(1, k).bind(2, v).run(); };
         set("format", "mimic-trace");
         set("schema_version", std::to_string(kSchemaVersion));
@@ -177,7 +182,8 @@ Db open_for_read(const std::string& path, const OpenOptions& options) {
   Db db(path, Db::Mode::read_only);
   db.set_busy_timeout(options.busy_timeout);
   int version = check_identity(db, options);
-  if (version == 0) throw IoError(fmt::format("'{}' is not a mimic trace: it has no mimic schema", path));
+  if (version == 0)
+    throw IoError(fmt::format("'{}' is not a mimic trace: it has no mimic schema", path));
   if (version < kSchemaVersion) {
     // Migrations only add; upgrading in place keeps every run readable by older tools' data.
     db = Db();

@@ -18,7 +18,8 @@
 //      backend_id, fallback)
 //   event(run_id, track_id, op_id, name_id, ts, dur)
 //   counter(run_id, track_id, ts, value)
-//   run_table(run_id, name, columns_json), run_table_row(run_id, table_name, row_index, values_json)
+//   run_table(run_id, name, columns_json), run_table_row(run_id, table_name, row_index,
+//   values_json)
 // Views: run_event, run_counter, device_v, track_v, op_v, event_ns, counter_ns, device_span,
 //   run_time, op_summary, op_type_summary, unit_utilization, run_overview, run_compare
 //   (schema_sql.h). Filter them by run_id: each then reads only that run's rows.

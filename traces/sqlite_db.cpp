@@ -31,7 +31,9 @@ bool is_busy_error(const std::exception& e) {
   return sql && sql->busy();
 }
 
-std::string sqlite_version() { return sqlite3_libversion(); }
+std::string sqlite_version() {
+  return sqlite3_libversion();
+}
 
 void backoff_sleep(int attempt) {
   int ms = std::min(50, 1 << std::min(attempt, 6));
@@ -46,14 +48,18 @@ void throw_lock_timeout(const Db& db, std::chrono::milliseconds waited) {
 // ---- Stmt ----
 
 Stmt::Stmt(sqlite3* db, std::string_view sql, const std::string& what) : what_(what) {
-  int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()), SQLITE_PREPARE_PERSISTENT,
-                              &stmt_, nullptr);
+  int rc = sqlite3_prepare_v3(db, sql.data(), static_cast<int>(sql.size()),
+                              SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr);
   if (rc != SQLITE_OK) throw_sql_error(db, rc, "prepare " + what);
 }
 
-Stmt::~Stmt() { sqlite3_finalize(stmt_); }
+Stmt::~Stmt() {
+  sqlite3_finalize(stmt_);
+}
 
-Stmt::Stmt(Stmt&& o) noexcept : stmt_(o.stmt_), what_(std::move(o.what_)) { o.stmt_ = nullptr; }
+Stmt::Stmt(Stmt&& o) noexcept : stmt_(o.stmt_), what_(std::move(o.what_)) {
+  o.stmt_ = nullptr;
+}
 
 Stmt& Stmt::operator=(Stmt&& o) noexcept {
   if (this != &o) {
@@ -104,10 +110,18 @@ void Stmt::reset() {
   sqlite3_clear_bindings(stmt_);
 }
 
-int64_t Stmt::int_at(int col) const { return sqlite3_column_int64(stmt_, col); }
-double Stmt::real_at(int col) const { return sqlite3_column_double(stmt_, col); }
-bool Stmt::null_at(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-int Stmt::columns() const { return sqlite3_column_count(stmt_); }
+int64_t Stmt::int_at(int col) const {
+  return sqlite3_column_int64(stmt_, col);
+}
+double Stmt::real_at(int col) const {
+  return sqlite3_column_double(stmt_, col);
+}
+bool Stmt::null_at(int col) const {
+  return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
+}
+int Stmt::columns() const {
+  return sqlite3_column_count(stmt_);
+}
 
 std::string Stmt::text_at(int col) const {
   const unsigned char* t = sqlite3_column_text(stmt_, col);
@@ -123,9 +137,9 @@ std::string Stmt::column_name(int col) const {
 // ---- Db ----
 
 Db::Db(const std::string& path, Mode mode) : path_(path) {
-  int flags = SQLITE_OPEN_NOMUTEX | (mode == Mode::read_only
-                                         ? SQLITE_OPEN_READONLY
-                                         : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int flags =
+      SQLITE_OPEN_NOMUTEX |
+      (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string reason = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
@@ -138,9 +152,13 @@ Db::Db(const std::string& path, Mode mode) : path_(path) {
   sqlite3_extended_result_codes(db_, 1);
 }
 
-Db::~Db() { sqlite3_close_v2(db_); }
+Db::~Db() {
+  sqlite3_close_v2(db_);
+}
 
-Db::Db(Db&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) { o.db_ = nullptr; }
+Db::Db(Db&& o) noexcept : db_(o.db_), path_(std::move(o.path_)) {
+  o.db_ = nullptr;
+}
 
 Db& Db::operator=(Db&& o) noexcept {
   if (this != &o) {
@@ -152,7 +170,9 @@ Db& Db::operator=(Db&& o) noexcept {
   return *this;
 }
 
-bool Db::read_only() const { return sqlite3_db_readonly(db_, "main") == 1; }
+bool Db::read_only() const {
+  return sqlite3_db_readonly(db_, "main") == 1;
+}
 
 void Db::exec(std::string_view sql, const std::string& what) {
   std::string text(sql);
@@ -162,7 +182,9 @@ void Db::exec(std::string_view sql, const std::string& what) {
   if (rc != SQLITE_OK) throw_sql_error(db_, rc, what);
 }
 
-Stmt Db::prepare(std::string_view sql, const std::string& what) const { return Stmt(db_, sql, what); }
+Stmt Db::prepare(std::string_view sql, const std::string& what) const {
+  return Stmt(db_, sql, what);
+}
 
 int64_t Db::query_int(std::string_view sql, const std::string& what) const {
   Stmt s(db_, sql, what);
@@ -174,8 +196,12 @@ std::string Db::query_text(std::string_view sql, const std::string& what) const 
   return s.step() ? s.text_at(0) : std::string();
 }
 
-int64_t Db::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
-int Db::changes() const { return sqlite3_changes(db_); }
+int64_t Db::last_insert_rowid() const {
+  return sqlite3_last_insert_rowid(db_);
+}
+int Db::changes() const {
+  return sqlite3_changes(db_);
+}
 
 void Db::set_busy_timeout(std::chrono::milliseconds ms) {
   sqlite3_busy_timeout(db_, static_cast<int>(ms.count()));

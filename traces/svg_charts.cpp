@@ -13,8 +13,8 @@
 namespace mimic::traces {
 namespace {
 
-constexpr int kWidth = 1100;       // whole chart
-constexpr int kLabelWidth = 220;   // left column with row labels
+constexpr int kWidth = 1100;      // whole chart
+constexpr int kLabelWidth = 220;  // left column with row labels
 constexpr int kRowHeight = 18;
 constexpr int kAxisHeight = 22;
 
@@ -25,8 +25,8 @@ std::string truncate(const std::string& s, size_t n) {
 std::string axis(double start_ns, double end_ns, int x0, int width, int y) {
   std::string out;
   double span = end_ns - start_ns;
-  fmt::format_to(std::back_inserter(out), R"(<line x1="{}" y1="{}" x2="{}" y2="{}" class="axis"/>)", x0, y,
-                 x0 + width, y);
+  fmt::format_to(std::back_inserter(out), R"(<line x1="{}" y1="{}" x2="{}" y2="{}" class="axis"/>)",
+                 x0, y, x0 + width, y);
   for (double t : nice_ticks(span, 8)) {
     double x = x0 + (span > 0 ? t / span * width : 0);
     fmt::format_to(std::back_inserter(out),
@@ -67,8 +67,9 @@ std::string svg_bar_chart(const std::vector<Bar>& bars, double max_value) {
     for (const Bar& b : bars) max_value = std::max(max_value, b.value);
   int bar_width = kWidth - kLabelWidth - 130;
   int height = static_cast<int>(bars.size()) * kRowHeight + 4;
-  std::string out = fmt::format(R"(<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img">)",
-                                kWidth, height, kWidth, height);
+  std::string out =
+      fmt::format(R"(<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img">)",
+                  kWidth, height, kWidth, height);
   int y = 2;
   for (const Bar& b : bars) {
     double w = max_value > 0 ? std::max(0.0, b.value / max_value * bar_width) : 0;
@@ -78,7 +79,8 @@ std::string svg_bar_chart(const std::vector<Bar>& bars, double max_value) {
                    R"(<text x="{:.1f}" y="{}" class="value">{}</text></g>)",
                    html_escape(b.tooltip.empty() ? b.label : b.tooltip), kLabelWidth - 6, y + 12,
                    html_escape(truncate(b.label, 34)), kLabelWidth, y + 2, w, kRowHeight - 4,
-                   b.color.empty() ? "#4e79a7" : b.color, kLabelWidth + w + 6, y + 12, html_escape(b.value_text));
+                   b.color.empty() ? "#4e79a7" : b.color, kLabelWidth + w + 6, y + 12,
+                   html_escape(b.value_text));
     y += kRowHeight;
   }
   out += "</svg>";
@@ -89,21 +91,24 @@ std::string svg_timeline(const std::vector<TimelineRow>& rows, double start_ns, 
   int plot = kWidth - kLabelWidth - 10;
   double span = std::max(end_ns - start_ns, 1e-9);
   int height = static_cast<int>(rows.size()) * kRowHeight + kAxisHeight + 4;
-  std::string out = fmt::format(R"(<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img">)",
-                                kWidth, height, kWidth, height);
+  std::string out =
+      fmt::format(R"(<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img">)",
+                  kWidth, height, kWidth, height);
   auto x_of = [&](double ns) { return kLabelWidth + (ns - start_ns) / span * plot; };
   int y = 2;
   for (const TimelineRow& row : rows) {
-    fmt::format_to(std::back_inserter(out),
-                   R"(<text x="{}" y="{}" class="label">{}</text><rect x="{}" y="{}" width="{}" height="{}" class="lane"/>)",
-                   kLabelWidth - 6, y + 12, html_escape(truncate(row.label, 34)), kLabelWidth, y + 1, plot,
-                   kRowHeight - 2);
+    fmt::format_to(
+        std::back_inserter(out),
+        R"(<text x="{}" y="{}" class="label">{}</text><rect x="{}" y="{}" width="{}" height="{}" class="lane"/>)",
+        kLabelWidth - 6, y + 12, html_escape(truncate(row.label, 34)), kLabelWidth, y + 1, plot,
+        kRowHeight - 2);
     if (row.slices.size() <= kTimelineMaxSlices) {
       for (const Slice& s : row.slices) {
         double x = x_of(s.start_ns), w = std::max(0.5, x_of(s.end_ns) - x);
-        fmt::format_to(std::back_inserter(out),
-                       R"(<rect x="{:.2f}" y="{}" width="{:.2f}" height="{}" fill="{}"><title>{}</title></rect>)",
-                       x, y + 2, w, kRowHeight - 4, s.color, html_escape(s.tooltip));
+        fmt::format_to(
+            std::back_inserter(out),
+            R"(<rect x="{:.2f}" y="{}" width="{:.2f}" height="{}" fill="{}"><title>{}</title></rect>)",
+            x, y + 2, w, kRowHeight - 4, s.color, html_escape(s.tooltip));
       }
     } else {
       // Occupancy per pixel column: busy ns per column and the color that covers most of it.
@@ -112,7 +117,8 @@ std::string svg_timeline(const std::vector<TimelineRow>& rows, double start_ns, 
       double ns_per_px = span / plot;
       for (const Slice& s : row.slices) {
         double a = (s.start_ns - start_ns) / ns_per_px, b = (s.end_ns - start_ns) / ns_per_px;
-        for (int px = std::max(0, static_cast<int>(a)); px < plot && px <= static_cast<int>(b); ++px) {
+        for (int px = std::max(0, static_cast<int>(a)); px < plot && px <= static_cast<int>(b);
+             ++px) {
           double cover = (std::min(b, px + 1.0) - std::max(a, double(px))) * ns_per_px;
           if (cover <= 0) continue;
           busy[px] += cover;
@@ -121,12 +127,14 @@ std::string svg_timeline(const std::vector<TimelineRow>& rows, double start_ns, 
       }
       for (int px = 0; px < plot; ++px) {
         if (busy[px] <= 0) continue;
-        auto best = std::max_element(colors[px].begin(), colors[px].end(),
-                                     [](const auto& p, const auto& q) { return p.second < q.second; });
-        fmt::format_to(std::back_inserter(out),
-                       R"(<rect x="{}" y="{}" width="1" height="{}" fill="{}" fill-opacity="{:.2f}"/>)",
-                       kLabelWidth + px, y + 2, kRowHeight - 4, best->first,
-                       std::clamp(busy[px] / ns_per_px, 0.15, 1.0));
+        auto best =
+            std::max_element(colors[px].begin(), colors[px].end(),
+                             [](const auto& p, const auto& q) { return p.second < q.second; });
+        fmt::format_to(
+            std::back_inserter(out),
+            R"(<rect x="{}" y="{}" width="1" height="{}" fill="{}" fill-opacity="{:.2f}"/>)",
+            kLabelWidth + px, y + 2, kRowHeight - 4, best->first,
+            std::clamp(busy[px] / ns_per_px, 0.15, 1.0));
       }
       fmt::format_to(std::back_inserter(out), R"(<title>{}: {} events, drawn as occupancy</title>)",
                      html_escape(row.label), row.slices.size());
@@ -140,8 +148,9 @@ std::string svg_timeline(const std::vector<TimelineRow>& rows, double start_ns, 
 
 std::string svg_line_chart(const std::string& label, const std::vector<Point>& points) {
   const int height = 120, plot_h = 90, plot = kWidth - kLabelWidth - 10;
-  std::string out = fmt::format(R"(<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img">)",
-                                kWidth, height + kAxisHeight, kWidth, height + kAxisHeight);
+  std::string out =
+      fmt::format(R"(<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img">)",
+                  kWidth, height + kAxisHeight, kWidth, height + kAxisHeight);
   if (points.empty()) return out + "</svg>";
   double x0 = points.front().x_ns, x1 = points.back().x_ns;
   double lo = points.front().y, hi = lo;
@@ -153,16 +162,18 @@ std::string svg_line_chart(const std::string& label, const std::vector<Point>& p
   }
   if (hi == lo) hi = lo + 1;
   double span = std::max(x1 - x0, 1e-9);
-  fmt::format_to(std::back_inserter(out),
-                 R"(<text x="{}" y="20" class="label">{}</text><text x="{}" y="36" class="value-left">max {:.4g}</text>)"
-                 R"(<text x="{}" y="{}" class="value-left">min {:.4g}</text><polyline class="line" points=")",
-                 kLabelWidth - 6, html_escape(truncate(label, 34)), kLabelWidth - 6, hi, kLabelWidth - 6, plot_h,
-                 lo);
+  fmt::format_to(
+      std::back_inserter(out),
+      R"(<text x="{}" y="20" class="label">{}</text><text x="{}" y="36" class="value-left">max {:.4g}</text>)"
+      R"(<text x="{}" y="{}" class="value-left">min {:.4g}</text><polyline class="line" points=")",
+      kLabelWidth - 6, html_escape(truncate(label, 34)), kLabelWidth - 6, hi, kLabelWidth - 6,
+      plot_h, lo);
   // At most ~2 samples per pixel column (every k-th sample).
   size_t stride = std::max<size_t>(1, points.size() / (2 * static_cast<size_t>(plot)));
   for (size_t i = 0; i < points.size(); i += stride) {
     const Point& p = points[i];
-    fmt::format_to(std::back_inserter(out), "{:.1f},{:.1f} ", kLabelWidth + (p.x_ns - x0) / span * plot,
+    fmt::format_to(std::back_inserter(out), "{:.1f},{:.1f} ",
+                   kLabelWidth + (p.x_ns - x0) / span * plot,
                    10 + (hi - p.y) / (hi - lo) * (plot_h - 10));
   }
   out += R"("/>)";

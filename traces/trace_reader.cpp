@@ -15,7 +15,8 @@ constexpr const char* kRunColumns =
     "r.tool_version, r.host, r.pid, r.model, r.batch, r.layout, r.precision, r.device, r.tag, "
     "r.config_json, CASE WHEN r.stats_done = 1 THEN "
     "(SELECT COALESCE(SUM(events), 0) FROM event_stat s WHERE s.run_id = r.id) ELSE "
-    "(SELECT COUNT(*) FROM event e WHERE e.rowid BETWEEN r.first_event_rowid AND r.last_event_rowid "
+    "(SELECT COUNT(*) FROM event e WHERE e.rowid BETWEEN r.first_event_rowid AND "
+    "r.last_event_rowid "
     "AND +e.run_id = r.id) END";
 
 // The rows of run ?1, through its rowid range (see schema.h: no index on event or counter).
@@ -57,7 +58,8 @@ bool all_digits(const std::string& s) {
 TraceReader::TraceReader(const std::string& path) : db_(open_for_read(path)) {}
 
 std::vector<EventAggregate> TraceReader::aggregates(int64_t run_id) const {
-  Stmt k = db_.prepare("SELECT stats_done, COALESCE(last_event_rowid, 0) FROM run WHERE id = ?", "read run state");
+  Stmt k = db_.prepare("SELECT stats_done, COALESCE(last_event_rowid, 0) FROM run WHERE id = ?",
+                       "read run state");
   k.bind(1, run_id);
   std::pair<int64_t, int64_t> key{-1, -1};
   if (k.step()) key = {k.int_at(0), k.int_at(1)};
@@ -65,15 +67,18 @@ std::vector<EventAggregate> TraceReader::aggregates(int64_t run_id) const {
   if (cached != agg_cache_.end() && cached->second.first == key) return cached->second.second;
   std::vector<EventAggregate> out;
   if (key.first == 1) {
-    Stmt s = db_.prepare("SELECT track_id, op_id, events, busy, first_ts, last_end FROM event_stat WHERE run_id = ?",
-                         "read event aggregates");
+    Stmt s = db_.prepare(
+        "SELECT track_id, op_id, events, busy, first_ts, last_end FROM event_stat WHERE run_id = ?",
+        "read event aggregates");
     s.bind(1, run_id);
     while (s.step())
-      out.push_back(EventAggregate{s.int_at(0), s.int_at(1), s.int_at(2), s.int_at(3), s.int_at(4), s.int_at(5)});
+      out.push_back(EventAggregate{s.int_at(0), s.int_at(1), s.int_at(2), s.int_at(3), s.int_at(4),
+                                   s.int_at(5)});
   } else {
     // A run that did not end: aggregate its rows here (a hash aggregate; SQLite's GROUP BY sorts).
-    Stmt s = db_.prepare(fmt::format("SELECT e.track_id, COALESCE(e.op_id, -1), e.ts, e.dur FROM {}", kRunEvents),
-                         "aggregate events");
+    Stmt s = db_.prepare(
+        fmt::format("SELECT e.track_id, COALESCE(e.op_id, -1), e.ts, e.dur FROM {}", kRunEvents),
+        "aggregate events");
     s.bind(1, run_id);
     std::map<std::pair<int64_t, int64_t>, EventAggregate> by_key;
     std::pair<int64_t, int64_t> last{-1, -2};
@@ -82,7 +87,8 @@ std::vector<EventAggregate> TraceReader::aggregates(int64_t run_id) const {
       std::pair<int64_t, int64_t> k2{s.int_at(0), s.int_at(1)};
       int64_t ts = s.int_at(2), dur = s.int_at(3);
       if (k2 != last) {
-        auto [it, fresh] = by_key.try_emplace(k2, EventAggregate{k2.first, k2.second, 0, 0, ts, ts + dur});
+        auto [it, fresh] =
+            by_key.try_emplace(k2, EventAggregate{k2.first, k2.second, 0, 0, ts, ts + dur});
         a = &it->second;
         last = k2;
       }
@@ -123,7 +129,8 @@ int64_t TraceReader::resolve_run(const std::string& spec) const {
   int64_t count = db_.query_int("SELECT COUNT(*) FROM run", "count runs");
   if (count == 0) throw InvalidArgument(fmt::format("trace '{}' has no runs", path()));
   auto range = [&] {
-    return fmt::format("{} run(s), ids {}..{}", count, db_.query_int("SELECT MIN(id) FROM run", "runs"),
+    return fmt::format("{} run(s), ids {}..{}", count,
+                       db_.query_int("SELECT MIN(id) FROM run", "runs"),
                        db_.query_int("SELECT MAX(id) FROM run", "runs"));
   };
   if (spec.empty()) return db_.query_int("SELECT MAX(id) FROM run", "find the last run");
@@ -133,7 +140,8 @@ int64_t TraceReader::resolve_run(const std::string& spec) const {
     if (s.step()) return s.int_at(0);
     throw InvalidArgument(fmt::format("run {} is not in trace '{}' ({})", spec, path(), range()));
   }
-  Stmt s = db_.prepare("SELECT id FROM run WHERE uuid LIKE ? || '%' ESCAPE '\\'", "find run by uuid");
+  Stmt s =
+      db_.prepare("SELECT id FROM run WHERE uuid LIKE ? || '%' ESCAPE '\\'", "find run by uuid");
   std::string pattern;
   for (char c : spec) {
     if (c == '%' || c == '_' || c == '\\') pattern += '\\';
@@ -144,10 +152,11 @@ int64_t TraceReader::resolve_run(const std::string& spec) const {
   while (s.step()) ids.push_back(s.int_at(0));
   if (ids.size() == 1) return ids[0];
   if (ids.empty())
-    throw InvalidArgument(fmt::format("run '{}' is not in trace '{}' (give a run id or uuid; {})", spec,
-                                      path(), range()));
-  throw InvalidArgument(fmt::format("run '{}' is ambiguous in trace '{}': {} runs have uuids starting so",
-                                    spec, path(), ids.size()));
+    throw InvalidArgument(fmt::format("run '{}' is not in trace '{}' (give a run id or uuid; {})",
+                                      spec, path(), range()));
+  throw InvalidArgument(
+      fmt::format("run '{}' is ambiguous in trace '{}': {} runs have uuids starting so", spec,
+                  path(), ids.size()));
 }
 
 RunRecord TraceReader::run(int64_t run_id) const {
@@ -190,11 +199,13 @@ std::vector<DeviceRecord> TraceReader::devices(int64_t run_id) const {
 
 std::vector<TrackRecord> TraceReader::tracks(int64_t run_id) const {
   Stmt s = db_.prepare(
-      "SELECT track_id, device_id, name, kind, ns_per_unit FROM track_v WHERE run_id = ? ORDER BY track_id",
+      "SELECT track_id, device_id, name, kind, ns_per_unit FROM track_v WHERE run_id = ? ORDER BY "
+      "track_id",
       "read tracks");
   s.bind(1, run_id);
   std::vector<TrackRecord> out;
-  while (s.step()) out.push_back(TrackRecord{s.int_at(0), s.int_at(1), s.text_at(2), s.text_at(3), s.real_at(4)});
+  while (s.step())
+    out.push_back(TrackRecord{s.int_at(0), s.int_at(1), s.text_at(2), s.text_at(3), s.real_at(4)});
   return out;
 }
 
@@ -269,8 +280,9 @@ std::vector<OpTypeRecord> TraceReader::op_types(int64_t run_id) const {
     t.pct_of_run = run_ns > 0 ? 100.0 * t.total_ns / run_ns : 0;
     out.push_back(t);
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const OpTypeRecord& a, const OpTypeRecord& b) { return a.total_ns > b.total_ns; });
+  std::stable_sort(out.begin(), out.end(), [](const OpTypeRecord& a, const OpTypeRecord& b) {
+    return a.total_ns > b.total_ns;
+  });
   return out;
 }
 
@@ -312,7 +324,8 @@ int64_t TraceReader::counter_count(int64_t run_id) const {
   return s.step() ? s.int_at(0) : 0;
 }
 
-void TraceReader::for_each_event(int64_t run_id, const std::function<void(const EventRecord&)>& fn) const {
+void TraceReader::for_each_event(int64_t run_id,
+                                 const std::function<void(const EventRecord&)>& fn) const {
   // Names are interned: look each id up once.
   std::unordered_map<int64_t, std::string> names;
   Stmt n = db_.prepare(fmt::format("SELECT DISTINCT s.id, s.value FROM string s WHERE s.id IN "
@@ -321,10 +334,11 @@ void TraceReader::for_each_event(int64_t run_id, const std::function<void(const 
                        "read event names");
   n.bind(1, run_id);
   while (n.step()) names[n.int_at(0)] = n.text_at(1);
-  Stmt s = db_.prepare(fmt::format("SELECT e.track_id, COALESCE(e.op_id, -1), e.name_id, e.ts, e.dur FROM {} "
-                                   "ORDER BY e.rowid",
-                                   kRunEvents),
-                       "read events");
+  Stmt s = db_.prepare(
+      fmt::format("SELECT e.track_id, COALESCE(e.op_id, -1), e.name_id, e.ts, e.dur FROM {} "
+                  "ORDER BY e.rowid",
+                  kRunEvents),
+      "read events");
   s.bind(1, run_id);
   EventRecord r;
   int64_t last_name = -1;
@@ -342,15 +356,18 @@ void TraceReader::for_each_event(int64_t run_id, const std::function<void(const 
   }
 }
 
-void TraceReader::for_each_counter(int64_t run_id, const std::function<void(const CounterRecord&)>& fn) const {
-  Stmt s = db_.prepare(fmt::format("SELECT c.track_id, c.ts, c.value FROM {} ORDER BY c.rowid", kRunCounters),
-                       "read counters");
+void TraceReader::for_each_counter(int64_t run_id,
+                                   const std::function<void(const CounterRecord&)>& fn) const {
+  Stmt s = db_.prepare(
+      fmt::format("SELECT c.track_id, c.ts, c.value FROM {} ORDER BY c.rowid", kRunCounters),
+      "read counters");
   s.bind(1, run_id);
   while (s.step()) fn(CounterRecord{s.int_at(0), s.int_at(1), s.real_at(2)});
 }
 
 std::vector<TableRecord> TraceReader::tables(int64_t run_id) const {
-  Stmt t = db_.prepare("SELECT name, columns_json FROM run_table WHERE run_id = ? ORDER BY name", "read tables");
+  Stmt t = db_.prepare("SELECT name, columns_json FROM run_table WHERE run_id = ? ORDER BY name",
+                       "read tables");
   t.bind(1, run_id);
   std::vector<TableRecord> out;
   while (t.step()) {
@@ -361,7 +378,8 @@ std::vector<TableRecord> TraceReader::tables(int64_t run_id) const {
     out.push_back(std::move(rec));
   }
   Stmt r = db_.prepare(
-      "SELECT values_json FROM run_table_row WHERE run_id = ? AND table_name = ? ORDER BY row_index",
+      "SELECT values_json FROM run_table_row WHERE run_id = ? AND table_name = ? ORDER BY "
+      "row_index",
       "read table rows");
   for (TableRecord& rec : out) {
     r.bind(1, run_id).bind(2, rec.name);

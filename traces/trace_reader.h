@@ -41,7 +41,7 @@ struct DeviceRecord {
   std::string backend, preset, time_unit, properties_json;
   int64_t clock_hz = 0;
   double ns_per_unit = 1;
-  double span_ns = 0;  // first event start to last event end
+  double span_ns = 0;          // first event start to last event end
   int64_t start = 0, end = 0;  // native units
 };
 
@@ -110,7 +110,7 @@ class TraceReader {
 
   std::vector<DeviceRecord> devices(int64_t run_id) const;
   std::vector<TrackRecord> tracks(int64_t run_id) const;
-  std::vector<OpRecord> ops(int64_t run_id) const;  // in emission order
+  std::vector<OpRecord> ops(int64_t run_id) const;           // in emission order
   std::vector<OpTypeRecord> op_types(int64_t run_id) const;  // by total time, largest first
   std::vector<UnitRecord> units(int64_t run_id) const;
   double run_time_ns(int64_t run_id) const;
@@ -133,7 +133,8 @@ class TraceReader {
 
   Db db_;
   // aggregates() per run, with the (stats_done, last_event_rowid) they were computed for.
-  mutable std::map<int64_t, std::pair<std::pair<int64_t, int64_t>, std::vector<EventAggregate>>> agg_cache_;
+  mutable std::map<int64_t, std::pair<std::pair<int64_t, int64_t>, std::vector<EventAggregate>>>
+      agg_cache_;
 };
 
 }  // namespace mimic::traces

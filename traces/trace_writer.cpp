@@ -21,7 +21,9 @@ int64_t unix_ns() {
       .count();
 }
 
-std::string backend_of(const std::string& device) { return device.substr(0, device.find(':')); }
+std::string backend_of(const std::string& device) {
+  return device.substr(0, device.find(':'));
+}
 
 }  // namespace
 
@@ -38,10 +40,10 @@ std::string make_uuid() {
     hi = rng();
     lo = rng();
   }
-  hi = (hi & ~0xf000ull) | 0x4000ull;                         // version 4
-  lo = (lo & ~(3ull << 62)) | (2ull << 62);                   // RFC 4122 variant
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff,
-                     lo >> 48, lo & 0xffffffffffffull);
+  hi = (hi & ~0xf000ull) | 0x4000ull;        // version 4
+  lo = (lo & ~(3ull << 62)) | (2ull << 62);  // RFC 4122 variant
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff,
+                     hi & 0xffff, lo >> 48, lo & 0xffffffffffffull);
 }
 
 // One open run: ids handed out so far and the batch being filled. Guarded by WriterState::mu.
@@ -65,7 +67,7 @@ struct WriterState {
   std::mutex mu;
   std::condition_variable work_cv, done_cv, space_cv;
   std::deque<WorkItem> queue;
-  std::unordered_map<uint64_t, RunState*> runs;  // open runs (owned by their RunWriter)
+  std::unordered_map<uint64_t, RunState*> runs;   // open runs (owned by their RunWriter)
   std::vector<uint64_t> run_keys;                 // every run begun, in order
   std::unordered_map<uint64_t, int64_t> run_ids;  // run key -> id in the file, once written
   uint64_t next_key = 1, enqueued_seq = 0, committed_seq = 0;
@@ -78,7 +80,8 @@ struct WriterState {
   // thread itself never waits (`from_writer`).
   void enqueue(WorkItem item, std::unique_lock<std::mutex>& lock, bool from_writer = false) {
     if (!from_writer)
-      space_cv.wait(lock, [&] { return pending_rows < options.max_pending_rows || failed || stop; });
+      space_cv.wait(lock,
+                    [&] { return pending_rows < options.max_pending_rows || failed || stop; });
     item.seq = ++enqueued_seq;
     pending_rows += item.rows();
     queue.push_back(std::move(item));
@@ -94,7 +97,8 @@ struct WriterState {
     run.current.events.reserve(options.batch_rows);
     enqueue(std::move(item), lock, from_writer);
   }
-  void end_run(RunState& run, bool ok, const std::string& error_text, std::unique_lock<std::mutex>& lock) {
+  void end_run(RunState& run, bool ok, const std::string& error_text,
+               std::unique_lock<std::mutex>& lock) {
     hand_over(run, lock);
     WorkItem end;
     end.kind = WorkItem::Kind::end_run;
@@ -141,7 +145,8 @@ void WriterState::writer_loop() {
     }
     std::vector<WorkItem> work;
     size_t rows = 0;
-    while (!queue.empty() && (work.empty() || rows + queue.front().rows() <= max_rows_per_transaction)) {
+    while (!queue.empty() &&
+           (work.empty() || rows + queue.front().rows() <= max_rows_per_transaction)) {
       rows += queue.front().rows();
       work.push_back(std::move(queue.front()));
       queue.pop_front();
@@ -163,7 +168,8 @@ void WriterState::writer_loop() {
     } else {
       committed_seq = work.back().seq;
       for (const WorkItem& item : work)
-        if (item.kind == WorkItem::Kind::begin_run) run_ids[item.run_key] = ingestor->run_id(item.run_key);
+        if (item.kind == WorkItem::Kind::begin_run)
+          run_ids[item.run_key] = ingestor->run_id(item.run_key);
     }
     done_cv.notify_all();
     space_cv.notify_all();
@@ -220,8 +226,8 @@ void TraceWriter::close() {
     std::unique_lock<std::mutex> lock(state_->mu);
     if (!state_->thread.joinable()) return state_->throw_if_failed();
     while (!state_->runs.empty())
-      state_->end_run(*state_->runs.begin()->second, false,
-                      "trace closed before the run finished", lock);
+      state_->end_run(*state_->runs.begin()->second, false, "trace closed before the run finished",
+                      lock);
     state_->stop = true;
     state_->work_cv.notify_one();
     state_->space_cv.notify_all();
@@ -246,10 +252,13 @@ std::vector<int64_t> TraceWriter::run_ids() {
 
 // ---- RunWriter ----
 
-RunWriter::RunWriter(std::shared_ptr<WriterState> state, std::unique_ptr<RunState> run, std::string uuid)
+RunWriter::RunWriter(std::shared_ptr<WriterState> state, std::unique_ptr<RunState> run,
+                     std::string uuid)
     : state_(std::move(state)), run_(std::move(run)), uuid_(std::move(uuid)) {}
 
-RunWriter::~RunWriter() { finish(false, "run abandoned: its writer was destroyed before finish()"); }
+RunWriter::~RunWriter() {
+  finish(false, "run abandoned: its writer was destroyed before finish()");
+}
 
 void RunWriter::finish(bool ok, const std::string& error) {
   std::unique_lock<std::mutex> lock(state_->mu);
@@ -282,8 +291,8 @@ void check_open(const WriterState& s, const RunState& run) {
 
 void RunWriter::check_track(sim::TrackId track, const char* what) const {
   if (track < 0 || track >= run_->tracks)
-    throw InvalidArgument(fmt::format("trace: {} on track {}, but the run has {} track(s)", what, track,
-                                      run_->tracks));
+    throw InvalidArgument(fmt::format("trace: {} on track {}, but the run has {} track(s)", what,
+                                      track, run_->tracks));
 }
 
 sim::DeviceId RunWriter::add_device(const sim::DeviceDesc& device) {
@@ -291,19 +300,21 @@ sim::DeviceId RunWriter::add_device(const sim::DeviceDesc& device) {
   check_open(*state_, *run_);
   DeviceRow row{run_->devices, device};
   if (device.unit == sim::TimeUnit::cycles && device.clock_hz == 0)
-    throw InvalidArgument(fmt::format("trace: device '{}' counts time in cycles but has clock_hz 0",
-                                      device.backend));
+    throw InvalidArgument(
+        fmt::format("trace: device '{}' counts time in cycles but has clock_hz 0", device.backend));
   if (device.unit == sim::TimeUnit::ns) row.desc.clock_hz = 1'000'000'000;
   run_->current.devices.push_back(std::move(row));
   return run_->devices++;
 }
 
-sim::TrackId RunWriter::add_track(sim::DeviceId device, const std::string& name, const std::string& kind) {
+sim::TrackId RunWriter::add_track(sim::DeviceId device, const std::string& name,
+                                  const std::string& kind) {
   std::unique_lock<std::mutex> lock(state_->mu);
   check_open(*state_, *run_);
   if (device < 0 || device >= run_->devices)
-    throw InvalidArgument(fmt::format("trace: track '{}' on device {}, but the run has {} device(s)", name,
-                                      device, run_->devices));
+    throw InvalidArgument(
+        fmt::format("trace: track '{}' on device {}, but the run has {} device(s)", name, device,
+                    run_->devices));
   run_->current.tracks.push_back(TrackRow{run_->tracks, device, name, kind});
   return run_->tracks++;
 }
@@ -318,15 +329,17 @@ sim::OpId RunWriter::add_op(const sim::OpDesc& op) {
   return run_->ops++;
 }
 
-void RunWriter::event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts, uint64_t dur) {
+void RunWriter::event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts,
+                      uint64_t dur) {
   std::unique_lock<std::mutex> lock(state_->mu);
   if (state_->failed || run_->ended) check_open(*state_, *run_);
   if (track < 0 || track >= run_->tracks) check_track(track, "event");
   if (op != sim::kNoOp && (op < 0 || op >= run_->ops))
-    throw InvalidArgument(fmt::format("trace: event '{}' refers to op {}, but the run has {} op(s)", name,
-                                      op, run_->ops));
+    throw InvalidArgument(fmt::format("trace: event '{}' refers to op {}, but the run has {} op(s)",
+                                      name, op, run_->ops));
   Batch& b = run_->current;
-  b.events.push_back(EventRow{track, static_cast<uint32_t>(name.size()), b.names.size(), op, ts, dur});
+  b.events.push_back(
+      EventRow{track, static_cast<uint32_t>(name.size()), b.names.size(), op, ts, dur});
   b.names.append(name);
   if (b.events.size() >= state_->options.batch_rows) state_->hand_over(*run_, lock);
 }
@@ -345,15 +358,15 @@ void RunWriter::table_row(const std::string& table, const std::string& columns_j
   nlohmann::json row = nlohmann::json::parse(row_json, nullptr, false);
   if (table.empty()) throw InvalidArgument("trace: table_row needs a table name");
   if (!columns.is_array() || columns.empty())
-    throw InvalidArgument(fmt::format("trace: table '{}': columns must be a non-empty JSON array, got {}",
-                                      table, columns_json));
+    throw InvalidArgument(fmt::format(
+        "trace: table '{}': columns must be a non-empty JSON array, got {}", table, columns_json));
   for (const auto& c : columns)
     if (!c.is_string())
-      throw InvalidArgument(fmt::format("trace: table '{}': column names must be strings, got {}", table,
-                                        columns_json));
+      throw InvalidArgument(fmt::format("trace: table '{}': column names must be strings, got {}",
+                                        table, columns_json));
   if (!row.is_array() || row.size() != columns.size())
-    throw InvalidArgument(fmt::format("trace: table '{}' has {} column(s); row {} does not match", table,
-                                      columns.size(), row_json));
+    throw InvalidArgument(fmt::format("trace: table '{}' has {} column(s); row {} does not match",
+                                      table, columns.size(), row_json));
   std::string canonical = columns.dump();
   std::unique_lock<std::mutex> lock(state_->mu);
   check_open(*state_, *run_);

@@ -25,9 +25,9 @@
 namespace mimic::traces {
 
 struct WriterOptions : OpenOptions {
-  size_t batch_rows = 10000;                    // rows per batch handed to the writer thread
+  size_t batch_rows = 10000;                      // rows per batch handed to the writer thread
   std::chrono::milliseconds flush_interval{100};  // a partial batch waits at most this long
-  size_t max_pending_rows = 4'000'000;          // emitters wait beyond this many unwritten rows
+  size_t max_pending_rows = 4'000'000;            // emitters wait beyond this many unwritten rows
 };
 
 // What a run is, for the run table (the front end fills it from mimic::RunInfo).
@@ -50,9 +50,11 @@ class RunWriter final : public sim::EventSink {
   // EventSink. Ids are local to the run, dense from 0. Each add_device is a new device (the
   // segments of a placed run each register theirs); bad ids and unknown units are InvalidArgument.
   sim::DeviceId add_device(const sim::DeviceDesc& device) override;
-  sim::TrackId add_track(sim::DeviceId device, const std::string& name, const std::string& kind) override;
+  sim::TrackId add_track(sim::DeviceId device, const std::string& name,
+                         const std::string& kind) override;
   sim::OpId add_op(const sim::OpDesc& op) override;
-  void event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts, uint64_t dur) override;
+  void event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts,
+             uint64_t dur) override;
   void counter(sim::TrackId track, uint64_t ts, double value) override;
   // `columns_json`: array of column names (fixed per table and run); `row_json`: array of values.
   void table_row(const std::string& table, const std::string& columns_json,

@@ -38,7 +38,9 @@ using mimic::traces::RunMeta;
 using mimic::traces::TraceWriter;
 namespace sim = mimic::sim;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // CPU seconds of this process so far (all threads, user + system).
 double cpu_seconds() {
@@ -78,13 +80,15 @@ IngestResult ingest_once(const std::string& path, int64_t n) {
   double c0 = cpu_seconds();
   TraceWriter w(path);
   auto run = w.begin_run(RunMeta{"ingest-bench", 1, "", "", "tpu-emu:bench", "", ""});
-  auto dev = run->add_device(sim::DeviceDesc{"tpu-emu", "bench", 940'000'000, sim::TimeUnit::cycles, "{}"});
+  auto dev = run->add_device(
+      sim::DeviceDesc{"tpu-emu", "bench", 940'000'000, sim::TimeUnit::cycles, "{}"});
   std::vector<sim::TrackId> tracks;
-  for (int t = 0; t < 8; ++t) tracks.push_back(run->add_track(dev, fmt::format("unit{}", t), "compute"));
+  for (int t = 0; t < 8; ++t)
+    tracks.push_back(run->add_track(dev, fmt::format("unit{}", t), "compute"));
   const int ops = 1000;
   for (int o = 0; o < ops; ++o)
-    run->add_op(sim::OpDesc{fmt::format("node{}", o), "MatMul", "f32[8,8] -> f32[8,8]", "f32", 1024, 256, 256,
-                            "tpu-emu", false});
+    run->add_op(sim::OpDesc{fmt::format("node{}", o), "MatMul", "f32[8,8] -> f32[8,8]", "f32", 1024,
+                            256, 256, "tpu-emu", false});
   uint64_t ts = 0;
   for (int64_t i = 0; i < n; ++i) {
     run->event(tracks[i & 7], (i / 2000) % ops, names[i & 63], ts, 7);
@@ -112,9 +116,10 @@ nlohmann::json bench_ingest(const Args& a) {
     per_cpu.push_back(2.0 * a.events / (first.cpu_s + second.cpu_s));
     bytes = first.file_bytes;
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
-    std::cerr << fmt::format("ingest {}: fresh {:.0f} ev/s, append {:.0f} ev/s, emit {:.1f} ns/event, "
-                             "{:.0f} ev per CPU-second\n",
-                             rep, fresh.back(), append.back(), emit.back(), per_cpu.back());
+    std::cerr << fmt::format(
+        "ingest {}: fresh {:.0f} ev/s, append {:.0f} ev/s, emit {:.1f} ns/event, "
+        "{:.0f} ev per CPU-second\n",
+        rep, fresh.back(), append.back(), emit.back(), per_cpu.back());
   }
   return nlohmann::json{{"events_per_run", a.events},
                         {"repeats", a.ingest_repeats},
@@ -165,7 +170,8 @@ nlohmann::json bench_overhead(const Args& a) {
     plain.push_back(p);
     with.push_back(t);
     ratios.push_back(t / p);
-    std::cerr << fmt::format("overhead pair {}: untraced {:.3f} s, traced {:.3f} s, ratio {:.4f}\n", i, p, t, t / p);
+    std::cerr << fmt::format("overhead pair {}: untraced {:.3f} s, traced {:.3f} s, ratio {:.4f}\n",
+                             i, p, t, t / p);
   }
   // The tracing work itself, measured alone: open + one run's rows + close, same event count.
   int64_t events = exe.graph().num_nodes();
@@ -177,7 +183,8 @@ nlohmann::json bench_overhead(const Args& a) {
     auto dev = run->add_device(sim::DeviceDesc{"cpu", "", 1'000'000'000, sim::TimeUnit::ns, "{}"});
     auto track = run->add_track(dev, "host", "compute");
     for (int64_t i = 0; i < events; ++i) {
-      auto op = run->add_op(sim::OpDesc{fmt::format("n{}", i), "Conv", "f32[1] -> f32[1]", "f32", 1, 1, 1, "cpu", false});
+      auto op = run->add_op(sim::OpDesc{fmt::format("n{}", i), "Conv", "f32[1] -> f32[1]", "f32", 1,
+                                        1, 1, "cpu", false});
       run->event(track, op, fmt::format("n{}", i), uint64_t(i), 1);
     }
     run->finish(true);
@@ -187,31 +194,34 @@ nlohmann::json bench_overhead(const Args& a) {
   for (const std::string& p : {path, alone})
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(p + suffix);
   double ratio = median(with) / median(plain);
-  return nlohmann::json{{"workload", fmt::format("{} batch {} on cpu (in process)", a.model, a.batch)},
-                        {"events_per_run", events},
-                        {"pairs", a.pairs},
-                        {"untraced_s", plain},
-                        {"traced_s", with},
-                        {"pair_ratios", ratios},
-                        {"untraced_median_s", median(plain)},
-                        {"traced_median_s", median(with)},
-                        {"ratio_of_medians", ratio},
-                        {"median_pair_ratio", median(ratios)},
-                        {"tracing_work_alone_s", alone_s},
-                        {"tracing_work_alone_fraction", alone_s / median(plain)},
-                        {"target_ratio", 1.05},
-                        {"meets_target", ratio <= 1.05}};
+  return nlohmann::json{
+      {"workload", fmt::format("{} batch {} on cpu (in process)", a.model, a.batch)},
+      {"events_per_run", events},
+      {"pairs", a.pairs},
+      {"untraced_s", plain},
+      {"traced_s", with},
+      {"pair_ratios", ratios},
+      {"untraced_median_s", median(plain)},
+      {"traced_median_s", median(with)},
+      {"ratio_of_medians", ratio},
+      {"median_pair_ratio", median(ratios)},
+      {"tracing_work_alone_s", alone_s},
+      {"tracing_work_alone_fraction", alone_s / median(plain)},
+      {"target_ratio", 1.05},
+      {"meets_target", ratio <= 1.05}};
 }
 
 double run_cli(const std::string& command) {
   auto t0 = Clock::now();
   int status = std::system((command + " >/dev/null 2>&1").c_str());
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("failed: " + command);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("failed: " + command);
   return seconds_since(t0);
 }
 
 nlohmann::json bench_cli(const Args& a) {
-  std::string base = fmt::format("{} run --model {} --batch {} --device cpu", a.cli, a.model, a.batch);
+  std::string base =
+      fmt::format("{} run --model {} --batch {} --device cpu", a.cli, a.model, a.batch);
   std::string path = fmt::format("{}/cli-{}.db", a.tmp, getpid());
   std::vector<double> plain, with;
   for (int i = 0; i < a.cli_pairs; ++i) {
@@ -222,12 +232,17 @@ nlohmann::json bench_cli(const Args& a) {
       with.push_back(run_cli(base + " --trace " + path));
       plain.push_back(run_cli(base));
     }
-    std::cerr << fmt::format("cli pair {}: untraced {:.2f} s, traced {:.2f} s\n", i, plain.back(), with.back());
+    std::cerr << fmt::format("cli pair {}: untraced {:.2f} s, traced {:.2f} s\n", i, plain.back(),
+                             with.back());
   }
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
   double ratio = median(with) / median(plain);
-  return nlohmann::json{{"command", base + " [--trace FILE]"}, {"pairs", a.cli_pairs}, {"untraced_s", plain},
-                        {"traced_s", with}, {"ratio_of_medians", ratio}, {"meets_target", ratio <= 1.05}};
+  return nlohmann::json{{"command", base + " [--trace FILE]"},
+                        {"pairs", a.cli_pairs},
+                        {"untraced_s", plain},
+                        {"traced_s", with},
+                        {"ratio_of_medians", ratio},
+                        {"meets_target", ratio <= 1.05}};
 }
 
 std::string first_match(const std::string& file, const std::string& key) {
@@ -260,42 +275,55 @@ nlohmann::json machine(const Args& a) {
 
 std::string markdown(const nlohmann::json& j) {
   const auto& m = j["machine"];
-  std::string md = "# Trace benchmarks\n\nWritten by `trace_bench` (benchmarks/traces/trace_bench.cpp).\n\n## Machine\n\n";
-  for (const auto& [k, v] : m.items()) md += fmt::format("- {}: {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
+  std::string md =
+      "# Trace benchmarks\n\nWritten by `trace_bench` (benchmarks/traces/trace_bench.cpp).\n\n## "
+      "Machine\n\n";
+  for (const auto& [k, v] : m.items())
+    md += fmt::format("- {}: {}\n", k, v.is_string() ? v.get<std::string>() : v.dump());
   const auto& in = j["ingest"];
   md += fmt::format(
       "\n## Sustained ingest (target >= 1,000,000 events/s)\n\n"
-      "{} events per run (8 tracks, 64 names, 1000 ops), emitted through RunWriter and timed until close() "
+      "{} events per run (8 tracks, 64 names, 1000 ops), emitted through RunWriter and timed until "
+      "close() "
       "returned (all rows committed), {} repeats.\n\n"
       "| case | median events/s | all repeats |\n|---|---:|---|\n"
       "| fresh file | {:.0f} | {} |\n| second run appended to the same file | {:.0f} | {} |\n\n"
-      "Caller side (EventSink::event + batching, wall time while the writer runs): {:.1f} ns/event. "
-      "CPU cost, both threads together: {:.0f} events per CPU-second (median). File size: {:.1f} bytes/event. "
+      "Caller side (EventSink::event + batching, wall time while the writer runs): {:.1f} "
+      "ns/event. "
+      "CPU cost, both threads together: {:.0f} events per CPU-second (median). File size: {:.1f} "
+      "bytes/event. "
       "Target met: **{}**.\n",
-      in["events_per_run"].get<int64_t>(), in["repeats"].get<int>(), in["fresh_file_events_per_s_median"].get<double>(),
-      in["fresh_file_events_per_s"].dump(), in["append_second_run_events_per_s_median"].get<double>(),
+      in["events_per_run"].get<int64_t>(), in["repeats"].get<int>(),
+      in["fresh_file_events_per_s_median"].get<double>(), in["fresh_file_events_per_s"].dump(),
+      in["append_second_run_events_per_s_median"].get<double>(),
       in["append_second_run_events_per_s"].dump(), in["emit_ns_per_event_median"].get<double>(),
-      in["events_per_cpu_s_median"].get<double>(),
-      in["file_bytes_per_event"].get<double>(), in["meets_target"].get<bool>() ? "yes" : "no");
+      in["events_per_cpu_s_median"].get<double>(), in["file_bytes_per_event"].get<double>(),
+      in["meets_target"].get<bool>() ? "yes" : "no");
   if (j.contains("overhead")) {
     const auto& o = j["overhead"];
     md += fmt::format(
-        "\n## Tracing overhead (target <= 5%)\n\n{}: {} untraced/traced pairs in ABBA order; a traced run opens "
-        "the trace, runs, and closes it.\n\n| | median |\n|---|---:|\n| untraced | {:.3f} s |\n| traced | {:.3f} s |\n"
+        "\n## Tracing overhead (target <= 5%)\n\n{}: {} untraced/traced pairs in ABBA order; a "
+        "traced run opens "
+        "the trace, runs, and closes it.\n\n| | median |\n|---|---:|\n| untraced | {:.3f} s |\n| "
+        "traced | {:.3f} s |\n"
         "| ratio of medians | **{:.4f}** |\n| median of pair ratios | {:.4f} |\n\n"
-        "The tracing work alone (open, {} ops and events, close) takes {:.2f} ms = {:.3f}% of an untraced run; "
+        "The tracing work alone (open, {} ops and events, close) takes {:.2f} ms = {:.3f}% of an "
+        "untraced run; "
         "the ratio above also carries the machine's run-to-run noise. Target met: **{}**.\n",
-        o["workload"].get<std::string>(), o["pairs"].get<int>(), o["untraced_median_s"].get<double>(),
-        o["traced_median_s"].get<double>(), o["ratio_of_medians"].get<double>(), o["median_pair_ratio"].get<double>(),
+        o["workload"].get<std::string>(), o["pairs"].get<int>(),
+        o["untraced_median_s"].get<double>(), o["traced_median_s"].get<double>(),
+        o["ratio_of_medians"].get<double>(), o["median_pair_ratio"].get<double>(),
         o["events_per_run"].get<int64_t>(), o["tracing_work_alone_s"].get<double>() * 1e3,
-        100 * o["tracing_work_alone_fraction"].get<double>(), o["meets_target"].get<bool>() ? "yes" : "no");
+        100 * o["tracing_work_alone_fraction"].get<double>(),
+        o["meets_target"].get<bool>() ? "yes" : "no");
   }
   if (j.contains("cli")) {
     const auto& c = j["cli"];
-    md += fmt::format("\n### Whole `mimic run` processes\n\n`{}`, {} pairs: untraced {} s, traced {} s, ratio of "
-                      "medians **{:.4f}**.\n",
-                      c["command"].get<std::string>(), c["pairs"].get<int>(), c["untraced_s"].dump(),
-                      c["traced_s"].dump(), c["ratio_of_medians"].get<double>());
+    md += fmt::format(
+        "\n### Whole `mimic run` processes\n\n`{}`, {} pairs: untraced {} s, traced {} s, ratio of "
+        "medians **{:.4f}**.\n",
+        c["command"].get<std::string>(), c["pairs"].get<int>(), c["untraced_s"].dump(),
+        c["traced_s"].dump(), c["ratio_of_medians"].get<double>());
   }
   return md;
 }
@@ -308,21 +336,34 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument(k + " needs a value");
       return argv[++i];
     };
-    if (k == "--events") a.events = std::stoll(next());
-    else if (k == "--ingest-repeats") a.ingest_repeats = std::stoi(next());
-    else if (k == "--pairs") a.pairs = std::stoi(next());
-    else if (k == "--cli-pairs") a.cli_pairs = std::stoi(next());
-    else if (k == "--cli") a.cli = next();
-    else if (k == "--model") a.model = next();
-    else if (k == "--batch") a.batch = std::stoi(next());
-    else if (k == "--out") a.out = next();
-    else if (k == "--tmp") a.tmp = next();
-    else if (k == "--skip-overhead") a.skip_overhead = true;
-    else throw std::invalid_argument("unknown argument " + k);
+    if (k == "--events")
+      a.events = std::stoll(next());
+    else if (k == "--ingest-repeats")
+      a.ingest_repeats = std::stoi(next());
+    else if (k == "--pairs")
+      a.pairs = std::stoi(next());
+    else if (k == "--cli-pairs")
+      a.cli_pairs = std::stoi(next());
+    else if (k == "--cli")
+      a.cli = next();
+    else if (k == "--model")
+      a.model = next();
+    else if (k == "--batch")
+      a.batch = std::stoi(next());
+    else if (k == "--out")
+      a.out = next();
+    else if (k == "--tmp")
+      a.tmp = next();
+    else if (k == "--skip-overhead")
+      a.skip_overhead = true;
+    else
+      throw std::invalid_argument("unknown argument " + k);
   }
-  if (a.events <= 0 || a.ingest_repeats <= 0 || a.pairs <= 0) throw std::invalid_argument("counts must be positive");
+  if (a.events <= 0 || a.ingest_repeats <= 0 || a.pairs <= 0)
+    throw std::invalid_argument("counts must be positive");
   if (a.tmp.empty()) a.tmp = std::filesystem::temp_directory_path().string();
-  if (a.cli_pairs > 0 && a.cli.empty()) throw std::invalid_argument("--cli-pairs needs --cli PATH_TO_MIMIC");
+  if (a.cli_pairs > 0 && a.cli.empty())
+    throw std::invalid_argument("--cli-pairs needs --cli PATH_TO_MIMIC");
   return a;
 }
 

@@ -14,7 +14,8 @@ namespace {
 using namespace mimic;
 
 std::string temp_path(const char* name) {
-  return fmt::format("{}/{}-{}.db", std::filesystem::temp_directory_path().string(), name, getpid());
+  return fmt::format("{}/{}-{}.db", std::filesystem::temp_directory_path().string(), name,
+                     getpid());
 }
 
 void remove_trace(const std::string& path) {
@@ -46,17 +47,23 @@ void BM_IngestCommitted(benchmark::State& state) {
     remove_trace(path);
     traces::TraceWriter w(path);
     auto run = w.begin_run(traces::RunMeta{"bench", 1, "", "", "cpu", "", ""});
-    auto dev = run->add_device(sim::DeviceDesc{"tpu-emu", "x", 940'000'000, sim::TimeUnit::cycles, "{}"});
+    auto dev =
+        run->add_device(sim::DeviceDesc{"tpu-emu", "x", 940'000'000, sim::TimeUnit::cycles, "{}"});
     auto a = run->add_track(dev, "mxu", "matrix"), b = run->add_track(dev, "dma", "dma");
     auto op = run->add_op(sim::OpDesc{"n", "Conv", "", "f32", 1, 1, 1, "tpu-emu", false});
-    for (int64_t i = 0; i < state.range(0); ++i) run->event(i & 1 ? a : b, op, i & 1 ? "mm" : "dma", uint64_t(i), 1);
+    for (int64_t i = 0; i < state.range(0); ++i)
+      run->event(i & 1 ? a : b, op, i & 1 ? "mm" : "dma", uint64_t(i), 1);
     run->finish(true);
     w.close();
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
   remove_trace(path);
 }
-BENCHMARK(BM_IngestCommitted)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_IngestCommitted)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

@@ -23,8 +23,8 @@ struct TraceScope::Impl final : RunObserver {
   }
 
   sim::EventSink& begin_run(const RunInfo& info) override {
-    traces::RunMeta meta{info.model, info.batch, info.layout, info.precision, info.device, info.tag,
-                         info.config_json};
+    traces::RunMeta meta{info.model,  info.batch, info.layout,     info.precision,
+                         info.device, info.tag,   info.config_json};
     std::unique_ptr<traces::RunWriter> run = writer.begin_run(meta);
     traces::RunWriter& sink = *run;
     std::lock_guard<std::mutex> lock(mu);
@@ -64,9 +64,13 @@ TraceScope::~TraceScope() {
   }
 }
 
-const std::string& TraceScope::path() const { return impl_->writer.path(); }
+const std::string& TraceScope::path() const {
+  return impl_->writer.path();
+}
 
-std::vector<int64_t> TraceScope::run_ids() { return impl_->writer.run_ids(); }
+std::vector<int64_t> TraceScope::run_ids() {
+  return impl_->writer.run_ids();
+}
 
 void TraceScope::close() {
   if (impl_->active) {

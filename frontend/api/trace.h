@@ -21,7 +21,7 @@
 namespace mimic {
 
 struct TraceOptions {
-  size_t batch_rows = 10000;  // rows per write batch
+  size_t batch_rows = 10000;    // rows per write batch
   int flush_interval_ms = 100;  // a partial batch waits at most this long
 };
 

@@ -75,9 +75,6 @@ int run(const RunArgs& a) {
   if (a.batch <= 0) throw InvalidArgument(fmt::format("--batch must be positive, got {}", a.batch));
   if (a.repeat <= 0) throw InvalidArgument(fmt::format("--repeat must be positive, got {}", a.repeat));
   Device device(a.device);
-  // Opened first so that a bad trace file fails before any work; records warmup and timed runs.
-  std::optional<TraceScope> trace;
-  if (!a.trace.empty()) trace.emplace(a.trace);
   LoadedModel model = load_model(a);
   auto t0 = std::chrono::steady_clock::now();
   Executable exe = compile(model.graph, device, compile_options(a));
@@ -93,6 +90,10 @@ int run(const RunArgs& a) {
     else std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", a.model, a.batch, device.str(), format_seconds(compile_s));
     return 0;
   }
+  // Opened once the model compiled (a bad device leaves no empty trace); records warmup (tagged)
+  // and timed runs.
+  std::optional<TraceScope> trace;
+  if (!a.trace.empty()) trace.emplace(a.trace);
   std::vector<ir::HostTensor> inputs = random_inputs(exe.graph(), a.seed + 1, model.int_input_high);
   exe.run_info().tag = "warmup";
   for (int64_t i = 0; i < a.warmup; ++i) exe.run(inputs);

@@ -53,19 +53,22 @@ int summary(const TraceArgs& a) {
 int export_trace(const TraceArgs& a) {
   if (a.format != "chrome" && a.format != "csv")
     throw InvalidArgument(fmt::format("--format must be 'chrome' or 'csv', got '{}'", a.format));
-  if (a.output.empty()) throw InvalidArgument("give an output file: -o FILE (or -o - for standard output)");
+  if (a.output.empty())
+    throw InvalidArgument("give an output file: -o FILE (or -o - for standard output)");
   TraceReader reader(a.file);
   std::vector<int64_t> ids;
   for (const std::string& r : a.runs) ids.push_back(reader.resolve_run(r));
   traces::ExportStats stats;
   traces::write_output_file(a.output, [&](std::ostream& out) {
-    stats = a.format == "chrome" ? traces::export_chrome(reader, ids, out) : traces::export_csv(reader, ids, out);
+    stats = a.format == "chrome" ? traces::export_chrome(reader, ids, out)
+                                 : traces::export_csv(reader, ids, out);
   });
   std::ostream& note = a.output == "-" ? std::cerr : std::cout;
   note << fmt::format("wrote {}: {} run(s), {} events", a.output, stats.runs, stats.events);
   if (a.format == "chrome")
-    note << fmt::format(", {} counter samples, {} tracks (open it in https://ui.perfetto.dev or chrome://tracing)",
-                        stats.counters, stats.threads);
+    note << fmt::format(
+        ", {} counter samples, {} tracks (open it in https://ui.perfetto.dev or chrome://tracing)",
+        stats.counters, stats.threads);
   note << "\n";
   return 0;
 }
@@ -84,9 +87,11 @@ int diff(const TraceArgs& a) {
     run_a = reader_a.resolve_run(a.runs[0]);
     run_b = reader_b.resolve_run(a.runs[1]);
   } else {
-    throw InvalidArgument(fmt::format(
-        "give two runs to compare: `mimic trace diff A.db B.db` (last run of each), or --run X --run Y "
-        "(got {} file(s) and {} --run)", second ? 2 : 1, a.runs.size()));
+    throw InvalidArgument(
+        fmt::format("give two runs to compare: `mimic trace diff A.db B.db` (last run of each), or "
+                    "--run X --run Y "
+                    "(got {} file(s) and {} --run)",
+                    second ? 2 : 1, a.runs.size()));
   }
   traces::RunDiff d = traces::diff_runs(reader_a, run_a, reader_b, run_b);
   if (a.json) {
@@ -101,14 +106,16 @@ int diff(const TraceArgs& a) {
 
 Command add_trace_command(CLI::App& app) {
   auto a = std::make_shared<TraceArgs>();
-  CLI::App* cmd = app.add_subcommand("trace", "Query SQLite traces: list runs, summarize, export, compare");
+  CLI::App* cmd =
+      app.add_subcommand("trace", "Query SQLite traces: list runs, summarize, export, compare");
   cmd->require_subcommand(1);
 
   CLI::App* l = cmd->add_subcommand("list", "List the runs in a trace file");
   l->add_option("file", a->file, "Trace file (.db)")->required();
   l->add_flag("--json", a->json, "Print JSON");
 
-  CLI::App* s = cmd->add_subcommand("summary", "Per-op-type table and per-unit utilization of one run");
+  CLI::App* s =
+      cmd->add_subcommand("summary", "Per-op-type table and per-unit utilization of one run");
   s->add_option("file", a->file, "Trace file (.db)")->required();
   s->add_option("--run", a->run, "Run id or uuid (default: the last run)");
   s->add_option("--by", a->by, "Group ops by 'type' or list each 'op'")->capture_default_str();
@@ -121,7 +128,8 @@ Command add_trace_command(CLI::App& app) {
   e->add_option("-o,--output", a->output, "Output file, - for standard output")->required();
   e->add_option("--run", a->runs, "Run id or uuid; repeat for several (default: every run)");
 
-  CLI::App* d = cmd->add_subcommand("diff", "Compare two runs op by op (two files, or two --run in one)");
+  CLI::App* d =
+      cmd->add_subcommand("diff", "Compare two runs op by op (two files, or two --run in one)");
   d->add_option("file", a->file, "Trace file (.db)")->required();
   d->add_option("file_b", a->file_b, "Second trace file (.db)");
   d->add_option("--run", a->runs, "Run id or uuid, twice: run of A, run of B");

@@ -12,10 +12,13 @@
 namespace mimic::cli {
 
 nlohmann::json run_json(const traces::RunRecord& r);
-void print_run_list(std::ostream& os, const std::string& file, const std::vector<traces::RunRecord>& runs);
+void print_run_list(std::ostream& os, const std::string& file,
+                    const std::vector<traces::RunRecord>& runs);
 
-// Per-op-type table (or each op with `by_op`), then per-unit utilization. `top` 0: all types, 20 ops.
-void print_summary(std::ostream& os, const traces::TraceReader& reader, int64_t run_id, bool by_op, int top);
+// Per-op-type table (or each op with `by_op`), then per-unit utilization. `top` 0: all types, 20
+// ops.
+void print_summary(std::ostream& os, const traces::TraceReader& reader, int64_t run_id, bool by_op,
+                   int top);
 nlohmann::json summary_json(const traces::TraceReader& reader, int64_t run_id);
 
 // Totals, per op type, then the `top` ops with the largest change.

@@ -28,10 +28,13 @@ class TraceCli : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete tmp_; }
 
-  static CommandResult mimic(const std::string& args) { return test::run_command(kMimic + " " + args, *tmp_); }
+  static CommandResult mimic(const std::string& args) {
+    return test::run_command(kMimic + " " + args, *tmp_);
+  }
 
   // A bad input: nonzero exit, exactly one line on stderr naming the problem, nothing on stdout.
-  static void expect_one_line_error(const CommandResult& r, const std::string& needle, int code = -1) {
+  static void expect_one_line_error(const CommandResult& r, const std::string& needle,
+                                    int code = -1) {
     EXPECT_NE(r.exit_code, 0);
     if (code >= 0) {
       EXPECT_EQ(r.exit_code, code) << r.err;
@@ -51,7 +54,8 @@ std::string TraceCli::a_, TraceCli::b_;
 TEST_F(TraceCli, RunPrintsWhereTheTraceIs) {
   CommandResult r = mimic("run --model mlp --batch 2 --trace " + tmp_->file("c.db"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("trace       " + tmp_->file("c.db") + " (run 1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trace       " + tmp_->file("c.db") + " (run 1)"), std::string::npos)
+      << r.out;
   CommandResult j = mimic("run --model mlp --batch 2 --json --trace " + tmp_->file("c.db"));
   ASSERT_EQ(j.exit_code, 0) << j.err;
   nlohmann::json parsed = nlohmann::json::parse(j.out);
@@ -113,7 +117,8 @@ TEST_F(TraceCli, ExportChromeAndCsv) {
   EXPECT_EQ(threads, 3);
   CommandResult one = mimic("trace export " + a_ + " --run 3 --format chrome -o -");
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  EXPECT_EQ(nlohmann::json::parse(one.out)["traceEvents"].size(), 4u + 8u);  // 4 metadata + 8 slices
+  EXPECT_EQ(nlohmann::json::parse(one.out)["traceEvents"].size(),
+            4u + 8u);  // 4 metadata + 8 slices
   ASSERT_EQ(mimic("trace export " + a_ + " --format csv --run 1 -o " + csv).exit_code, 0);
   EXPECT_EQ(test::count_lines(test::read_file(csv)), 1 + 8);
 }
@@ -121,8 +126,8 @@ TEST_F(TraceCli, ExportChromeAndCsv) {
 TEST_F(TraceCli, DiffTwoRunsOfOneFileAndTwoFiles) {
   CommandResult r = mimic("trace diff " + a_ + " --run 1 --run 3");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* s : {"A  run 1: mlp batch 4", "B  run 3: mlp batch 8", "8 ops matched", "by op type", "MatMul",
-                        "fc1.matmul"})
+  for (const char* s : {"A  run 1: mlp batch 4", "B  run 3: mlp batch 8", "8 ops matched",
+                        "by op type", "MatMul", "fc1.matmul"})
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   CommandResult files = mimic("trace diff --json " + a_ + " " + b_);
   ASSERT_EQ(files.exit_code, 0) << files.err;
@@ -138,8 +143,8 @@ TEST_F(TraceCli, ReportWritesSelfContainedHtml) {
   CommandResult r = mimic("report " + a_ + " --run 2 -o " + html);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string page = test::read_file(html);
-  for (const char* s : {"<svg", "mimic run 2: mlp, batch 4 on cpu", "Timeline", "Utilization per unit", "fc2.matmul",
-                        "Run config"})
+  for (const char* s : {"<svg", "mimic run 2: mlp, batch 4 on cpu", "Timeline",
+                        "Utilization per unit", "fc2.matmul", "Run config"})
     EXPECT_NE(page.find(s), std::string::npos) << s;
   EXPECT_EQ(page.find("http"), std::string::npos);
   ASSERT_EQ(mimic("report " + a_).exit_code, 0);
@@ -150,9 +155,11 @@ TEST_F(TraceCli, BadInputsGiveOneLineErrors) {
   expect_one_line_error(mimic("trace summary " + tmp_->file("missing.db")), "does not exist", 6);
   expect_one_line_error(mimic("trace summary --run 42 " + a_), "run 42 is not in trace", 2);
   expect_one_line_error(mimic("trace summary --by cheese " + a_), "--by must be", 2);
-  expect_one_line_error(mimic("trace export " + a_ + " --format xml -o " + tmp_->file("x")), "--format must be", 2);
-  expect_one_line_error(mimic("trace export " + a_ + " --format csv -o " + tmp_->file("no/dir/x.csv")),
-                        "does not exist", 6);
+  expect_one_line_error(mimic("trace export " + a_ + " --format xml -o " + tmp_->file("x")),
+                        "--format must be", 2);
+  expect_one_line_error(
+      mimic("trace export " + a_ + " --format csv -o " + tmp_->file("no/dir/x.csv")),
+      "does not exist", 6);
   expect_one_line_error(mimic("trace diff " + a_), "give two runs", 2);
   expect_one_line_error(mimic("trace diff " + a_ + " --run 1 --run 9"), "run 9", 2);
   expect_one_line_error(mimic("report " + a_ + " --run abcdef"), "run 'abcdef' is not in trace", 2);
@@ -165,7 +172,8 @@ TEST_F(TraceCli, FileThatIsNotSqliteIsRefusedAndUntouched) {
   test::write_file(notes, "my notes\n");
   expect_one_line_error(mimic("run --model mlp --trace " + notes), "not an SQLite database", 6);
   expect_one_line_error(mimic("trace list " + notes), "not an SQLite database", 6);
-  expect_one_line_error(mimic("report " + notes + " -o " + tmp_->file("n.html")), "not an SQLite database", 6);
+  expect_one_line_error(mimic("report " + notes + " -o " + tmp_->file("n.html")),
+                        "not an SQLite database", 6);
   EXPECT_EQ(test::read_file(notes), "my notes\n");
   EXPECT_FALSE(test::exists(tmp_->file("n.html")));
 }

@@ -25,13 +25,16 @@ const std::string kAwkward = "say \"hi\",\nthen\t\\leave";
 void write_trace(const std::string& path) {
   TraceWriter w(path);
   auto run = w.begin_run(RunMeta{"net", 2, "nchw", "default", "tpu-emu:v4", "", R"({"seed":1})"});
-  auto tpu = run->add_device(sim::DeviceDesc{"tpu-emu", "v4", 1'500'000'000, sim::TimeUnit::cycles, "{}"});
+  auto tpu =
+      run->add_device(sim::DeviceDesc{"tpu-emu", "v4", 1'500'000'000, sim::TimeUnit::cycles, "{}"});
   auto mxu = run->add_track(tpu, "mxu0", "matrix");
   auto dma = run->add_track(tpu, "dma", "dma");
   auto hbm = run->add_track(tpu, "hbm", "memory");
-  auto op = run->add_op(sim::OpDesc{"conv", "Conv", "f32[2,3] -> f32[2,3]", "f32", 10, 1, 1, "tpu-emu", false});
+  auto op = run->add_op(
+      sim::OpDesc{"conv", "Conv", "f32[2,3] -> f32[2,3]", "f32", 10, 1, 1, "tpu-emu", false});
   for (int i = 0; i < kPerTrack; ++i) {
-    run->event(mxu, op, "mm", uint64_t(i) * 3, 3);  // back to back: must not overlap after conversion
+    run->event(mxu, op, "mm", uint64_t(i) * 3,
+               3);  // back to back: must not overlap after conversion
     run->event(dma, op, "copy", uint64_t(i) * 10, 7);
   }
   for (int i = 0; i < 4; ++i) run->counter(hbm, uint64_t(i) * 1500, 100.0 * i);
@@ -145,9 +148,13 @@ TEST_F(ExportTest, CsvHasOneQuotedRowPerEvent) {
   EXPECT_EQ(stats.events, 2 * kPerTrack + 3);
   // Header + one line per event, plus the line break inside the quoted awkward name.
   EXPECT_EQ(test::count_lines(csv), 1 + stats.events + 1);
-  EXPECT_EQ(csv.rfind("run_id,device_id,device,track_id,track,op_id,node,op_type,name,ts,dur,unit,ts_ns,dur_ns\n", 0), 0u);
+  EXPECT_EQ(csv.rfind("run_id,device_id,device,track_id,track,op_id,node,op_type,name,ts,dur,unit,"
+                      "ts_ns,dur_ns\n",
+                      0),
+            0u);
   EXPECT_NE(csv.find("\"say \"\"hi\"\",\nthen\t\\leave\""), std::string::npos);
-  EXPECT_NE(csv.find("1,0,tpu-emu:v4,1,dma,0,conv,Conv,copy,2490,7,cycles,1660,5\n"), std::string::npos);
+  EXPECT_NE(csv.find("1,0,tpu-emu:v4,1,dma,0,conv,Conv,copy,2490,7,cycles,1660,5\n"),
+            std::string::npos);
 }
 
 TEST_F(ExportTest, HtmlReportIsSelfContainedAndHasEverySection) {
@@ -155,11 +162,13 @@ TEST_F(ExportTest, HtmlReportIsSelfContainedAndHasEverySection) {
   std::stringstream ss;
   write_html_report(r, 1, ss);
   std::string html = ss.str();
-  for (const char* s : {"<!DOCTYPE html>", "Time by op type", "Top ", "Timeline", "Utilization per unit",
-                        "Counters", "Tables", "tile_memory", "Devices", "Run config", "All ops", "&quot;seed&quot;",
-                        "<svg", "mxu0", "softmax", "Conv"})
+  for (const char* s :
+       {"<!DOCTYPE html>", "Time by op type", "Top ", "Timeline", "Utilization per unit",
+        "Counters", "Tables", "tile_memory", "Devices", "Run config", "All ops", "&quot;seed&quot;",
+        "<svg", "mxu0", "softmax", "Conv"})
     EXPECT_NE(html.find(s), std::string::npos) << s;
-  for (const char* s : {"<script", "http://", "https://", "src=", "<link"}) EXPECT_EQ(html.find(s), std::string::npos) << s;
+  for (const char* s : {"<script", "http://", "https://", "src=", "<link"})
+    EXPECT_EQ(html.find(s), std::string::npos) << s;
   EXPECT_EQ(html.find(kAwkward), std::string::npos) << "names are escaped";
   EXPECT_NE(html.find("say &quot;hi&quot;"), std::string::npos);
 }
@@ -171,7 +180,8 @@ TEST_F(ExportTest, OutputFilesAreReplacedWholeOrNotAtAll) {
   EXPECT_EQ(test::read_file(out), "old");
   write_output_file(out, [](std::ostream& os) { os << "new"; });
   EXPECT_EQ(test::read_file(out), "new");
-  EXPECT_THROW(write_output_file(tmp_.file("no/dir/x.json"), [](std::ostream& os) { os << 1; }), IoError);
+  EXPECT_THROW(write_output_file(tmp_.file("no/dir/x.json"), [](std::ostream& os) { os << 1; }),
+               IoError);
 }
 
 }  // namespace

@@ -100,7 +100,8 @@ void two_processes_append(const std::string& busy_timeout_ms) {
   TempDir tmp;
   std::string path = tmp.file("shared.db");
   const int runs = 3, events = 20000;
-  std::vector<std::string> args{"append", path, std::to_string(runs), std::to_string(events), "500"};
+  std::vector<std::string> args{"append", path, std::to_string(runs), std::to_string(events),
+                                "500"};
   auto with = [&](const char* tag) {
     std::vector<std::string> v = args;
     v.push_back(tag);
@@ -121,9 +122,13 @@ void two_processes_append(const std::string& busy_timeout_ms) {
     EXPECT_EQ(run.events, events);
     (run.tag == "A" ? a_runs : b_runs) += 1;
     std::string id = std::to_string(run.id);
-    auto agg = r.query("SELECT MIN(ts), MAX(ts), COUNT(DISTINCT ts), "
-                       "SUM(name_id <> (SELECT id FROM string WHERE value = '" + run.tag + "')) "
-                       "FROM event WHERE run_id = " + id);
+    auto agg = r.query(
+        "SELECT MIN(ts), MAX(ts), COUNT(DISTINCT ts), "
+        "SUM(name_id <> (SELECT id FROM string WHERE value = '" +
+        run.tag +
+        "')) "
+        "FROM event WHERE run_id = " +
+        id);
     EXPECT_EQ(agg[0][0], "0");
     EXPECT_EQ(agg[0][1], std::to_string(events - 1));
     EXPECT_EQ(agg[0][2], std::to_string(events));
@@ -133,9 +138,13 @@ void two_processes_append(const std::string& busy_timeout_ms) {
   EXPECT_EQ(b_runs, runs);
 }
 
-TEST(TraceProcesses, TwoProcessesAppendingAtOnceLoseNothing) { two_processes_append("5000"); }
+TEST(TraceProcesses, TwoProcessesAppendingAtOnceLoseNothing) {
+  two_processes_append("5000");
+}
 
-TEST(TraceProcesses, TwoProcessesLoseNothingWhenOnlyTheRetryLoopWaits) { two_processes_append("1"); }
+TEST(TraceProcesses, TwoProcessesLoseNothingWhenOnlyTheRetryLoopWaits) {
+  two_processes_append("1");
+}
 
 }  // namespace
 }  // namespace mimic::traces

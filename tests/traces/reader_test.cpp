@@ -20,7 +20,8 @@ using test::TempDir;
 //   host softmax        [1000, 1200) ns        host (no op) "sync" [1300, 1400) ns
 void write_run(TraceWriter& w, uint64_t mm_cycles) {
   auto run = w.begin_run(RunMeta{"net", 8, "nchw", "default", "tpu-emu:v4", "", ""});
-  auto tpu = run->add_device(sim::DeviceDesc{"tpu-emu", "v4", 2'000'000'000, sim::TimeUnit::cycles, "{}"});
+  auto tpu =
+      run->add_device(sim::DeviceDesc{"tpu-emu", "v4", 2'000'000'000, sim::TimeUnit::cycles, "{}"});
   auto mxu = run->add_track(tpu, "mxu", "matrix");
   auto dma = run->add_track(tpu, "dma", "dma");
   auto conv = run->add_op(sim::OpDesc{"conv", "Conv", "", "f32", 4000, 100, 100, "tpu-emu", false});
@@ -46,7 +47,9 @@ class TraceReaderTest : public ::testing::Test {
     write_run(w, 300);
     write_run(w, 600);
   }
-  double q(const std::string& sql) const { return std::stod(TraceReader(path_).query(sql).at(0).at(0)); }
+  double q(const std::string& sql) const {
+    return std::stod(TraceReader(path_).query(sql).at(0).at(0));
+  }
   TempDir tmp_;
   std::string path_;
 };
@@ -108,7 +111,8 @@ TEST_F(TraceReaderTest, OpTypeSummaryMatchesTheViewAndHandFigures) {
     EXPECT_DOUBLE_EQ(q("SELECT gflop_per_s" + where), t.flops_per_s() / 1e9) << t.op_type;
     EXPECT_DOUBLE_EQ(q("SELECT ops" + where), double(t.ops)) << t.op_type;
   }
-  EXPECT_DOUBLE_EQ(q("SELECT fallback_ops FROM op_type_summary WHERE run_id = 1 AND op_type = 'Softmax'"), 1);
+  EXPECT_DOUBLE_EQ(
+      q("SELECT fallback_ops FROM op_type_summary WHERE run_id = 1 AND op_type = 'Softmax'"), 1);
 }
 
 TEST_F(TraceReaderTest, UnitUtilizationIsBusyOverTheDeviceSpan) {
@@ -122,7 +126,8 @@ TEST_F(TraceReaderTest, UnitUtilizationIsBusyOverTheDeviceSpan) {
   EXPECT_DOUBLE_EQ(units[1].utilization, 0.25);
   EXPECT_DOUBLE_EQ(units[2].utilization, 0.75);
   for (const UnitRecord& u : units) {
-    std::string where = " FROM unit_utilization WHERE run_id = 1 AND track_id = " + std::to_string(u.track_id);
+    std::string where =
+        " FROM unit_utilization WHERE run_id = 1 AND track_id = " + std::to_string(u.track_id);
     EXPECT_DOUBLE_EQ(q("SELECT utilization" + where), u.utilization) << u.track;
     EXPECT_DOUBLE_EQ(q("SELECT busy_ns" + where), u.busy_ns) << u.track;
     EXPECT_DOUBLE_EQ(q("SELECT events" + where), double(u.events)) << u.track;
@@ -133,9 +138,12 @@ TEST_F(TraceReaderTest, RunOverviewAndCompareViews) {
   EXPECT_DOUBLE_EQ(q("SELECT events FROM run_overview WHERE run_id = 2"), 6);
   EXPECT_DOUBLE_EQ(q("SELECT device_time_ns FROM run_overview WHERE run_id = 2"), 750);
   // Run 2's mm takes 600 cycles: conv spans 0..700 cycles = 350 ns against 200 ns in run 1.
-  EXPECT_DOUBLE_EQ(q("SELECT time_b_ns FROM run_compare WHERE run_a = 1 AND run_b = 2 AND node = 'conv'"), 350);
-  EXPECT_DOUBLE_EQ(q("SELECT ratio FROM run_compare WHERE run_a = 1 AND run_b = 2 AND node = 'conv'"), 1.75);
-  EXPECT_DOUBLE_EQ(q("SELECT ratio FROM run_compare WHERE run_a = 1 AND run_b = 2 AND node = 'relu'"), 1.0);
+  EXPECT_DOUBLE_EQ(
+      q("SELECT time_b_ns FROM run_compare WHERE run_a = 1 AND run_b = 2 AND node = 'conv'"), 350);
+  EXPECT_DOUBLE_EQ(
+      q("SELECT ratio FROM run_compare WHERE run_a = 1 AND run_b = 2 AND node = 'conv'"), 1.75);
+  EXPECT_DOUBLE_EQ(
+      q("SELECT ratio FROM run_compare WHERE run_a = 1 AND run_b = 2 AND node = 'relu'"), 1.0);
 }
 
 TEST_F(TraceReaderTest, DiffMatchesOpsByNode) {
@@ -204,7 +212,8 @@ TEST(TraceReaderUnfinished, AggregatesComeFromTheRowsUntilTheRunEnds) {
   std::string path = tmp.file("t.db");
   TraceWriter w(path);
   auto run = w.begin_run(test::meta("m"));
-  auto dev = run->add_device(sim::DeviceDesc{"tpu-emu", "x", 1'000'000'000, sim::TimeUnit::cycles, "{}"});
+  auto dev =
+      run->add_device(sim::DeviceDesc{"tpu-emu", "x", 1'000'000'000, sim::TimeUnit::cycles, "{}"});
   auto a = run->add_track(dev, "a", "matrix"), b = run->add_track(dev, "b", "dma");
   auto op0 = run->add_op(sim::OpDesc{"n0", "Conv", "", "f32", 1, 1, 1, "tpu-emu", false});
   auto op1 = run->add_op(sim::OpDesc{"n1", "Relu", "", "f32", 1, 1, 1, "tpu-emu", false});
@@ -216,8 +225,10 @@ TEST(TraceReaderUnfinished, AggregatesComeFromTheRowsUntilTheRunEnds) {
   auto snapshot = [&] {
     TraceReader r(path);
     std::vector<std::string> s;
-    for (const auto& o : r.ops(1)) s.push_back(fmt::format("{} {} {} {}", o.node, o.events, o.busy_ns, o.time_ns));
-    for (const auto& u : r.units(1)) s.push_back(fmt::format("{} {} {} {}", u.track, u.events, u.busy, u.utilization));
+    for (const auto& o : r.ops(1))
+      s.push_back(fmt::format("{} {} {} {}", o.node, o.events, o.busy_ns, o.time_ns));
+    for (const auto& u : r.units(1))
+      s.push_back(fmt::format("{} {} {} {}", u.track, u.events, u.busy, u.utilization));
     for (const char* view : {"op_summary", "unit_utilization", "device_span", "op_type_summary"})
       for (const auto& row : r.query(std::string("SELECT * FROM ") + view + " WHERE run_id = 1"))
         s.push_back(fmt::format("{}", fmt::join(row, "|")));
@@ -235,7 +246,8 @@ TEST(TraceReaderUnfinished, AggregatesComeFromTheRowsUntilTheRunEnds) {
   EXPECT_EQ(before, after);
   EXPECT_EQ(before.at(0), "n0 600 2400 5994");  // 600 events x 4 ns; first at 0, last ends 5994
   TraceReader r(path);
-  EXPECT_EQ(r.query("SELECT COUNT(*), SUM(events) FROM event_stat")[0], (std::vector<std::string>{"5", "1143"}));  // (a|b) x (n0|n1), b x no op
+  EXPECT_EQ(r.query("SELECT COUNT(*), SUM(events) FROM event_stat")[0],
+            (std::vector<std::string>{"5", "1143"}));  // (a|b) x (n0|n1), b x no op
 }
 
 }  // namespace

@@ -31,18 +31,22 @@ TEST(TraceSchema, NewFileGetsVersionApplicationIdMetaTablesAndViews) {
   EXPECT_EQ(r.query("PRAGMA application_id")[0][0], std::to_string(kApplicationId));
   EXPECT_EQ(r.query("PRAGMA journal_mode")[0][0], "wal");
   EXPECT_EQ(r.query("SELECT value FROM meta WHERE key = 'format'")[0][0], "mimic-trace");
-  EXPECT_EQ(r.query("SELECT value FROM meta WHERE key = 'schema_version'")[0][0], std::to_string(kSchemaVersion));
-  for (const char* table : {"meta", "string", "run", "device", "track", "op", "event", "counter", "run_table",
-                            "run_table_row"})
-    EXPECT_EQ(r.query(std::string("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '") + table +
-                      "'")[0][0],
+  EXPECT_EQ(r.query("SELECT value FROM meta WHERE key = 'schema_version'")[0][0],
+            std::to_string(kSchemaVersion));
+  for (const char* table : {"meta", "string", "run", "device", "track", "op", "event", "counter",
+                            "run_table", "run_table_row"})
+    EXPECT_EQ(r.query(std::string(
+                          "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
+                      table + "'")[0][0],
               "1")
         << table;
-  for (const char* view : {"device_v", "track_v", "op_v", "event_ns", "counter_ns", "device_span", "run_time",
-                           "op_summary", "op_type_summary", "unit_utilization", "run_overview", "run_compare"})
-    EXPECT_EQ(r.query(std::string("SELECT COUNT(*) FROM sqlite_master WHERE type = 'view' AND name = '") + view +
-                      "'")[0][0],
-              "1")
+  for (const char* view :
+       {"device_v", "track_v", "op_v", "event_ns", "counter_ns", "device_span", "run_time",
+        "op_summary", "op_type_summary", "unit_utilization", "run_overview", "run_compare"})
+    EXPECT_EQ(
+        r.query(std::string("SELECT COUNT(*) FROM sqlite_master WHERE type = 'view' AND name = '") +
+                view + "'")[0][0],
+        "1")
         << view;
 }
 
@@ -66,14 +70,17 @@ TEST(TraceSchema, RoundTripOfEveryRowKind) {
   std::string uuid;
   {
     TraceWriter w(path);
-    auto run = w.begin_run(RunMeta{"resnet50", 8, "nhwc", "bf16", "tpu-emu:v4", "sweep-1", R"({"seed":3})"});
+    auto run = w.begin_run(
+        RunMeta{"resnet50", 8, "nhwc", "bf16", "tpu-emu:v4", "sweep-1", R"({"seed":3})"});
     uuid = run->uuid();
-    auto dev = run->add_device(sim::DeviceDesc{"tpu-emu", "v4", 1'050'000'000, sim::TimeUnit::cycles, R"({"mxus":4})"});
+    auto dev = run->add_device(
+        sim::DeviceDesc{"tpu-emu", "v4", 1'050'000'000, sim::TimeUnit::cycles, R"({"mxus":4})"});
     auto mxu = run->add_track(dev, "mxu0", "matrix");
     auto dma = run->add_track(dev, "dma", "dma");
-    auto op = run->add_op(sim::OpDesc{"conv1", "Conv", "bf16[8,3,224,224] -> bf16[8,64,112,112]", "bf16", 1000,
-                                      200, 300, "tpu-emu", false});
-    auto fb = run->add_op(sim::OpDesc{"argmax", "ArgMax", "f32[8,1000] -> i64[8]", "i64", 0, 32000, 64, "cpu", false});
+    auto op = run->add_op(sim::OpDesc{"conv1", "Conv", "bf16[8,3,224,224] -> bf16[8,64,112,112]",
+                                      "bf16", 1000, 200, 300, "tpu-emu", false});
+    auto fb = run->add_op(sim::OpDesc{"argmax", "ArgMax", "f32[8,1000] -> i64[8]", "i64", 0, 32000,
+                                      64, "cpu", false});
     run->event(mxu, op, "matmul", 100, 50);
     run->event(dma, op, "dma_in", 0, 100);
     run->event(dma, sim::kNoOp, "sync", 150, 5);
@@ -153,11 +160,13 @@ TEST(TraceSchema, RoundTripOfEveryRowKind) {
   EXPECT_EQ(r.query("PRAGMA integrity_check")[0][0], "ok");
   // Strings are interned: "dma" names a track and nothing else; each distinct string once.
   EXPECT_EQ(r.query("SELECT COUNT(*) FROM string WHERE value = 'dma'")[0][0], "1");
-  EXPECT_EQ(r.query("SELECT COUNT(*) FROM string")[0][0], r.query("SELECT COUNT(DISTINCT value) FROM string")[0][0]);
+  EXPECT_EQ(r.query("SELECT COUNT(*) FROM string")[0][0],
+            r.query("SELECT COUNT(DISTINCT value) FROM string")[0][0]);
   // The run's rows are found through the rowid ranges recorded with each batch.
-  EXPECT_EQ(r.query("SELECT first_event_rowid, last_event_rowid, first_counter_rowid, last_counter_rowid "
-                    "FROM run")[0],
-            (std::vector<std::string>{"1", "3", "1", "1"}));
+  EXPECT_EQ(
+      r.query("SELECT first_event_rowid, last_event_rowid, first_counter_rowid, last_counter_rowid "
+              "FROM run")[0],
+      (std::vector<std::string>{"1", "3", "1", "1"}));
 }
 
 TEST(TraceSchema, NewerSchemaVersionIsRefusedAndFileUntouched) {

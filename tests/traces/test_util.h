@@ -52,7 +52,9 @@ inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;
 }
 
-inline bool exists(const std::string& path) { return std::filesystem::exists(path); }
+inline bool exists(const std::string& path) {
+  return std::filesystem::exists(path);
+}
 
 struct CommandResult {
   int exit_code = -1;

@@ -7,8 +7,8 @@
 //       emitting events until it is killed (or a minute has passed: exit 3)
 // Errors: one line on stderr, exit 1.
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -28,7 +28,8 @@ struct Run {
 Run start(traces::TraceWriter& w, const std::string& tag, int index) {
   Run r;
   r.writer = w.begin_run(traces::RunMeta{"helper", index, "", "", "cpu", tag, ""});
-  auto dev = r.writer->add_device(sim::DeviceDesc{"cpu", "", 1'000'000'000, sim::TimeUnit::ns, "{}"});
+  auto dev =
+      r.writer->add_device(sim::DeviceDesc{"cpu", "", 1'000'000'000, sim::TimeUnit::ns, "{}"});
   r.track = r.writer->add_track(dev, "host", "compute");
   r.op = r.writer->add_op(sim::OpDesc{"node", "Add", "", "f32", 1, 1, 1, "cpu", false});
   return r;
@@ -79,7 +80,8 @@ int main(int argc, char** argv) {
       return append(argv[2], std::stoi(argv[3]), std::stoi(argv[4]), std::stoi(argv[5]), argv[6],
                     argc == 8 ? std::stoi(argv[7]) : 5000);
     if (mode == "crash" && argc == 4) return crash(argv[2], std::stoi(argv[3]));
-    std::cerr << "usage: trace_writer_helper append FILE RUNS EVENTS BATCH_ROWS TAG [BUSY_MS] | crash FILE EVENTS\n";
+    std::cerr << "usage: trace_writer_helper append FILE RUNS EVENTS BATCH_ROWS TAG [BUSY_MS] | "
+                 "crash FILE EVENTS\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "trace_writer_helper: " << e.what() << "\n";

@@ -22,7 +22,8 @@ struct SmallRun {
 SmallRun add_cpu_device(RunWriter& run) {
   auto dev = run.add_device(sim::DeviceDesc{"cpu", "", 1'000'000'000, sim::TimeUnit::ns, "{}"});
   auto track = run.add_track(dev, "host", "compute");
-  auto op = run.add_op(sim::OpDesc{"n0", "Add", "f32[4] f32[4] -> f32[4]", "f32", 4, 32, 16, "cpu", false});
+  auto op = run.add_op(
+      sim::OpDesc{"n0", "Add", "f32[4] f32[4] -> f32[4]", "f32", 4, 32, 16, "cpu", false});
   return {track, op};
 }
 
@@ -36,7 +37,8 @@ TEST(TraceWriter, ManyBatchesArriveCompleteAndInOrder) {
     TraceWriter w(path, o);
     auto run = w.begin_run(test::meta("m"));
     SmallRun s = add_cpu_device(*run);
-    for (int i = 0; i < n; ++i) run->event(s.track, s.op, i % 2 ? "odd" : "even", uint64_t(i) * 10, 5);
+    for (int i = 0; i < n; ++i)
+      run->event(s.track, s.op, i % 2 ? "odd" : "even", uint64_t(i) * 10, 5);
     run->finish(true);
   }
   TraceReader r(path);
@@ -66,7 +68,9 @@ TEST(TraceWriter, PartialBatchIsCommittedWithoutFlushAfterTheInterval) {
   for (int attempt = 0; attempt < 200 && seen < 5; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
     TraceReader r(path);
-    seen = r.query("SELECT COUNT(*) FROM event").empty() ? 0 : std::stoll(r.query("SELECT COUNT(*) FROM event")[0][0]);
+    seen = r.query("SELECT COUNT(*) FROM event").empty()
+               ? 0
+               : std::stoll(r.query("SELECT COUNT(*) FROM event")[0][0]);
   }
   EXPECT_EQ(seen, 5);
   TraceReader r(path);
@@ -127,7 +131,8 @@ TEST(TraceWriter, RunsOnSeveralThreadsAreKeptApart) {
       pool.emplace_back([&, t] {
         auto run = w.begin_run(test::meta("thread", t + 1));
         SmallRun s = add_cpu_device(*run);
-        for (int i = 0; i < events; ++i) run->event(s.track, s.op, "e", uint64_t(i), uint64_t(t + 1));
+        for (int i = 0; i < events; ++i)
+          run->event(s.track, s.op, "e", uint64_t(i), uint64_t(t + 1));
         run->finish(true);
       });
     for (auto& th : pool) th.join();
@@ -149,7 +154,8 @@ TEST(TraceWriter, SinkRejectsBadIdsAndClocks) {
   TempDir tmp;
   TraceWriter w(tmp.file("t.db"));
   auto run = w.begin_run(test::meta("m"));
-  EXPECT_THROW(run->add_device(sim::DeviceDesc{"tpu-emu", "v4", 0, sim::TimeUnit::cycles, "{}"}), InvalidArgument);
+  EXPECT_THROW(run->add_device(sim::DeviceDesc{"tpu-emu", "v4", 0, sim::TimeUnit::cycles, "{}"}),
+               InvalidArgument);
   EXPECT_THROW(run->add_track(0, "mxu", "matrix"), InvalidArgument);
   SmallRun s = add_cpu_device(*run);
   EXPECT_THROW(run->event(s.track + 1, s.op, "e", 0, 1), InvalidArgument);
