@@ -23,3 +23,10 @@ if ! cmake --build "$dir" -j "$(nproc)" "${target[@]}" >"$log" 2>&1; then
   echo "build: failed, full log in $log" >&2
   exit 1
 fi
+# Make `import mimic` work for Debian's python3: a .pth file pointing at the build's package folder.
+if [[ "$dir" == "$root/build" && -d "$dir/python/mimic" && -x /usr/bin/python3 ]]; then
+  site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+  if mkdir -p "$site" 2>/dev/null && echo "$dir/python" >"$site/mimic.pth" 2>/dev/null; then :; else
+    echo "build: could not register $dir/python in $site (not root?); use PYTHONPATH=$dir/python" >&2
+  fi
+fi
