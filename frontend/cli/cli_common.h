@@ -21,6 +21,7 @@ struct Command {
 
 Command add_devices_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
+Command add_sweep_command(CLI::App& app);
 Command add_trace_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 
