@@ -67,12 +67,15 @@ TEST_P(EmulatedOp, MatchesCpu) {
   ir::Graph g = prepare_graph(c.graph, 0);
   backends::cuda::Program p = backends::cuda::lower(g, highest_with(c.options));
   std::vector<ir::HostTensor> want = run_cpu(c.graph, c.inputs);
+  // The planned arena with the GPU's choice of index width, and separate buffers with 64-bit indices.
   for (EmulatedMemory memory : {EmulatedMemory::planned_arena, EmulatedMemory::separate_buffers}) {
-    std::vector<ir::HostTensor> got = emulate_program(p, c.inputs, memory);
+    EmulatedIndex index = memory == EmulatedMemory::planned_arena ? EmulatedIndex::automatic : EmulatedIndex::wide;
+    std::vector<ir::HostTensor> got = emulate_program(p, c.inputs, memory, index);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       std::string diff = compare_tensors(got[i], want[i], tolerance_for(c, want[i].dtype(), false));
-      EXPECT_EQ(diff, "") << "output " << i << (memory == EmulatedMemory::planned_arena ? " (planned arena)" : "");
+      EXPECT_EQ(diff, "") << "output " << i
+                          << (memory == EmulatedMemory::planned_arena ? " (planned arena, 32-bit indices)" : " (64-bit)");
     }
   }
 }

@@ -50,29 +50,41 @@ void each(int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) f(i);
 }
 
+// Calls f(i) with an int32 index where the GPU launcher would (index32), else int64.
+template <typename P, typename F>
+void each_indexed(const P& p, int64_t n, bool wide, F f) {
+  if (!wide && index32(p)) {
+    for (int32_t i = 0; i < static_cast<int32_t>(n); ++i) f(i);
+  } else {
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
+}
+
 struct Emulate {
   HostMemory& m;
+  bool wide;
 
   void operator()(const GemmInstr& i) const { gemm(i, m); }
   void operator()(const UnaryInstr& i) const {
     each(i.p.n, [&](int64_t k) { unary_body(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const BinaryInstr& i) const {
-    each(i.p.n, [&](int64_t k) { binary_body(i.p, m.ptr(i.a), m.ptr(i.b), m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) { binary_body<decltype(k)>(i.p, m.ptr(i.a), m.ptr(i.b), m.ptr(i.y), k); });
   }
   void operator()(const VariadicInstr& i) const {
     const void* in[kMaxVariadic] = {};
     for (size_t k = 0; k < i.inputs.size(); ++k) in[k] = m.ptr(i.inputs[k]);
-    each(i.p.n, [&](int64_t k) { variadic_body(i.p, in, m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) { variadic_body<decltype(k)>(i.p, in, m.ptr(i.y), k); });
   }
   void operator()(const WhereInstr& i) const {
-    each(i.p.n, [&](int64_t k) { where_body(i.p, m.ptr(i.cond), m.ptr(i.x), m.ptr(i.y), m.ptr(i.out), k); });
+    each_indexed(i.p, i.p.n, wide,
+                 [&](auto k) { where_body<decltype(k)>(i.p, m.ptr(i.cond), m.ptr(i.x), m.ptr(i.y), m.ptr(i.out), k); });
   }
   void operator()(const CastInstr& i) const {
     each(i.p.n, [&](int64_t k) { cast_body(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const CopyInstr& i) const {
-    each(i.p.n, [&](int64_t k) { copy_body(i.p, m.ptr(i.x), m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) { copy_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const Copy2dInstr& i) const {
     for (int64_t r = 0; r < i.p.rows; ++r)
@@ -85,28 +97,34 @@ struct Emulate {
   void operator()(const GatherElementsInstr& i) const {
     each(i.p.n, [&](int64_t k) { gather_elements_body(i.p, m.ptr(i.data), m.ptr(i.indices), m.ptr(i.y), &m.error, k); });
   }
-  void operator()(const PadInstr& i) const { each(i.p.n, [&](int64_t k) { pad_body(i.p, m.ptr(i.x), m.ptr(i.y), k); }); }
+  void operator()(const PadInstr& i) const {
+    each_indexed(i.p, i.p.n, wide, [&](auto k) { pad_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.y), k); });
+  }
   void operator()(const TriluInstr& i) const {
     each(i.p.n, [&](int64_t k) { trilu_body(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const Im2colInstr& i) const {
-    each(i.p.n, [&](int64_t k) { im2col_body(i.p, m.ptr(i.x), m.ptr(i.col), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) { im2col_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.col), k); });
   }
   void operator()(const Col2imInstr& i) const {
     const float* col = reinterpret_cast<const float*>(m.ptr(i.col));
-    each(i.p.n, [&](int64_t k) { col2im_body(i.p, col, m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) { col2im_body<decltype(k)>(i.p, col, m.ptr(i.y), k); });
   }
   void operator()(const DepthwiseInstr& i) const {
-    each(i.p.n, [&](int64_t k) { depthwise_body(i.p, m.ptr(i.x), m.ptr(i.w), m.ptr(i.bias), m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) {
+      depthwise_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.w), m.ptr(i.bias), m.ptr(i.y), k);
+    });
   }
   void operator()(const BiasInstr& i) const {
-    each(i.p.n, [&](int64_t k) { bias_body(i.p, m.ptr(i.x), m.ptr(i.bias), m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) { bias_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.bias), m.ptr(i.y), k); });
   }
-  void operator()(const PoolInstr& i) const { each(i.p.n, [&](int64_t k) { pool_body(i.p, m.ptr(i.x), m.ptr(i.y), k); }); }
+  void operator()(const PoolInstr& i) const {
+    each_indexed(i.p, i.p.n, wide, [&](auto k) { pool_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.y), k); });
+  }
   void operator()(const BatchNormInstr& i) const {
     const float* mul = reinterpret_cast<const float*>(m.ptr(i.mul));
     const float* add = reinterpret_cast<const float*>(m.ptr(i.add));
-    each(i.p.n, [&](int64_t k) { batch_norm_body(i.p, m.ptr(i.x), mul, add, m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) { batch_norm_body<decltype(k)>(i.p, m.ptr(i.x), mul, add, m.ptr(i.y), k); });
   }
   void operator()(const BnPrepInstr& i) const {
     float* mul = reinterpret_cast<float*>(m.ptr(i.mul));
@@ -139,7 +157,7 @@ struct Emulate {
 }  // namespace
 
 std::vector<ir::HostTensor> emulate_program(const Program& p, const std::vector<ir::HostTensor>& inputs,
-                                            EmulatedMemory memory) {
+                                            EmulatedMemory memory, EmulatedIndex index) {
   HostMemory m;
   m.arena.assign(static_cast<size_t>(p.arena_bytes), 0);
   for (const ir::HostTensor& c : p.constants) {
@@ -159,7 +177,7 @@ std::vector<ir::HostTensor> emulate_program(const Program& p, const std::vector<
   }
   if (inputs.size() != p.inputs.size()) throw std::runtime_error("emulate_program: wrong number of inputs");
   for (size_t i = 0; i < inputs.size(); ++i) std::memcpy(m.ptr(p.inputs[i]), inputs[i].raw(), inputs[i].nbytes());
-  for (const Instr& instr : p.instrs) std::visit(Emulate{m}, instr);
+  for (const Instr& instr : p.instrs) std::visit(Emulate{m, index == EmulatedIndex::wide}, instr);
   if (m.error.node_plus_one != 0)
     throw std::runtime_error(fmt::format("emulated program: node {} read index {} out of range",
                                          m.error.node_plus_one - 1, m.error.index));

@@ -14,9 +14,12 @@ namespace mimic::testing {
 // planned_arena: arena buffers at their planned offsets in one block (checks the memory plan);
 // separate_buffers: one allocation per buffer (an out-of-bounds access is caught by ASan).
 enum class EmulatedMemory { planned_arena, separate_buffers };
+// automatic: 32-bit index arithmetic where the GPU launcher would choose it; wide: always 64-bit.
+enum class EmulatedIndex { automatic, wide };
 
 std::vector<ir::HostTensor> emulate_program(const backends::cuda::Program& program,
                                             const std::vector<ir::HostTensor>& inputs,
-                                            EmulatedMemory memory = EmulatedMemory::planned_arena);
+                                            EmulatedMemory memory = EmulatedMemory::planned_arena,
+                                            EmulatedIndex index = EmulatedIndex::automatic);
 
 }  // namespace mimic::testing

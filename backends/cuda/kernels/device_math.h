@@ -182,6 +182,58 @@ MIMIC_HD double max_std_d(double a, double b) { return a < b ? b : a; }
 MIMIC_HD double min_std_d(double a, double b) { return b < a ? b : a; }
 MIMIC_HD float clamp_std(float v, float lo, float hi) { return v < lo ? lo : (hi < v ? hi : v); }
 
+// ---- 32-bit index arithmetic: true when every index and offset of a launch fits int32 ----
+
+MIMIC_HD bool fits32(int64_t v) { return v >= 0 && v < 2147483647; }
+
+// The largest element offset reached through `stride` over `size` (strides are non-negative).
+MIMIC_HD int64_t max_offset(int rank, const int64_t* size, const int64_t* stride) {
+  int64_t m = 0;
+  for (int d = 0; d < rank; ++d) m += (size[d] > 0 ? size[d] - 1 : 0) * stride[d];
+  return m;
+}
+
+MIMIC_HD int64_t spatial_volume(const Window& w, bool input) {
+  int64_t v = 1;
+  for (int d = 0; d < w.rank; ++d) v *= input ? w.in[d] : w.out[d];
+  return v;
+}
+
+MIMIC_HD bool index32(const BinaryParams& p) {
+  return fits32(p.n) && fits32(max_offset(p.rank, p.size, p.stride_a)) && fits32(max_offset(p.rank, p.size, p.stride_b));
+}
+MIMIC_HD bool index32(const VariadicParams& p) {
+  bool ok = fits32(p.n);
+  for (int k = 0; k < p.count; ++k) ok = ok && fits32(max_offset(p.rank, p.size, p.stride[k]));
+  return ok;
+}
+MIMIC_HD bool index32(const WhereParams& p) {
+  return fits32(p.n) && fits32(max_offset(p.rank, p.size, p.stride_c)) &&
+         fits32(max_offset(p.rank, p.size, p.stride_x)) && fits32(max_offset(p.rank, p.size, p.stride_y));
+}
+MIMIC_HD bool index32(const CopyParams& p) {
+  return fits32(p.n) && fits32(p.offset + max_offset(p.rank, p.size, p.stride));
+}
+MIMIC_HD bool index32(const PadParams& p) {
+  int64_t in = 1;
+  for (int d = 0; d < p.rank; ++d) in *= p.in_size[d];
+  return fits32(p.n) && fits32(in);
+}
+MIMIC_HD bool index32(const Im2colParams& p) {
+  return fits32(p.n) && fits32(p.images * p.channels * p.in_spatial);
+}
+MIMIC_HD bool index32(const Col2imParams& p) {
+  return fits32(p.n) && fits32(p.images * p.channels * p.kvol * p.in_spatial);
+}
+MIMIC_HD bool index32(const DepthwiseParams& p) {
+  return fits32(p.n) && fits32(p.batch * p.channels * spatial_volume(p.w, true));
+}
+MIMIC_HD bool index32(const PoolParams& p) {
+  return fits32(p.n) && fits32(p.batch * p.channels * spatial_volume(p.w, true));
+}
+MIMIC_HD bool index32(const BiasParams& p) { return fits32(p.n); }
+MIMIC_HD bool index32(const BatchNormParams& p) { return fits32(p.n); }
+
 // ---- unary ----
 
 MIMIC_HD float unary_float(OpType op, float x, const UnaryParams& p) {
@@ -334,22 +386,27 @@ MIMIC_HD int64_t binary_int(OpType op, int64_t a, int64_t b, int fmod_mode) {
   }
 }
 
-// Offsets of output element i in operands with the given strides over `size` (row-major).
-MIMIC_HD void broadcast_offsets2(int64_t i, int rank, const int64_t* size, const int64_t* sa,
-                                 const int64_t* sb, int64_t& oa, int64_t& ob) {
+// Offsets of output element i in operands with the given strides over `size` (row-major). Index
+// arithmetic runs in I: int32 when every offset of the launch fits (fits32() below), which the GPU
+// divides several times faster than int64.
+template <typename I>
+MIMIC_HD void broadcast_offsets2(I i, int rank, const int64_t* size, const int64_t* sa, const int64_t* sb, I& oa,
+                                 I& ob) {
   oa = 0;
   ob = 0;
   for (int d = rank - 1; d >= 0; --d) {
-    int64_t c = i % size[d];
-    i /= size[d];
-    oa += c * sa[d];
-    ob += c * sb[d];
+    I n = static_cast<I>(size[d]);
+    I c = i % n;
+    i /= n;
+    oa += c * static_cast<I>(sa[d]);
+    ob += c * static_cast<I>(sb[d]);
   }
 }
 
-MIMIC_HD void binary_body(const BinaryParams& p, const void* a, const void* b, void* y, int64_t i) {
-  int64_t ia = i, ib = i;
-  if (!p.same) broadcast_offsets2(i, p.rank, p.size, p.stride_a, p.stride_b, ia, ib);
+template <typename I = int64_t>
+MIMIC_HD void binary_body(const BinaryParams& p, const void* a, const void* b, void* y, I i) {
+  I ia = i, ib = i;
+  if (!p.same) broadcast_offsets2<I>(i, p.rank, p.size, p.stride_a, p.stride_b, ia, ib);
   OpType op = p.op;
   if (dt_is_float(p.a_dt)) {
     float va = load_f(a, p.a_dt, ia), vb = load_f(b, p.b_dt, ib);
@@ -367,15 +424,17 @@ MIMIC_HD void binary_body(const BinaryParams& p, const void* a, const void* b, v
   else store_i(y, p.out_dt, i, binary_int(op, va, vb, p.fmod_mode));
 }
 
-MIMIC_HD void variadic_body(const VariadicParams& p, const void* const* in, void* y, int64_t i) {
+template <typename I = int64_t>
+MIMIC_HD void variadic_body(const VariadicParams& p, const void* const* in, void* y, I i) {
   OpType pair = p.op == OpType::Max ? OpType::Max : p.op == OpType::Min ? OpType::Min : OpType::Add;
-  int64_t off[kMaxVariadic];
+  I off[kMaxVariadic];
   for (int k = 0; k < p.count; ++k) off[k] = 0;
-  int64_t rem = i;
+  I rem = i;
   for (int d = p.rank - 1; d >= 0; --d) {
-    int64_t c = rem % p.size[d];
-    rem /= p.size[d];
-    for (int k = 0; k < p.count; ++k) off[k] += c * p.stride[k][d];
+    I n = static_cast<I>(p.size[d]);
+    I c = rem % n;
+    rem /= n;
+    for (int k = 0; k < p.count; ++k) off[k] += c * static_cast<I>(p.stride[k][d]);
   }
   if (dt_is_float(p.dt)) {
     float acc = load_f(in[0], p.dt, off[0]);
@@ -389,15 +448,16 @@ MIMIC_HD void variadic_body(const VariadicParams& p, const void* const* in, void
   store_i(y, p.dt, i, acc);
 }
 
-MIMIC_HD void where_body(const WhereParams& p, const void* c, const void* x, const void* yv, void* out,
-                         int64_t i) {
-  int64_t oc = 0, ox = 0, oy = 0, rem = i;
+template <typename I = int64_t>
+MIMIC_HD void where_body(const WhereParams& p, const void* c, const void* x, const void* yv, void* out, I i) {
+  I oc = 0, ox = 0, oy = 0, rem = i;
   for (int d = p.rank - 1; d >= 0; --d) {
-    int64_t k = rem % p.size[d];
-    rem /= p.size[d];
-    oc += k * p.stride_c[d];
-    ox += k * p.stride_x[d];
-    oy += k * p.stride_y[d];
+    I n = static_cast<I>(p.size[d]);
+    I k = rem % n;
+    rem /= n;
+    oc += k * static_cast<I>(p.stride_c[d]);
+    ox += k * static_cast<I>(p.stride_x[d]);
+    oy += k * static_cast<I>(p.stride_y[d]);
   }
   if (static_cast<const uint8_t*>(c)[oc]) copy_bytes(out, i, x, ox, p.esize);
   else copy_bytes(out, i, yv, oy, p.esize);
@@ -425,17 +485,20 @@ MIMIC_HD void cast_body(const CastParams& p, const void* x, void* y, int64_t i) 
 
 // ---- data movement ----
 
-MIMIC_HD int64_t strided_offset(int64_t i, int rank, const int64_t* size, const int64_t* stride) {
-  int64_t off = 0;
+template <typename I>
+MIMIC_HD I strided_offset(I i, int rank, const int64_t* size, const int64_t* stride) {
+  I off = 0;
   for (int d = rank - 1; d >= 0; --d) {
-    off += (i % size[d]) * stride[d];
-    i /= size[d];
+    I n = static_cast<I>(size[d]);
+    off += (i % n) * static_cast<I>(stride[d]);
+    i /= n;
   }
   return off;
 }
 
-MIMIC_HD void copy_body(const CopyParams& p, const void* x, void* y, int64_t i) {
-  copy_bytes(y, i, x, p.offset + strided_offset(i, p.rank, p.size, p.stride), p.esize);
+template <typename I = int64_t>
+MIMIC_HD void copy_body(const CopyParams& p, const void* x, void* y, I i) {
+  copy_bytes(y, i, x, p.offset + strided_offset<I>(i, p.rank, p.size, p.stride), p.esize);
 }
 
 MIMIC_HD void report_bad_index(ErrorSlot* err, int node, int64_t index) {
@@ -483,13 +546,15 @@ MIMIC_HD void gather_elements_body(const GatherElementsParams& p, const void* da
   copy_bytes(y, i, data, off, p.esize);
 }
 
-MIMIC_HD void pad_body(const PadParams& p, const void* x, void* y, int64_t i) {
-  int64_t rem = i, off = 0;
+template <typename I = int64_t>
+MIMIC_HD void pad_body(const PadParams& p, const void* x, void* y, I i) {
+  I rem = i, off = 0;
   bool inside = true;
   for (int d = p.rank - 1; d >= 0; --d) {
-    int64_t c = rem % p.out_size[d] - p.before[d];
-    rem /= p.out_size[d];
-    int64_t n = p.in_size[d];
+    I out = static_cast<I>(p.out_size[d]);
+    I c = rem % out - static_cast<I>(p.before[d]);
+    rem /= out;
+    I n = static_cast<I>(p.in_size[d]);
     if (c < 0 || c >= n) {
       if (p.mode == PadMode::constant || n == 0) {
         inside = false;
@@ -498,12 +563,12 @@ MIMIC_HD void pad_body(const PadParams& p, const void* x, void* y, int64_t i) {
       } else if (p.mode == PadMode::wrap) {
         c = ((c % n) + n) % n;
       } else {
-        int64_t period = 2 * (n - 1);
+        I period = 2 * (n - 1);
         c = period == 0 ? 0 : ((c % period) + period) % period;
         if (c >= n) c = period - c;
       }
     }
-    off += c * p.in_stride[d];
+    off += c * static_cast<I>(p.in_stride[d]);
   }
   if (inside) {
     copy_bytes(y, i, x, off, p.esize);
@@ -527,96 +592,107 @@ MIMIC_HD void trilu_body(const TriluParams& p, const void* x, void* y, int64_t i
 // ---- convolution helpers ----
 
 // Splits a flat index over up to three dims (row-major) into coordinates.
-MIMIC_HD void unflatten3(int64_t flat, int rank, const int64_t* size, int64_t* coord) {
+template <typename I>
+MIMIC_HD void unflatten3(I flat, int rank, const int64_t* size, I* coord) {
   for (int d = rank - 1; d >= 0; --d) {
-    coord[d] = flat % size[d];
-    flat /= size[d];
+    I n = static_cast<I>(size[d]);
+    coord[d] = flat % n;
+    flat /= n;
   }
 }
 
 // Input offset (within one image and channel plane) of output position `p` and kernel position
 // `kk`, or -1 when it falls into padding.
-MIMIC_HD int64_t window_source(const Window& w, int64_t p, int64_t kk) {
-  int64_t o[kMaxSpatial], k[kMaxSpatial];
-  unflatten3(p, w.rank, w.out, o);
-  unflatten3(kk, w.rank, w.kernel, k);
-  int64_t off = 0;
+template <typename I>
+MIMIC_HD I window_source(const Window& w, I p, I kk) {
+  I o[kMaxSpatial], k[kMaxSpatial];
+  unflatten3<I>(p, w.rank, w.out, o);
+  unflatten3<I>(kk, w.rank, w.kernel, k);
+  I off = 0;
   for (int d = 0; d < w.rank; ++d) {
-    int64_t in = o[d] * w.stride[d] - w.pad_begin[d] + k[d] * w.dilation[d];
-    if (in < 0 || in >= w.in[d]) return -1;
-    off = off * w.in[d] + in;
+    I in = o[d] * static_cast<I>(w.stride[d]) - static_cast<I>(w.pad_begin[d]) + k[d] * static_cast<I>(w.dilation[d]);
+    I size = static_cast<I>(w.in[d]);
+    if (in < 0 || in >= size) return -1;
+    off = off * size + in;
   }
   return off;
 }
 
-MIMIC_HD void im2col_body(const Im2colParams& p, const void* x, void* col, int64_t i) {
+template <typename I = int64_t>
+MIMIC_HD void im2col_body(const Im2colParams& p, const void* x, void* col, I i) {
   int es = dt_size(p.dt);
-  int64_t src;
+  I src, channels = static_cast<I>(p.channels), kvol = static_cast<I>(p.kvol);
+  I out_sp = static_cast<I>(p.out_spatial), in_sp = static_cast<I>(p.in_spatial);
   if (!p.channels_last) {
-    int64_t rows = p.channels * p.kvol;
-    int64_t pos = i % p.out_spatial, row = (i / p.out_spatial) % rows, img = i / (p.out_spatial * rows);
-    int64_t s = window_source(p.w, pos, row % p.kvol);
-    src = s < 0 ? -1 : (img * p.channels + row / p.kvol) * p.in_spatial + s;
+    I rows = channels * kvol;
+    I pos = i % out_sp, row = (i / out_sp) % rows, img = i / (out_sp * rows);
+    I s = window_source<I>(p.w, pos, row % kvol);
+    src = s < 0 ? -1 : (img * channels + row / kvol) * in_sp + s;
   } else {
-    int64_t cols = p.channels * p.kvol, cg = p.channels / p.groups;
-    int64_t q = i % cols, r = i / cols;
-    int64_t img = r / p.out_spatial, pos = r % p.out_spatial;
-    int64_t g = q / (p.kvol * cg), rem = q % (p.kvol * cg);
-    int64_t s = window_source(p.w, pos, rem / cg);
-    src = s < 0 ? -1 : (img * p.in_spatial + s) * p.channels + g * cg + rem % cg;
+    I cols = channels * kvol, cg = channels / static_cast<I>(p.groups);
+    I q = i % cols, r = i / cols;
+    I img = r / out_sp, pos = r % out_sp;
+    I g = q / (kvol * cg), rem = q % (kvol * cg);
+    I s = window_source<I>(p.w, pos, rem / cg);
+    src = s < 0 ? -1 : (img * in_sp + s) * channels + g * cg + rem % cg;
   }
   if (src < 0) zero_bytes(col, i, es);
   else copy_bytes(col, i, x, src, es);
 }
 
 // col is f32 [images][channels * kvol][in_spatial]; y is [images][channels][out_spatial].
-MIMIC_HD void col2im_body(const Col2imParams& p, const float* col, void* y, int64_t i) {
-  int64_t pos = i % p.out_spatial, m = (i / p.out_spatial) % p.channels;
-  int64_t img = i / (p.out_spatial * p.channels);
+template <typename I = int64_t>
+MIMIC_HD void col2im_body(const Col2imParams& p, const float* col, void* y, I i) {
+  I out_sp = static_cast<I>(p.out_spatial), channels = static_cast<I>(p.channels);
+  I kvol = static_cast<I>(p.kvol), in_sp = static_cast<I>(p.in_spatial);
+  I pos = i % out_sp, m = (i / out_sp) % channels;
+  I img = i / (out_sp * channels);
   const Window& w = p.w;
-  int64_t o[kMaxSpatial], k[kMaxSpatial];
-  unflatten3(pos, w.rank, w.out, o);
-  const float* base = col + (img * p.channels + m) * p.kvol * p.in_spatial;
+  I o[kMaxSpatial], k[kMaxSpatial];
+  unflatten3<I>(pos, w.rank, w.out, o);
+  const float* base = col + static_cast<int64_t>(img * channels + m) * kvol * in_sp;
   float acc = 0.0f;
-  for (int64_t kk = 0; kk < p.kvol; ++kk) {
-    unflatten3(kk, w.rank, w.kernel, k);
-    int64_t off = 0;
+  for (I kk = 0; kk < kvol; ++kk) {
+    unflatten3<I>(kk, w.rank, w.kernel, k);
+    I off = 0;
     bool hit = true;
     for (int d = 0; d < w.rank && hit; ++d) {
-      int64_t t = o[d] + w.pad_begin[d] - k[d] * w.dilation[d];
-      if (t < 0 || t % w.stride[d] != 0 || t / w.stride[d] >= w.in[d]) hit = false;
-      else off = off * w.in[d] + t / w.stride[d];
+      I stride = static_cast<I>(w.stride[d]), size = static_cast<I>(w.in[d]);
+      I t = o[d] + static_cast<I>(w.pad_begin[d]) - k[d] * static_cast<I>(w.dilation[d]);
+      if (t < 0 || t % stride != 0 || t / stride >= size) hit = false;
+      else off = off * size + t / stride;
     }
-    if (hit) acc += base[kk * p.in_spatial + off];
+    if (hit) acc += base[static_cast<int64_t>(kk) * in_sp + off];
   }
   store_f(y, p.dt, i, acc);
 }
 
 // One output of a 2-D depthwise convolution; weights [C, 1, kh, kw].
-MIMIC_HD void depthwise_body(const DepthwiseParams& p, const void* x, const void* wt, const void* bias,
-                             void* y, int64_t i) {
+template <typename I = int64_t>
+MIMIC_HD void depthwise_body(const DepthwiseParams& p, const void* x, const void* wt, const void* bias, void* y,
+                             I i) {
   const Window& w = p.w;
-  int64_t oh = w.out[0], ow = w.out[1], ih = w.in[0], iw = w.in[1], c, n, oy, ox;
+  I oh = static_cast<I>(w.out[0]), ow = static_cast<I>(w.out[1]), ih = static_cast<I>(w.in[0]);
+  I iw = static_cast<I>(w.in[1]), channels = static_cast<I>(p.channels), c, n, oy, ox;
   if (p.channels_last) {
-    c = i % p.channels;
-    ox = (i / p.channels) % ow;
-    oy = (i / (p.channels * ow)) % oh;
-    n = i / (p.channels * ow * oh);
+    c = i % channels;
+    ox = (i / channels) % ow;
+    oy = (i / (channels * ow)) % oh;
+    n = i / (channels * ow * oh);
   } else {
     ox = i % ow;
     oy = (i / ow) % oh;
-    c = (i / (ow * oh)) % p.channels;
-    n = i / (ow * oh * p.channels);
+    c = (i / (ow * oh)) % channels;
+    n = i / (ow * oh * channels);
   }
   float acc = 0.0f;
-  for (int64_t ky = 0; ky < w.kernel[0]; ++ky) {
-    int64_t iy = oy * w.stride[0] - w.pad_begin[0] + ky * w.dilation[0];
+  for (I ky = 0; ky < static_cast<I>(w.kernel[0]); ++ky) {
+    I iy = oy * static_cast<I>(w.stride[0]) - static_cast<I>(w.pad_begin[0]) + ky * static_cast<I>(w.dilation[0]);
     if (iy < 0 || iy >= ih) continue;
-    for (int64_t kx = 0; kx < w.kernel[1]; ++kx) {
-      int64_t ix = ox * w.stride[1] - w.pad_begin[1] + kx * w.dilation[1];
+    for (I kx = 0; kx < static_cast<I>(w.kernel[1]); ++kx) {
+      I ix = ox * static_cast<I>(w.stride[1]) - static_cast<I>(w.pad_begin[1]) + kx * static_cast<I>(w.dilation[1]);
       if (ix < 0 || ix >= iw) continue;
-      int64_t src = p.channels_last ? ((n * ih + iy) * iw + ix) * p.channels + c
-                                    : ((n * p.channels + c) * ih + iy) * iw + ix;
+      I src = p.channels_last ? ((n * ih + iy) * iw + ix) * channels + c : ((n * channels + c) * ih + iy) * iw + ix;
       acc += load_f(wt, p.dt, (c * w.kernel[0] + ky) * w.kernel[1] + kx) * load_f(x, p.dt, src);
     }
   }
@@ -625,55 +701,61 @@ MIMIC_HD void depthwise_body(const DepthwiseParams& p, const void* x, const void
 }
 
 // y[i] = x[i] + bias[c]; x may be an f32 GEMM result and y the 16-bit output.
-MIMIC_HD void bias_body(const BiasParams& p, const void* x, const void* bias, void* y, int64_t i) {
+template <typename I = int64_t>
+MIMIC_HD void bias_body(const BiasParams& p, const void* x, const void* bias, void* y, I i) {
   float v = load_f(x, p.in_dt, i);
   if (bias) {
-    int64_t c = p.channels_last ? i % p.channels : (i / p.spatial) % p.channels;
+    I channels = static_cast<I>(p.channels);
+    I c = p.channels_last ? i % channels : (i / static_cast<I>(p.spatial)) % channels;
     v += load_f(bias, p.bias_dt, c);
   }
   store_f(y, p.dt, i, v);
 }
 
-MIMIC_HD void pool_body(const PoolParams& p, const void* x, void* y, int64_t i) {
+template <typename I = int64_t>
+MIMIC_HD void pool_body(const PoolParams& p, const void* x, void* y, I i) {
   const Window& w = p.w;
-  int64_t out_sp = 1, in_sp = 1;
+  I out_sp = 1, in_sp = 1, channels = static_cast<I>(p.channels);
   for (int d = 0; d < w.rank; ++d) {
-    out_sp *= w.out[d];
-    in_sp *= w.in[d];
+    out_sp *= static_cast<I>(w.out[d]);
+    in_sp *= static_cast<I>(w.in[d]);
   }
-  int64_t c, n, pos;
+  I c, n, pos;
   if (p.channels_last) {
-    c = i % p.channels;
-    pos = (i / p.channels) % out_sp;
-    n = i / (p.channels * out_sp);
+    c = i % channels;
+    pos = (i / channels) % out_sp;
+    n = i / (channels * out_sp);
   } else {
     pos = i % out_sp;
-    c = (i / out_sp) % p.channels;
-    n = i / (out_sp * p.channels);
+    c = (i / out_sp) % channels;
+    n = i / (out_sp * channels);
   }
-  int64_t o[kMaxSpatial], begin[kMaxSpatial], k[kMaxSpatial];
-  unflatten3(pos, w.rank, w.out, o);
-  int64_t padded = 1, kvol = 1;
+  I o[kMaxSpatial], begin[kMaxSpatial], k[kMaxSpatial];
+  unflatten3<I>(pos, w.rank, w.out, o);
+  I padded = 1, kvol = 1;
   for (int d = 0; d < w.rank; ++d) {
-    begin[d] = o[d] * w.stride[d] - w.pad_begin[d];
-    int64_t end = begin[d] + (w.kernel[d] - 1) * w.dilation[d] + 1;
-    if (end > w.in[d] + w.pad_end[d]) end = w.in[d] + w.pad_end[d];
-    padded *= (end - begin[d] + w.dilation[d] - 1) / w.dilation[d];
-    kvol *= w.kernel[d];
+    I dil = static_cast<I>(w.dilation[d]);
+    begin[d] = o[d] * static_cast<I>(w.stride[d]) - static_cast<I>(w.pad_begin[d]);
+    I end = begin[d] + (static_cast<I>(w.kernel[d]) - 1) * dil + 1;
+    I limit = static_cast<I>(w.in[d] + w.pad_end[d]);
+    if (end > limit) end = limit;
+    padded *= (end - begin[d] + dil - 1) / dil;
+    kvol *= static_cast<I>(w.kernel[d]);
   }
   float acc = p.is_max ? -INFINITY : 0.0f;
-  int64_t valid = 0;
-  for (int64_t kk = 0; kk < kvol; ++kk) {
-    unflatten3(kk, w.rank, w.kernel, k);
-    int64_t off = 0;
+  I valid = 0;
+  for (I kk = 0; kk < kvol; ++kk) {
+    unflatten3<I>(kk, w.rank, w.kernel, k);
+    I off = 0;
     bool inside = true;
     for (int d = 0; d < w.rank && inside; ++d) {
-      int64_t at = begin[d] + k[d] * w.dilation[d];
-      inside = at >= 0 && at < w.in[d];
-      off = off * w.in[d] + at;
+      I size = static_cast<I>(w.in[d]);
+      I at = begin[d] + k[d] * static_cast<I>(w.dilation[d]);
+      inside = at >= 0 && at < size;
+      off = off * size + at;
     }
     if (!inside) continue;
-    int64_t src = p.channels_last ? (n * in_sp + off) * p.channels + c : (n * p.channels + c) * in_sp + off;
+    I src = p.channels_last ? (n * in_sp + off) * channels + c : (n * channels + c) * in_sp + off;
     float v = load_f(x, p.dt, src);
     acc = p.is_max ? max_std(acc, v) : acc + v;
     ++valid;
@@ -684,9 +766,11 @@ MIMIC_HD void pool_body(const PoolParams& p, const void* x, void* y, int64_t i) 
 
 // ---- normalization ----
 
-MIMIC_HD void batch_norm_body(const BatchNormParams& p, const void* x, const float* mul, const float* add,
-                              void* y, int64_t i) {
-  int64_t c = p.channels_last ? i % p.channels : (i / p.spatial) % p.channels;
+template <typename I = int64_t>
+MIMIC_HD void batch_norm_body(const BatchNormParams& p, const void* x, const float* mul, const float* add, void* y,
+                              I i) {
+  I channels = static_cast<I>(p.channels);
+  I c = p.channels_last ? i % channels : (i / static_cast<I>(p.spatial)) % channels;
   store_f(y, p.dt, i, load_f(x, p.dt, i) * mul[c] + add[c]);
 }
 
