@@ -1,5 +1,7 @@
 #include "backends/cuda/device_runtime.h"
 
+#include "backends/cuda/cublas_loader.h"
+
 #include <fmt/format.h>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -149,7 +151,7 @@ void check_cuda(cudaError_t e, const std::string& what) {
 
 void check_cublas(cublasStatus_t s, const std::string& what) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  throw RuntimeError(fmt::format("cuda: {}: cuBLAS {}", what, cublasGetStatusString(s)));
+  throw RuntimeError(fmt::format("cuda: {}: cuBLAS {}", what, cublas().status_string(s)));
 }
 
 DeviceContext& DeviceContext::get(int ordinal) {
@@ -172,15 +174,15 @@ DeviceContext& DeviceContext::get(int ordinal) {
 DeviceContext::DeviceContext(const GpuInfo& info) : info_(info) {
   activate();
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  check_cublas(cublasCreate(&blas_), "cublasCreate");
-  check_cublas(cublasSetStream(blas_, stream_), "cublasSetStream");
+  check_cublas(cublas().create(&blas_), "cublasCreate");
+  check_cublas(cublas().set_stream(blas_, stream_), "cublasSetStream");
   raw_ = std::make_unique<CudaAllocator>(info.ordinal);
   pool_ = std::make_unique<MemoryPool>(*raw_);
 }
 
 DeviceContext::~DeviceContext() {
   pool_.reset();
-  if (blas_) cublasDestroy(blas_);
+  if (blas_) cublas().destroy(blas_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 

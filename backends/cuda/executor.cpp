@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/cuda/cublas_loader.h"
 #include "backends/cuda/kernels/launch.h"
 #include "frontend/ir/error.h"
 
@@ -20,7 +21,7 @@ void gemm(const GemmInstr& in, const DeviceBuffers& b, cublasHandle_t blas) {
   const ColMajorGemm& g = in.g;
   // cuBLAS's first operand is the row-major B (gemm_plan.h).
   cublasComputeType_t compute = in.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  check_cublas(cublasGemmStridedBatchedEx(blas, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+  check_cublas(cublas().gemm_strided_batched(blas, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                           static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k), &in.alpha,
                                           b.ptr(in.b), blas_type(in.b_dt), static_cast<int>(g.lda), g.stride_a,
                                           b.ptr(in.a), blas_type(in.a_dt), static_cast<int>(g.ldb), g.stride_b, &in.beta,

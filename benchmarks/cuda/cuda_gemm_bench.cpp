@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cublas_loader.h"
 #include "backends/cuda/device_runtime.h"
 
 namespace {
@@ -49,7 +50,7 @@ nlohmann::json bench(DeviceContext& ctx, const Mode& mode, int64_t n, int iterat
   float alpha = 1, beta = 0;
   int dim = static_cast<int>(n);
   auto call = [&] {
-    check_cublas(cublasGemmEx(ctx.blas(), CUBLAS_OP_N, CUBLAS_OP_N, dim, dim, dim, &alpha, a, mode.type, dim, b, mode.type,
+    check_cublas(cublas().gemm(ctx.blas(), CUBLAS_OP_N, CUBLAS_OP_N, dim, dim, dim, &alpha, a, mode.type, dim, b, mode.type,
                               dim, &beta, c, mode.type, dim, mode.compute, CUBLAS_GEMM_DEFAULT),
                  fmt::format("{} GEMM {}", mode.name, n));
   };

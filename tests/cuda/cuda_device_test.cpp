@@ -73,6 +73,8 @@ struct ZooCase {
   int64_t batch;
 };
 
+void PrintTo(const ZooCase& z, std::ostream* os) { *os << z.model << " " << z.layout << " batch " << z.batch; }
+
 class GpuZoo : public ::testing::TestWithParam<ZooCase> {};
 
 // Whole networks: fp32 GEMMs within 1e-3 of the largest output, TF32 within 3e-2.

@@ -17,6 +17,8 @@ struct ZooCase {
   int64_t batch;
 };
 
+void PrintTo(const ZooCase& z, std::ostream* os) { *os << z.model << " " << z.layout << " batch " << z.batch; }
+
 class EmulatedZoo : public ::testing::TestWithParam<ZooCase> {};
 
 TEST_P(EmulatedZoo, MatchesCpu) {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "backends/cuda/conv_plan.h"
+#include "backends/cuda/cublas_loader.h"
 #include "backends/cuda/cuda_options.h"
 #include "backends/cuda/device_runtime.h"
 #include "backends/cuda/gemm_plan.h"
@@ -138,6 +139,15 @@ TEST(CudaDevice, PeakFiguresFromSmCountAndClock) {
   EXPECT_NEAR(a100.tf32 / 1e12, 156.0, 0.5);
   EXPECT_NEAR(a100.half / 1e12, 311.9, 0.5);
   EXPECT_EQ(peak_flops(8, 6, 84, 1.7e9).fp32, 0.0);  // unknown architecture: no made-up figure
+}
+
+TEST(CudaDevice, CublasLoadsOnDemand) {
+  // cuBLAS is not linked (processes that never use a GPU do not map it); it loads on first use,
+  // which needs the library but not a GPU.
+  const CublasApi& api = cublas();
+  EXPECT_NE(api.create, nullptr);
+  EXPECT_NE(api.gemm_strided_batched, nullptr);
+  EXPECT_STRNE(api.status_string(CUBLAS_STATUS_NOT_INITIALIZED), "");
 }
 
 // ---- options ----
