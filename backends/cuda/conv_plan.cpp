@@ -49,8 +49,9 @@ std::vector<GemmCall> conv_gemm_calls(const ConvPlan& p, int64_t first, int64_t 
       calls.push_back(row_major_gemm(p.mg, sp, p.k, w, x, y, count));
     } else {
       RowOperand y{first * sp * m + grp * p.mg, m, 0, false};
-      RowOperand x = p.algo == ConvAlgo::pointwise ? RowOperand{first * sp * c + grp * p.cg, c, 0, false}
-                                                   : RowOperand{grp * p.k, c * p.kvol, 0, false};
+      RowOperand x = p.algo == ConvAlgo::pointwise
+                         ? RowOperand{first * sp * c + grp * p.cg, c, 0, false}
+                         : RowOperand{grp * p.k, c * p.kvol, 0, false};
       RowOperand w{grp * p.mg * p.k, p.k, 0, true};
       calls.push_back(row_major_gemm(count * sp, p.mg, p.k, x, w, y, 1));
     }
@@ -68,7 +69,8 @@ ir::HostTensor reorder_weights_channels_last(const ir::HostTensor& w) {
   for (int64_t o = 0; o < m; ++o)
     for (int64_t ch = 0; ch < cg; ++ch)
       for (int64_t kk = 0; kk < kvol; ++kk)
-        std::memcpy(dst + ((o * kvol + kk) * cg + ch) * es, src + ((o * cg + ch) * kvol + kk) * es, es);
+        std::memcpy(dst + ((o * kvol + kk) * cg + ch) * es, src + ((o * cg + ch) * kvol + kk) * es,
+                    es);
   return out;
 }
 
@@ -87,7 +89,8 @@ ConvTransposePlan plan_conv_transpose(const ir::WindowGeometry& g, int64_t works
   return p;
 }
 
-std::vector<GemmCall> conv_transpose_gemm_calls(const ConvTransposePlan& p, int64_t first, int64_t count) {
+std::vector<GemmCall> conv_transpose_gemm_calls(const ConvTransposePlan& p, int64_t first,
+                                                int64_t count) {
   const ir::WindowGeometry& g = p.g;
   int64_t rows = p.mg * p.kvol, pin = p.in_spatial;
   std::vector<GemmCall> calls;

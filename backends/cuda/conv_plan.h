@@ -28,8 +28,8 @@ struct ConvPlan {
   ConvAlgo algo = ConvAlgo::im2col;
   ir::WindowGeometry g;
   int64_t cg = 0, mg = 0, kvol = 0, k = 0, out_spatial = 0, in_spatial = 0;
-  int64_t chunk_images = 0;    // images per im2col chunk
-  int64_t col_elements = 0;    // elements of one chunk's col buffer (0 without im2col)
+  int64_t chunk_images = 0;      // images per im2col chunk
+  int64_t col_elements = 0;      // elements of one chunk's col buffer (0 without im2col)
   bool reorder_weights = false;  // channels last with im2col: weights as [M, kvol, Cg]
 };
 
@@ -51,6 +51,7 @@ struct ConvTransposePlan {
 
 ConvTransposePlan plan_conv_transpose(const ir::WindowGeometry& g, int64_t workspace_bytes);
 // col_g = W_g^T x X_g for images [first, first + count); C offsets are within the chunk's col.
-std::vector<GemmCall> conv_transpose_gemm_calls(const ConvTransposePlan& plan, int64_t first, int64_t count);
+std::vector<GemmCall> conv_transpose_gemm_calls(const ConvTransposePlan& plan, int64_t first,
+                                                int64_t count);
 
 }  // namespace mimic::backends::cuda

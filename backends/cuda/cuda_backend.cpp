@@ -1,7 +1,7 @@
 #include "backends/cuda/cuda_backend.h"
 
-#include <chrono>
 #include <fmt/format.h>
+#include <chrono>
 
 #include "backends/common.h"
 #include "backends/cuda/cuda_executable.h"
@@ -29,7 +29,8 @@ class CudaBackend final : public Backend {
     int index = cuda::parse_device_index(arg);
     DeviceInfo d{fmt::format("cuda:{}", arg.empty() ? "0" : arg), "cuda", false, "", ""};
     if (index < 0) {
-      d.reason = fmt::format("cuda: device argument '{}' must be a GPU index (cuda:0, cuda:1, ...)", arg);
+      d.reason =
+          fmt::format("cuda: device argument '{}' must be a GPU index (cuda:0, cuda:1, ...)", arg);
       return d;
     }
     const cuda::CudaStatus& s = cuda::cuda_status();
@@ -38,16 +39,19 @@ class CudaBackend final : public Backend {
       return d;
     }
     if (index >= static_cast<int>(s.gpus.size())) {
-      d.reason = fmt::format("there is no cuda:{}: this machine has {} CUDA device(s)", index, s.gpus.size());
+      d.reason = fmt::format("there is no cuda:{}: this machine has {} CUDA device(s)", index,
+                             s.gpus.size());
       return d;
     }
     d.available = true;
     d.description = fmt::format("{}, driver {}, runtime {}", s.gpus[index].description(),
-                                cuda::cuda_version_string(s.driver_version), cuda::cuda_version_string(s.runtime_version));
+                                cuda::cuda_version_string(s.driver_version),
+                                cuda::cuda_version_string(s.runtime_version));
     return d;
   }
 
-  bool supports_op(const ir::Graph& g, const ir::Node& n, const std::string&, const CompileOptions&) const override {
+  bool supports_op(const ir::Graph& g, const ir::Node& n, const std::string&,
+                   const CompileOptions&) const override {
     return cuda::unsupported_reason(g, n).empty();
   }
 
@@ -57,7 +61,8 @@ class CudaBackend final : public Backend {
     cuda::CudaOptions opts = cuda::parse_options(options);
     DeviceInfo info = probe(arg);
     if (cuda::parse_device_index(arg) < 0) throw InvalidArgument(info.reason);
-    if (!info.available) throw DeviceUnavailableError(fmt::format("{} is unavailable: {}", info.name, info.reason));
+    if (!info.available)
+      throw DeviceUnavailableError(fmt::format("{} is unavailable: {}", info.name, info.reason));
     cuda::Program program = cuda::lower(g, opts);
     CompileReport report;
     report.device = info.name;
@@ -67,13 +72,17 @@ class CudaBackend final : public Backend {
     report.metrics["peak_live_bytes"] = static_cast<double>(program.peak_live_bytes);
     report.metrics["constant_bytes"] = static_cast<double>(program.constant_bytes);
     int64_t gemms = 0;
-    for (const auto& instr : program.instrs) gemms += std::holds_alternative<cuda::GemmInstr>(instr);
+    for (const auto& instr : program.instrs)
+      gemms += std::holds_alternative<cuda::GemmInstr>(instr);
     report.metrics["gemm_calls"] = static_cast<double>(gemms);
     report.notes = program.notes;
-    if (options.timing_only) report.notes.push_back("cuda: timing_only has no effect on a physical device");
+    if (options.timing_only)
+      report.notes.push_back("cuda: timing_only has no effect on a physical device");
     cuda::DeviceContext& ctx = cuda::DeviceContext::get(cuda::parse_device_index(arg));
-    report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return cuda::make_executable(ctx, std::move(program), opts, options.compile_only, std::move(report));
+    report.compile_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return cuda::make_executable(ctx, std::move(program), opts, options.compile_only,
+                                 std::move(report));
   }
 
   std::map<std::string, std::string> option_help() const override { return cuda::option_help(); }
@@ -81,6 +90,8 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend() { return std::make_unique<CudaBackend>(); }
+std::unique_ptr<Backend> make_cuda_backend() {
+  return std::make_unique<CudaBackend>();
+}
 
 }  // namespace mimic::backends

@@ -15,7 +15,8 @@ namespace mimic::backends::cuda {
 
 class DeviceContext;
 
-std::unique_ptr<Executable> make_executable(DeviceContext& device, Program program, const CudaOptions& options,
-                                            bool compile_only, CompileReport report);
+std::unique_ptr<Executable> make_executable(DeviceContext& device, Program program,
+                                            const CudaOptions& options, bool compile_only,
+                                            CompileReport report);
 
 }  // namespace mimic::backends::cuda

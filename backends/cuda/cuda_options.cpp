@@ -1,28 +1,33 @@
 #include "backends/cuda/cuda_options.h"
 
-#include <cctype>
 #include <fmt/format.h>
+#include <cctype>
 
 #include "frontend/ir/error.h"
 
 namespace mimic::backends::cuda {
 
 std::map<std::string, std::string> option_help() {
-  return {{"timing", "ops (default): CUDA events around every op, per-op GPU time in reports and traces; "
-                     "run: events around the whole run only"},
-          {"workspace_mb", "upper bound in MiB on a convolution's im2col/col2im scratch buffer (default 256); "
-                           "larger batches are processed in chunks of images"}};
+  return {{"timing",
+           "ops (default): CUDA events around every op, per-op GPU time in reports and traces; "
+           "run: events around the whole run only"},
+          {"workspace_mb",
+           "upper bound in MiB on a convolution's im2col/col2im scratch buffer (default 256); "
+           "larger batches are processed in chunks of images"}};
 }
 
 CudaOptions parse_options(const CompileOptions& options) {
   CudaOptions o;
-  if (options.precision == "default") o.tf32 = true;
-  else if (options.precision == "highest") o.tf32 = false;
+  if (options.precision == "default")
+    o.tf32 = true;
+  else if (options.precision == "highest")
+    o.tf32 = false;
   else
-    throw InvalidArgument(fmt::format(
-        "cuda: precision '{}' is not supported: use 'default' (TF32 tensor cores for f32 matmul/conv) or "
-        "'highest' (full fp32)",
-        options.precision));
+    throw InvalidArgument(
+        fmt::format("cuda: precision '{}' is not supported: use 'default' (TF32 tensor cores for "
+                    "f32 matmul/conv) or "
+                    "'highest' (full fp32)",
+                    options.precision));
   for (const auto& [key, value] : options.options) {
     if (key == "timing") {
       if (value != "ops" && value != "run")
@@ -33,7 +38,8 @@ CudaOptions parse_options(const CompileOptions& options) {
       for (char c : value) digits = digits && std::isdigit(static_cast<unsigned char>(c));
       int64_t mb = digits ? std::stoll(value) : 0;
       if (!digits || mb < 1 || mb > 65536)
-        throw InvalidArgument(fmt::format("cuda: option workspace_mb={} must be an integer from 1 to 65536", value));
+        throw InvalidArgument(
+            fmt::format("cuda: option workspace_mb={} must be an integer from 1 to 65536", value));
       o.workspace_bytes = mb << 20;
     } else {
       std::string known;

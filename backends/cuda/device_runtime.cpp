@@ -52,7 +52,8 @@ int attribute(cudaDeviceAttr attr, int ordinal) {
 
 GpuInfo query_gpu(int ordinal) {
   cudaDeviceProp prop{};
-  check_cuda(cudaGetDeviceProperties(&prop, ordinal), fmt::format("cudaGetDeviceProperties({})", ordinal));
+  check_cuda(cudaGetDeviceProperties(&prop, ordinal),
+             fmt::format("cudaGetDeviceProperties({})", ordinal));
   GpuInfo g;
   g.ordinal = ordinal;
   g.name = prop.name;
@@ -75,8 +76,8 @@ CudaStatus query_status() {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    s.unavailable_reason = unavailable_reason(cudaGetErrorName(e), cudaGetErrorString(e), s.driver_version,
-                                              s.runtime_version);
+    s.unavailable_reason = unavailable_reason(cudaGetErrorName(e), cudaGetErrorString(e),
+                                              s.driver_version, s.runtime_version);
     cudaGetLastError();
     return s;
   }
@@ -103,8 +104,8 @@ PeakFlops peak_flops(int cc_major, int cc_minor, int sm_count, double sm_clock_h
 }
 
 std::string GpuInfo::description() const {
-  return fmt::format("{}, sm_{}{}, {} SMs at {:.2f} GHz, {:.1f} GiB", name, cc_major, cc_minor, sm_count,
-                     sm_clock_hz / 1e9, memory_bytes / 1073741824.0);
+  return fmt::format("{}, sm_{}{}, {} SMs at {:.2f} GHz, {:.1f} GiB", name, cc_major, cc_minor,
+                     sm_count, sm_clock_hz / 1e9, memory_bytes / 1073741824.0);
 }
 
 std::string GpuInfo::properties_json(int driver_version, int runtime_version) const {
@@ -131,14 +132,16 @@ std::string cuda_version_string(int version) {
   return fmt::format("{}.{}", version / 1000, (version % 1000) / 10);
 }
 
-std::string unavailable_reason(const std::string& error_name, const std::string& error_text, int driver_version,
-                               int runtime_version) {
+std::string unavailable_reason(const std::string& error_name, const std::string& error_text,
+                               int driver_version, int runtime_version) {
   std::string detail = fmt::format("{} [{}]", error_text, error_name);
   if (error_name == "cudaErrorInsufficientDriver" && driver_version == 0)
-    return fmt::format("no NVIDIA driver is installed (CUDA runtime {}: {})", cuda_version_string(runtime_version), detail);
+    return fmt::format("no NVIDIA driver is installed (CUDA runtime {}: {})",
+                       cuda_version_string(runtime_version), detail);
   if (error_name == "cudaErrorInsufficientDriver")
     return fmt::format("the NVIDIA driver supports CUDA {}, this build needs CUDA {} ({})",
-                       cuda_version_string(driver_version), cuda_version_string(runtime_version), detail);
+                       cuda_version_string(driver_version), cuda_version_string(runtime_version),
+                       detail);
   if (error_name == "cudaErrorNoDevice") return fmt::format("no CUDA device found ({})", detail);
   return fmt::format("CUDA cannot be initialized: {}", detail);
 }
@@ -146,7 +149,8 @@ std::string unavailable_reason(const std::string& error_name, const std::string&
 void check_cuda(cudaError_t e, const std::string& what) {
   if (e == cudaSuccess) return;
   cudaGetLastError();
-  throw RuntimeError(fmt::format("cuda: {}: {} [{}]", what, cudaGetErrorString(e), cudaGetErrorName(e)));
+  throw RuntimeError(
+      fmt::format("cuda: {}: {} [{}]", what, cudaGetErrorString(e), cudaGetErrorName(e)));
 }
 
 void check_cublas(cublasStatus_t s, const std::string& what) {
@@ -156,16 +160,18 @@ void check_cublas(cublasStatus_t s, const std::string& what) {
 
 DeviceContext& DeviceContext::get(int ordinal) {
   static std::mutex mutex;
-  // Contexts live until the process exits (never destroyed: the CUDA runtime may be torn down first).
+  // Contexts live until the process exits (never destroyed: the CUDA runtime may be torn down
+  // first).
   static auto* contexts = new std::map<int, DeviceContext*>();
   std::lock_guard<std::mutex> lock(mutex);
   auto it = contexts->find(ordinal);
   if (it != contexts->end()) return *it->second;
   const CudaStatus& s = cuda_status();
   if (ordinal < 0 || ordinal >= static_cast<int>(s.gpus.size()))
-    throw DeviceUnavailableError(fmt::format("cuda:{} is unavailable: {}", ordinal,
-                                             s.gpus.empty() ? s.unavailable_reason
-                                                            : fmt::format("this machine has {} CUDA device(s)", s.gpus.size())));
+    throw DeviceUnavailableError(fmt::format(
+        "cuda:{} is unavailable: {}", ordinal,
+        s.gpus.empty() ? s.unavailable_reason
+                       : fmt::format("this machine has {} CUDA device(s)", s.gpus.size())));
   auto* ctx = new DeviceContext(s.gpus[ordinal]);
   contexts->emplace(ordinal, ctx);
   return *ctx;
@@ -186,6 +192,8 @@ DeviceContext::~DeviceContext() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-void DeviceContext::activate() const { check_cuda(cudaSetDevice(info_.ordinal), fmt::format("cudaSetDevice({})", info_.ordinal)); }
+void DeviceContext::activate() const {
+  check_cuda(cudaSetDevice(info_.ordinal), fmt::format("cudaSetDevice({})", info_.ordinal));
+}
 
 }  // namespace mimic::backends::cuda

@@ -51,8 +51,8 @@ const CudaStatus& cuda_status();
 // "13.0" from 13000.
 std::string cuda_version_string(int version);
 // The one-line reason for a failed device query (cudaGetDeviceCount's error).
-std::string unavailable_reason(const std::string& error_name, const std::string& error_text, int driver_version,
-                               int runtime_version);
+std::string unavailable_reason(const std::string& error_name, const std::string& error_text,
+                               int driver_version, int runtime_version);
 
 // Throws RuntimeError "cuda: <what>: <error text> [<error name>]" unless `e` is cudaSuccess.
 void check_cuda(cudaError_t e, const std::string& what);

@@ -15,6 +15,7 @@ struct DeviceBuffers {
   char* ptr(const BufRef& r) const { return r.valid() ? base[r.buffer] + r.offset : nullptr; }
 };
 
-void enqueue(const Instr& instr, const DeviceBuffers& buffers, cudaStream_t stream, cublasHandle_t blas);
+void enqueue(const Instr& instr, const DeviceBuffers& buffers, cudaStream_t stream,
+             cublasHandle_t blas);
 
 }  // namespace mimic::backends::cuda

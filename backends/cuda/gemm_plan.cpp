@@ -42,12 +42,14 @@ MatmulPlan plan_matmul(const ir::Shape& sa, const ir::Shape& sb) {
   int64_t m = plan.m, n = plan.n, k = plan.k;
   // One B for every matrix of A: a single tall GEMM over batches * M rows.
   if (bb.rank() == 0) {
-    plan.calls.push_back(row_major_gemm(plan.batches * m, n, k, {0, k, 0, false}, {0, n, 0, false}, {0, n, 0, false}));
+    plan.calls.push_back(row_major_gemm(plan.batches * m, n, k, {0, k, 0, false}, {0, n, 0, false},
+                                        {0, n, 0, false}));
     return plan;
   }
   // Batch strides in matrices, merged; the innermost merged dim becomes cuBLAS's batch.
-  StridedLayout l = merge_dims(batch.dims(), {row_major_strides(batch.dims()), broadcast_strides(ba, batch),
-                                              broadcast_strides(bb, batch)});
+  StridedLayout l =
+      merge_dims(batch.dims(), {row_major_strides(batch.dims()), broadcast_strides(ba, batch),
+                                broadcast_strides(bb, batch)});
   int r = l.rank();
   int64_t inner = l.size[r - 1], outer = 1;
   for (int d = 0; d + 1 < r; ++d) outer *= l.size[d];
@@ -60,9 +62,10 @@ MatmulPlan plan_matmul(const ir::Shape& sa, const ir::Shape& sb) {
       oa += i * l.strides[1][d];
       ob += i * l.strides[2][d];
     }
-    plan.calls.push_back(row_major_gemm(m, n, k, {oa * m * k, k, l.strides[1][r - 1] * m * k, false},
-                                        {ob * k * n, n, l.strides[2][r - 1] * k * n, false},
-                                        {oc * m * n, n, l.strides[0][r - 1] * m * n, false}, inner));
+    plan.calls.push_back(
+        row_major_gemm(m, n, k, {oa * m * k, k, l.strides[1][r - 1] * m * k, false},
+                       {ob * k * n, n, l.strides[2][r - 1] * k * n, false},
+                       {oc * m * n, n, l.strides[0][r - 1] * m * n, false}, inner));
   }
   return plan;
 }

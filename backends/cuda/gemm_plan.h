@@ -1,10 +1,10 @@
 // Row-major matrix products expressed as cuBLAS (column-major) strided-batched GEMM calls.
 //
-// A row-major matrix X[r, c] with leading dimension ld is, read column-major, X^T[c, r] with the same
-// ld. So C = A B (row-major) is C^T = B^T A^T (column-major): cuBLAS gets B as its first operand,
-// A as its second, m = N, n = M. MatMul's numpy batch broadcasting becomes one strided-batched call
-// when the batch dims merge into one dim with a constant stride per operand (0 for a broadcast
-// operand), otherwise one call per index of the outer batch dims.
+// A row-major matrix X[r, c] with leading dimension ld is, read column-major, X^T[c, r] with the
+// same ld. So C = A B (row-major) is C^T = B^T A^T (column-major): cuBLAS gets B as its first
+// operand, A as its second, m = N, n = M. MatMul's numpy batch broadcasting becomes one
+// strided-batched call when the batch dims merge into one dim with a constant stride per operand (0
+// for a broadcast operand), otherwise one call per index of the outer batch dims.
 #pragma once
 
 #include <cstdint>

@@ -16,36 +16,77 @@ constexpr int64_t kArenaAlignment = 256;
 }  // namespace
 
 const char* instr_name(const Instr& instr) {
-  static const char* const kNames[] = {"gemm",    "unary",     "binary",    "variadic", "where",      "cast",
-                                       "copy",    "copy2d",    "gather",    "gather_elements", "pad", "trilu",
-                                       "im2col",  "col2im",    "depthwise", "bias",     "pool",       "batch_norm",
-                                       "bn_prep", "lrn",       "reduce",    "arg_reduce", "softmax",  "row_norm",
-                                       "cumsum"};
-  static_assert(sizeof(kNames) / sizeof(kNames[0]) == std::variant_size_v<Instr>, "one name per instruction");
+  static const char* const kNames[] = {
+      "gemm",   "unary",      "binary",     "variadic", "where",
+      "cast",   "copy",       "copy2d",     "gather",   "gather_elements",
+      "pad",    "trilu",      "im2col",     "col2im",   "depthwise",
+      "bias",   "pool",       "batch_norm", "bn_prep",  "lrn",
+      "reduce", "arg_reduce", "softmax",    "row_norm", "cumsum"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == std::variant_size_v<Instr>,
+                "one name per instruction");
   return kNames[instr.index()];
 }
 
 Family family_of(ir::OpType op) {
   using ir::OpType;
   if (ir::is_view_op(op)) return Family::data;
-  if (op == OpType::Cast || ir::is_unary_elementwise(op) || ir::is_binary_elementwise(op)) return Family::elementwise;
+  if (op == OpType::Cast || ir::is_unary_elementwise(op) || ir::is_binary_elementwise(op))
+    return Family::elementwise;
   switch (op) {
-    case OpType::Max: case OpType::Min: case OpType::Sum: case OpType::Mean: case OpType::Where:
+    case OpType::Max:
+    case OpType::Min:
+    case OpType::Sum:
+    case OpType::Mean:
+    case OpType::Where:
       return Family::elementwise;
-    case OpType::MatMul: case OpType::Gemm: case OpType::Conv: case OpType::ConvTranspose:
+    case OpType::MatMul:
+    case OpType::Gemm:
+    case OpType::Conv:
+    case OpType::ConvTranspose:
       return Family::linear;
-    case OpType::MaxPool: case OpType::AveragePool: case OpType::GlobalAveragePool: case OpType::GlobalMaxPool:
-    case OpType::BatchNormalization: case OpType::LayerNormalization: case OpType::InstanceNormalization:
-    case OpType::LRN: case OpType::Softmax: case OpType::LogSoftmax: case OpType::Hardmax:
-    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax: case OpType::ReduceMin:
-    case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2: case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum: case OpType::ReduceLogSumExp: case OpType::ArgMax: case OpType::ArgMin:
+    case OpType::MaxPool:
+    case OpType::AveragePool:
+    case OpType::GlobalAveragePool:
+    case OpType::GlobalMaxPool:
+    case OpType::BatchNormalization:
+    case OpType::LayerNormalization:
+    case OpType::InstanceNormalization:
+    case OpType::LRN:
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+    case OpType::Hardmax:
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
+    case OpType::ArgMax:
+    case OpType::ArgMin:
     case OpType::CumSum:
       return Family::nn;
-    case OpType::Transpose: case OpType::Concat: case OpType::Split: case OpType::Slice: case OpType::Gather:
-    case OpType::GatherElements: case OpType::Pad: case OpType::Tile: case OpType::Expand: case OpType::Shape:
-    case OpType::Size: case OpType::ConstantOfShape: case OpType::Constant: case OpType::Range:
-    case OpType::DepthToSpace: case OpType::SpaceToDepth: case OpType::Trilu: case OpType::EyeLike:
+    case OpType::Transpose:
+    case OpType::Concat:
+    case OpType::Split:
+    case OpType::Slice:
+    case OpType::Gather:
+    case OpType::GatherElements:
+    case OpType::Pad:
+    case OpType::Tile:
+    case OpType::Expand:
+    case OpType::Shape:
+    case OpType::Size:
+    case OpType::ConstantOfShape:
+    case OpType::Constant:
+    case OpType::Range:
+    case OpType::DepthToSpace:
+    case OpType::SpaceToDepth:
+    case OpType::Trilu:
+    case OpType::EyeLike:
       return Family::data;
     default:
       return Family::none;
@@ -57,11 +98,16 @@ std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {
     if (!g.value(v).typed) return "untyped output";
   try {
     switch (family_of(n.op)) {
-      case Family::elementwise: return check_elementwise(g, n);
-      case Family::linear: return check_linear(g, n);
-      case Family::nn: return check_nn(g, n);
-      case Family::data: return check_data(g, n);
-      case Family::none: break;
+      case Family::elementwise:
+        return check_elementwise(g, n);
+      case Family::linear:
+        return check_linear(g, n);
+      case Family::nn:
+        return check_nn(g, n);
+      case Family::data:
+        return check_data(g, n);
+      case Family::none:
+        break;
     }
   } catch (const Error& e) {
     return e.what();
@@ -71,7 +117,9 @@ std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {
 
 // ---- helpers ----
 
-bool is_float_type(ir::DType t) { return ir::is_floating(t); }
+bool is_float_type(ir::DType t) {
+  return ir::is_floating(t);
+}
 
 std::string dtype_reason(const ir::Node& n, ir::DType t) {
   return fmt::format("{} on {}", ir::op_name(n.op), ir::dtype_name(t));
@@ -79,13 +127,20 @@ std::string dtype_reason(const ir::Node& n, ir::DType t) {
 
 double scalar_as_double(const ir::HostTensor& t) {
   switch (t.dtype()) {
-    case ir::DType::f32: return t.data<float>()[0];
-    case ir::DType::f16: return numeric::f16_to_f32(t.data<ir::Float16>()[0].bits);
-    case ir::DType::bf16: return numeric::bf16_to_f32(t.data<ir::BFloat16>()[0].bits);
-    case ir::DType::i8: return t.data<int8_t>()[0];
-    case ir::DType::i32: return t.data<int32_t>()[0];
-    case ir::DType::i64: return static_cast<double>(t.data<int64_t>()[0]);
-    case ir::DType::boolean: return t.data<bool>()[0] ? 1.0 : 0.0;
+    case ir::DType::f32:
+      return t.data<float>()[0];
+    case ir::DType::f16:
+      return numeric::f16_to_f32(t.data<ir::Float16>()[0].bits);
+    case ir::DType::bf16:
+      return numeric::bf16_to_f32(t.data<ir::BFloat16>()[0].bits);
+    case ir::DType::i8:
+      return t.data<int8_t>()[0];
+    case ir::DType::i32:
+      return t.data<int32_t>()[0];
+    case ir::DType::i64:
+      return static_cast<double>(t.data<int64_t>()[0]);
+    case ir::DType::boolean:
+      return t.data<bool>()[0] ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -94,9 +149,13 @@ ir::HostTensor to_f32(const ir::HostTensor& t) {
   if (t.dtype() == ir::DType::f32) return t;
   ir::HostTensor out(ir::DType::f32, t.shape());
   const auto* bits = static_cast<const uint16_t*>(t.raw());
-  if (t.dtype() == ir::DType::f16) numeric::f16_to_f32(bits, out.data<float>(), t.numel());
-  else if (t.dtype() == ir::DType::bf16) numeric::bf16_to_f32(bits, out.data<float>(), t.numel());
-  else throw CompileError(fmt::format("cuda: expected a floating-point constant, got {}", ir::dtype_name(t.dtype())));
+  if (t.dtype() == ir::DType::f16)
+    numeric::f16_to_f32(bits, out.data<float>(), t.numel());
+  else if (t.dtype() == ir::DType::bf16)
+    numeric::bf16_to_f32(bits, out.data<float>(), t.numel());
+  else
+    throw CompileError(
+        fmt::format("cuda: expected a floating-point constant, got {}", ir::dtype_name(t.dtype())));
   return out;
 }
 
@@ -177,7 +236,8 @@ void Lowerer::alias(const ir::Node& n, int out_index, int in_index) {
 }
 
 void Lowerer::set_constant_output(const ir::Node& n, int i, ir::HostTensor data) {
-  values_[n.outputs.at(i)] = upload(std::move(data), fmt::format("value '{}'", g_.value(n.outputs[i]).name));
+  values_[n.outputs.at(i)] =
+      upload(std::move(data), fmt::format("value '{}'", g_.value(n.outputs[i]).name));
 }
 
 BufRef Lowerer::scratch(int64_t bytes, const std::string& what) {
@@ -207,15 +267,18 @@ void Lowerer::emit(Instr instr) {
 }
 
 void Lowerer::matrix_mode(ir::DType dtype) {
-  if (dtype == ir::DType::f32) program_.matrix_modes.insert(options_.tf32 ? "tf32" : "fp32");
-  else program_.matrix_modes.insert(dtype == ir::DType::bf16 ? "bf16" : "fp16");
+  if (dtype == ir::DType::f32)
+    program_.matrix_modes.insert(options_.tf32 ? "tf32" : "fp32");
+  else
+    program_.matrix_modes.insert(dtype == ir::DType::bf16 ? "bf16" : "fp16");
 }
 
 void Lowerer::lower_node(int index) {
   const ir::Node& n = g_.node(index);
   std::string reason = unsupported_reason(g_, n);
   if (!reason.empty())
-    throw UnsupportedOpError(fmt::format("cuda: cannot run {}: {}", ir::describe(g_, n), reason), {ir::op_name(n.op)});
+    throw UnsupportedOpError(fmt::format("cuda: cannot run {}: {}", ir::describe(g_, n), reason),
+                             {ir::op_name(n.op)});
   ++step_;
   Step s;
   s.node = index;
@@ -229,11 +292,20 @@ void Lowerer::lower_node(int index) {
   s.first = s.end = program_.instrs.size();
   program_.steps.push_back(s);
   switch (family_of(n.op)) {
-    case Family::elementwise: lower_elementwise(*this, n); break;
-    case Family::linear: lower_linear(*this, n); break;
-    case Family::nn: lower_nn(*this, n); break;
-    case Family::data: lower_data(*this, n); break;
-    case Family::none: break;
+    case Family::elementwise:
+      lower_elementwise(*this, n);
+      break;
+    case Family::linear:
+      lower_linear(*this, n);
+      break;
+    case Family::nn:
+      lower_nn(*this, n);
+      break;
+    case Family::data:
+      lower_data(*this, n);
+      break;
+    case Family::none:
+      break;
   }
 }
 

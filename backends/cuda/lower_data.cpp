@@ -2,8 +2,8 @@
 // and space/depth moves are one strided copy; Concat/Split are 2-D block copies; Gather, Pad and
 // Trilu have their own kernels. Shape queries and constant generators are evaluated on the host at
 // compile time (they do not depend on tensor data) and uploaded as constants.
-#include <cstring>
 #include <fmt/format.h>
+#include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cuda/lowerer.h"
@@ -17,12 +17,12 @@ using ir::DType;
 using ir::OpType;
 
 bool host_computed(OpType op) {
-  return op == OpType::Shape || op == OpType::Size || op == OpType::Constant || op == OpType::ConstantOfShape ||
-         op == OpType::Range || op == OpType::EyeLike;
+  return op == OpType::Shape || op == OpType::Size || op == OpType::Constant ||
+         op == OpType::ConstantOfShape || op == OpType::Range || op == OpType::EyeLike;
 }
 
-// Output dims and source strides of the strided-copy ops (Transpose, Slice, Tile, Expand, DepthToSpace,
-// SpaceToDepth), plus the source offset.
+// Output dims and source strides of the strided-copy ops (Transpose, Slice, Tile, Expand,
+// DepthToSpace, SpaceToDepth), plus the source offset.
 struct CopySpec {
   std::vector<int64_t> dims, src;
   int64_t offset = 0;
@@ -84,8 +84,8 @@ CopySpec copy_spec(const ir::Graph& g, const ir::Node& n) {
 }
 
 bool is_strided_copy(OpType op) {
-  return op == OpType::Transpose || op == OpType::Slice || op == OpType::Tile || op == OpType::Expand ||
-         op == OpType::DepthToSpace || op == OpType::SpaceToDepth;
+  return op == OpType::Transpose || op == OpType::Slice || op == OpType::Tile ||
+         op == OpType::Expand || op == OpType::DepthToSpace || op == OpType::SpaceToDepth;
 }
 
 void lower_host(Lowerer& l, const ir::Node& n) {
@@ -93,12 +93,16 @@ void lower_host(Lowerer& l, const ir::Node& n) {
   // (these ops read only their shapes).
   std::vector<ir::HostTensor> inputs;
   for (int i = 0; i < n.num_inputs(); ++i) {
-    if (!n.has_input(i)) inputs.emplace_back();
-    else if (const ir::HostTensor* c = l.constant(n, i)) inputs.push_back(*c);
-    else inputs.emplace_back(l.in_type(n, i).dtype, l.in_type(n, i).shape);
+    if (!n.has_input(i))
+      inputs.emplace_back();
+    else if (const ir::HostTensor* c = l.constant(n, i))
+      inputs.push_back(*c);
+    else
+      inputs.emplace_back(l.in_type(n, i).dtype, l.in_type(n, i).shape);
   }
   std::vector<ir::HostTensor> outputs = cpu::run_node(l.graph(), n, inputs);
-  for (size_t i = 0; i < outputs.size(); ++i) l.set_constant_output(n, static_cast<int>(i), std::move(outputs[i]));
+  for (size_t i = 0; i < outputs.size(); ++i)
+    l.set_constant_output(n, static_cast<int>(i), std::move(outputs[i]));
   l.mark_host_computed();
 }
 
@@ -123,8 +127,10 @@ void lower_concat_split(Lowerer& l, const ir::Node& n) {
     const ir::Shape& ps = concat ? l.in_type(n, k).shape : l.out_type(n, k).shape;
     int64_t row = ps[axis] * inner * es;
     if (row > 0 && outer > 0) {
-      if (concat) l.emit(Copy2dInstr{{outer, row, row, whole_row}, part_refs[k], whole_ref.at(offset)});
-      else l.emit(Copy2dInstr{{outer, row, whole_row, row}, whole_ref.at(offset), part_refs[k]});
+      if (concat)
+        l.emit(Copy2dInstr{{outer, row, row, whole_row}, part_refs[k], whole_ref.at(offset)});
+      else
+        l.emit(Copy2dInstr{{outer, row, whole_row, row}, whole_ref.at(offset), part_refs[k]});
     }
     offset += row;
   }
@@ -172,8 +178,10 @@ void lower_pad(Lowerer& l, const ir::Node& n) {
   const ir::Shape& os = l.out_type(n, 0).shape;
   PadParams p{};
   p.esize = esize_of(l.in_type(n, 0).dtype);
-  p.mode = mode == "edge" ? PadMode::edge : mode == "wrap" ? PadMode::wrap : mode == "reflect" ? PadMode::reflect
-                                                                                                : PadMode::constant;
+  p.mode = mode == "edge"      ? PadMode::edge
+           : mode == "wrap"    ? PadMode::wrap
+           : mode == "reflect" ? PadMode::reflect
+                               : PadMode::constant;
   p.n = os.numel();
   p.rank = os.rank();
   std::vector<int64_t> strides = row_major_strides(is.dims());
@@ -218,15 +226,18 @@ std::string check_data(const ir::Graph& g, const ir::Node& n) {
     return copy_fits(c.dims, c.src) ? "" : "a copy over more than 8 dims";
   }
   switch (op) {
-    case OpType::Gather: case OpType::GatherElements: {
+    case OpType::Gather:
+    case OpType::GatherElements: {
       DType t = g.value(n.inputs[1]).type.dtype;
       if (t != DType::i32 && t != DType::i64) return fmt::format("{} indices", ir::dtype_name(t));
-      if (op == OpType::GatherElements && g.value(n.inputs[1]).type.shape.rank() > kMaxDims) return "rank above 8";
+      if (op == OpType::GatherElements && g.value(n.inputs[1]).type.shape.rank() > kMaxDims)
+        return "rank above 8";
       return "";
     }
     case OpType::Pad: {
       if (g.value(n.outputs[0]).type.shape.rank() > kMaxDims) return "rank above 8";
-      if (n.has_input(2) && !g.value(n.inputs[2]).constant) return "a pad value that is not a constant";
+      if (n.has_input(2) && !g.value(n.inputs[2]).constant)
+        return "a pad value that is not a constant";
       ir::resolve_pads(g, n);
       return "";
     }
@@ -242,16 +253,24 @@ void lower_data(Lowerer& l, const ir::Node& n) {
   if (is_strided_copy(op)) {
     CopySpec c = copy_spec(l.graph(), n);
     BufRef x = l.in(n, 0);
-    l.emit(CopyInstr{copy_params(c.dims, c.src, c.offset, esize_of(l.in_type(n, 0).dtype)), x, l.out(n, 0)});
+    l.emit(CopyInstr{copy_params(c.dims, c.src, c.offset, esize_of(l.in_type(n, 0).dtype)), x,
+                     l.out(n, 0)});
     return;
   }
   switch (op) {
-    case OpType::Concat: case OpType::Split: return lower_concat_split(l, n);
-    case OpType::Gather: return lower_gather(l, n);
-    case OpType::GatherElements: return lower_gather_elements(l, n);
-    case OpType::Pad: return lower_pad(l, n);
-    case OpType::Trilu: return lower_trilu(l, n);
-    default: throw CompileError(fmt::format("cuda: no lowering for {}", ir::op_name(op)));
+    case OpType::Concat:
+    case OpType::Split:
+      return lower_concat_split(l, n);
+    case OpType::Gather:
+      return lower_gather(l, n);
+    case OpType::GatherElements:
+      return lower_gather_elements(l, n);
+    case OpType::Pad:
+      return lower_pad(l, n);
+    case OpType::Trilu:
+      return lower_trilu(l, n);
+    default:
+      throw CompileError(fmt::format("cuda: no lowering for {}", ir::op_name(op)));
   }
 }
 

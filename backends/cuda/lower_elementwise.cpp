@@ -1,6 +1,6 @@
 // Lowering of unary, binary, variadic, Where and Cast nodes to the elementwise kernels.
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 
 #include "backends/cuda/lowerer.h"
 #include "frontend/ir/error.h"
@@ -11,9 +11,13 @@ namespace {
 using ir::DType;
 using ir::OpType;
 
-bool is_variadic(OpType op) { return op == OpType::Max || op == OpType::Min || op == OpType::Sum || op == OpType::Mean; }
+bool is_variadic(OpType op) {
+  return op == OpType::Max || op == OpType::Min || op == OpType::Sum || op == OpType::Mean;
+}
 
-bool int_type(DType t) { return t == DType::i8 || t == DType::i32 || t == DType::i64; }
+bool int_type(DType t) {
+  return t == DType::i8 || t == DType::i32 || t == DType::i64;
+}
 
 std::string check_unary(const ir::Graph& g, const ir::Node& n) {
   DType t = g.value(n.inputs[0]).type.dtype;
@@ -21,12 +25,15 @@ std::string check_unary(const ir::Graph& g, const ir::Node& n) {
   if (op == OpType::Cast) return "";
   if (op == OpType::Clip) {
     for (int i = 1; i < 3; ++i)
-      if (n.has_input(i) && !g.value(n.inputs[i]).constant) return "Clip bounds that are not constants";
+      if (n.has_input(i) && !g.value(n.inputs[i]).constant)
+        return "Clip bounds that are not constants";
     return t == DType::boolean ? dtype_reason(n, t) : "";
   }
   if (is_float_type(t)) return op == OpType::Not ? dtype_reason(n, t) : "";
   if (int_type(t))
-    return op == OpType::Abs || op == OpType::Neg || op == OpType::Sign || op == OpType::Relu ? "" : dtype_reason(n, t);
+    return op == OpType::Abs || op == OpType::Neg || op == OpType::Sign || op == OpType::Relu
+               ? ""
+               : dtype_reason(n, t);
   return op == OpType::Not ? "" : dtype_reason(n, t);
 }
 
@@ -42,12 +49,14 @@ std::string check_binary(const ir::Graph& g, const ir::Node& n) {
     return dtype_reason(n, a);
   }
   const ir::Shape& out = g.value(n.outputs[0]).type.shape;
-  StridedLayout l = broadcast_layout(out, {g.value(n.inputs[0]).type.shape, g.value(n.inputs[1]).type.shape});
+  StridedLayout l =
+      broadcast_layout(out, {g.value(n.inputs[0]).type.shape, g.value(n.inputs[1]).type.shape});
   return l.rank() <= kMaxDims ? "" : fmt::format("broadcast over {} dims", l.rank());
 }
 
 std::string check_variadic(const ir::Graph& g, const ir::Node& n) {
-  if (n.num_inputs() > kMaxVariadic) return fmt::format("{} inputs (kernels take {})", n.num_inputs(), kMaxVariadic);
+  if (n.num_inputs() > kMaxVariadic)
+    return fmt::format("{} inputs (kernels take {})", n.num_inputs(), kMaxVariadic);
   DType t = g.value(n.inputs[0]).type.dtype;
   if (!is_float_type(t) && !int_type(t)) return dtype_reason(n, t);
   std::vector<ir::Shape> shapes;
@@ -64,8 +73,13 @@ UnaryParams unary_params(const Lowerer& l, const ir::Node& n) {
   p.out_dt = to_dt(l.out_type(n, 0).dtype);
   p.n = l.out_type(n, 0).shape.numel();
   switch (n.op) {
-    case OpType::LeakyRelu: p.alpha = static_cast<float>(at.get_float("alpha", 0.01)); break;
-    case OpType::Elu: case OpType::Celu: p.alpha = static_cast<float>(at.get_float("alpha", 1.0)); break;
+    case OpType::LeakyRelu:
+      p.alpha = static_cast<float>(at.get_float("alpha", 0.01));
+      break;
+    case OpType::Elu:
+    case OpType::Celu:
+      p.alpha = static_cast<float>(at.get_float("alpha", 1.0));
+      break;
     case OpType::Selu:
       p.alpha = static_cast<float>(at.get_float("alpha", 1.67326319217681884765625));
       p.gamma = static_cast<float>(at.get_float("gamma", 1.05070102214813232421875));
@@ -74,12 +88,16 @@ UnaryParams unary_params(const Lowerer& l, const ir::Node& n) {
       p.alpha = static_cast<float>(at.get_float("alpha", 0.2));
       p.beta = static_cast<float>(at.get_float("beta", 0.5));
       break;
-    case OpType::ThresholdedRelu: p.alpha = static_cast<float>(at.get_float("alpha", 1.0)); break;
+    case OpType::ThresholdedRelu:
+      p.alpha = static_cast<float>(at.get_float("alpha", 1.0));
+      break;
     case OpType::Shrink:
       p.lambd = static_cast<float>(at.get_float("lambd", 0.5));
       p.bias = static_cast<float>(at.get_float("bias", 0.0));
       break;
-    case OpType::Gelu: p.gelu_tanh = at.get_string("approximate", "none") == "tanh"; break;
+    case OpType::Gelu:
+      p.gelu_tanh = at.get_string("approximate", "none") == "tanh";
+      break;
     case OpType::IsInf:
       p.detect_positive = at.get_int("detect_positive", 1) != 0;
       p.detect_negative = at.get_int("detect_negative", 1) != 0;
@@ -91,7 +109,8 @@ UnaryParams unary_params(const Lowerer& l, const ir::Node& n) {
       p.hi = hi ? scalar_as_double(*hi) : INFINITY;
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return p;
 }
@@ -142,7 +161,8 @@ void lower_variadic(Lowerer& l, const ir::Node& n) {
 
 void lower_where(Lowerer& l, const ir::Node& n) {
   const ir::Shape& out = l.out_type(n, 0).shape;
-  StridedLayout lay = broadcast_layout(out, {l.in_type(n, 0).shape, l.in_type(n, 1).shape, l.in_type(n, 2).shape});
+  StridedLayout lay =
+      broadcast_layout(out, {l.in_type(n, 0).shape, l.in_type(n, 1).shape, l.in_type(n, 2).shape});
   WhereParams p{};
   p.esize = esize_of(l.out_type(n, 0).dtype);
   p.n = out.numel();
@@ -162,8 +182,9 @@ void lower_where(Lowerer& l, const ir::Node& n) {
 std::string check_elementwise(const ir::Graph& g, const ir::Node& n) {
   if (n.op == OpType::Where) {
     const ir::Shape& out = g.value(n.outputs[0]).type.shape;
-    StridedLayout l = broadcast_layout(out, {g.value(n.inputs[0]).type.shape, g.value(n.inputs[1]).type.shape,
-                                             g.value(n.inputs[2]).type.shape});
+    StridedLayout l =
+        broadcast_layout(out, {g.value(n.inputs[0]).type.shape, g.value(n.inputs[1]).type.shape,
+                               g.value(n.inputs[2]).type.shape});
     return l.rank() <= kMaxDims ? "" : fmt::format("broadcast over {} dims", l.rank());
   }
   if (is_variadic(n.op)) return check_variadic(g, n);
@@ -176,7 +197,8 @@ void lower_elementwise(Lowerer& l, const ir::Node& n) {
   if (is_variadic(n.op)) return lower_variadic(l, n);
   if (ir::is_binary_elementwise(n.op)) return lower_binary(l, n);
   if (n.op == OpType::Cast) {
-    CastParams p{to_dt(l.in_type(n, 0).dtype), to_dt(l.out_type(n, 0).dtype), l.out_type(n, 0).shape.numel()};
+    CastParams p{to_dt(l.in_type(n, 0).dtype), to_dt(l.out_type(n, 0).dtype),
+                 l.out_type(n, 0).shape.numel()};
     BufRef x = l.in(n, 0);
     l.emit(CastInstr{p, x, l.out(n, 0)});
     return;

@@ -15,10 +15,12 @@ namespace {
 using ir::DType;
 using ir::OpType;
 
-int64_t bytes_of(int64_t elements, DType t) { return elements * static_cast<int64_t>(ir::dtype_size(t)); }
+int64_t bytes_of(int64_t elements, DType t) {
+  return elements * static_cast<int64_t>(ir::dtype_size(t));
+}
 
-GemmInstr gemm_instr(const Lowerer& l, const GemmCall& call, DType a_dt, BufRef a, DType b_dt, BufRef b, DType c_dt,
-                     BufRef c, float alpha = 1, float beta = 0) {
+GemmInstr gemm_instr(const Lowerer& l, const GemmCall& call, DType a_dt, BufRef a, DType b_dt,
+                     BufRef b, DType c_dt, BufRef c, float alpha = 1, float beta = 0) {
   GemmInstr g;
   g.g = call.g;
   g.a_dt = to_dt(a_dt);
@@ -41,7 +43,8 @@ std::string check_calls(const std::vector<GemmCall>& calls) {
 
 std::string check_window(const ir::Graph& g, const ir::Node& n) {
   ir::WindowGeometry geo = ir::window_geometry(g, n);
-  if (geo.spatial_rank > kMaxSpatial) return fmt::format("{} spatial dims (kernels take 1 to {})", geo.spatial_rank, kMaxSpatial);
+  if (geo.spatial_rank > kMaxSpatial)
+    return fmt::format("{} spatial dims (kernels take 1 to {})", geo.spatial_rank, kMaxSpatial);
   if (geo.batch == 0) return "an empty batch";
   return "";
 }
@@ -70,18 +73,22 @@ void lower_gemm(Lowerer& l, const ir::Node& n) {
   BufRef c = n.has_input(2) && beta != 0.0f ? l.in(n, 2) : BufRef{};
   BufRef y = l.out(n, 0);
   if (c.valid()) {
-    l.emit(CopyInstr{copy_params(out.dims(), broadcast_strides(l.in_type(n, 2).shape, out), 0, esize_of(ta.dtype)), c, y});
+    l.emit(CopyInstr{copy_params(out.dims(), broadcast_strides(l.in_type(n, 2).shape, out), 0,
+                                 esize_of(ta.dtype)),
+                     c, y});
   } else {
     beta = 0.0f;
   }
-  GemmCall call = row_major_gemm(m, nn, k, {0, sa[1], 0, trans_a}, {0, sb[1], 0, trans_b}, {0, nn, 0, false});
-  if (m > 0 && nn > 0) l.emit(gemm_instr(l, call, ta.dtype, a, ta.dtype, b, ta.dtype, y, alpha, beta));
+  GemmCall call =
+      row_major_gemm(m, nn, k, {0, sa[1], 0, trans_a}, {0, sb[1], 0, trans_b}, {0, nn, 0, false});
+  if (m > 0 && nn > 0)
+    l.emit(gemm_instr(l, call, ta.dtype, a, ta.dtype, b, ta.dtype, y, alpha, beta));
   l.matrix_mode(ta.dtype);
 }
 
 // y = pre (+ bias), rounding once to y's type; nothing to do for f32 without bias.
-void finish_conv(Lowerer& l, const ir::Node& n, BufRef pre, BufRef bias, BufRef y, bool channels_last,
-                 int64_t channels, int64_t spatial) {
+void finish_conv(Lowerer& l, const ir::Node& n, BufRef pre, BufRef bias, BufRef y,
+                 bool channels_last, int64_t channels, int64_t spatial) {
   DType dt = l.out_type(n, 0).dtype;
   if (!bias.valid() && dt == DType::f32) return;
   BiasParams p{};
@@ -103,7 +110,8 @@ void lower_conv(Lowerer& l, const ir::Node& n) {
   BufRef x = l.in(n, 0), bias = l.in(n, 2);
   // Constant weights are uploaded once, already in the order the GEMM reads.
   BufRef w = plan.reorder_weights && w_const
-                 ? l.upload(reorder_weights_channels_last(*w_const), fmt::format("weights of '{}' as [M, k, C]", n.name))
+                 ? l.upload(reorder_weights_channels_last(*w_const),
+                            fmt::format("weights of '{}' as [M, k, C]", n.name))
                  : l.in(n, 1);
   BufRef y = l.out(n, 0);
   if (plan.algo == ConvAlgo::depthwise) {
@@ -120,10 +128,12 @@ void lower_conv(Lowerer& l, const ir::Node& n) {
     return;
   }
   int64_t out_elems = l.out_type(n, 0).shape.numel();
-  BufRef pre = dt == DType::f32 ? y : l.scratch(out_elems * 4, fmt::format("f32 result of '{}'", n.name));
+  BufRef pre =
+      dt == DType::f32 ? y : l.scratch(out_elems * 4, fmt::format("f32 result of '{}'", n.name));
   if (plan.reorder_weights && !w_const) {
     const ir::Shape& ws = l.in_type(n, 1).shape;
-    BufRef wt = l.scratch(bytes_of(ws.numel(), dt), fmt::format("weights of '{}' as [M, k, C]", n.name));
+    BufRef wt =
+        l.scratch(bytes_of(ws.numel(), dt), fmt::format("weights of '{}' as [M, k, C]", n.name));
     l.emit(CopyInstr{permute_params({ws[0], ws[1], plan.kvol}, {0, 2, 1}, esize_of(dt)), w, wt});
     w = wt;
   }
@@ -132,8 +142,9 @@ void lower_conv(Lowerer& l, const ir::Node& n) {
     col = l.scratch(bytes_of(plan.col_elements, dt), fmt::format("im2col of '{}'", n.name));
     int64_t chunks = (g.batch + plan.chunk_images - 1) / plan.chunk_images;
     if (chunks > 1)
-      l.note(fmt::format("cuda: conv '{}' runs in {} chunks of {} image(s) (im2col workspace {:.0f} MiB)", n.name,
-                         chunks, plan.chunk_images, bytes_of(plan.col_elements, dt) / 1048576.0));
+      l.note(fmt::format(
+          "cuda: conv '{}' runs in {} chunks of {} image(s) (im2col workspace {:.0f} MiB)", n.name,
+          chunks, plan.chunk_images, bytes_of(plan.col_elements, dt) / 1048576.0));
   }
   for (int64_t first = 0; first < g.batch; first += plan.chunk_images) {
     int64_t count = std::min(plan.chunk_images, g.batch - first);
@@ -154,8 +165,10 @@ void lower_conv(Lowerer& l, const ir::Node& n) {
       src = col;
     }
     for (const GemmCall& call : conv_gemm_calls(plan, first, count)) {
-      if (!g.channels_last) l.emit(gemm_instr(l, call, dt, w, dt, src, DType::f32, pre));
-      else l.emit(gemm_instr(l, call, dt, src, dt, w, DType::f32, pre));
+      if (!g.channels_last)
+        l.emit(gemm_instr(l, call, dt, w, dt, src, DType::f32, pre));
+      else
+        l.emit(gemm_instr(l, call, dt, src, dt, w, DType::f32, pre));
     }
   }
   finish_conv(l, n, pre, bias, y, g.channels_last, g.out_channels, plan.out_spatial);
@@ -172,7 +185,8 @@ void lower_conv_transpose(Lowerer& l, const ir::Node& n) {
   BufRef y = l.out(n, 0);
   int64_t out_elems = ys.numel();
   if (g.channels_last) {
-    BufRef xt = l.scratch(bytes_of(xs.numel(), dt), fmt::format("'{}' input as channels first", n.name));
+    BufRef xt =
+        l.scratch(bytes_of(xs.numel(), dt), fmt::format("'{}' input as channels first", n.name));
     l.emit(CopyInstr{channels_move_params(xs.dims(), false, esize_of(dt)), x, xt});
     x = xt;
   }
@@ -201,7 +215,8 @@ void lower_conv_transpose(Lowerer& l, const ir::Node& n) {
     for (int i = 1; i < ys.rank() - 1; ++i) cf.push_back(ys[i]);
     BufRef cf_out = pre;
     if (bias.valid() || dt != DType::f32) {
-      cf_out = l.scratch(bytes_of(out_elems, dt), fmt::format("'{}' output as channels first", n.name));
+      cf_out =
+          l.scratch(bytes_of(out_elems, dt), fmt::format("'{}' output as channels first", n.name));
       finish_conv(l, n, pre, bias, cf_out, false, g.out_channels, plan.out_spatial);
     }
     l.emit(CopyInstr{channels_move_params(cf, true, esize_of(dt)), cf_out, y});
@@ -216,7 +231,8 @@ std::string check_linear(const ir::Graph& g, const ir::Node& n) {
   if (!is_float_type(t)) return dtype_reason(n, t);
   switch (n.op) {
     case OpType::MatMul: {
-      MatmulPlan plan = plan_matmul(g.value(n.inputs[0]).type.shape, g.value(n.inputs[1]).type.shape);
+      MatmulPlan plan =
+          plan_matmul(g.value(n.inputs[0]).type.shape, g.value(n.inputs[1]).type.shape);
       if (plan.k == 0) return "MatMul with an empty inner dimension";
       return check_calls(plan.calls);
     }
@@ -226,7 +242,8 @@ std::string check_linear(const ir::Graph& g, const ir::Node& n) {
       int64_t k = n.attrs.get_int("transA", 0) ? sa[0] : sa[1];
       if (k == 0) return "Gemm with an empty inner dimension";
       return check_calls({row_major_gemm(out[0], out[1], k, {0, sa[1], 0, false},
-                                         {0, g.value(n.inputs[1]).type.shape[1], 0, false}, {0, out[1], 0, false})});
+                                         {0, g.value(n.inputs[1]).type.shape[1], 0, false},
+                                         {0, out[1], 0, false})});
     }
     default: {
       std::string r = check_window(g, n);
@@ -246,10 +263,14 @@ std::string check_linear(const ir::Graph& g, const ir::Node& n) {
 
 void lower_linear(Lowerer& l, const ir::Node& n) {
   switch (n.op) {
-    case OpType::MatMul: return lower_matmul(l, n);
-    case OpType::Gemm: return lower_gemm(l, n);
-    case OpType::Conv: return lower_conv(l, n);
-    default: return lower_conv_transpose(l, n);
+    case OpType::MatMul:
+      return lower_matmul(l, n);
+    case OpType::Gemm:
+      return lower_gemm(l, n);
+    case OpType::Conv:
+      return lower_conv(l, n);
+    default:
+      return lower_conv_transpose(l, n);
   }
 }
 

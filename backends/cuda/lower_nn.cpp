@@ -1,6 +1,6 @@
 // Lowering of pools, normalizations, the softmax family, reductions and CumSum.
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 
 #include "backends/cuda/lowerer.h"
 #include "frontend/ir/error.h"
@@ -15,9 +15,16 @@ using ir::OpType;
 
 bool is_reduce(OpType op) {
   switch (op) {
-    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax: case OpType::ReduceMin:
-    case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2: case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
       return true;
     default:
       return false;
@@ -26,8 +33,9 @@ bool is_reduce(OpType op) {
 
 // Integer reductions the cpu backend defines (the others fall back to it).
 bool integer_reduce_ok(OpType op) {
-  return op == OpType::ReduceSum || op == OpType::ReduceMean || op == OpType::ReduceMax || op == OpType::ReduceMin ||
-         op == OpType::ReduceProd || op == OpType::ReduceL1 || op == OpType::ReduceSumSquare;
+  return op == OpType::ReduceSum || op == OpType::ReduceMean || op == OpType::ReduceMax ||
+         op == OpType::ReduceMin || op == OpType::ReduceProd || op == OpType::ReduceL1 ||
+         op == OpType::ReduceSumSquare;
 }
 
 void lower_pool(Lowerer& l, const ir::Node& n) {
@@ -48,7 +56,8 @@ void lower_pool(Lowerer& l, const ir::Node& n) {
 void lower_global_pool(Lowerer& l, const ir::Node& n) {
   const ir::Shape& s = l.in_type(n, 0).shape;
   bool last = ir::is_channels_last(n);
-  int64_t batch = s[0], c = last ? s.dim(-1) : s[1], sp = s.numel() / std::max<int64_t>(1, batch * c);
+  int64_t batch = s[0], c = last ? s.dim(-1) : s[1],
+          sp = s.numel() / std::max<int64_t>(1, batch * c);
   ReduceParams p{};
   p.op = n.op == OpType::GlobalMaxPool ? OpType::ReduceMax : OpType::ReduceMean;
   p.in_dt = p.out_dt = to_dt(l.in_type(n, 0).dtype);
@@ -62,7 +71,8 @@ void lower_global_pool(Lowerer& l, const ir::Node& n) {
 void lower_batch_norm(Lowerer& l, const ir::Node& n) {
   const ir::Shape& s = l.in_type(n, 0).shape;
   bool last = ir::is_channels_last(n);
-  int64_t batch = s[0], c = last ? s.dim(-1) : s[1], sp = s.numel() / std::max<int64_t>(1, batch * c);
+  int64_t batch = s[0], c = last ? s.dim(-1) : s[1],
+          sp = s.numel() / std::max<int64_t>(1, batch * c);
   double eps = n.attrs.get_float("epsilon", 1e-5);
   BufRef mul, add;
   bool constant = true;
@@ -73,7 +83,8 @@ void lower_batch_norm(Lowerer& l, const ir::Node& n) {
     ir::HostTensor mean = to_f32(*l.constant(n, 3)), var = to_f32(*l.constant(n, 4));
     ir::HostTensor m(DType::f32, ir::Shape({c})), a(DType::f32, ir::Shape({c}));
     for (int64_t ch = 0; ch < c; ++ch) {
-      float mv = static_cast<float>(scale.data<float>()[ch] / std::sqrt(static_cast<double>(var.data<float>()[ch]) + eps));
+      float mv = static_cast<float>(scale.data<float>()[ch] /
+                                    std::sqrt(static_cast<double>(var.data<float>()[ch]) + eps));
       m.data<float>()[ch] = mv;
       a.data<float>()[ch] = bias.data<float>()[ch] - mean.data<float>()[ch] * mv;
     }
@@ -109,13 +120,17 @@ BufRef layer_norm_param(Lowerer& l, const ir::Node& n, int i, const ir::Shape& n
   const ir::TensorType& t = l.in_type(n, i);
   if (const ir::HostTensor* c = l.constant(n, i)) {
     dt = DT::f32;
-    return l.upload(expand_f32(*c, norm_shape), fmt::format("layer-norm parameter {} of '{}'", i, n.name));
+    return l.upload(expand_f32(*c, norm_shape),
+                    fmt::format("layer-norm parameter {} of '{}'", i, n.name));
   }
   dt = to_dt(t.dtype);
   BufRef src = l.in(n, i);
   if (t.shape == norm_shape) return src;
-  BufRef dst = l.scratch(norm_shape.numel() * esize_of(t.dtype), fmt::format("layer-norm parameter {} of '{}'", i, n.name));
-  l.emit(CopyInstr{copy_params(norm_shape.dims(), broadcast_strides(t.shape, norm_shape), 0, esize_of(t.dtype)), src, dst});
+  BufRef dst = l.scratch(norm_shape.numel() * esize_of(t.dtype),
+                         fmt::format("layer-norm parameter {} of '{}'", i, n.name));
+  l.emit(CopyInstr{
+      copy_params(norm_shape.dims(), broadcast_strides(t.shape, norm_shape), 0, esize_of(t.dtype)),
+      src, dst});
   return dst;
 }
 
@@ -211,7 +226,8 @@ void lower_reduce(Lowerer& l, const ir::Node& n) {
     for (int pass = 0; pass < 2; ++pass)
       for (int d = 0; d < s.rank(); ++d)
         if (reduced[d] == (pass == 1)) perm.push_back(d);
-    BufRef moved = l.scratch(s.numel() * esize_of(t.dtype), fmt::format("'{}' input with reduced axes last", n.name));
+    BufRef moved = l.scratch(s.numel() * esize_of(t.dtype),
+                             fmt::format("'{}' input with reduced axes last", n.name));
     l.emit(CopyInstr{permute_params(s.dims(), perm, esize_of(t.dtype)), x, moved});
     x = moved;
     p.outer = 1;
@@ -261,9 +277,11 @@ std::string check_nn(const ir::Graph& g, const ir::Node& n) {
     if ((t.dtype == DType::i32 || t.dtype == DType::i64) && integer_reduce_ok(op)) return "";
     return dtype_reason(n, t.dtype);
   }
-  if (op == OpType::ArgMax || op == OpType::ArgMin) return t.dtype == DType::boolean ? dtype_reason(n, t.dtype) : "";
+  if (op == OpType::ArgMax || op == OpType::ArgMin)
+    return t.dtype == DType::boolean ? dtype_reason(n, t.dtype) : "";
   if (op == OpType::CumSum) {
-    if (!is_float_type(t.dtype) && t.dtype != DType::i32 && t.dtype != DType::i64) return dtype_reason(n, t.dtype);
+    if (!is_float_type(t.dtype) && t.dtype != DType::i32 && t.dtype != DType::i64)
+      return dtype_reason(n, t.dtype);
     if (ir::constant_ints(g, n, 1).size() != 1) return "CumSum axis must be one constant value";
     return "";
   }
@@ -271,10 +289,12 @@ std::string check_nn(const ir::Graph& g, const ir::Node& n) {
   if (op == OpType::MaxPool || op == OpType::AveragePool) {
     if (n.outputs.size() > 1) return "MaxPool's Indices output";
     ir::WindowGeometry geo = ir::window_geometry(g, n);
-    if (geo.spatial_rank > kMaxSpatial) return fmt::format("{} spatial dims (kernels take 1 to {})", geo.spatial_rank, kMaxSpatial);
+    if (geo.spatial_rank > kMaxSpatial)
+      return fmt::format("{} spatial dims (kernels take 1 to {})", geo.spatial_rank, kMaxSpatial);
     return "";
   }
-  if (op == OpType::BatchNormalization && n.outputs.size() > 1) return "BatchNormalization training outputs";
+  if (op == OpType::BatchNormalization && n.outputs.size() > 1)
+    return "BatchNormalization training outputs";
   if ((op == OpType::InstanceNormalization || op == OpType::LRN) && t.shape.rank() < 2)
     return fmt::format("{} needs rank >= 2", ir::op_name(op));
   return "";
@@ -282,16 +302,31 @@ std::string check_nn(const ir::Graph& g, const ir::Node& n) {
 
 void lower_nn(Lowerer& l, const ir::Node& n) {
   switch (n.op) {
-    case OpType::MaxPool: case OpType::AveragePool: return lower_pool(l, n);
-    case OpType::GlobalAveragePool: case OpType::GlobalMaxPool: return lower_global_pool(l, n);
-    case OpType::BatchNormalization: return lower_batch_norm(l, n);
-    case OpType::LayerNormalization: return lower_layer_norm(l, n);
-    case OpType::InstanceNormalization: return lower_instance_norm(l, n);
-    case OpType::LRN: return lower_lrn(l, n);
-    case OpType::Softmax: case OpType::LogSoftmax: case OpType::Hardmax: return lower_softmax(l, n);
-    case OpType::ArgMax: case OpType::ArgMin: return lower_arg_reduce(l, n);
-    case OpType::CumSum: return lower_cumsum(l, n);
-    default: return lower_reduce(l, n);
+    case OpType::MaxPool:
+    case OpType::AveragePool:
+      return lower_pool(l, n);
+    case OpType::GlobalAveragePool:
+    case OpType::GlobalMaxPool:
+      return lower_global_pool(l, n);
+    case OpType::BatchNormalization:
+      return lower_batch_norm(l, n);
+    case OpType::LayerNormalization:
+      return lower_layer_norm(l, n);
+    case OpType::InstanceNormalization:
+      return lower_instance_norm(l, n);
+    case OpType::LRN:
+      return lower_lrn(l, n);
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+    case OpType::Hardmax:
+      return lower_softmax(l, n);
+    case OpType::ArgMax:
+    case OpType::ArgMin:
+      return lower_arg_reduce(l, n);
+    case OpType::CumSum:
+      return lower_cumsum(l, n);
+    default:
+      return lower_reduce(l, n);
   }
 }
 

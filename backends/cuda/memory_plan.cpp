@@ -1,7 +1,7 @@
 #include "backends/cuda/memory_plan.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <map>
 #include <numeric>
 
@@ -9,15 +9,19 @@
 
 namespace mimic::backends::cuda {
 
-int64_t align_up(int64_t bytes, int64_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+int64_t align_up(int64_t bytes, int64_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
 
 MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t alignment) {
-  if (alignment <= 0) throw InvalidArgument(fmt::format("memory plan: alignment {} must be positive", alignment));
+  if (alignment <= 0)
+    throw InvalidArgument(fmt::format("memory plan: alignment {} must be positive", alignment));
   MemoryPlan plan;
   plan.offsets.assign(buffers.size(), 0);
   std::vector<size_t> order(buffers.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
   struct Placed {
     int64_t begin, end;
     int first, last;
@@ -26,8 +30,8 @@ MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers, int64_t align
   for (size_t index : order) {
     const BufferLifetime& b = buffers[index];
     if (b.bytes < 0 || b.last < b.first)
-      throw InvalidArgument(fmt::format("memory plan: buffer {} has {} bytes and lifetime [{}, {}]", index, b.bytes,
-                                        b.first, b.last));
+      throw InvalidArgument(fmt::format("memory plan: buffer {} has {} bytes and lifetime [{}, {}]",
+                                        index, b.bytes, b.first, b.last));
     int64_t size = align_up(std::max<int64_t>(b.bytes, 1), alignment);
     // Ranges of the placed buffers alive at the same time, sorted by offset.
     std::vector<std::pair<int64_t, int64_t>> busy;

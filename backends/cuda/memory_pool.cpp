@@ -1,7 +1,7 @@
 #include "backends/cuda/memory_pool.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "frontend/ir/error.h"
 
@@ -21,7 +21,8 @@ int64_t MemoryPool::rounded_size(int64_t bytes) {
 }
 
 void* MemoryPool::allocate(int64_t bytes, const std::string& what) {
-  if (bytes < 0) throw InvalidArgument(fmt::format("cuda memory pool: negative size {} for {}", bytes, what));
+  if (bytes < 0)
+    throw InvalidArgument(fmt::format("cuda memory pool: negative size {} for {}", bytes, what));
   int64_t size = rounded_size(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = cached_.lower_bound(size);
@@ -44,7 +45,8 @@ void* MemoryPool::allocate(int64_t bytes, const std::string& what) {
   if (!ptr) {
     int64_t available = raw_.available_bytes();
     throw OutOfMemoryError(
-        fmt::format("cuda: out of device memory allocating {} bytes ({:.1f} MiB) for {}: {} bytes in use by mimic{}",
+        fmt::format("cuda: out of device memory allocating {} bytes ({:.1f} MiB) for {}: {} bytes "
+                    "in use by mimic{}",
                     size, size / 1048576.0, what, stats_.in_use_bytes,
                     available >= 0 ? fmt::format(", {} bytes free on the device", available) : ""),
         -1, stats_.in_use_bytes + size, available, what);
@@ -60,7 +62,8 @@ void MemoryPool::release(void* ptr) {
   if (!ptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = live_.find(ptr);
-  if (it == live_.end()) throw InvalidArgument("cuda memory pool: releasing a block it did not allocate");
+  if (it == live_.end())
+    throw InvalidArgument("cuda memory pool: releasing a block it did not allocate");
   cached_.emplace(it->second, ptr);
   stats_.in_use_bytes -= it->second;
   stats_.cached_bytes += it->second;

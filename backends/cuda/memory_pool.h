@@ -49,8 +49,8 @@ class MemoryPool {
 
   RawAllocator& raw_;
   mutable std::mutex mutex_;
-  std::multimap<int64_t, void*> cached_;   // size -> block
-  std::map<void*, int64_t> live_;          // block -> size
+  std::multimap<int64_t, void*> cached_;  // size -> block
+  std::map<void*, int64_t> live_;         // block -> size
   PoolStats stats_;
 };
 

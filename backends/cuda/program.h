@@ -44,35 +44,109 @@ struct GemmInstr {
   float alpha = 1, beta = 0;
   BufRef a, b, c;  // row-major A, B, C (cuBLAS gets b as its first operand, see gemm_plan.h)
 };
-struct UnaryInstr { UnaryParams p; BufRef x, y; };
-struct BinaryInstr { BinaryParams p; BufRef a, b, y; };
-struct VariadicInstr { VariadicParams p; std::vector<BufRef> inputs; BufRef y; };
-struct WhereInstr { WhereParams p; BufRef cond, x, y, out; };
-struct CastInstr { CastParams p; BufRef x, y; };
-struct CopyInstr { CopyParams p; BufRef x, y; };
-struct Copy2dInstr { Copy2dParams p; BufRef x, y; };
-struct GatherInstr { GatherParams p; BufRef data, indices, y; };
-struct GatherElementsInstr { GatherElementsParams p; BufRef data, indices, y; };
-struct PadInstr { PadParams p; BufRef x, y; };
-struct TriluInstr { TriluParams p; BufRef x, y; };
-struct Im2colInstr { Im2colParams p; BufRef x, col; };
-struct Col2imInstr { Col2imParams p; BufRef col, y; };
-struct DepthwiseInstr { DepthwiseParams p; BufRef x, w, bias, y; };
-struct BiasInstr { BiasParams p; BufRef x, bias, y; };  // bias may be invalid (conversion only)
-struct PoolInstr { PoolParams p; BufRef x, y; };
-struct BatchNormInstr { BatchNormParams p; BufRef x, mul, add, y; };
-struct BnPrepInstr { BnPrepParams p; BufRef scale, bias, mean, var, mul, add; };
-struct LrnInstr { LrnParams p; BufRef x, y; };
-struct ReduceInstr { ReduceParams p; BufRef x, y; };
-struct ArgReduceInstr { ArgReduceParams p; BufRef x, y; };
-struct SoftmaxInstr { SoftmaxParams p; BufRef x, y; };
-struct RowNormInstr { RowNormParams p; BufRef x, scale, bias, y, mean, inv_std; };
-struct CumSumInstr { CumSumParams p; BufRef x, y; };
+struct UnaryInstr {
+  UnaryParams p;
+  BufRef x, y;
+};
+struct BinaryInstr {
+  BinaryParams p;
+  BufRef a, b, y;
+};
+struct VariadicInstr {
+  VariadicParams p;
+  std::vector<BufRef> inputs;
+  BufRef y;
+};
+struct WhereInstr {
+  WhereParams p;
+  BufRef cond, x, y, out;
+};
+struct CastInstr {
+  CastParams p;
+  BufRef x, y;
+};
+struct CopyInstr {
+  CopyParams p;
+  BufRef x, y;
+};
+struct Copy2dInstr {
+  Copy2dParams p;
+  BufRef x, y;
+};
+struct GatherInstr {
+  GatherParams p;
+  BufRef data, indices, y;
+};
+struct GatherElementsInstr {
+  GatherElementsParams p;
+  BufRef data, indices, y;
+};
+struct PadInstr {
+  PadParams p;
+  BufRef x, y;
+};
+struct TriluInstr {
+  TriluParams p;
+  BufRef x, y;
+};
+struct Im2colInstr {
+  Im2colParams p;
+  BufRef x, col;
+};
+struct Col2imInstr {
+  Col2imParams p;
+  BufRef col, y;
+};
+struct DepthwiseInstr {
+  DepthwiseParams p;
+  BufRef x, w, bias, y;
+};
+struct BiasInstr {
+  BiasParams p;
+  BufRef x, bias, y;
+};  // bias may be invalid (conversion only)
+struct PoolInstr {
+  PoolParams p;
+  BufRef x, y;
+};
+struct BatchNormInstr {
+  BatchNormParams p;
+  BufRef x, mul, add, y;
+};
+struct BnPrepInstr {
+  BnPrepParams p;
+  BufRef scale, bias, mean, var, mul, add;
+};
+struct LrnInstr {
+  LrnParams p;
+  BufRef x, y;
+};
+struct ReduceInstr {
+  ReduceParams p;
+  BufRef x, y;
+};
+struct ArgReduceInstr {
+  ArgReduceParams p;
+  BufRef x, y;
+};
+struct SoftmaxInstr {
+  SoftmaxParams p;
+  BufRef x, y;
+};
+struct RowNormInstr {
+  RowNormParams p;
+  BufRef x, scale, bias, y, mean, inv_std;
+};
+struct CumSumInstr {
+  CumSumParams p;
+  BufRef x, y;
+};
 
-using Instr = std::variant<GemmInstr, UnaryInstr, BinaryInstr, VariadicInstr, WhereInstr, CastInstr, CopyInstr,
-                           Copy2dInstr, GatherInstr, GatherElementsInstr, PadInstr, TriluInstr, Im2colInstr,
-                           Col2imInstr, DepthwiseInstr, BiasInstr, PoolInstr, BatchNormInstr, BnPrepInstr, LrnInstr,
-                           ReduceInstr, ArgReduceInstr, SoftmaxInstr, RowNormInstr, CumSumInstr>;
+using Instr = std::variant<GemmInstr, UnaryInstr, BinaryInstr, VariadicInstr, WhereInstr, CastInstr,
+                           CopyInstr, Copy2dInstr, GatherInstr, GatherElementsInstr, PadInstr,
+                           TriluInstr, Im2colInstr, Col2imInstr, DepthwiseInstr, BiasInstr,
+                           PoolInstr, BatchNormInstr, BnPrepInstr, LrnInstr, ReduceInstr,
+                           ArgReduceInstr, SoftmaxInstr, RowNormInstr, CumSumInstr>;
 
 // Short name of an instruction's kind ("gemm", "im2col", ...).
 const char* instr_name(const Instr& instr);

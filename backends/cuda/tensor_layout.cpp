@@ -21,7 +21,8 @@ StridedLayout merge_dims(std::vector<int64_t> size, std::vector<std::vector<int6
   for (size_t d = 0; d < size.size(); ++d) {
     if (size[d] == 1) continue;
     bool merge = !out.size.empty();
-    for (size_t k = 0; merge && k < strides.size(); ++k) merge = out.strides[k].back() == strides[k][d] * size[d];
+    for (size_t k = 0; merge && k < strides.size(); ++k)
+      merge = out.strides[k].back() == strides[k][d] * size[d];
     if (merge) {
       out.size.back() *= size[d];
       for (size_t k = 0; k < strides.size(); ++k) out.strides[k].back() = strides[k][d];
@@ -66,11 +67,12 @@ bool copy_fits(const std::vector<int64_t>& out_dims, const std::vector<int64_t>&
   return merge_dims(out_dims, {row_major_strides(out_dims), src_strides}).rank() <= kMaxDims;
 }
 
-CopyParams copy_params(const std::vector<int64_t>& out_dims, const std::vector<int64_t>& src_strides,
-                       int64_t src_offset, int esize) {
+CopyParams copy_params(const std::vector<int64_t>& out_dims,
+                       const std::vector<int64_t>& src_strides, int64_t src_offset, int esize) {
   StridedLayout l = merge_dims(out_dims, {row_major_strides(out_dims), src_strides});
   if (l.rank() > kMaxDims)
-    throw CompileError(fmt::format("cuda: a strided copy needs {} dims after merging, kernels take {}", l.rank(), kMaxDims));
+    throw CompileError(fmt::format(
+        "cuda: a strided copy needs {} dims after merging, kernels take {}", l.rank(), kMaxDims));
   CopyParams p{};
   p.esize = esize;
   p.offset = src_offset;
@@ -84,7 +86,8 @@ CopyParams copy_params(const std::vector<int64_t>& out_dims, const std::vector<i
   return p;
 }
 
-CopyParams permute_params(const std::vector<int64_t>& in_dims, const std::vector<int64_t>& perm, int esize) {
+CopyParams permute_params(const std::vector<int64_t>& in_dims, const std::vector<int64_t>& perm,
+                          int esize) {
   std::vector<int64_t> strides = row_major_strides(in_dims), dims, src;
   for (int64_t p : perm) {
     dims.push_back(in_dims[p]);
@@ -97,16 +100,22 @@ CopyParams channels_move_params(const std::vector<int64_t>& in_dims, bool to_las
   int r = static_cast<int>(in_dims.size());
   std::vector<int64_t> perm(r);
   perm[0] = 0;
-  for (int i = 1; i < r; ++i) perm[i] = to_last ? (i == r - 1 ? 1 : i + 1) : (i == 1 ? r - 1 : i - 1);
+  for (int i = 1; i < r; ++i)
+    perm[i] = to_last ? (i == r - 1 ? 1 : i + 1) : (i == 1 ? r - 1 : i - 1);
   return permute_params(in_dims, perm, esize);
 }
 
-DT to_dt(ir::DType t) { return static_cast<DT>(static_cast<int>(t)); }
-int esize_of(ir::DType t) { return static_cast<int>(ir::dtype_size(t)); }
+DT to_dt(ir::DType t) {
+  return static_cast<DT>(static_cast<int>(t));
+}
+int esize_of(ir::DType t) {
+  return static_cast<int>(ir::dtype_size(t));
+}
 
 Window make_window(const ir::WindowGeometry& g) {
   if (g.spatial_rank > kMaxSpatial)
-    throw CompileError(fmt::format("cuda: {} spatial dims, kernels take at most {}", g.spatial_rank, kMaxSpatial));
+    throw CompileError(
+        fmt::format("cuda: {} spatial dims, kernels take at most {}", g.spatial_rank, kMaxSpatial));
   Window w{};
   w.rank = g.spatial_rank;
   for (int d = 0; d < kMaxSpatial; ++d) {

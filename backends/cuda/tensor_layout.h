@@ -33,12 +33,13 @@ std::vector<int64_t> broadcast_strides(const ir::Shape& in, const ir::Shape& out
 StridedLayout broadcast_layout(const ir::Shape& out, const std::vector<ir::Shape>& operands);
 
 // A contiguous output read through `src_strides` from a source (transpose, slice, expand, ...).
-CopyParams copy_params(const std::vector<int64_t>& out_dims, const std::vector<int64_t>& src_strides,
-                       int64_t src_offset, int esize);
+CopyParams copy_params(const std::vector<int64_t>& out_dims,
+                       const std::vector<int64_t>& src_strides, int64_t src_offset, int esize);
 // True when the merged copy fits kMaxDims.
 bool copy_fits(const std::vector<int64_t>& out_dims, const std::vector<int64_t>& src_strides);
 // Permutation copy: out = transpose(in, perm).
-CopyParams permute_params(const std::vector<int64_t>& in_dims, const std::vector<int64_t>& perm, int esize);
+CopyParams permute_params(const std::vector<int64_t>& in_dims, const std::vector<int64_t>& perm,
+                          int esize);
 // Moves channels between position 1 and last: [N, C, S...] <-> [N, S..., C].
 CopyParams channels_move_params(const std::vector<int64_t>& in_dims, bool to_last, int esize);
 

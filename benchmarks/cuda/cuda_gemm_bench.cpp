@@ -4,10 +4,10 @@
 // per (type, size) the median time and TFLOP/s. Without a usable GPU it prints {"error": reason}
 // and exits with status 2.
 //   cuda_gemm_bench [--device N] [--sizes 1024,4096,8192] [--iterations 20]
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,7 +37,9 @@ double median(std::vector<double> v) {
 }
 
 // Fills a buffer with small non-zero values (bit patterns valid in every type used here).
-void fill(void* ptr, size_t bytes, cudaStream_t s) { check_cuda(cudaMemsetAsync(ptr, 0x3c, bytes, s), "cudaMemsetAsync"); }
+void fill(void* ptr, size_t bytes, cudaStream_t s) {
+  check_cuda(cudaMemsetAsync(ptr, 0x3c, bytes, s), "cudaMemsetAsync");
+}
 
 nlohmann::json bench(DeviceContext& ctx, const Mode& mode, int64_t n, int iterations) {
   size_t bytes = static_cast<size_t>(n * n) * mode.element_bytes;
@@ -50,8 +52,9 @@ nlohmann::json bench(DeviceContext& ctx, const Mode& mode, int64_t n, int iterat
   float alpha = 1, beta = 0;
   int dim = static_cast<int>(n);
   auto call = [&] {
-    check_cublas(cublas().gemm(ctx.blas(), CUBLAS_OP_N, CUBLAS_OP_N, dim, dim, dim, &alpha, a, mode.type, dim, b, mode.type,
-                              dim, &beta, c, mode.type, dim, mode.compute, CUBLAS_GEMM_DEFAULT),
+    check_cublas(cublas().gemm(ctx.blas(), CUBLAS_OP_N, CUBLAS_OP_N, dim, dim, dim, &alpha, a,
+                               mode.type, dim, b, mode.type, dim, &beta, c, mode.type, dim,
+                               mode.compute, CUBLAS_GEMM_DEFAULT),
                  fmt::format("{} GEMM {}", mode.name, n));
   };
   for (int i = 0; i < 3; ++i) call();
@@ -75,9 +78,15 @@ nlohmann::json bench(DeviceContext& ctx, const Mode& mode, int64_t n, int iterat
   cudaFree(c);
   double t = median(seconds), flops = 2.0 * n * n * n;
   const PeakFlops& peak = ctx.info().peak;
-  double p = std::string(mode.name) == "fp32" ? peak.fp32 : std::string(mode.name) == "tf32" ? peak.tf32 : peak.half;
-  return {{"type", mode.name}, {"n", n}, {"median_seconds", t}, {"tflops", flops / t / 1e12},
-          {"peak_tflops_at_max_clock", p / 1e12}, {"fraction_of_peak", p > 0 ? flops / t / p : 0.0},
+  double p = std::string(mode.name) == "fp32"   ? peak.fp32
+             : std::string(mode.name) == "tf32" ? peak.tf32
+                                                : peak.half;
+  return {{"type", mode.name},
+          {"n", n},
+          {"median_seconds", t},
+          {"tflops", flops / t / 1e12},
+          {"peak_tflops_at_max_clock", p / 1e12},
+          {"fraction_of_peak", p > 0 ? flops / t / p : 0.0},
           {"iterations", iterations}};
 }
 
@@ -88,8 +97,10 @@ int main(int argc, char** argv) {
   std::vector<int64_t> sizes = {1024, 2048, 4096, 8192};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string key = argv[i], value = argv[i + 1];
-    if (key == "--device") device = std::stoi(value);
-    else if (key == "--iterations") iterations = std::max(1, std::stoi(value));
+    if (key == "--device")
+      device = std::stoi(value);
+    else if (key == "--iterations")
+      iterations = std::max(1, std::stoi(value));
     else if (key == "--sizes") {
       sizes.clear();
       for (size_t pos = 0; pos < value.size();) {
@@ -104,7 +115,8 @@ int main(int argc, char** argv) {
   }
   const CudaStatus& st = cuda_status();
   if (device < 0 || device >= static_cast<int>(st.gpus.size())) {
-    std::string why = st.gpus.empty() ? st.unavailable_reason : fmt::format("there is no cuda:{}", device);
+    std::string why =
+        st.gpus.empty() ? st.unavailable_reason : fmt::format("there is no cuda:{}", device);
     std::printf("%s\n", nlohmann::json{{"error", why}}.dump().c_str());
     return 2;
   }
@@ -112,8 +124,9 @@ int main(int argc, char** argv) {
     DeviceContext& ctx = DeviceContext::get(device);
     ctx.activate();
     const GpuInfo& g = ctx.info();
-    nlohmann::json out{{"gpu", nlohmann::json::parse(g.properties_json(st.driver_version, st.runtime_version))},
-                       {"results", nlohmann::json::array()}};
+    nlohmann::json out{
+        {"gpu", nlohmann::json::parse(g.properties_json(st.driver_version, st.runtime_version))},
+        {"results", nlohmann::json::array()}};
     for (const Mode& m : kModes)
       for (int64_t n : sizes) out["results"].push_back(bench(ctx, m, n, iterations));
     std::printf("%s\n", out.dump(2).c_str());

@@ -1,7 +1,8 @@
 // The cuda backend on a real GPU: every op case and the zoo models against the cpu backend under
 // both precision modes, the run report, the trace (GPU stream and host launch tracks linked by a
 // correlation id), runtime errors, the memory pool. Each test calls GTEST_SKIP() with the CUDA
-// runtime's reason when no GPU can be used, so the suite is green (skipped) on machines without one.
+// runtime's reason when no GPU can be used, so the suite is green (skipped) on machines without
+// one.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,10 +22,10 @@ std::string gpu_unavailable() {
   return d.available ? "" : d.reason;
 }
 
-#define REQUIRE_GPU()                                               \
-  do {                                                              \
-    std::string why = gpu_unavailable();                            \
-    if (!why.empty()) GTEST_SKIP() << "no usable GPU: " << why;     \
+#define REQUIRE_GPU()                                           \
+  do {                                                          \
+    std::string why = gpu_unavailable();                        \
+    if (!why.empty()) GTEST_SKIP() << "no usable GPU: " << why; \
   } while (0)
 
 const std::vector<OpCase>& cases() {
@@ -32,7 +33,8 @@ const std::vector<OpCase>& cases() {
   return all;
 }
 
-CompileOptions gpu_options(const std::string& precision, const std::map<std::string, std::string>& options = {}) {
+CompileOptions gpu_options(const std::string& precision,
+                           const std::map<std::string, std::string>& options = {}) {
   CompileOptions o;
   o.precision = precision;
   o.strict = true;  // a node that would fall back to cpu is a failure here
@@ -52,7 +54,10 @@ TEST_P(GpuOp, MatchesCpu) {
     RunOutput out = exe.run(c.inputs);
     ASSERT_EQ(out.outputs.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_EQ(compare_tensors(out.outputs[i], want[i], tolerance_for(c, want[i].dtype(), std::string(precision) == "default")), "")
+      EXPECT_EQ(
+          compare_tensors(out.outputs[i], want[i],
+                          tolerance_for(c, want[i].dtype(), std::string(precision) == "default")),
+          "")
           << "output " << i;
     EXPECT_EQ(out.report.fallback_count(), 0);
   }
@@ -73,7 +78,9 @@ struct ZooCase {
   int64_t batch;
 };
 
-void PrintTo(const ZooCase& z, std::ostream* os) { *os << z.model << " " << z.layout << " batch " << z.batch; }
+void PrintTo(const ZooCase& z, std::ostream* os) {
+  *os << z.model << " " << z.layout << " batch " << z.batch;
+}
 
 class GpuZoo : public ::testing::TestWithParam<ZooCase> {};
 
@@ -87,7 +94,8 @@ TEST_P(GpuZoo, MatchesCpu) {
   CompileOptions co;
   co.batch = z.batch;
   Executable cpu = compile(g, Device("cpu"), co);
-  std::vector<ir::HostTensor> inputs = random_inputs(cpu.graph(), 11, m.int_input_high > 0 ? m.int_input_high : 100);
+  std::vector<ir::HostTensor> inputs =
+      random_inputs(cpu.graph(), 11, m.int_input_high > 0 ? m.int_input_high : 100);
   std::vector<ir::HostTensor> want = cpu.run(inputs).outputs;
   for (const char* precision : {"highest", "default"}) {
     CompileOptions go = gpu_options(precision);
@@ -95,7 +103,8 @@ TEST_P(GpuZoo, MatchesCpu) {
     RunOutput out = compile(g, Device("cuda:0"), go).run(inputs);
     double tol = std::string(precision) == "highest" ? 1e-3 : 3e-2;
     for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_EQ(compare_tensors(out.outputs[i], want[i], {tol, tol}), "") << precision << " output " << i;
+      EXPECT_EQ(compare_tensors(out.outputs[i], want[i], {tol, tol}), "")
+          << precision << " output " << i;
     EXPECT_EQ(out.report.precision, std::string(precision) == "highest" ? "fp32" : "tf32");
   }
 }
@@ -109,10 +118,15 @@ std::vector<ZooCase> zoo_cases() {
           {"resnet50", "nhwc", small, 2},
           {"mobilenet_v2", "nchw", small, 4},
           {"mobilenet_v2", "nhwc", small, 4},
-          {"bert", "nchw", {{"layers", 2}, {"hidden", 128}, {"heads", 4}, {"seq", 64}, {"vocab", 1000}}, 4}};
+          {"bert",
+           "nchw",
+           {{"layers", 2}, {"hidden", 128}, {"heads", 4}, {"seq", 64}, {"vocab", 1000}},
+           4}};
 }
 
-std::string zoo_name(const ::testing::TestParamInfo<ZooCase>& info) { return info.param.model + "_" + info.param.layout; }
+std::string zoo_name(const ::testing::TestParamInfo<ZooCase>& info) {
+  return info.param.model + "_" + info.param.layout;
+}
 
 INSTANTIATE_TEST_SUITE_P(Models, GpuZoo, ::testing::ValuesIn(zoo_cases()), zoo_name);
 
@@ -138,7 +152,8 @@ class RecordingSink final : public sim::EventSink {
     ops.push_back(op);
     return static_cast<sim::OpId>(ops.size() - 1);
   }
-  void event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts, uint64_t dur) override {
+  void event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts,
+             uint64_t dur) override {
     events.push_back({track, op, std::string(name), ts, dur});
   }
   void counter(sim::TrackId, uint64_t, double) override {}
@@ -166,7 +181,9 @@ ir::Graph mlp_graph(ir::DType t) {
   return g;
 }
 
-std::vector<ir::HostTensor> inputs_for(const ir::Graph& g) { return random_inputs(prepare_graph(g, 0), 3); }
+std::vector<ir::HostTensor> inputs_for(const ir::Graph& g) {
+  return random_inputs(prepare_graph(g, 0), 3);
+}
 
 TEST(GpuReport, PrecisionPerOpTimesAndTotals) {
   REQUIRE_GPU();
@@ -192,7 +209,9 @@ TEST(GpuReport, PrecisionPerOpTimesAndTotals) {
   EXPECT_EQ(def.report.bytes_moved.at("host_to_device"), (32 * 256 + 256 * 512) * 4);
   EXPECT_EQ(compile(g, Device("cuda:0"), gpu_options("highest")).run(in).report.precision, "fp32");
   ir::Graph g16 = mlp_graph(ir::DType::bf16);
-  EXPECT_EQ(compile(g16, Device("cuda:0"), gpu_options("default")).run(inputs_for(g16)).report.precision, "bf16");
+  EXPECT_EQ(
+      compile(g16, Device("cuda:0"), gpu_options("default")).run(inputs_for(g16)).report.precision,
+      "bf16");
 }
 
 TEST(GpuTrace, GpuAndHostTracksLinkedByCorrelationId) {
@@ -260,15 +279,18 @@ TEST(GpuMemory, RepeatedRunsReuseThePool) {
   Executable exe = compile(g, Device("cuda:0"), gpu_options("default"));
   RunOutput first = exe.run(in);
   RunOutput second = exe.run(in);
-  EXPECT_EQ(second.report.metrics.at("pool_device_allocations"), first.report.metrics.at("pool_device_allocations"));
+  EXPECT_EQ(second.report.metrics.at("pool_device_allocations"),
+            first.report.metrics.at("pool_device_allocations"));
   for (int64_t i = 0; i < first.outputs[0].numel(); ++i)
-    ASSERT_EQ(first.outputs[0].data<float>()[i], second.outputs[0].data<float>()[i]) << "runs are deterministic";
+    ASSERT_EQ(first.outputs[0].data<float>()[i], second.outputs[0].data<float>()[i])
+        << "runs are deterministic";
 }
 
 TEST(GpuOptions, TimingRunSkipsPerOpEvents) {
   REQUIRE_GPU();
   ir::Graph g = mlp_graph(ir::DType::f32);
-  RunOutput out = compile(g, Device("cuda:0"), gpu_options("default", {{"timing", "run"}})).run(inputs_for(g));
+  RunOutput out =
+      compile(g, Device("cuda:0"), gpu_options("default", {{"timing", "run"}})).run(inputs_for(g));
   for (const auto& op : out.report.ops) EXPECT_EQ(op.device_seconds, 0);
   EXPECT_GT(out.report.device_seconds, 0);
   ASSERT_FALSE(out.report.notes.empty());

@@ -45,7 +45,8 @@ TEST(CudaCases, CoverEveryOpOfTheIr) {
   }
   for (int i = 0; i < ir::op_count(); ++i) {
     ir::OpType op = ir::op_at(i);
-    EXPECT_TRUE(seen.count(op) || ops_without_cases().count(op)) << ir::op_name(op) << " has no case";
+    EXPECT_TRUE(seen.count(op) || ops_without_cases().count(op))
+        << ir::op_name(op) << " has no case";
   }
 }
 
@@ -67,15 +68,19 @@ TEST_P(EmulatedOp, MatchesCpu) {
   ir::Graph g = prepare_graph(c.graph, 0);
   backends::cuda::Program p = backends::cuda::lower(g, highest_with(c.options));
   std::vector<ir::HostTensor> want = run_cpu(c.graph, c.inputs);
-  // The planned arena with the GPU's choice of index width, and separate buffers with 64-bit indices.
+  // The planned arena with the GPU's choice of index width, and separate buffers with 64-bit
+  // indices.
   for (EmulatedMemory memory : {EmulatedMemory::planned_arena, EmulatedMemory::separate_buffers}) {
-    EmulatedIndex index = memory == EmulatedMemory::planned_arena ? EmulatedIndex::automatic : EmulatedIndex::wide;
+    EmulatedIndex index =
+        memory == EmulatedMemory::planned_arena ? EmulatedIndex::automatic : EmulatedIndex::wide;
     std::vector<ir::HostTensor> got = emulate_program(p, c.inputs, memory, index);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       std::string diff = compare_tensors(got[i], want[i], tolerance_for(c, want[i].dtype(), false));
       EXPECT_EQ(diff, "") << "output " << i
-                          << (memory == EmulatedMemory::planned_arena ? " (planned arena, 32-bit indices)" : " (64-bit)");
+                          << (memory == EmulatedMemory::planned_arena
+                                  ? " (planned arena, 32-bit indices)"
+                                  : " (64-bit)");
     }
   }
 }
@@ -87,7 +92,8 @@ std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
   return s;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCases, EmulatedOp, ::testing::Range<size_t>(0, cases().size()), case_name);
+INSTANTIATE_TEST_SUITE_P(AllCases, EmulatedOp, ::testing::Range<size_t>(0, cases().size()),
+                         case_name);
 
 TEST(EmulatedOp, OutOfRangeGatherIndexIsReported) {
   ir::Graph g("gather");

@@ -17,7 +17,9 @@ struct ZooCase {
   int64_t batch;
 };
 
-void PrintTo(const ZooCase& z, std::ostream* os) { *os << z.model << " " << z.layout << " batch " << z.batch; }
+void PrintTo(const ZooCase& z, std::ostream* os) {
+  *os << z.model << " " << z.layout << " batch " << z.batch;
+}
 
 class EmulatedZoo : public ::testing::TestWithParam<ZooCase> {};
 
@@ -29,7 +31,8 @@ TEST_P(EmulatedZoo, MatchesCpu) {
   CompileOptions co;
   co.batch = z.batch;
   Executable cpu = compile(g, Device("cpu"), co);
-  std::vector<ir::HostTensor> inputs = random_inputs(cpu.graph(), 11, m.int_input_high > 0 ? m.int_input_high : 100);
+  std::vector<ir::HostTensor> inputs =
+      random_inputs(cpu.graph(), 11, m.int_input_high > 0 ? m.int_input_high : 100);
   std::vector<ir::HostTensor> want = cpu.run(inputs).outputs;
   backends::CompileOptions bo;
   bo.precision = "highest";
@@ -37,7 +40,8 @@ TEST_P(EmulatedZoo, MatchesCpu) {
   std::vector<ir::HostTensor> got = emulate_program(p, inputs);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_EQ(compare_tensors(got[i], want[i], {1e-3, 1e-3}), "") << z.model << " " << z.layout << " output " << i;
+    EXPECT_EQ(compare_tensors(got[i], want[i], {1e-3, 1e-3}), "")
+        << z.model << " " << z.layout << " output " << i;
 }
 
 std::vector<ZooCase> zoo_cases() {
@@ -49,7 +53,10 @@ std::vector<ZooCase> zoo_cases() {
           {"resnet50", "nhwc", small, 1},
           {"mobilenet_v2", "nchw", small, 2},
           {"mobilenet_v2", "nhwc", small, 2},
-          {"bert", "nchw", {{"layers", 2}, {"hidden", 64}, {"heads", 4}, {"seq", 16}, {"vocab", 100}}, 2}};
+          {"bert",
+           "nchw",
+           {{"layers", 2}, {"hidden", 64}, {"heads", 4}, {"seq", 16}, {"vocab", 100}},
+           2}};
 }
 
 std::string zoo_name(const ::testing::TestParamInfo<ZooCase>& info) {

@@ -3,8 +3,8 @@
 // geometry, op support, lowering of whole models).
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <fmt/format.h>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -26,7 +26,9 @@
 namespace mimic::backends::cuda {
 namespace {
 
-bool has_gpu() { return !cuda_status().gpus.empty(); }
+bool has_gpu() {
+  return !cuda_status().gpus.empty();
+}
 
 ir::Graph relu_graph() {
   ir::Graph g("relu");
@@ -45,7 +47,9 @@ const Backend& cuda_backend() {
 // ---- without a GPU: unavailable, with the reason ----
 
 TEST(CudaUnavailable, DevicesListCuda0WithTheReason) {
-  if (has_gpu()) GTEST_SKIP() << "a GPU is present (" << cuda_status().gpus[0].name << "): this tests the no-GPU path";
+  if (has_gpu())
+    GTEST_SKIP() << "a GPU is present (" << cuda_status().gpus[0].name
+                 << "): this tests the no-GPU path";
   bool found = false;
   for (const DeviceInfo& d : mimic::devices()) {
     if (d.name != "cuda:0") continue;
@@ -55,7 +59,9 @@ TEST(CudaUnavailable, DevicesListCuda0WithTheReason) {
     EXPECT_EQ(d.reason, cuda_status().unavailable_reason);
     // The CUDA runtime's own error, by name, is part of the reason.
     EXPECT_NE(d.reason.find("[cudaError"), std::string::npos) << d.reason;
-    EXPECT_TRUE(d.reason.find("driver") != std::string::npos || d.reason.find("device") != std::string::npos) << d.reason;
+    EXPECT_TRUE(d.reason.find("driver") != std::string::npos ||
+                d.reason.find("device") != std::string::npos)
+        << d.reason;
   }
   EXPECT_TRUE(found);
 }
@@ -67,7 +73,8 @@ TEST(CudaUnavailable, CompileRaisesDeviceUnavailableWithTheReason) {
     FAIL() << "compile on cuda:0 without a GPU must raise";
   } catch (const DeviceUnavailableError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::device_unavailable);
-    EXPECT_NE(std::string(e.what()).find(cuda_status().unavailable_reason), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(cuda_status().unavailable_reason), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what();
   }
   EXPECT_THROW(mimic::compile(relu_graph(), Device("cuda:0")), DeviceUnavailableError);
@@ -119,11 +126,14 @@ TEST(CudaDevice, ArgumentsThatAreNotGpuIndices) {
 TEST(CudaDevice, UnavailableReasonsNameTheCause) {
   EXPECT_EQ(cuda_version_string(13000), "13.0");
   EXPECT_EQ(cuda_version_string(12080), "12.8");
-  std::string none = unavailable_reason("cudaErrorInsufficientDriver", "CUDA driver version is insufficient", 0, 13000);
+  std::string none = unavailable_reason("cudaErrorInsufficientDriver",
+                                        "CUDA driver version is insufficient", 0, 13000);
   EXPECT_NE(none.find("no NVIDIA driver"), std::string::npos) << none;
-  std::string old = unavailable_reason("cudaErrorInsufficientDriver", "CUDA driver version is insufficient", 12020, 13000);
+  std::string old = unavailable_reason("cudaErrorInsufficientDriver",
+                                       "CUDA driver version is insufficient", 12020, 13000);
   EXPECT_NE(old.find("supports CUDA 12.2, this build needs CUDA 13.0"), std::string::npos) << old;
-  std::string nodev = unavailable_reason("cudaErrorNoDevice", "no CUDA-capable device is detected", 12080, 13000);
+  std::string nodev =
+      unavailable_reason("cudaErrorNoDevice", "no CUDA-capable device is detected", 12080, 13000);
   EXPECT_NE(nodev.find("no CUDA device found"), std::string::npos) << nodev;
   EXPECT_NE(nodev.find("[cudaErrorNoDevice]"), std::string::npos) << nodev;
 }
@@ -163,7 +173,8 @@ TEST(CudaOptions, PrecisionModes) {
       parse_options(o);
       FAIL() << bad;
     } catch (const InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find(fmt::format("precision '{}'", bad)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(fmt::format("precision '{}'", bad)), std::string::npos)
+          << e.what();
       EXPECT_NE(std::string(e.what()).find("highest"), std::string::npos) << e.what();
     }
   }
@@ -178,9 +189,12 @@ TEST(CudaOptions, BackendOptions) {
   CudaOptions p = parse_options(o);
   EXPECT_FALSE(p.per_op_timing);
   EXPECT_EQ(p.workspace_bytes, int64_t{64} << 20);
-  for (auto [key, value] : std::vector<std::pair<std::string, std::string>>{
-           {"timing", "always"}, {"workspace_mb", "0"}, {"workspace_mb", "abc"}, {"workspace_mb", "100000"},
-           {"workspace_mb", "-5"}}) {
+  for (auto [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"timing", "always"},
+                                                        {"workspace_mb", "0"},
+                                                        {"workspace_mb", "abc"},
+                                                        {"workspace_mb", "100000"},
+                                                        {"workspace_mb", "-5"}}) {
     o.options = {{key, value}};
     try {
       parse_options(o);
@@ -194,7 +208,8 @@ TEST(CudaOptions, BackendOptions) {
     parse_options(o);
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown option 'num_ipus' (known: timing, workspace_mb)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("unknown option 'num_ipus' (known: timing, workspace_mb)"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_EQ(cuda_backend().option_help().size(), 2u);
@@ -227,7 +242,8 @@ void expect_valid_plan(const std::vector<BufferLifetime>& b, const MemoryPlan& p
     EXPECT_LE(p.offsets[i] + b[i].bytes, p.total_bytes);
     for (size_t j = i + 1; j < b.size(); ++j) {
       bool live_together = b[i].first <= b[j].last && b[j].first <= b[i].last;
-      bool disjoint = p.offsets[i] + b[i].bytes <= p.offsets[j] || p.offsets[j] + b[j].bytes <= p.offsets[i];
+      bool disjoint =
+          p.offsets[i] + b[i].bytes <= p.offsets[j] || p.offsets[j] + b[j].bytes <= p.offsets[i];
       if (live_together && b[i].bytes > 0 && b[j].bytes > 0) {
         EXPECT_TRUE(disjoint) << "buffers " << i << " and " << j << " overlap while both are alive";
       }
@@ -309,7 +325,8 @@ TEST(CudaMemoryPool, RoundsAndReusesBlocks) {
   void* b = pool.allocate((int64_t{5} << 20) - 100, "b");
   EXPECT_EQ(a, b) << "a released block of the same rounded size is reused";
   EXPECT_EQ(dev.allocations, 1);
-  void* c = pool.allocate(int64_t{1} << 20, "c");  // the cached 6 MiB block is more than twice too large
+  void* c =
+      pool.allocate(int64_t{1} << 20, "c");  // the cached 6 MiB block is more than twice too large
   EXPECT_NE(c, b);
   PoolStats s = pool.stats();
   EXPECT_EQ(s.device_allocations, 2);
@@ -328,7 +345,7 @@ TEST(CudaMemoryPool, RetriesAfterReturningTheCacheThenReportsOutOfMemory) {
   FakeDevice dev(int64_t{10} << 20);
   MemoryPool pool(dev);
   void* a = pool.allocate(int64_t{6} << 20, "a");
-  pool.release(a);  // cached: 6 MiB of the 10 held by the pool
+  pool.release(a);                                 // cached: 6 MiB of the 10 held by the pool
   void* b = pool.allocate(int64_t{8} << 20, "b");  // needs the cache returned first
   EXPECT_NE(b, nullptr);
   EXPECT_EQ(dev.releases, 1);
@@ -347,8 +364,8 @@ TEST(CudaMemoryPool, RetriesAfterReturningTheCacheThenReportsOutOfMemory) {
 // ---- GEMM geometry ----
 
 // Row-major reference C = op(A) op(B) and a column-major executor of GemmCalls.
-void run_calls(const std::vector<GemmCall>& calls, const std::vector<float>& a, const std::vector<float>& b,
-               std::vector<float>& c) {
+void run_calls(const std::vector<GemmCall>& calls, const std::vector<float>& a,
+               const std::vector<float>& b, std::vector<float>& c) {
   for (const GemmCall& call : calls) {
     const ColMajorGemm& g = call.g;
     for (int64_t bt = 0; bt < g.batch; ++bt)
@@ -357,8 +374,10 @@ void run_calls(const std::vector<GemmCall>& calls, const std::vector<float>& a, 
           double acc = 0;
           for (int64_t l = 0; l < g.k; ++l) {
             // cuBLAS's A is the row-major B and its B the row-major A.
-            float av = b[call.b_offset + bt * g.stride_a + (g.trans_a ? l + i * g.lda : i + l * g.lda)];
-            float bv = a[call.a_offset + bt * g.stride_b + (g.trans_b ? j + l * g.ldb : l + j * g.ldb)];
+            float av =
+                b[call.b_offset + bt * g.stride_a + (g.trans_a ? l + i * g.lda : i + l * g.lda)];
+            float bv =
+                a[call.a_offset + bt * g.stride_b + (g.trans_b ? j + l * g.ldb : l + j * g.ldb)];
             acc += static_cast<double>(av) * bv;
           }
           c[call.c_offset + bt * g.stride_c + i + j * g.ldc] = static_cast<float>(acc);
@@ -377,7 +396,8 @@ TEST(CudaGemmPlan, RowMajorProductAsColumnMajorCall) {
     for (bool tb : {false, true}) {
       int64_t m = 3, n = 4, k = 5;
       std::vector<float> a = iota_values(m * k, 0.5f), b = iota_values(k * n, 0.25f), c(m * n, 0);
-      GemmCall call = row_major_gemm(m, n, k, {0, ta ? m : k, 0, ta}, {0, tb ? k : n, 0, tb}, {0, n, 0, false});
+      GemmCall call =
+          row_major_gemm(m, n, k, {0, ta ? m : k, 0, ta}, {0, tb ? k : n, 0, tb}, {0, n, 0, false});
       EXPECT_EQ(call.g.m, n);
       EXPECT_EQ(call.g.n, m);
       run_calls({call}, a, b, c);
@@ -385,33 +405,39 @@ TEST(CudaGemmPlan, RowMajorProductAsColumnMajorCall) {
         for (int64_t j = 0; j < n; ++j) {
           double want = 0;
           for (int64_t l = 0; l < k; ++l)
-            want += static_cast<double>(ta ? a[l * m + i] : a[i * k + l]) * (tb ? b[j * k + l] : b[l * n + j]);
-          EXPECT_FLOAT_EQ(c[i * n + j], static_cast<float>(want)) << ta << tb << " " << i << "," << j;
+            want += static_cast<double>(ta ? a[l * m + i] : a[i * k + l]) *
+                    (tb ? b[j * k + l] : b[l * n + j]);
+          EXPECT_FLOAT_EQ(c[i * n + j], static_cast<float>(want))
+              << ta << tb << " " << i << "," << j;
         }
     }
 }
 
 TEST(CudaGemmPlan, MatmulBroadcastingBecomesFewCalls) {
-  EXPECT_EQ(plan_matmul(ir::Shape({4, 5, 6}), ir::Shape({6, 3})).calls.size(), 1u);  // one tall GEMM
+  EXPECT_EQ(plan_matmul(ir::Shape({4, 5, 6}), ir::Shape({6, 3})).calls.size(),
+            1u);  // one tall GEMM
   EXPECT_EQ(plan_matmul(ir::Shape({4, 5, 6}), ir::Shape({6, 3})).calls[0].g.n, 20);
   MatmulPlan batched = plan_matmul(ir::Shape({2, 3, 5, 6}), ir::Shape({2, 3, 6, 4}));
   ASSERT_EQ(batched.calls.size(), 1u);
   EXPECT_EQ(batched.calls[0].g.batch, 6);
   MatmulPlan shared_a = plan_matmul(ir::Shape({5, 6}), ir::Shape({3, 6, 4}));
   ASSERT_EQ(shared_a.calls.size(), 1u);
-  EXPECT_EQ(shared_a.calls[0].g.stride_b, 0) << "the row-major A is shared by every matrix of the batch";
+  EXPECT_EQ(shared_a.calls[0].g.stride_b, 0)
+      << "the row-major A is shared by every matrix of the batch";
   MatmulPlan cross = plan_matmul(ir::Shape({2, 1, 4, 5}), ir::Shape({3, 5, 6}));
   EXPECT_EQ(cross.calls.size(), 2u);
   EXPECT_EQ(cross.batches, 6);
   // Numerically: [2,1,4,5] x [3,5,6] against a direct loop.
-  std::vector<float> a = iota_values(2 * 4 * 5, 0.5f), b = iota_values(3 * 5 * 6, 0.3f), c(2 * 3 * 4 * 6, 0);
+  std::vector<float> a = iota_values(2 * 4 * 5, 0.5f), b = iota_values(3 * 5 * 6, 0.3f),
+                     c(2 * 3 * 4 * 6, 0);
   run_calls(cross.calls, a, b, c);
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j)
       for (int r = 0; r < 4; ++r)
         for (int q = 0; q < 6; ++q) {
           double want = 0;
-          for (int l = 0; l < 5; ++l) want += static_cast<double>(a[(i * 4 + r) * 5 + l]) * b[(j * 5 + l) * 6 + q];
+          for (int l = 0; l < 5; ++l)
+            want += static_cast<double>(a[(i * 4 + r) * 5 + l]) * b[(j * 5 + l) * 6 + q];
           EXPECT_FLOAT_EQ(c[((i * 3 + j) * 4 + r) * 6 + q], static_cast<float>(want));
         }
 }
@@ -429,16 +455,23 @@ ir::WindowGeometry conv_geometry(ir::Shape x, ir::Shape w, ir::Attributes attrs)
 
 TEST(CudaConvPlan, PicksTheAlgorithm) {
   using Ints = std::vector<int64_t>;
-  ConvPlan dw = plan_conv(conv_geometry(ir::Shape({1, 8, 9, 9}), ir::Shape({8, 1, 3, 3}), {{"group", int64_t{8}}}), 4, 1 << 20);
+  ConvPlan dw = plan_conv(
+      conv_geometry(ir::Shape({1, 8, 9, 9}), ir::Shape({8, 1, 3, 3}), {{"group", int64_t{8}}}), 4,
+      1 << 20);
   EXPECT_EQ(dw.algo, ConvAlgo::depthwise);
-  ConvPlan pw = plan_conv(conv_geometry(ir::Shape({2, 8, 9, 9}), ir::Shape({4, 8, 1, 1}), {}), 4, 1 << 20);
+  ConvPlan pw =
+      plan_conv(conv_geometry(ir::Shape({2, 8, 9, 9}), ir::Shape({4, 8, 1, 1}), {}), 4, 1 << 20);
   EXPECT_EQ(pw.algo, ConvAlgo::pointwise);
   EXPECT_EQ(pw.col_elements, 0);
   EXPECT_EQ(conv_gemm_calls(pw, 0, 2)[0].g.batch, 2);
-  ConvPlan strided = plan_conv(conv_geometry(ir::Shape({2, 8, 9, 9}), ir::Shape({4, 8, 1, 1}), {{"strides", Ints{2, 2}}}), 4, 1 << 20);
+  ConvPlan strided = plan_conv(
+      conv_geometry(ir::Shape({2, 8, 9, 9}), ir::Shape({4, 8, 1, 1}), {{"strides", Ints{2, 2}}}), 4,
+      1 << 20);
   EXPECT_EQ(strided.algo, ConvAlgo::im2col);
-  ir::Attributes nhwc{{"layout", std::string("NHWC")}, {"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{2}}};
-  ConvPlan cl = plan_conv(conv_geometry(ir::Shape({4, 9, 9, 8}), ir::Shape({6, 4, 3, 3}), nhwc), 4, 1 << 20);
+  ir::Attributes nhwc{
+      {"layout", std::string("NHWC")}, {"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{2}}};
+  ConvPlan cl =
+      plan_conv(conv_geometry(ir::Shape({4, 9, 9, 8}), ir::Shape({6, 4, 3, 3}), nhwc), 4, 1 << 20);
   EXPECT_EQ(cl.algo, ConvAlgo::im2col);
   EXPECT_TRUE(cl.reorder_weights);
   EXPECT_EQ(cl.k, 36);
@@ -448,7 +481,8 @@ TEST(CudaConvPlan, PicksTheAlgorithm) {
 }
 
 TEST(CudaConvPlan, ChunksTheBatchToTheWorkspace) {
-  ir::WindowGeometry g = conv_geometry(ir::Shape({64, 64, 56, 56}), ir::Shape({64, 64, 3, 3}), {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::WindowGeometry g = conv_geometry(ir::Shape({64, 64, 56, 56}), ir::Shape({64, 64, 3, 3}),
+                                       {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
   int64_t per_image = 64 * 9 * 56 * 56 * 4;  // 7.2 MB of im2col per image
   ConvPlan p = plan_conv(g, 4, int64_t{256} << 20);
   EXPECT_EQ(p.chunk_images, (int64_t{256} << 20) / per_image);
@@ -464,7 +498,8 @@ TEST(CudaConvPlan, ReordersWeightsForChannelsLast) {
   EXPECT_EQ(r.shape(), ir::Shape({2, 4, 3}));
   for (int m = 0; m < 2; ++m)
     for (int c = 0; c < 3; ++c)
-      for (int k = 0; k < 4; ++k) EXPECT_EQ(r.data<float>()[(m * 4 + k) * 3 + c], w.data<float>()[(m * 3 + c) * 4 + k]);
+      for (int k = 0; k < 4; ++k)
+        EXPECT_EQ(r.data<float>()[(m * 4 + k) * 3 + c], w.data<float>()[(m * 3 + c) * 4 + k]);
 }
 
 // ---- op support and lowering ----
@@ -503,8 +538,10 @@ TEST(CudaLowering, ResNet50PlansOneArenaAndUploadsWeightsOnce) {
   int64_t params = 0, activations = 0, gemms = 0, im2col = 0;
   for (int i = 0; i < g.num_values(); ++i) {
     const ir::Value& v = g.value(i);
-    if (v.constant && v.type.dtype == ir::DType::f32) params += static_cast<int64_t>(v.constant->nbytes());
-    else if (!v.constant) activations += v.type.shape.numel() * 4;
+    if (v.constant && v.type.dtype == ir::DType::f32)
+      params += static_cast<int64_t>(v.constant->nbytes());
+    else if (!v.constant)
+      activations += v.type.shape.numel() * 4;
   }
   for (const Instr& i : p.instrs) {
     gemms += std::holds_alternative<GemmInstr>(i);
@@ -526,7 +563,9 @@ TEST(CudaLowering, ResNet50PlansOneArenaAndUploadsWeightsOnce) {
 }
 
 TEST(CudaLowering, BertRunsEveryNodeOnTheGpu) {
-  ir::Graph g = zoo_graph("bert", {"nchw", 0, {{"layers", 2}, {"hidden", 64}, {"heads", 4}, {"seq", 16}, {"vocab", 100}}}, 2);
+  ir::Graph g = zoo_graph(
+      "bert",
+      {"nchw", 0, {{"layers", 2}, {"hidden", 64}, {"heads", 4}, {"seq", 16}, {"vocab", 100}}}, 2);
   for (const ir::Node& n : g.nodes())
     if (!backends::is_folded(g, n)) {
       EXPECT_EQ(unsupported_reason(g, n), "") << n.name;

@@ -6,11 +6,11 @@
 //
 // Tolerances (|got - want| <= atol * max|want| + rtol * |want|, elementwise):
 //   integer and bool outputs, data movement: exact
-//   f32, no matrix op:           rtol 2e-5, atol 1e-6  (CUDA vs glibc math functions differ by ulps)
-//   f32 matrix op, fp32 GEMMs:   rtol 1e-4, atol 1e-4  (summation order)
-//   f32 matrix op, TF32 GEMMs:   rtol 1e-2, atol 5e-3  (10-bit mantissa operands)
-//   f16 outputs:                 rtol 4e-3, atol 2e-3  (a few fp16 ulps)
-//   bf16 outputs:                rtol 2e-2, atol 1e-2  (a few bf16 ulps)
+//   f32, no matrix op:           rtol 2e-5, atol 1e-6  (CUDA vs glibc math functions differ by
+//   ulps) f32 matrix op, fp32 GEMMs:   rtol 1e-4, atol 1e-4  (summation order) f32 matrix op, TF32
+//   GEMMs:   rtol 1e-2, atol 5e-3  (10-bit mantissa operands) f16 outputs:                 rtol
+//   4e-3, atol 2e-3  (a few fp16 ulps) bf16 outputs:                rtol 2e-2, atol 1e-2  (a few
+//   bf16 ulps)
 #pragma once
 
 #include <map>
@@ -40,7 +40,8 @@ struct Tolerance {
 };
 Tolerance tolerance_for(const OpCase& c, ir::DType output, bool tf32);
 
-// "" when `got` matches `want` within `tol`, else the first mismatch ("element 7: got 1.5, want 1.25").
+// "" when `got` matches `want` within `tol`, else the first mismatch ("element 7: got 1.5,
+// want 1.25").
 std::string compare_tensors(const ir::HostTensor& got, const ir::HostTensor& want, Tolerance tol);
 
 }  // namespace mimic::testing

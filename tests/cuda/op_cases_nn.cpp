@@ -27,16 +27,32 @@ void pool_cases(std::vector<OpCase>& out) {
   std::vector<P> specs = {
       {"nchw_k3s2p1", OpType::MaxPool, Shape({2, 3, 9, 9}), k3s2p1},
       {"nhwc_k3s2p1", OpType::MaxPool, Shape({2, 9, 9, 3}), k3s2p1_nhwc},
-      {"dilation2", OpType::MaxPool, Shape({1, 2, 9, 9}), {{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}}},
+      {"dilation2",
+       OpType::MaxPool,
+       Shape({1, 2, 9, 9}),
+       {{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}}},
       {"ceil_mode", OpType::MaxPool, Shape({1, 2, 8, 8}), ceil},
-      {"pool1d", OpType::MaxPool, Shape({2, 3, 11}), {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}}},
-      {"pool3d", OpType::MaxPool, Shape({1, 2, 4, 6, 6}), {{"kernel_shape", Ints{2, 2, 2}}, {"strides", Ints{2, 2, 2}}}},
-      {"bf16", OpType::MaxPool, Shape({1, 3, 6, 6}), {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}}, DType::bf16},
+      {"pool1d",
+       OpType::MaxPool,
+       Shape({2, 3, 11}),
+       {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}}},
+      {"pool3d",
+       OpType::MaxPool,
+       Shape({1, 2, 4, 6, 6}),
+       {{"kernel_shape", Ints{2, 2, 2}}, {"strides", Ints{2, 2, 2}}}},
+      {"bf16",
+       OpType::MaxPool,
+       Shape({1, 3, 6, 6}),
+       {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}},
+       DType::bf16},
       {"nchw_exclude_pad", OpType::AveragePool, Shape({2, 3, 9, 9}), k3s2p1},
       {"nchw_include_pad", OpType::AveragePool, Shape({2, 3, 9, 9}), avg_pad},
       {"nhwc_exclude_pad", OpType::AveragePool, Shape({2, 9, 9, 3}), k3s2p1_nhwc},
       {"ceil_mode", OpType::AveragePool, Shape({1, 2, 8, 8}), ceil},
-      {"pool1d", OpType::AveragePool, Shape({2, 3, 11}), {{"kernel_shape", Ints{4}}, {"pads", Ints{1, 2}}}},
+      {"pool1d",
+       OpType::AveragePool,
+       Shape({2, 3, 11}),
+       {{"kernel_shape", Ints{4}}, {"pads", Ints{1, 2}}}},
       {"f16", OpType::AveragePool, Shape({1, 3, 6, 6}), {{"kernel_shape", Ints{3, 3}}}, DType::f16},
   };
   for (const P& p : specs) {
@@ -48,7 +64,9 @@ void pool_cases(std::vector<OpCase>& out) {
     for (int layout = 0; layout < 3; ++layout) {
       const char* names[] = {"nchw", "nhwc", "nchw_large"};
       CaseBuilder b(std::string(ir::op_name(op)) + "/" + names[layout]);
-      Shape x = layout == 0 ? Shape({2, 3, 5, 5}) : layout == 1 ? Shape({2, 5, 5, 3}) : Shape({2, 3, 12, 12});
+      Shape x = layout == 0   ? Shape({2, 3, 5, 5})
+                : layout == 1 ? Shape({2, 5, 5, 3})
+                              : Shape({2, 3, 12, 12});
       A attrs;
       if (layout == 1) attrs.set("layout", std::string("NHWC"));
       b.op(op, {b.in(DType::f32, x)}, attrs);
@@ -63,7 +81,8 @@ void norm_cases(std::vector<OpCase>& out) {
     std::vector<ir::ValueId> ins{b.in(t, x)};
     double lo[] = {0.5, -1, -1, 0.2}, hi[] = {1.5, 1, 1, 2};
     for (int i = 0; i < 4; ++i)
-      ins.push_back(params_input ? b.in(t, Shape({c}), lo[i], hi[i]) : b.random_constant(t, Shape({c}), lo[i], hi[i]));
+      ins.push_back(params_input ? b.in(t, Shape({c}), lo[i], hi[i])
+                                 : b.random_constant(t, Shape({c}), lo[i], hi[i]));
     A attrs{{"epsilon", 1e-3}};
     if (last) attrs.set("layout", std::string("NHWC"));
     b.op(OpType::BatchNormalization, ins, attrs);
@@ -84,21 +103,24 @@ void norm_cases(std::vector<OpCase>& out) {
   }
   {
     CaseBuilder b("LayerNormalization/axis1_broadcast_scale_with_stats");
-    b.node(OpType::LayerNormalization, {b.in(DType::f32, Shape({2, 5, 8})), b.random_constant(DType::f32, Shape({1, 8}), 0.5, 1.5)},
+    b.node(OpType::LayerNormalization,
+           {b.in(DType::f32, Shape({2, 5, 8})),
+            b.random_constant(DType::f32, Shape({1, 8}), 0.5, 1.5)},
            {{"axis", int64_t{1}}, {"epsilon", 1e-3}}, 3);
     out.push_back(b.done());
   }
   {
     CaseBuilder b("LayerNormalization/scale_bias_as_inputs");
     b.op(OpType::LayerNormalization,
-         {b.in(DType::f32, Shape({3, 6})), b.in(DType::f32, Shape({6}), 0.5, 1.5), b.in(DType::f32, Shape({1}))});
+         {b.in(DType::f32, Shape({3, 6})), b.in(DType::f32, Shape({6}), 0.5, 1.5),
+          b.in(DType::f32, Shape({1}))});
     out.push_back(b.done());
   }
   {
     CaseBuilder b("LayerNormalization/long_rows");
-    b.op(OpType::LayerNormalization,
-         {b.in(DType::f32, Shape({3, 96}), -3, 5), b.random_constant(DType::f32, Shape({96}), 0.5, 1.5),
-          b.random_constant(DType::f32, Shape({96}))});
+    b.op(OpType::LayerNormalization, {b.in(DType::f32, Shape({3, 96}), -3, 5),
+                                      b.random_constant(DType::f32, Shape({96}), 0.5, 1.5),
+                                      b.random_constant(DType::f32, Shape({96}))});
     out.push_back(b.done());
   }
   {
@@ -110,20 +132,22 @@ void norm_cases(std::vector<OpCase>& out) {
   }
   {
     CaseBuilder b("InstanceNormalization/nchw");
-    b.op(OpType::InstanceNormalization,
-         {b.in(DType::f32, Shape({2, 3, 4, 5})), b.random_constant(DType::f32, Shape({3}), 0.5, 1.5),
-          b.random_constant(DType::f32, Shape({3}))});
+    b.op(OpType::InstanceNormalization, {b.in(DType::f32, Shape({2, 3, 4, 5})),
+                                         b.random_constant(DType::f32, Shape({3}), 0.5, 1.5),
+                                         b.random_constant(DType::f32, Shape({3}))});
     out.push_back(b.done());
   }
   {
     CaseBuilder b("InstanceNormalization/large_spatial");
     b.op(OpType::InstanceNormalization,
-         {b.in(DType::f32, Shape({1, 2, 8, 8})), b.in(DType::f32, Shape({2}), 0.5, 1.5), b.in(DType::f32, Shape({2}))});
+         {b.in(DType::f32, Shape({1, 2, 8, 8})), b.in(DType::f32, Shape({2}), 0.5, 1.5),
+          b.in(DType::f32, Shape({2}))});
     out.push_back(b.done());
   }
   {
     CaseBuilder b("LRN/size3");
-    b.op(OpType::LRN, {b.in(DType::f32, Shape({2, 5, 3, 3}))}, {{"size", int64_t{3}}, {"alpha", 1e-2}, {"beta", 0.6}, {"bias", 1.5}});
+    b.op(OpType::LRN, {b.in(DType::f32, Shape({2, 5, 3, 3}))},
+         {{"size", int64_t{3}}, {"alpha", 1e-2}, {"beta", 0.6}, {"bias", 1.5}});
     out.push_back(b.done());
   }
 }
@@ -150,9 +174,9 @@ void softmax_cases(std::vector<OpCase>& out) {
 }
 
 void reduce_cases(std::vector<OpCase>& out) {
-  for (OpType op : {OpType::ReduceSum, OpType::ReduceMean, OpType::ReduceMax, OpType::ReduceMin, OpType::ReduceProd,
-                    OpType::ReduceL1, OpType::ReduceL2, OpType::ReduceSumSquare, OpType::ReduceLogSum,
-                    OpType::ReduceLogSumExp}) {
+  for (OpType op : {OpType::ReduceSum, OpType::ReduceMean, OpType::ReduceMax, OpType::ReduceMin,
+                    OpType::ReduceProd, OpType::ReduceL1, OpType::ReduceL2, OpType::ReduceSumSquare,
+                    OpType::ReduceLogSum, OpType::ReduceLogSumExp}) {
     bool positive = op == OpType::ReduceLogSum;
     {
       CaseBuilder b(std::string(ir::op_name(op)) + "/axis1_keepdims");
@@ -161,7 +185,8 @@ void reduce_cases(std::vector<OpCase>& out) {
     }
     {
       CaseBuilder b(std::string(ir::op_name(op)) + "/axes_0_2_dropped");
-      b.op(op, {b.in(DType::f32, Shape({3, 4, 5}), positive ? 0.1 : -1, 1), b.ints({0, 2})}, {{"keepdims", int64_t{0}}});
+      b.op(op, {b.in(DType::f32, Shape({3, 4, 5}), positive ? 0.1 : -1, 1), b.ints({0, 2})},
+           {{"keepdims", int64_t{0}}});
       out.push_back(b.done());
     }
   }
@@ -172,16 +197,19 @@ void reduce_cases(std::vector<OpCase>& out) {
   }
   {
     CaseBuilder b("ReduceSumSquare/noop_with_empty_axes");
-    b.op(OpType::ReduceSumSquare, {b.in(DType::f32, Shape({3, 4}))}, {{"noop_with_empty_axes", int64_t{1}}});
+    b.op(OpType::ReduceSumSquare, {b.in(DType::f32, Shape({3, 4}))},
+         {{"noop_with_empty_axes", int64_t{1}}});
     out.push_back(b.done());
   }
-  for (OpType op : {OpType::ReduceSum, OpType::ReduceMax, OpType::ReduceLogSumExp, OpType::ReduceL2}) {
+  for (OpType op :
+       {OpType::ReduceSum, OpType::ReduceMax, OpType::ReduceLogSumExp, OpType::ReduceL2}) {
     CaseBuilder b(std::string(ir::op_name(op)) + "/long_rows");
     b.op(op, {b.in(DType::f32, Shape({4, 100})), b.ints({-1})});
     out.push_back(b.done());
   }
   for (DType t : {DType::i32, DType::i64})
-    for (OpType op : {OpType::ReduceSum, OpType::ReduceMax, OpType::ReduceMean, OpType::ReduceProd}) {
+    for (OpType op :
+         {OpType::ReduceSum, OpType::ReduceMax, OpType::ReduceMean, OpType::ReduceProd}) {
       CaseBuilder b(std::string(ir::op_name(op)) + "/" + ir::dtype_name(t));
       b.op(op, {b.in(t, Shape({3, 4}), -9, 9), b.ints({1})});
       out.push_back(b.done());
@@ -203,12 +231,14 @@ void arg_cases(std::vector<OpCase>& out) {
     }
     for (int64_t last : {0, 1}) {
       CaseBuilder b(name + (last ? "/i64_ties_last" : "/i64_ties_first"));
-      b.op(op, {b.in(DType::i64, Shape({4, 6}), -2, 2)}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}, {"select_last_index", last}});
+      b.op(op, {b.in(DType::i64, Shape({4, 6}), -2, 2)},
+           {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}, {"select_last_index", last}});
       out.push_back(b.done());
     }
     for (int64_t last : {0, 1}) {
       CaseBuilder b(name + (last ? "/long_rows_ties_last" : "/long_rows_ties_first"));
-      b.op(op, {b.in(DType::f32, Shape({3, 70}), -3, 3, true)}, {{"axis", int64_t{1}}, {"select_last_index", last}});
+      b.op(op, {b.in(DType::f32, Shape({3, 70}), -3, 3, true)},
+           {{"axis", int64_t{1}}, {"select_last_index", last}});
       out.push_back(b.done());
     }
     {
@@ -225,11 +255,13 @@ void cumsum_cases(std::vector<OpCase>& out) {
     DType t;
     int64_t axis, exclusive, reverse;
   };
-  for (const C& c : {C{"f32_axis1", DType::f32, 1, 0, 0}, C{"f32_exclusive", DType::f32, 1, 1, 0},
-                     C{"f32_reverse", DType::f32, -1, 0, 1}, C{"f32_exclusive_reverse", DType::f32, 0, 1, 1},
-                     C{"i64_axis0", DType::i64, 0, 0, 0}, C{"i32_reverse", DType::i32, 1, 0, 1}}) {
+  for (const C& c :
+       {C{"f32_axis1", DType::f32, 1, 0, 0}, C{"f32_exclusive", DType::f32, 1, 1, 0},
+        C{"f32_reverse", DType::f32, -1, 0, 1}, C{"f32_exclusive_reverse", DType::f32, 0, 1, 1},
+        C{"i64_axis0", DType::i64, 0, 0, 0}, C{"i32_reverse", DType::i32, 1, 0, 1}}) {
     CaseBuilder b(std::string("CumSum/") + c.name);
-    b.op(OpType::CumSum, {b.in(c.t, Shape({3, 5}), -9, 9), b.ints({c.axis})}, {{"exclusive", c.exclusive}, {"reverse", c.reverse}});
+    b.op(OpType::CumSum, {b.in(c.t, Shape({3, 5}), -9, 9), b.ints({c.axis})},
+         {{"exclusive", c.exclusive}, {"reverse", c.reverse}});
     out.push_back(b.done());
   }
 }

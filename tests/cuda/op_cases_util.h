@@ -1,9 +1,9 @@
 // Builds OpCase graphs (op_cases*.cpp).
 #pragma once
 
+#include <fmt/format.h>
 #include <cstdint>
 #include <cstring>
-#include <fmt/format.h>
 #include <random>
 #include <string>
 #include <vector>
@@ -25,8 +25,8 @@ class CaseBuilder {
   ir::ValueId ints(std::vector<int64_t> v);
   ir::ValueId f32_scalar(float v);
   // Adds a node; every output becomes a graph output unless chained() was called for it.
-  std::vector<ir::ValueId> node(ir::OpType op, std::vector<ir::ValueId> inputs, ir::Attributes attrs = {},
-                                int outputs = 1);
+  std::vector<ir::ValueId> node(ir::OpType op, std::vector<ir::ValueId> inputs,
+                                ir::Attributes attrs = {}, int outputs = 1);
   ir::ValueId op(ir::OpType op, std::vector<ir::ValueId> inputs, ir::Attributes attrs = {}) {
     return node(op, std::move(inputs), std::move(attrs))[0];
   }
@@ -37,7 +37,8 @@ class CaseBuilder {
   CaseBuilder& data_movement();
   OpCase done();
 
-  ir::HostTensor random(ir::DType t, const ir::Shape& s, double lo, double hi, bool integral = false);
+  ir::HostTensor random(ir::DType t, const ir::Shape& s, double lo, double hi,
+                        bool integral = false);
 
  private:
   OpCase c_;

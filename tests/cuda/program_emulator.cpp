@@ -1,10 +1,10 @@
 #include "tests/cuda/program_emulator.h"
 
-#include <cstring>
 #include <fmt/format.h>
+#include <cstring>
 #include <stdexcept>
 
-#include "backends/cuda/kernels/device_math.h"
+#include "backends/cuda/kernels/device_math_nn.h"
 
 namespace mimic::testing {
 namespace {
@@ -69,46 +69,57 @@ struct Emulate {
     each(i.p.n, [&](int64_t k) { unary_body(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const BinaryInstr& i) const {
-    each_indexed(i.p, i.p.n, wide, [&](auto k) { binary_body<decltype(k)>(i.p, m.ptr(i.a), m.ptr(i.b), m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) {
+      binary_body<decltype(k)>(i.p, m.ptr(i.a), m.ptr(i.b), m.ptr(i.y), k);
+    });
   }
   void operator()(const VariadicInstr& i) const {
     const void* in[kMaxVariadic] = {};
     for (size_t k = 0; k < i.inputs.size(); ++k) in[k] = m.ptr(i.inputs[k]);
-    each_indexed(i.p, i.p.n, wide, [&](auto k) { variadic_body<decltype(k)>(i.p, in, m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide,
+                 [&](auto k) { variadic_body<decltype(k)>(i.p, in, m.ptr(i.y), k); });
   }
   void operator()(const WhereInstr& i) const {
-    each_indexed(i.p, i.p.n, wide,
-                 [&](auto k) { where_body<decltype(k)>(i.p, m.ptr(i.cond), m.ptr(i.x), m.ptr(i.y), m.ptr(i.out), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) {
+      where_body<decltype(k)>(i.p, m.ptr(i.cond), m.ptr(i.x), m.ptr(i.y), m.ptr(i.out), k);
+    });
   }
   void operator()(const CastInstr& i) const {
     each(i.p.n, [&](int64_t k) { cast_body(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const CopyInstr& i) const {
-    each_indexed(i.p, i.p.n, wide, [&](auto k) { copy_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide,
+                 [&](auto k) { copy_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const Copy2dInstr& i) const {
     for (int64_t r = 0; r < i.p.rows; ++r)
       std::memmove(m.ptr(i.y) + r * i.p.dst_pitch, m.ptr(i.x) + r * i.p.src_pitch, i.p.width);
   }
   void operator()(const GatherInstr& i) const {
-    each(i.p.outer * i.p.count * i.p.inner,
-         [&](int64_t k) { gather_body(i.p, m.ptr(i.data), m.ptr(i.indices), m.ptr(i.y), &m.error, k); });
+    each(i.p.outer * i.p.count * i.p.inner, [&](int64_t k) {
+      gather_body(i.p, m.ptr(i.data), m.ptr(i.indices), m.ptr(i.y), &m.error, k);
+    });
   }
   void operator()(const GatherElementsInstr& i) const {
-    each(i.p.n, [&](int64_t k) { gather_elements_body(i.p, m.ptr(i.data), m.ptr(i.indices), m.ptr(i.y), &m.error, k); });
+    each(i.p.n, [&](int64_t k) {
+      gather_elements_body(i.p, m.ptr(i.data), m.ptr(i.indices), m.ptr(i.y), &m.error, k);
+    });
   }
   void operator()(const PadInstr& i) const {
-    each_indexed(i.p, i.p.n, wide, [&](auto k) { pad_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide,
+                 [&](auto k) { pad_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const TriluInstr& i) const {
     each(i.p.n, [&](int64_t k) { trilu_body(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const Im2colInstr& i) const {
-    each_indexed(i.p, i.p.n, wide, [&](auto k) { im2col_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.col), k); });
+    each_indexed(i.p, i.p.n, wide,
+                 [&](auto k) { im2col_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.col), k); });
   }
   void operator()(const Col2imInstr& i) const {
     const float* col = reinterpret_cast<const float*>(m.ptr(i.col));
-    each_indexed(i.p, i.p.n, wide, [&](auto k) { col2im_body<decltype(k)>(i.p, col, m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide,
+                 [&](auto k) { col2im_body<decltype(k)>(i.p, col, m.ptr(i.y), k); });
   }
   void operator()(const DepthwiseInstr& i) const {
     each_indexed(i.p, i.p.n, wide, [&](auto k) {
@@ -116,23 +127,31 @@ struct Emulate {
     });
   }
   void operator()(const BiasInstr& i) const {
-    each_indexed(i.p, i.p.n, wide, [&](auto k) { bias_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.bias), m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) {
+      bias_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.bias), m.ptr(i.y), k);
+    });
   }
   void operator()(const PoolInstr& i) const {
-    each_indexed(i.p, i.p.n, wide, [&](auto k) { pool_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide,
+                 [&](auto k) { pool_body<decltype(k)>(i.p, m.ptr(i.x), m.ptr(i.y), k); });
   }
   void operator()(const BatchNormInstr& i) const {
     const float* mul = reinterpret_cast<const float*>(m.ptr(i.mul));
     const float* add = reinterpret_cast<const float*>(m.ptr(i.add));
-    each_indexed(i.p, i.p.n, wide, [&](auto k) { batch_norm_body<decltype(k)>(i.p, m.ptr(i.x), mul, add, m.ptr(i.y), k); });
+    each_indexed(i.p, i.p.n, wide, [&](auto k) {
+      batch_norm_body<decltype(k)>(i.p, m.ptr(i.x), mul, add, m.ptr(i.y), k);
+    });
   }
   void operator()(const BnPrepInstr& i) const {
     float* mul = reinterpret_cast<float*>(m.ptr(i.mul));
     float* add = reinterpret_cast<float*>(m.ptr(i.add));
-    each(i.p.channels,
-         [&](int64_t c) { bn_prep_body(i.p, m.ptr(i.scale), m.ptr(i.bias), m.ptr(i.mean), m.ptr(i.var), mul, add, c); });
+    each(i.p.channels, [&](int64_t c) {
+      bn_prep_body(i.p, m.ptr(i.scale), m.ptr(i.bias), m.ptr(i.mean), m.ptr(i.var), mul, add, c);
+    });
   }
-  void operator()(const LrnInstr& i) const { each(i.p.n, [&](int64_t k) { lrn_body(i.p, m.ptr(i.x), m.ptr(i.y), k); }); }
+  void operator()(const LrnInstr& i) const {
+    each(i.p.n, [&](int64_t k) { lrn_body(i.p, m.ptr(i.x), m.ptr(i.y), k); });
+  }
   void operator()(const ReduceInstr& i) const {
     each(i.p.outer * i.p.inner, [&](int64_t j) { reduce_body(i.p, m.ptr(i.x), m.ptr(i.y), j); });
   }
@@ -146,8 +165,9 @@ struct Emulate {
   void operator()(const RowNormInstr& i) const {
     float* mean = reinterpret_cast<float*>(m.ptr(i.mean));
     float* inv = reinterpret_cast<float*>(m.ptr(i.inv_std));
-    each(i.p.rows,
-         [&](int64_t r) { row_norm_body(i.p, m.ptr(i.x), m.ptr(i.scale), m.ptr(i.bias), m.ptr(i.y), mean, inv, r); });
+    each(i.p.rows, [&](int64_t r) {
+      row_norm_body(i.p, m.ptr(i.x), m.ptr(i.scale), m.ptr(i.bias), m.ptr(i.y), mean, inv, r);
+    });
   }
   void operator()(const CumSumInstr& i) const {
     each(i.p.outer * i.p.inner, [&](int64_t j) { cumsum_body(i.p, m.ptr(i.x), m.ptr(i.y), j); });
@@ -156,7 +176,8 @@ struct Emulate {
 
 }  // namespace
 
-std::vector<ir::HostTensor> emulate_program(const Program& p, const std::vector<ir::HostTensor>& inputs,
+std::vector<ir::HostTensor> emulate_program(const Program& p,
+                                            const std::vector<ir::HostTensor>& inputs,
                                             EmulatedMemory memory, EmulatedIndex index) {
   HostMemory m;
   m.arena.assign(static_cast<size_t>(p.arena_bytes), 0);
@@ -175,8 +196,10 @@ std::vector<ir::HostTensor> emulate_program(const Program& p, const std::vector<
       m.base.push_back(separate.back().data());
     }
   }
-  if (inputs.size() != p.inputs.size()) throw std::runtime_error("emulate_program: wrong number of inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) std::memcpy(m.ptr(p.inputs[i]), inputs[i].raw(), inputs[i].nbytes());
+  if (inputs.size() != p.inputs.size())
+    throw std::runtime_error("emulate_program: wrong number of inputs");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    std::memcpy(m.ptr(p.inputs[i]), inputs[i].raw(), inputs[i].nbytes());
   for (const Instr& instr : p.instrs) std::visit(Emulate{m, index == EmulatedIndex::wide}, instr);
   if (m.error.node_plus_one != 0)
     throw std::runtime_error(fmt::format("emulated program: node {} read index {} out of range",

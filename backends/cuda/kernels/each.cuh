@@ -11,7 +11,8 @@ constexpr int kThreads = 256;
 template <typename F>
 __global__ void __launch_bounds__(kThreads) each_kernel(int64_t n, F f) {
   int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) f(i);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
+    f(i);
 }
 
 template <typename F>

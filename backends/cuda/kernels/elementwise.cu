@@ -1,7 +1,7 @@
 // Per-element kernels: one thread per output element (grid-stride loop) running the bodies of
 // device_math.h. One instantiation of the loop per body keeps nvcc's work small; dtypes and ops
 // are runtime switches that are uniform across a launch.
-#include "backends/cuda/kernels/device_math.h"
+#include "backends/cuda/kernels/device_math_nn.h"
 #include "backends/cuda/kernels/each.cuh"
 #include "backends/cuda/kernels/launch.h"
 
@@ -11,8 +11,10 @@ namespace {
 // Launches functor F with 32-bit index arithmetic when every offset fits, else 64-bit.
 template <template <typename> class F, typename P, typename... Args>
 void launch_indexed(int64_t n, const P& p, cudaStream_t stream, Args... args) {
-  if (index32(p)) launch_each(n, F<int32_t>{p, args...}, stream);
-  else launch_each(n, F<int64_t>{p, args...}, stream);
+  if (index32(p))
+    launch_each(n, F<int32_t>{p, args...}, stream);
+  else
+    launch_each(n, F<int64_t>{p, args...}, stream);
 }
 
 struct UnaryF {
@@ -117,7 +119,9 @@ struct DepthwiseF {
   DepthwiseParams p;
   const void *x, *w, *bias;
   void* y;
-  __device__ void operator()(int64_t i) const { depthwise_body<I>(p, x, w, bias, y, static_cast<I>(i)); }
+  __device__ void operator()(int64_t i) const {
+    depthwise_body<I>(p, x, w, bias, y, static_cast<I>(i));
+  }
 };
 
 template <typename I>
@@ -142,14 +146,18 @@ struct BatchNormF {
   const void* x;
   const float *mul, *add;
   void* y;
-  __device__ void operator()(int64_t i) const { batch_norm_body<I>(p, x, mul, add, y, static_cast<I>(i)); }
+  __device__ void operator()(int64_t i) const {
+    batch_norm_body<I>(p, x, mul, add, y, static_cast<I>(i));
+  }
 };
 
 struct BnPrepF {
   BnPrepParams p;
   const void *scale, *bias, *mean, *var;
   float *mul, *add;
-  __device__ void operator()(int64_t c) const { bn_prep_body(p, scale, bias, mean, var, mul, add, c); }
+  __device__ void operator()(int64_t c) const {
+    bn_prep_body(p, scale, bias, mean, var, mul, add, c);
+  }
 };
 
 struct LrnF {
@@ -188,17 +196,19 @@ void launch_copy(const CopyParams& p, const void* x, void* y, cudaStream_t s) {
   launch_indexed<CopyF>(p.n, p, s, x, y);
 }
 
-void launch_gather(const GatherParams& p, const void* data, const void* idx, void* y, ErrorSlot* err,
-                   cudaStream_t s) {
+void launch_gather(const GatherParams& p, const void* data, const void* idx, void* y,
+                   ErrorSlot* err, cudaStream_t s) {
   launch_each(p.outer * p.count * p.inner, GatherF{p, data, idx, y, err}, s);
 }
 
-void launch_gather_elements(const GatherElementsParams& p, const void* data, const void* idx, void* y,
-                            ErrorSlot* err, cudaStream_t s) {
+void launch_gather_elements(const GatherElementsParams& p, const void* data, const void* idx,
+                            void* y, ErrorSlot* err, cudaStream_t s) {
   launch_each(p.n, GatherElementsF{p, data, idx, y, err}, s);
 }
 
-void launch_pad(const PadParams& p, const void* x, void* y, cudaStream_t s) { launch_indexed<PadF>(p.n, p, s, x, y); }
+void launch_pad(const PadParams& p, const void* x, void* y, cudaStream_t s) {
+  launch_indexed<PadF>(p.n, p, s, x, y);
+}
 
 void launch_trilu(const TriluParams& p, const void* x, void* y, cudaStream_t s) {
   launch_each(p.n, TriluF{p, x, y}, s);
@@ -212,8 +222,8 @@ void launch_col2im(const Col2imParams& p, const float* col, void* y, cudaStream_
   launch_indexed<Col2imF>(p.n, p, s, col, y);
 }
 
-void launch_depthwise(const DepthwiseParams& p, const void* x, const void* w, const void* bias, void* y,
-                      cudaStream_t s) {
+void launch_depthwise(const DepthwiseParams& p, const void* x, const void* w, const void* bias,
+                      void* y, cudaStream_t s) {
   launch_indexed<DepthwiseF>(p.n, p, s, x, w, bias, y);
 }
 
@@ -225,8 +235,8 @@ void launch_pool(const PoolParams& p, const void* x, void* y, cudaStream_t s) {
   launch_indexed<PoolF>(p.n, p, s, x, y);
 }
 
-void launch_batch_norm(const BatchNormParams& p, const void* x, const float* mul, const float* add, void* y,
-                       cudaStream_t s) {
+void launch_batch_norm(const BatchNormParams& p, const void* x, const float* mul, const float* add,
+                       void* y, cudaStream_t s) {
   launch_indexed<BatchNormF>(p.n, p, s, x, mul, add, y);
 }
 
@@ -235,6 +245,8 @@ void launch_bn_prep(const BnPrepParams& p, const void* scale, const void* bias, 
   launch_each(p.channels, BnPrepF{p, scale, bias, mean, var, mul, add}, s);
 }
 
-void launch_lrn(const LrnParams& p, const void* x, void* y, cudaStream_t s) { launch_each(p.n, LrnF{p, x, y}, s); }
+void launch_lrn(const LrnParams& p, const void* x, void* y, cudaStream_t s) {
+  launch_each(p.n, LrnF{p, x, y}, s);
+}
 
 }  // namespace mimic::backends::cuda

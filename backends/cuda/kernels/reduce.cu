@@ -2,7 +2,7 @@
 // Rows that are contiguous (inner == 1) get one warp each, lanes striding over the row and
 // combining partial results with shuffles (double accumulators, like the cpu kernels); strided
 // rows get one thread per output running the sequential body of device_math.h.
-#include "backends/cuda/kernels/device_math.h"
+#include "backends/cuda/kernels/device_math_nn.h"
 #include "backends/cuda/kernels/each.cuh"
 #include "backends/cuda/kernels/launch.h"
 
@@ -13,11 +13,16 @@ constexpr int kWarpsPerBlock = 8;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 unsigned row_blocks(int64_t rows) {
-  return static_cast<unsigned>(std::min<int64_t>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock, int64_t{1} << 20));
+  return static_cast<unsigned>(
+      std::min<int64_t>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock, int64_t{1} << 20));
 }
 
-__device__ int64_t first_row() { return static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32; }
-__device__ int64_t row_step() { return static_cast<int64_t>(gridDim.x) * kWarpsPerBlock; }
+__device__ int64_t first_row() {
+  return static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
+}
+__device__ int64_t row_step() {
+  return static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+}
 
 __device__ double warp_sum(double v) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(kFullMask, v, o);
@@ -34,14 +39,16 @@ __device__ float warp_max(float v) {
   return v;
 }
 
-__global__ void __launch_bounds__(kWarpsPerBlock * 32) reduce_rows(ReduceParams p, const void* x, void* y) {
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    reduce_rows(ReduceParams p, const void* x, void* y) {
   int lane = threadIdx.x & 31;
   for (int64_t row = first_row(); row < p.outer; row += row_step()) {
     int64_t base = row * p.extent;
     double acc;
     if (p.op == OpType::ReduceLogSumExp) {
       double mx = -INFINITY;
-      for (int64_t r = lane; r < p.extent; r += 32) mx = max_std_d(mx, load_f(x, p.in_dt, base + r));
+      for (int64_t r = lane; r < p.extent; r += 32)
+        mx = max_std_d(mx, load_f(x, p.in_dt, base + r));
       mx = warp_merge(OpType::ReduceMax, mx);
       if (mx == INFINITY || mx == -INFINITY) {
         acc = mx;
@@ -52,7 +59,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) reduce_rows(ReduceParams 
       }
     } else {
       acc = reduce_init(p.op);
-      for (int64_t r = lane; r < p.extent; r += 32) acc = reduce_step(p.op, acc, load_f(x, p.in_dt, base + r));
+      for (int64_t r = lane; r < p.extent; r += 32)
+        acc = reduce_step(p.op, acc, load_f(x, p.in_dt, base + r));
       acc = reduce_finish(p.op, warp_merge(p.op, acc), p.extent);
     }
     if (lane == 0) store_f(y, p.out_dt, row, static_cast<float>(acc));
@@ -60,11 +68,13 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) reduce_rows(ReduceParams 
 }
 
 template <typename V>
-__device__ void arg_row(const ArgReduceParams& p, const void* x, int64_t* y, int64_t row, int lane) {
+__device__ void arg_row(const ArgReduceParams& p, const void* x, int64_t* y, int64_t row,
+                        int lane) {
   int64_t base = row * p.extent, bi = -1;
   V bv = 0;
   for (int64_t r = lane; r < p.extent; r += 32) {
-    V v = dt_is_float(p.dt) ? static_cast<V>(load_f(x, p.dt, base + r)) : static_cast<V>(load_i(x, p.dt, base + r));
+    V v = dt_is_float(p.dt) ? static_cast<V>(load_f(x, p.dt, base + r))
+                            : static_cast<V>(load_i(x, p.dt, base + r));
     if (bi < 0 || arg_better(p, v, r, bv, bi)) {
       bv = v;
       bi = r;
@@ -81,15 +91,19 @@ __device__ void arg_row(const ArgReduceParams& p, const void* x, int64_t* y, int
   if (lane == 0) y[row] = bi < 0 ? 0 : bi;
 }
 
-__global__ void __launch_bounds__(kWarpsPerBlock * 32) arg_rows(ArgReduceParams p, const void* x, int64_t* y) {
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    arg_rows(ArgReduceParams p, const void* x, int64_t* y) {
   int lane = threadIdx.x & 31;
   for (int64_t row = first_row(); row < p.outer; row += row_step()) {
-    if (dt_is_float(p.dt)) arg_row<float>(p, x, y, row, lane);
-    else arg_row<long long>(p, x, y, row, lane);
+    if (dt_is_float(p.dt))
+      arg_row<float>(p, x, y, row, lane);
+    else
+      arg_row<long long>(p, x, y, row, lane);
   }
 }
 
-__global__ void __launch_bounds__(kWarpsPerBlock * 32) softmax_rows(SoftmaxParams p, const void* x, void* y) {
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    softmax_rows(SoftmaxParams p, const void* x, void* y) {
   int lane = threadIdx.x & 31;
   for (int64_t row = first_row(); row < p.outer; row += row_step()) {
     int64_t base = row * p.dim;
@@ -125,21 +139,24 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) softmax_rows(SoftmaxParam
     }
     mx = warp_max(mx);
     double sum = 0;
-    for (int64_t r = lane; r < p.dim; r += 32) sum += exp(static_cast<double>(load_f(x, p.dt, base + r) - mx));
+    for (int64_t r = lane; r < p.dim; r += 32)
+      sum += exp(static_cast<double>(load_f(x, p.dt, base + r) - mx));
     sum = warp_sum(sum);
     if (p.op == OpType::LogSoftmax) {
       float log_sum = static_cast<float>(log(sum));
-      for (int64_t r = lane; r < p.dim; r += 32) store_f(y, p.dt, base + r, load_f(x, p.dt, base + r) - mx - log_sum);
+      for (int64_t r = lane; r < p.dim; r += 32)
+        store_f(y, p.dt, base + r, load_f(x, p.dt, base + r) - mx - log_sum);
     } else {
       float inv = static_cast<float>(1.0 / sum);
-      for (int64_t r = lane; r < p.dim; r += 32) store_f(y, p.dt, base + r, expf(load_f(x, p.dt, base + r) - mx) * inv);
+      for (int64_t r = lane; r < p.dim; r += 32)
+        store_f(y, p.dt, base + r, expf(load_f(x, p.dt, base + r) - mx) * inv);
     }
   }
 }
 
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    row_norm_rows(RowNormParams p, const void* x, const void* scale, const void* bias, void* y, float* mean_out,
-                  float* inv_out) {
+    row_norm_rows(RowNormParams p, const void* x, const void* scale, const void* bias, void* y,
+                  float* mean_out, float* inv_out) {
   int lane = threadIdx.x & 31;
   for (int64_t row = first_row(); row < p.rows; row += row_step()) {
     int64_t base = row * p.length;
@@ -153,7 +170,8 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     }
     double inv = 1.0 / sqrt(warp_sum(sq) / static_cast<double>(p.length) + p.epsilon);
     for (int64_t k = lane; k < p.length; k += 32)
-      store_f(y, p.dt, base + k, row_norm_value(p, scale, bias, load_f(x, p.dt, base + k), mean, inv, row, k));
+      store_f(y, p.dt, base + k,
+              row_norm_value(p, scale, bias, load_f(x, p.dt, base + k), mean, inv, row, k));
     if (lane == 0 && mean_out) mean_out[row] = static_cast<float>(mean);
     if (lane == 0 && inv_out) inv_out[row] = static_cast<float>(inv);
   }
@@ -185,7 +203,9 @@ struct RowNormF {
   const void *x, *scale, *bias;
   void* y;
   float *mean, *inv;
-  __device__ void operator()(int64_t row) const { row_norm_body(p, x, scale, bias, y, mean, inv, row); }
+  __device__ void operator()(int64_t row) const {
+    row_norm_body(p, x, scale, bias, y, mean, inv, row);
+  }
 };
 
 struct CumSumF {
@@ -226,8 +246,8 @@ void launch_softmax(const SoftmaxParams& p, const void* x, void* y, cudaStream_t
   launch_each(p.outer * p.inner, SoftmaxF{p, x, y}, s);
 }
 
-void launch_row_norm(const RowNormParams& p, const void* x, const void* scale, const void* bias, void* y,
-                     float* mean, float* inv_std, cudaStream_t s) {
+void launch_row_norm(const RowNormParams& p, const void* x, const void* scale, const void* bias,
+                     void* y, float* mean, float* inv_std, cudaStream_t s) {
   if (p.rows <= 0) return;
   if (p.length >= 32) {
     row_norm_rows<<<row_blocks(p.rows), kRowThreads, 0, s>>>(p, x, scale, bias, y, mean, inv_std);
