@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "backends/common.h"
+#include "backends/cuda/cublas_loader.h"
 #include "backends/cuda/cuda_executable.h"
 #include "backends/cuda/cuda_options.h"
 #include "backends/cuda/device_runtime.h"
@@ -41,6 +42,12 @@ class CudaBackend final : public Backend {
     if (index >= static_cast<int>(s.gpus.size())) {
       d.reason = fmt::format("there is no cuda:{}: this machine has {} CUDA device(s)", index,
                              s.gpus.size());
+      return d;
+    }
+    try {
+      cuda::cublas();  // a GPU without a loadable cuBLAS cannot run GEMMs
+    } catch (const Error& e) {
+      d.reason = e.what();
       return d;
     }
     d.available = true;
