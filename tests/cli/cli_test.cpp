@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -16,7 +17,8 @@ struct Result {
 };
 
 Result mimic(const std::string& args) {
-  std::string err_file = ::testing::TempDir() + "/mimic_stderr.txt";
+  // One file per test process: ctest runs the cases of this binary in parallel processes.
+  std::string err_file = ::testing::TempDir() + "/mimic_stderr_" + std::to_string(getpid()) + ".txt";
   std::string cmd = std::string(MIMIC_BIN) + " " + args + " 2>" + err_file;
   Result r{0, "", ""};
   FILE* p = popen(cmd.c_str(), "r");
@@ -28,6 +30,7 @@ Result mimic(const std::string& args) {
   FILE* e = fopen(err_file.c_str(), "r");
   while (e && (n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
   if (e) fclose(e);
+  std::remove(err_file.c_str());
   return r;
 }
 

@@ -1,0 +1,343 @@
+#include "backends/cuda/lower.h"
+
+#include <fmt/format.h>
+
+#include "backends/common.h"
+#include "backends/cuda/lowerer.h"
+#include "backends/cuda/memory_plan.h"
+#include "frontend/ir/error.h"
+#include "models/common/numeric_formats.h"
+
+namespace mimic::backends::cuda {
+namespace {
+
+constexpr int64_t kArenaAlignment = 256;
+
+}  // namespace
+
+const char* instr_name(const Instr& instr) {
+  static const char* const kNames[] = {
+      "gemm",   "unary",      "binary",     "variadic", "where",
+      "cast",   "copy",       "copy2d",     "gather",   "gather_elements",
+      "pad",    "trilu",      "im2col",     "col2im",   "depthwise",
+      "bias",   "pool",       "batch_norm", "bn_prep",  "lrn",
+      "reduce", "arg_reduce", "softmax",    "row_norm", "cumsum"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == std::variant_size_v<Instr>,
+                "one name per instruction");
+  return kNames[instr.index()];
+}
+
+Family family_of(ir::OpType op) {
+  using ir::OpType;
+  if (ir::is_view_op(op)) return Family::data;
+  if (op == OpType::Cast || ir::is_unary_elementwise(op) || ir::is_binary_elementwise(op))
+    return Family::elementwise;
+  switch (op) {
+    case OpType::Max:
+    case OpType::Min:
+    case OpType::Sum:
+    case OpType::Mean:
+    case OpType::Where:
+      return Family::elementwise;
+    case OpType::MatMul:
+    case OpType::Gemm:
+    case OpType::Conv:
+    case OpType::ConvTranspose:
+      return Family::linear;
+    case OpType::MaxPool:
+    case OpType::AveragePool:
+    case OpType::GlobalAveragePool:
+    case OpType::GlobalMaxPool:
+    case OpType::BatchNormalization:
+    case OpType::LayerNormalization:
+    case OpType::InstanceNormalization:
+    case OpType::LRN:
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+    case OpType::Hardmax:
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
+    case OpType::ArgMax:
+    case OpType::ArgMin:
+    case OpType::CumSum:
+      return Family::nn;
+    case OpType::Transpose:
+    case OpType::Concat:
+    case OpType::Split:
+    case OpType::Slice:
+    case OpType::Gather:
+    case OpType::GatherElements:
+    case OpType::Pad:
+    case OpType::Tile:
+    case OpType::Expand:
+    case OpType::Shape:
+    case OpType::Size:
+    case OpType::ConstantOfShape:
+    case OpType::Constant:
+    case OpType::Range:
+    case OpType::DepthToSpace:
+    case OpType::SpaceToDepth:
+    case OpType::Trilu:
+    case OpType::EyeLike:
+      return Family::data;
+    default:
+      return Family::none;
+  }
+}
+
+std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {
+  for (ir::ValueId v : n.outputs)
+    if (!g.value(v).typed) return "untyped output";
+  try {
+    switch (family_of(n.op)) {
+      case Family::elementwise:
+        return check_elementwise(g, n);
+      case Family::linear:
+        return check_linear(g, n);
+      case Family::nn:
+        return check_nn(g, n);
+      case Family::data:
+        return check_data(g, n);
+      case Family::none:
+        break;
+    }
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return fmt::format("no CUDA kernel for {}", ir::op_name(n.op));
+}
+
+// ---- helpers ----
+
+bool is_float_type(ir::DType t) {
+  return ir::is_floating(t);
+}
+
+std::string dtype_reason(const ir::Node& n, ir::DType t) {
+  return fmt::format("{} on {}", ir::op_name(n.op), ir::dtype_name(t));
+}
+
+double scalar_as_double(const ir::HostTensor& t) {
+  switch (t.dtype()) {
+    case ir::DType::f32:
+      return t.data<float>()[0];
+    case ir::DType::f16:
+      return numeric::f16_to_f32(t.data<ir::Float16>()[0].bits);
+    case ir::DType::bf16:
+      return numeric::bf16_to_f32(t.data<ir::BFloat16>()[0].bits);
+    case ir::DType::i8:
+      return t.data<int8_t>()[0];
+    case ir::DType::i32:
+      return t.data<int32_t>()[0];
+    case ir::DType::i64:
+      return static_cast<double>(t.data<int64_t>()[0]);
+    case ir::DType::boolean:
+      return t.data<bool>()[0] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+ir::HostTensor to_f32(const ir::HostTensor& t) {
+  if (t.dtype() == ir::DType::f32) return t;
+  ir::HostTensor out(ir::DType::f32, t.shape());
+  const auto* bits = static_cast<const uint16_t*>(t.raw());
+  if (t.dtype() == ir::DType::f16)
+    numeric::f16_to_f32(bits, out.data<float>(), t.numel());
+  else if (t.dtype() == ir::DType::bf16)
+    numeric::bf16_to_f32(bits, out.data<float>(), t.numel());
+  else
+    throw CompileError(
+        fmt::format("cuda: expected a floating-point constant, got {}", ir::dtype_name(t.dtype())));
+  return out;
+}
+
+ir::HostTensor expand_f32(const ir::HostTensor& t, const ir::Shape& shape) {
+  ir::HostTensor src = to_f32(t);
+  ir::HostTensor out(ir::DType::f32, shape);
+  std::vector<int64_t> strides = broadcast_strides(t.shape(), shape);
+  const float* x = src.data<float>();
+  float* y = out.data<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t rem = i, off = 0;
+    for (int d = shape.rank() - 1; d >= 0; --d) {
+      off += (rem % shape[d]) * strides[d];
+      rem /= shape[d];
+    }
+    y[i] = x[off];
+  }
+  return out;
+}
+
+// ---- Lowerer ----
+
+Lowerer::Lowerer(const ir::Graph& g, const CudaOptions& options) : g_(g), options_(options) {
+  values_.assign(g.num_values(), BufRef{});
+  for (ir::ValueId v : g.inputs()) {
+    const ir::Value& val = g.value(v);
+    BufferDesc b;
+    b.kind = BufferKind::arena;
+    b.bytes = static_cast<int64_t>(val.type.shape.numel() * ir::dtype_size(val.type.dtype));
+    b.first_step = b.last_step = -1;
+    b.what = fmt::format("input '{}'", val.name);
+    program_.buffers.push_back(b);
+    values_[v] = {static_cast<int32_t>(program_.buffers.size() - 1), 0};
+    program_.inputs.push_back(values_[v]);
+    program_.input_types.push_back(val.type);
+  }
+}
+
+const ir::HostTensor* Lowerer::constant(const ir::Node& n, int i) const {
+  if (!n.has_input(i)) return nullptr;
+  return g_.value(n.inputs[i]).constant.get();
+}
+
+void Lowerer::touch(const BufRef& ref) {
+  BufferDesc& b = program_.buffers.at(ref.buffer);
+  if (b.kind == BufferKind::arena) b.last_step = std::max(b.last_step, step_);
+}
+
+BufRef Lowerer::value_buffer(ir::ValueId v) {
+  if (values_[v].valid()) return values_[v];
+  const ir::Value& val = g_.value(v);
+  if (!val.constant)
+    throw CompileError(fmt::format("cuda: value '{}' is read before it is computed", val.name));
+  values_[v] = upload(*val.constant, fmt::format("constant '{}'", val.name));
+  return values_[v];
+}
+
+BufRef Lowerer::in(const ir::Node& n, int i) {
+  if (!n.has_input(i)) return BufRef{};
+  BufRef r = value_buffer(n.inputs[i]);
+  touch(r);
+  return r;
+}
+
+BufRef Lowerer::out(const ir::Node& n, int i) {
+  const ir::Value& val = g_.value(n.outputs.at(i));
+  BufferDesc b;
+  b.bytes = static_cast<int64_t>(val.type.shape.numel() * ir::dtype_size(val.type.dtype));
+  b.first_step = b.last_step = step_;
+  b.what = fmt::format("value '{}'", val.name);
+  program_.buffers.push_back(b);
+  values_[n.outputs[i]] = {static_cast<int32_t>(program_.buffers.size() - 1), 0};
+  return values_[n.outputs[i]];
+}
+
+void Lowerer::alias(const ir::Node& n, int out_index, int in_index) {
+  values_[n.outputs.at(out_index)] = in(n, in_index);
+}
+
+void Lowerer::set_constant_output(const ir::Node& n, int i, ir::HostTensor data) {
+  values_[n.outputs.at(i)] =
+      upload(std::move(data), fmt::format("value '{}'", g_.value(n.outputs[i]).name));
+}
+
+BufRef Lowerer::scratch(int64_t bytes, const std::string& what) {
+  BufferDesc b;
+  b.bytes = bytes;
+  b.first_step = b.last_step = step_;
+  b.what = what;
+  program_.buffers.push_back(b);
+  return {static_cast<int32_t>(program_.buffers.size() - 1), 0};
+}
+
+BufRef Lowerer::upload(ir::HostTensor data, const std::string& what) {
+  BufferDesc b;
+  b.kind = BufferKind::constant;
+  b.bytes = static_cast<int64_t>(data.nbytes());
+  b.constant = static_cast<int>(program_.constants.size());
+  b.what = what;
+  program_.constant_bytes += b.bytes;
+  program_.constants.push_back(std::move(data));
+  program_.buffers.push_back(b);
+  return {static_cast<int32_t>(program_.buffers.size() - 1), 0};
+}
+
+void Lowerer::emit(Instr instr) {
+  program_.instrs.push_back(std::move(instr));
+  program_.steps.back().end = program_.instrs.size();
+}
+
+void Lowerer::matrix_mode(ir::DType dtype) {
+  if (dtype == ir::DType::f32)
+    program_.matrix_modes.insert(options_.tf32 ? "tf32" : "fp32");
+  else
+    program_.matrix_modes.insert(dtype == ir::DType::bf16 ? "bf16" : "fp16");
+}
+
+void Lowerer::lower_node(int index) {
+  const ir::Node& n = g_.node(index);
+  std::string reason = unsupported_reason(g_, n);
+  if (!reason.empty())
+    throw UnsupportedOpError(fmt::format("cuda: cannot run {}: {}", ir::describe(g_, n), reason),
+                             {ir::op_name(n.op)});
+  ++step_;
+  Step s;
+  s.node = index;
+  s.name = n.name;
+  s.op_type = ir::op_name(n.op);
+  s.shapes = node_shapes(g_, n);
+  s.dtype = ir::dtype_name(g_.value(n.outputs[0]).type.dtype);
+  s.flops = ir::node_flops(g_, n);
+  s.bytes_in = ir::node_bytes_in(g_, n);
+  s.bytes_out = ir::node_bytes_out(g_, n);
+  s.first = s.end = program_.instrs.size();
+  program_.steps.push_back(s);
+  switch (family_of(n.op)) {
+    case Family::elementwise:
+      lower_elementwise(*this, n);
+      break;
+    case Family::linear:
+      lower_linear(*this, n);
+      break;
+    case Family::nn:
+      lower_nn(*this, n);
+      break;
+    case Family::data:
+      lower_data(*this, n);
+      break;
+    case Family::none:
+      break;
+  }
+}
+
+Program Lowerer::finish() {
+  int end = static_cast<int>(program_.steps.size());
+  for (ir::ValueId v : g_.outputs()) {
+    BufRef r = value_buffer(v);
+    BufferDesc& b = program_.buffers[r.buffer];
+    if (b.kind == BufferKind::arena) b.last_step = end;
+    program_.outputs.push_back(r);
+    program_.output_types.push_back(g_.value(v).type);
+  }
+  std::vector<BufferLifetime> lives;
+  std::vector<size_t> arena;
+  for (size_t i = 0; i < program_.buffers.size(); ++i) {
+    const BufferDesc& b = program_.buffers[i];
+    if (b.kind != BufferKind::arena) continue;
+    arena.push_back(i);
+    lives.push_back({b.bytes, std::max(b.first_step, 0), std::max(b.last_step, 0)});
+  }
+  MemoryPlan plan = plan_memory(lives, kArenaAlignment);
+  for (size_t k = 0; k < arena.size(); ++k) program_.buffers[arena[k]].offset = plan.offsets[k];
+  program_.arena_bytes = plan.total_bytes;
+  program_.peak_live_bytes = plan.peak_live_bytes;
+  return std::move(program_);
+}
+
+Program lower(const ir::Graph& g, const CudaOptions& options) {
+  Lowerer l(g, options);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (!is_folded(g, g.node(i))) l.lower_node(i);
+  return l.finish();
+}
+
+}  // namespace mimic::backends::cuda

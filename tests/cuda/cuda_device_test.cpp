@@ -1,0 +1,318 @@
+// The cuda backend on a real GPU: every op case and the zoo models against the cpu backend under
+// both precision modes, the run report, the trace (GPU stream and host launch tracks linked by a
+// correlation id), runtime errors, the memory pool. Each test calls GTEST_SKIP() with the CUDA
+// runtime's reason when no GPU can be used, so the suite is green (skipped) on machines without
+// one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "frontend/api/compile.h"
+#include "frontend/api/run_observer.h"
+#include "frontend/api/zoo.h"
+#include "frontend/ir/error.h"
+#include "tests/cuda/op_cases.h"
+
+namespace mimic::testing {
+namespace {
+
+std::string gpu_unavailable() {
+  backends::DeviceInfo d = Device("cuda:0").info();
+  return d.available ? "" : d.reason;
+}
+
+#define REQUIRE_GPU()                                           \
+  do {                                                          \
+    std::string why = gpu_unavailable();                        \
+    if (!why.empty()) GTEST_SKIP() << "no usable GPU: " << why; \
+  } while (0)
+
+const std::vector<OpCase>& cases() {
+  static const std::vector<OpCase> all = op_cases();
+  return all;
+}
+
+CompileOptions gpu_options(const std::string& precision,
+                           const std::map<std::string, std::string>& options = {}) {
+  CompileOptions o;
+  o.precision = precision;
+  o.strict = true;  // a node that would fall back to cpu is a failure here
+  o.options = options;
+  return o;
+}
+
+class GpuOp : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(GpuOp, MatchesCpu) {
+  REQUIRE_GPU();
+  const OpCase& c = cases()[GetParam()];
+  std::vector<ir::HostTensor> want = compile(c.graph, Device("cpu")).run(c.inputs).outputs;
+  for (const char* precision : {"highest", "default"}) {
+    SCOPED_TRACE(std::string(c.name) + " precision=" + precision);
+    Executable exe = compile(c.graph, Device("cuda:0"), gpu_options(precision, c.options));
+    RunOutput out = exe.run(c.inputs);
+    ASSERT_EQ(out.outputs.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(
+          compare_tensors(out.outputs[i], want[i],
+                          tolerance_for(c, want[i].dtype(), std::string(precision) == "default")),
+          "")
+          << "output " << i;
+    EXPECT_EQ(out.report.fallback_count(), 0);
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
+  std::string s = cases()[info.param].name;
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, GpuOp, ::testing::Range<size_t>(0, cases().size()), case_name);
+
+struct ZooCase {
+  std::string model, layout;
+  std::map<std::string, int64_t> params;
+  int64_t batch;
+};
+
+void PrintTo(const ZooCase& z, std::ostream* os) {
+  *os << z.model << " " << z.layout << " batch " << z.batch;
+}
+
+class GpuZoo : public ::testing::TestWithParam<ZooCase> {};
+
+// Whole networks: fp32 GEMMs within 1e-3 of the largest output, TF32 within 3e-2.
+TEST_P(GpuZoo, MatchesCpu) {
+  REQUIRE_GPU();
+  const ZooCase& z = GetParam();
+  zoo::ModelOptions o{z.layout, 5, z.params};
+  zoo::Model m = zoo::make(z.model, o);
+  ir::Graph g = zoo::build(z.model, o);
+  CompileOptions co;
+  co.batch = z.batch;
+  Executable cpu = compile(g, Device("cpu"), co);
+  std::vector<ir::HostTensor> inputs =
+      random_inputs(cpu.graph(), 11, m.int_input_high > 0 ? m.int_input_high : 100);
+  std::vector<ir::HostTensor> want = cpu.run(inputs).outputs;
+  for (const char* precision : {"highest", "default"}) {
+    CompileOptions go = gpu_options(precision);
+    go.batch = z.batch;
+    RunOutput out = compile(g, Device("cuda:0"), go).run(inputs);
+    double tol = std::string(precision) == "highest" ? 1e-3 : 3e-2;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_EQ(compare_tensors(out.outputs[i], want[i], {tol, tol}), "")
+          << precision << " output " << i;
+    EXPECT_EQ(out.report.precision, std::string(precision) == "highest" ? "fp32" : "tf32");
+  }
+}
+
+std::vector<ZooCase> zoo_cases() {
+  std::map<std::string, int64_t> small{{"image_size", 64}, {"classes", 10}};
+  return {{"mlp", "nchw", {{"layers", 3}, {"hidden", 256}, {"in_features", 784}}, 16},
+          {"resnet18", "nchw", small, 4},
+          {"resnet18", "nhwc", small, 4},
+          {"resnet50", "nchw", small, 4},
+          {"resnet50", "nhwc", small, 2},
+          {"mobilenet_v2", "nchw", small, 4},
+          {"mobilenet_v2", "nhwc", small, 4},
+          {"bert",
+           "nchw",
+           {{"layers", 2}, {"hidden", 128}, {"heads", 4}, {"seq", 64}, {"vocab", 1000}},
+           4}};
+}
+
+std::string zoo_name(const ::testing::TestParamInfo<ZooCase>& info) {
+  return info.param.model + "_" + info.param.layout;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GpuZoo, ::testing::ValuesIn(zoo_cases()), zoo_name);
+
+// ---- reports and traces ----
+
+class RecordingSink final : public sim::EventSink {
+ public:
+  struct Event {
+    sim::TrackId track;
+    sim::OpId op;
+    std::string name;
+    uint64_t ts, dur;
+  };
+  sim::DeviceId add_device(const sim::DeviceDesc& d) override {
+    devices.push_back(d);
+    return static_cast<sim::DeviceId>(devices.size() - 1);
+  }
+  sim::TrackId add_track(sim::DeviceId, const std::string& name, const std::string& kind) override {
+    tracks.push_back({name, kind});
+    return static_cast<sim::TrackId>(tracks.size() - 1);
+  }
+  sim::OpId add_op(const sim::OpDesc& op) override {
+    ops.push_back(op);
+    return static_cast<sim::OpId>(ops.size() - 1);
+  }
+  void event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts,
+             uint64_t dur) override {
+    events.push_back({track, op, std::string(name), ts, dur});
+  }
+  void counter(sim::TrackId, uint64_t, double) override {}
+  std::vector<sim::DeviceDesc> devices;
+  std::vector<std::pair<std::string, std::string>> tracks;
+  std::vector<sim::OpDesc> ops;
+  std::vector<Event> events;
+};
+
+class RecordingObserver final : public RunObserver {
+ public:
+  sim::EventSink& begin_run(const RunInfo&) override { return sink; }
+  void end_run(bool ok, const std::string&) override { this->ok = ok; }
+  RecordingSink sink;
+  bool ok = false;
+};
+
+ir::Graph mlp_graph(ir::DType t) {
+  ir::Graph g("mlp");
+  ir::ValueId x = g.add_input("x", t, ir::Shape({32, 256}));
+  ir::ValueId w = g.add_input("w", t, ir::Shape({256, 512}));
+  ir::ValueId h = g.add_node(ir::OpType::MatMul, "fc", {x, w})[0];
+  ir::ValueId r = g.add_node(ir::OpType::Relu, "relu", {h})[0];
+  g.add_output(g.add_node(ir::OpType::Softmax, "softmax", {r})[0]);
+  return g;
+}
+
+std::vector<ir::HostTensor> inputs_for(const ir::Graph& g) {
+  return random_inputs(prepare_graph(g, 0), 3);
+}
+
+TEST(GpuReport, PrecisionPerOpTimesAndTotals) {
+  REQUIRE_GPU();
+  ir::Graph g = mlp_graph(ir::DType::f32);
+  std::vector<ir::HostTensor> in = inputs_for(g);
+  RunOutput def = compile(g, Device("cuda:0"), gpu_options("default")).run(in);
+  EXPECT_EQ(def.report.precision, "tf32");
+  EXPECT_EQ(def.report.device, "cuda:0");
+  EXPECT_EQ(def.report.backend, "cuda");
+  ASSERT_EQ(def.report.ops.size(), 3u);
+  double sum = 0;
+  for (const auto& op : def.report.ops) {
+    EXPECT_GT(op.device_seconds, 0) << op.node;
+    EXPECT_GT(op.wall_ns, 0) << op.node;
+    EXPECT_EQ(op.backend, "cuda");
+    sum += op.device_seconds;
+  }
+  EXPECT_GT(def.report.device_seconds, 0);
+  EXPECT_LE(sum, def.report.device_seconds * 1.05);
+  EXPECT_GT(def.report.wall_seconds, def.report.device_seconds * 0.5);
+  EXPECT_GT(def.report.peak_flops_per_s, 0);
+  EXPECT_GT(def.report.metrics.at("gpu_total_seconds"), 0);
+  EXPECT_EQ(def.report.bytes_moved.at("host_to_device"), (32 * 256 + 256 * 512) * 4);
+  EXPECT_EQ(compile(g, Device("cuda:0"), gpu_options("highest")).run(in).report.precision, "fp32");
+  ir::Graph g16 = mlp_graph(ir::DType::bf16);
+  EXPECT_EQ(
+      compile(g16, Device("cuda:0"), gpu_options("default")).run(inputs_for(g16)).report.precision,
+      "bf16");
+}
+
+TEST(GpuTrace, GpuAndHostTracksLinkedByCorrelationId) {
+  REQUIRE_GPU();
+  ir::Graph g = mlp_graph(ir::DType::f32);
+  RecordingObserver obs;
+  Executable exe = compile(g, Device("cuda:0"), gpu_options("default"));
+  std::vector<ir::HostTensor> in = inputs_for(g);
+  push_run_observer(&obs);
+  exe.run(in);
+  pop_run_observer(&obs);
+  RecordingSink& s = obs.sink;
+  ASSERT_TRUE(obs.ok);
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].backend, "cuda");
+  EXPECT_EQ(s.devices[0].unit, sim::TimeUnit::ns);
+  EXPECT_NE(s.devices[0].properties_json.find("compute_capability"), std::string::npos);
+  ASSERT_EQ(s.tracks.size(), 2u);
+  EXPECT_EQ(s.tracks[0], std::make_pair(std::string("stream 0"), std::string("compute")));
+  EXPECT_EQ(s.tracks[1], std::make_pair(std::string("host launch"), std::string("host")));
+  ASSERT_EQ(s.ops.size(), 3u);
+  std::map<sim::OpId, std::vector<RecordingSink::Event>> by_op;
+  uint64_t last_end = 0;
+  for (const auto& e : s.events) {
+    if (e.op != sim::kNoOp) by_op[e.op].push_back(e);
+    if (e.track == 0) {
+      EXPECT_GE(e.ts, last_end) << "slices on the stream track never overlap";
+      last_end = e.ts + e.dur;
+    }
+  }
+  for (const auto& [op, events] : by_op) {
+    ASSERT_EQ(events.size(), 2u) << s.ops[op].node;
+    EXPECT_NE(events[0].track, events[1].track);
+    EXPECT_EQ(events[0].name, events[1].name);
+    EXPECT_NE(events[0].name.find("[corr "), std::string::npos) << events[0].name;
+    EXPECT_EQ(s.ops[op].backend, "cuda");
+  }
+}
+
+TEST(GpuErrors, OutOfRangeGatherIndexNamesTheNode) {
+  REQUIRE_GPU();
+  ir::Graph g("gather");
+  ir::HostTensor table(ir::DType::f32, ir::Shape({5, 2}));
+  ir::ValueId data = g.add_constant("table", table);
+  ir::ValueId idx = g.add_input("ids", ir::DType::i64, ir::Shape({3}));
+  g.add_output(g.add_node(ir::OpType::Gather, "lookup", {data, idx})[0]);
+  Executable exe = compile(g, Device("cuda:0"), gpu_options("default"));
+  ir::HostTensor ids(ir::DType::i64, ir::Shape({3}));
+  ids.data<int64_t>()[2] = 9;
+  try {
+    exe.run({ids});
+    FAIL();
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("'lookup'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("index 9"), std::string::npos) << e.what();
+  }
+  ids.data<int64_t>()[2] = 4;
+  EXPECT_NO_THROW(exe.run({ids})) << "the device stays usable after a bad index";
+}
+
+TEST(GpuMemory, RepeatedRunsReuseThePool) {
+  REQUIRE_GPU();
+  ir::Graph g = mlp_graph(ir::DType::f32);
+  std::vector<ir::HostTensor> in = inputs_for(g);
+  Executable exe = compile(g, Device("cuda:0"), gpu_options("default"));
+  RunOutput first = exe.run(in);
+  RunOutput second = exe.run(in);
+  EXPECT_EQ(second.report.metrics.at("pool_device_allocations"),
+            first.report.metrics.at("pool_device_allocations"));
+  for (int64_t i = 0; i < first.outputs[0].numel(); ++i)
+    ASSERT_EQ(first.outputs[0].data<float>()[i], second.outputs[0].data<float>()[i])
+        << "runs are deterministic";
+}
+
+TEST(GpuOptions, TimingRunSkipsPerOpEvents) {
+  REQUIRE_GPU();
+  ir::Graph g = mlp_graph(ir::DType::f32);
+  RunOutput out =
+      compile(g, Device("cuda:0"), gpu_options("default", {{"timing", "run"}})).run(inputs_for(g));
+  for (const auto& op : out.report.ops) EXPECT_EQ(op.device_seconds, 0);
+  EXPECT_GT(out.report.device_seconds, 0);
+  ASSERT_FALSE(out.report.notes.empty());
+}
+
+TEST(GpuFallback, UnsupportedNodesRunOnCpuBetweenGpuSegments) {
+  REQUIRE_GPU();
+  ir::Graph g("mixed");
+  ir::ValueId x = g.add_input("x", ir::DType::f32, ir::Shape({4, 8}));
+  ir::ValueId q = g.add_node(ir::OpType::Cast, "to_i8", {x}, {{"to", std::string("i8")}})[0];
+  ir::ValueId w = g.add_constant("w", ir::HostTensor(ir::DType::i8, ir::Shape({8, 3})));
+  ir::ValueId mm = g.add_node(ir::OpType::MatMul, "qmm", {q, w})[0];  // i8 MatMul: cpu
+  ir::ValueId f = g.add_node(ir::OpType::Cast, "to_f32", {mm}, {{"to", std::string("f32")}})[0];
+  g.add_output(g.add_node(ir::OpType::Relu, "relu", {f})[0]);
+  CompileOptions o;
+  Executable exe = compile(g, Device("cuda:0"), o);
+  EXPECT_EQ(exe.compile_report().fallback_nodes, std::vector<std::string>{"qmm"});
+  RunOutput out = exe.run(inputs_for(g));
+  EXPECT_EQ(out.report.fallback_count(), 1);
+  o.strict = true;
+  EXPECT_THROW(compile(g, Device("cuda:0"), o), UnsupportedOpError);
+}
+
+}  // namespace
+}  // namespace mimic::testing

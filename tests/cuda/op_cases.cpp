@@ -1,0 +1,184 @@
+#include "tests/cuda/op_cases.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "models/common/numeric_formats.h"
+#include "tests/cuda/op_cases_util.h"
+
+namespace mimic::testing {
+
+CaseBuilder::CaseBuilder(std::string name) : rng_(std::hash<std::string>{}(name)) {
+  c_.name = std::move(name);
+}
+
+ir::HostTensor CaseBuilder::random(ir::DType t, const ir::Shape& s, double lo, double hi,
+                                   bool integral) {
+  ir::HostTensor out(t, s);
+  std::uniform_real_distribution<double> real(lo, hi);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    double v = integral ? std::floor(real(rng_)) : real(rng_);
+    switch (t) {
+      case ir::DType::f32:
+        out.data<float>()[i] = static_cast<float>(v);
+        break;
+      case ir::DType::f16:
+        out.data<ir::Float16>()[i].bits = numeric::f32_to_f16(static_cast<float>(v));
+        break;
+      case ir::DType::bf16:
+        out.data<ir::BFloat16>()[i].bits = numeric::f32_to_bf16(static_cast<float>(v));
+        break;
+      case ir::DType::i8:
+        out.data<int8_t>()[i] = static_cast<int8_t>(std::llround(v));
+        break;
+      case ir::DType::i32:
+        out.data<int32_t>()[i] = static_cast<int32_t>(std::llround(v));
+        break;
+      case ir::DType::i64:
+        out.data<int64_t>()[i] = std::llround(v);
+        break;
+      case ir::DType::boolean:
+        out.data<bool>()[i] = (rng_() & 1) != 0;
+        break;
+    }
+  }
+  return out;
+}
+
+ir::ValueId CaseBuilder::in(ir::DType t, ir::Shape s, double lo, double hi, bool integral) {
+  return in_data(random(t, s, lo, hi, integral));
+}
+
+ir::ValueId CaseBuilder::in_data(const ir::HostTensor& t) {
+  c_.inputs.push_back(t);
+  return c_.graph.add_input(fmt::format("x{}", next_++), t.dtype(), t.shape());
+}
+
+ir::ValueId CaseBuilder::constant(const ir::HostTensor& t) {
+  return c_.graph.add_constant(fmt::format("c{}", next_++), t);
+}
+
+ir::ValueId CaseBuilder::random_constant(ir::DType t, ir::Shape s, double lo, double hi) {
+  return constant(random(t, s, lo, hi));
+}
+
+ir::ValueId CaseBuilder::ints(std::vector<int64_t> v) {
+  ir::Shape shape({static_cast<int64_t>(v.size())});
+  return constant(i64_tensor(shape, std::move(v)));
+}
+
+ir::ValueId CaseBuilder::f32_scalar(float v) {
+  return constant(f32_tensor(ir::Shape(), {v}));
+}
+
+std::vector<ir::ValueId> CaseBuilder::node(ir::OpType op, std::vector<ir::ValueId> inputs,
+                                           ir::Attributes attrs, int outputs) {
+  std::vector<ir::ValueId> outs =
+      c_.graph.add_node(op, fmt::format("n{}_{}", next_++, ir::op_name(op)), std::move(inputs),
+                        std::move(attrs), outputs);
+  for (ir::ValueId v : outs) outputs_.push_back(v);
+  return outs;
+}
+
+void CaseBuilder::chained(ir::ValueId v) {
+  outputs_.erase(std::remove(outputs_.begin(), outputs_.end(), v), outputs_.end());
+}
+
+CaseBuilder& CaseBuilder::option(const std::string& key, const std::string& value) {
+  c_.options[key] = value;
+  return *this;
+}
+
+CaseBuilder& CaseBuilder::matrix() {
+  c_.matrix = true;
+  return *this;
+}
+
+CaseBuilder& CaseBuilder::data_movement() {
+  c_.data_movement = true;
+  return *this;
+}
+
+OpCase CaseBuilder::done() {
+  for (ir::ValueId v : outputs_) c_.graph.add_output(v);
+  return std::move(c_);
+}
+
+ir::HostTensor f32_tensor(ir::Shape s, std::vector<float> v) {
+  return ir::HostTensor::from(std::move(s), v.data());
+}
+ir::HostTensor i64_tensor(ir::Shape s, std::vector<int64_t> v) {
+  return ir::HostTensor::from(std::move(s), v.data());
+}
+
+std::vector<OpCase> op_cases() {
+  std::vector<OpCase> out;
+  add_elementwise_cases(out);
+  add_linear_cases(out);
+  add_nn_cases(out);
+  add_data_cases(out);
+  return out;
+}
+
+const std::map<ir::OpType, std::string>& ops_without_cases() {
+  static const std::map<ir::OpType, std::string> none;
+  return none;
+}
+
+Tolerance tolerance_for(const OpCase& c, ir::DType output, bool tf32) {
+  if (c.data_movement || !ir::is_floating(output)) return {0, 0};
+  if (output == ir::DType::bf16) return {2e-2, 1e-2};
+  if (output == ir::DType::f16) return {4e-3, 2e-3};
+  if (c.matrix) return tf32 ? Tolerance{1e-2, 5e-3} : Tolerance{1e-4, 1e-4};
+  return {2e-5, 1e-6};
+}
+
+namespace {
+
+double element(const ir::HostTensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case ir::DType::f32:
+      return t.data<float>()[i];
+    case ir::DType::f16:
+      return numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
+    case ir::DType::bf16:
+      return numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
+    case ir::DType::i8:
+      return t.data<int8_t>()[i];
+    case ir::DType::i32:
+      return t.data<int32_t>()[i];
+    case ir::DType::i64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case ir::DType::boolean:
+      return t.data<bool>()[i] ? 1 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string compare_tensors(const ir::HostTensor& got, const ir::HostTensor& want, Tolerance tol) {
+  if (got.type() != want.type())
+    return fmt::format("type {} differs from {}", got.type().str(), want.type().str());
+  if (tol.rtol == 0 && tol.atol == 0) {
+    if (std::memcmp(got.raw(), want.raw(), got.nbytes()) == 0) return "";
+  }
+  double scale = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    if (std::isfinite(element(want, i))) scale = std::max(scale, std::fabs(element(want, i)));
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double g = element(got, i), w = element(want, i);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::isinf(w) && g == w) continue;
+    if (!(std::fabs(g - w) <= tol.atol * scale + tol.rtol * std::fabs(w)))
+      return fmt::format(
+          "element {} of {}: got {:.9g}, want {:.9g} (rtol {}, atol {} x max|want| {:.4g})", i,
+          want.type().str(), g, w, tol.rtol, tol.atol, scale);
+  }
+  return "";
+}
+
+}  // namespace mimic::testing

@@ -1,0 +1,47 @@
+// The CUDA backend's op conformance cases: small graphs (one op, or a short chain where storage
+// aliasing matters) with inputs, covering every op of the IR with the variants the kernels
+// distinguish (dtypes, layouts, broadcasting patterns, groups, strides, padding modes, the warp
+// and per-thread row paths). The same cases run on the GPU (cuda_device_test) and, without one, on
+// the host emulator of the lowered program (cuda_emulated_test); both compare with the cpu backend.
+//
+// Tolerances (|got - want| <= atol * max|want| + rtol * |want|, elementwise):
+//   integer and bool outputs, data movement: exact
+//   f32, no matrix op:           rtol 2e-5, atol 1e-6  (CUDA vs glibc math functions differ by
+//   ulps) f32 matrix op, fp32 GEMMs:   rtol 1e-4, atol 1e-4  (summation order) f32 matrix op, TF32
+//   GEMMs:   rtol 1e-2, atol 5e-3  (10-bit mantissa operands) f16 outputs:                 rtol
+//   4e-3, atol 2e-3  (a few fp16 ulps) bf16 outputs:                rtol 2e-2, atol 1e-2  (a few
+//   bf16 ulps)
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/ir/graph.h"
+
+namespace mimic::testing {
+
+struct OpCase {
+  std::string name;  // "Conv/nhwc_3x3_s2_bias"
+  ir::Graph graph;
+  std::vector<ir::HostTensor> inputs;
+  std::map<std::string, std::string> options;  // backend options for this case
+  bool matrix = false;                         // runs GEMMs (TF32 under precision=default)
+  bool data_movement = false;                  // results must match bit for bit
+};
+
+std::vector<OpCase> op_cases();
+
+// IR ops without a case of their own, with the reason (none today: every op has a case).
+const std::map<ir::OpType, std::string>& ops_without_cases();
+
+struct Tolerance {
+  double rtol = 0, atol = 0;
+};
+Tolerance tolerance_for(const OpCase& c, ir::DType output, bool tf32);
+
+// "" when `got` matches `want` within `tol`, else the first mismatch ("element 7: got 1.5,
+// want 1.25").
+std::string compare_tensors(const ir::HostTensor& got, const ir::HostTensor& want, Tolerance tol);
+
+}  // namespace mimic::testing
