@@ -75,7 +75,8 @@ class IpuExecutable final : public Executable {
     w.u8(ipu_emu::kRun);
     w.u64(id_);
     w.u64(inputs.size());
-    for (const auto& t : inputs) w.tensor(t);
+    // Timing-only programs never read their inputs: only their count travels.
+    for (const auto& t : inputs) w.tensor(options_.timing_only ? ir::HostTensor(t.dtype(), ir::Shape({0})) : t);
     std::vector<uint8_t> reply = worker_->call(w.data());
     wire::Reader r(reply);
     RunResult result;

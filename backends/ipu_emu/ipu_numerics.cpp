@@ -31,26 +31,31 @@ struct Operand {
   }
 };
 
+// Adds chunk `index` (A[:, k0:k0+kc] * B[k0:k0+kc, :]) into acc with the partials' rules.
+void accumulate_chunk(size_t index, int64_t m, int64_t n, int64_t kc, GemmOperand a, GemmOperand b, bool half,
+                      float* acc, int64_t ldc, std::vector<float>& scratch) {
+  if (!half) {
+    cpu::gemm_f32(m, n, kc, 1.0f, a, b, index == 0 ? 0.0f : 1.0f, acc, ldc);
+    return;
+  }
+  scratch.resize(static_cast<size_t>(m * n));
+  cpu::gemm_f32(m, n, kc, 1.0f, a, b, 0.0f, scratch.data(), n);
+  round_f16(scratch.data(), m * n);
+  for (int64_t r = 0; r < m; ++r) {
+    float* row = acc + r * ldc;
+    const float* s = scratch.data() + r * n;
+    if (index == 0) std::memcpy(row, s, n * sizeof(float));
+    else
+      for (int64_t c = 0; c < n; ++c) row[c] = numeric::round_to_f16(row[c] + s[c]);
+  }
+}
+
 void chunked_gemm(int64_t m, int64_t n, Operand a, Operand b, const std::vector<int64_t>& bounds, bool half,
                   float* acc, int64_t ldc) {
   std::vector<float> scratch;
-  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
-    int64_t k0 = bounds[i], kc = bounds[i + 1] - bounds[i];
-    if (!half) {
-      cpu::gemm_f32(m, n, kc, 1.0f, a.at(k0, true), b.at(k0, false), i == 0 ? 0.0f : 1.0f, acc, ldc);
-      continue;
-    }
-    scratch.resize(static_cast<size_t>(m * n));
-    cpu::gemm_f32(m, n, kc, 1.0f, a.at(k0, true), b.at(k0, false), 0.0f, scratch.data(), n);
-    round_f16(scratch.data(), m * n);
-    for (int64_t r = 0; r < m; ++r) {
-      float* row = acc + r * ldc;
-      const float* s = scratch.data() + r * n;
-      if (i == 0) std::memcpy(row, s, n * sizeof(float));
-      else
-        for (int64_t c = 0; c < n; ++c) row[c] = numeric::round_to_f16(row[c] + s[c]);
-    }
-  }
+  for (size_t i = 0; i + 1 < bounds.size(); ++i)
+    accumulate_chunk(i, m, n, bounds[i + 1] - bounds[i], a.at(bounds[i], true), b.at(bounds[i], false), half, acc,
+                     ldc, scratch);
   if (bounds.size() < 2)
     for (int64_t r = 0; r < m; ++r) std::memset(acc + r * ldc, 0, n * sizeof(float));
 }
@@ -145,22 +150,53 @@ void im2col_nchw(const float* x, float* col, int64_t channels, const ir::WindowG
     }
 }
 
-// col[p, c * kvol + kk] for channels-last x[H, W, C_total], channels c0 .. c0 + cg.
-void im2col_nhwc(const float* x, float* col, int64_t c0, int64_t cg, const ir::WindowGeometry& g) {
+// col[p, kk * cc + c] for channels-last x[H, W, C_total], channels c0 .. c0 + cc (runs of cc
+// channels are contiguous in x: one memcpy per output pixel and kernel position).
+void im2col_nhwc(const float* x, float* col, int64_t c0, int64_t cc, const ir::WindowGeometry& g) {
   int64_t oh = g.out_size[0], ow = g.out_size[1], ih = g.in_size[0], iw = g.in_size[1], ct = g.in_channels;
   int64_t kh = g.kernel[0], kw = g.kernel[1], kvol = kh * kw;
-#pragma omp parallel for schedule(static) if (oh * ow * cg * kvol > 65536)
+#pragma omp parallel for schedule(static) if (oh * ow * cc * kvol > 65536)
   for (int64_t y = 0; y < oh; ++y)
     for (int64_t xo = 0; xo < ow; ++xo) {
-      float* dst = col + (y * ow + xo) * cg * kvol;
-      for (int64_t kk = 0; kk < kvol; ++kk) {
+      float* dst = col + (y * ow + xo) * kvol * cc;
+      for (int64_t kk = 0; kk < kvol; ++kk, dst += cc) {
         int64_t iy = y * g.strides[0] - g.pad_begin[0] + (kk / kw) * g.dilations[0];
         int64_t ix = xo * g.strides[1] - g.pad_begin[1] + (kk % kw) * g.dilations[1];
-        bool inside = iy >= 0 && iy < ih && ix >= 0 && ix < iw;
-        const float* src = x + (iy * iw + ix) * ct + c0;
-        for (int64_t c = 0; c < cg; ++c) dst[c * kvol + kk] = inside ? src[c] : 0.0f;
+        if (iy < 0 || iy >= ih || ix < 0 || ix >= iw) std::memset(dst, 0, cc * sizeof(float));
+        else std::memcpy(dst, x + (iy * iw + ix) * ct + c0, cc * sizeof(float));
       }
     }
+}
+
+// Channels-last, not pointwise: per K chunk (input channels c0 .. c1 of a group), the weights are
+// reordered to [Mg, kernel position, channel] to match the chunk's im2col columns.
+void conv2d_nhwc(const float* x, const float* w, float* y, const ir::WindowGeometry& g,
+                 const std::vector<int64_t>& channel_bounds, bool half) {
+  int64_t cg = g.in_channels / g.group, mg = g.out_channels / g.group, kvol = g.kernel_volume();
+  int64_t p = g.out_spatial(), in_sp = g.in_spatial();
+  size_t chunks = channel_bounds.size() - 1;
+  std::vector<std::vector<float>> wt(g.group * chunks);
+  for (int64_t grp = 0; grp < g.group; ++grp)
+    for (size_t ci = 0; ci < chunks; ++ci) {
+      int64_t c0 = channel_bounds[ci], cc = channel_bounds[ci + 1] - c0;
+      auto& t = wt[grp * chunks + ci];
+      t.resize(static_cast<size_t>(mg * kvol * cc));
+      for (int64_t m = 0; m < mg; ++m)
+        for (int64_t c = 0; c < cc; ++c)
+          for (int64_t kk = 0; kk < kvol; ++kk)
+            t[(m * kvol + kk) * cc + c] = w[((grp * mg + m) * cg + c0 + c) * kvol + kk];
+    }
+  std::vector<float> col, scratch;
+  for (int64_t b = 0; b < g.batch; ++b)
+    for (int64_t grp = 0; grp < g.group; ++grp)
+      for (size_t ci = 0; ci < chunks; ++ci) {
+        int64_t c0 = channel_bounds[ci], cc = channel_bounds[ci + 1] - c0;
+        col.resize(static_cast<size_t>(p * kvol * cc));
+        im2col_nhwc(x + b * in_sp * g.in_channels, col.data(), grp * cg + c0, cc, g);
+        accumulate_chunk(ci, p, mg, kvol * cc, {col.data(), kvol * cc, false},
+                         {wt[grp * chunks + ci].data(), kvol * cc, true}, half,
+                         y + b * p * g.out_channels + grp * mg, g.out_channels, scratch);
+      }
 }
 
 void add_channel_bias(float* y, const float* bias, const ir::WindowGeometry& g, bool half) {
@@ -187,17 +223,15 @@ void conv2d(const ir::Graph& graph, const ir::Node& n, const std::vector<const H
     for (int64_t grp = 0; grp < g.group; ++grp)
       chunked_gemm(g.batch * p, mg, {x + grp * cg, g.in_channels, false}, {w + grp * mg * cg, cg, true}, bounds,
                    r.half_partials, y + grp * mg, g.out_channels);
+  } else if (g.channels_last) {
+    std::vector<int64_t> channels = r.k_bounds.size() >= 2 && r.k_bounds.back() == cg ? r.k_bounds
+                                                                                      : std::vector<int64_t>{0, cg};
+    conv2d_nhwc(x, w, y, g, channels, r.half_partials);
   } else {
     std::vector<float> col(pointwise ? 0 : static_cast<size_t>(kdim * p));
     for (int64_t b = 0; b < g.batch; ++b)
       for (int64_t grp = 0; grp < g.group; ++grp) {
         const float* wg = w + grp * mg * kdim;
-        if (g.channels_last) {
-          im2col_nhwc(x + b * in_sp * g.in_channels, col.data(), grp * cg, cg, g);
-          chunked_gemm(p, mg, {col.data(), kdim, false}, {wg, kdim, true}, bounds, r.half_partials,
-                       y + b * p * g.out_channels + grp * mg, g.out_channels);
-          continue;
-        }
         const float* xg = x + (b * g.in_channels + grp * cg) * in_sp;
         if (!pointwise) im2col_nchw(xg, col.data(), cg, g);
         chunked_gemm(mg, p, {wg, kdim, false}, {pointwise ? xg : col.data(), p, false}, bounds, r.half_partials,
