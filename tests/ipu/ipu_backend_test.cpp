@@ -99,6 +99,42 @@ TEST(IpuBackend, ZooModelsMatchCpu) {
     EXPECT_LT(max_rel_diff(r.ipu.outputs[i], r.cpu.outputs[i]), 1e-4);
 }
 
+TEST(IpuBackend, MixedOpsLowerAndMatchCpu) {
+  // Transposed convolution, pooling, reductions over inner and outer axes, softmax over a middle
+  // axis, data movement and elementwise ops: every family of the lowering.
+  using ir::OpType;
+  ir::Graph g("mixed");
+  Random rng(9);
+  auto i64 = [&](std::vector<int64_t> v) {
+    return g.add_constant("c" + std::to_string(g.num_values()), ir::HostTensor::from<int64_t>(ir::Shape({int64_t(v.size())}), v.data()));
+  };
+  auto x = g.add_input("x", ir::DType::f32, {2, 8, 10, 10});
+  auto w = g.add_constant("w", rng.tensor(ir::DType::f32, {8, 4, 3, 3}, 0, 0.2f));
+  auto ct = g.add_node(OpType::ConvTranspose, "up", {x, w}, {{"strides", std::vector<int64_t>{2, 2}}})[0];
+  auto mp = g.add_node(OpType::MaxPool, "pool", {ct}, {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                                       {"strides", std::vector<int64_t>{2, 2}}})[0];
+  auto sm = g.add_node(OpType::Softmax, "softmax", {mp}, {{"axis", int64_t{1}}})[0];
+  auto tr = g.add_node(OpType::Transpose, "transpose", {sm}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0];
+  auto sl = g.add_node(OpType::Slice, "slice", {tr, i64({1}), i64({6}), i64({1})})[0];
+  auto cat = g.add_node(OpType::Concat, "concat", {sl, sl}, {{"axis", int64_t{3}}})[0];
+  auto rm = g.add_node(OpType::ReduceMean, "mean0", {cat, i64({0})})[0];
+  auto rs = g.add_node(OpType::ReduceSum, "sum3", {cat, i64({3})})[0];
+  auto sg = g.add_node(OpType::Sigmoid, "sigmoid", {rs})[0];
+  auto pad = g.add_node(OpType::Pad, "pad", {sg, i64({0, 1, 1, 0, 0, 1, 1, 0})})[0];
+  auto gap = g.add_node(OpType::GlobalAveragePool, "gap", {ct})[0];
+  g.add_output(rm);
+  g.add_output(pad);
+  g.add_output(gap);
+  Compared r = run_both(g, "ipu-emu:gc200");
+  ASSERT_EQ(r.ipu.outputs.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(r.ipu.outputs[i].shape(), r.cpu.outputs[i].shape()) << i;
+    EXPECT_LT(max_rel_diff(r.ipu.outputs[i], r.cpu.outputs[i]), 1e-5) << i;
+  }
+  EXPECT_EQ(r.ipu.report.fallback_count(), 0);
+  for (const auto& op : r.ipu.report.ops) EXPECT_GT(op.cycles, 0u) << op.node;
+}
+
 TEST(IpuBackend, Float16StorageRoundsLikeTheChip) {
   CompileOptions o;
   o.precision = "float16";
