@@ -218,8 +218,7 @@ void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
     candidate.op = op_name_at(g, out.stages[st], t, m.fullest_tile, static_cast<uint32_t>(s.tiles));
     candidate.message = fmt::format(
         "Out of memory on tile {}: {} bytes used but tiles only have {} bytes (ipu {}, while running op {}: "
-        "activations {}, exchange buffers {}, partials {}, weights {}, code {}, vertex state {}); set option "
-        "allow_out_of_memory=true for the full memory report",
+        "activations {}, exchange buffers {}, partials {}, weights {}, code {}, vertex state {})",
         candidate.tile, candidate.bytes_used, candidate.bytes_available, st, candidate.op, t.activations, t.exchange,
         t.partials, t.weights, t.code, t.vertex_state);
     out.out_of_memory = candidate;
@@ -312,7 +311,8 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
   out.memory_table = memory_table(out);
   check_memory(out, g, s);
   if (out.out_of_memory && !o.allow_out_of_memory)
-    throw OutOfMemoryError(out.out_of_memory->message, out.out_of_memory->tile, out.out_of_memory->bytes_used,
+    throw OutOfMemoryError(out.out_of_memory->message + "; set option allow_out_of_memory=true for the full memory report",
+                           out.out_of_memory->tile, out.out_of_memory->bytes_used,
                            out.out_of_memory->bytes_available, out.out_of_memory->op);
   DeviceProgram& p = out.program;
   p.bsp = build_program(s, o, out.stages, labels);
@@ -351,6 +351,8 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
       parts += fmt::format("{}ipu {}: {} ops", st ? ", " : "", st, out.stages[st].ops.size());
     notes.push_back(fmt::format("pipelined over {} stages x {} micro-batches ({})", o.stages, o.micro_batches, parts));
   }
+  if (o.half_partials && !o.half_precision)
+    notes.push_back("enable_half_partials has no effect with precision float32 (partials of fp32 products are fp32)");
   if (o.replicas > 1) notes.push_back(fmt::format("{} replicas of batch {} each{}", o.replicas, local,
                                                   o.weight_update ? ", weights all-reduced every step" : ""));
   p.notes = notes;

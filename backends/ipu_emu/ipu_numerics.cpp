@@ -125,15 +125,15 @@ void matmul(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTen
                  y + i * m * cols, cols);
 }
 
-// col[c * kvol + kk, p] for channels-first x[C, H, W] (one image, one group).
-void im2col_nchw(const float* x, float* col, int64_t channels, const ir::WindowGeometry& g) {
+// col[c * kvol + kk, p] (row stride ld) for channels-first x[C, H, W] (one image, one group).
+void im2col_nchw(const float* x, float* col, int64_t ld, int64_t channels, const ir::WindowGeometry& g) {
   int64_t oh = g.out_size[0], ow = g.out_size[1], ih = g.in_size[0], iw = g.in_size[1];
   int64_t kh = g.kernel[0], kw = g.kernel[1], p = oh * ow;
 #pragma omp parallel for collapse(2) schedule(static) if (channels * kh * kw * p > 65536)
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t kk = 0; kk < kh * kw; ++kk) {
       int64_t ky = kk / kw, kx = kk % kw;
-      float* row = col + (c * kh * kw + kk) * p;
+      float* row = col + (c * kh * kw + kk) * ld;
       const float* plane = x + c * ih * iw;
       for (int64_t y = 0; y < oh; ++y) {
         int64_t iy = y * g.strides[0] - g.pad_begin[0] + ky * g.dilations[0];
@@ -209,6 +209,39 @@ void add_channel_bias(float* y, const float* bias, const ir::WindowGeometry& g, 
   }
 }
 
+// Channels-first: images are processed in batches whose im2col columns sit side by side
+// ([K, images x P]), so each K chunk is one GEMM for many images (fewer, larger products than one
+// per image), then the [Mg, images x P] result is scattered back to NCHW.
+void conv2d_nchw(const float* x, const float* w, float* y, const ir::WindowGeometry& g,
+                 const std::vector<int64_t>& bounds, bool half) {
+  int64_t cg = g.in_channels / g.group, mg = g.out_channels / g.group, kvol = g.kernel_volume();
+  int64_t kdim = cg * kvol, p = g.out_spatial(), in_sp = g.in_spatial();
+  constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;  // 16 MiB of im2col per batch of images
+  int64_t per = std::max<int64_t>(1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(kdim * p, 1)));
+  std::vector<float> col(static_cast<size_t>(kdim * p * per)), acc(static_cast<size_t>(mg * p * per));
+  for (int64_t b0 = 0; b0 < g.batch; b0 += per) {
+    int64_t nb = std::min(per, g.batch - b0), np = nb * p;
+    for (int64_t grp = 0; grp < g.group; ++grp) {
+      if (g.is_pointwise()) {
+#pragma omp parallel for collapse(2) schedule(static) if (kdim * np > 65536)
+        for (int64_t c = 0; c < kdim; ++c)
+          for (int64_t b = 0; b < nb; ++b)
+            std::memcpy(col.data() + c * np + b * p, x + ((b0 + b) * g.in_channels + grp * cg + c) * in_sp,
+                        p * sizeof(float));
+      } else {
+        for (int64_t b = 0; b < nb; ++b)
+          im2col_nchw(x + ((b0 + b) * g.in_channels + grp * cg) * in_sp, col.data() + b * p, np, cg, g);
+      }
+      chunked_gemm(mg, np, {w + grp * mg * kdim, kdim, false}, {col.data(), np, false}, bounds, half, acc.data(), np);
+#pragma omp parallel for collapse(2) schedule(static) if (mg * np > 65536)
+      for (int64_t m = 0; m < mg; ++m)
+        for (int64_t b = 0; b < nb; ++b)
+          std::memcpy(y + ((b0 + b) * g.out_channels + grp * mg + m) * p, acc.data() + m * np + b * p,
+                      p * sizeof(float));
+    }
+  }
+}
+
 void conv2d(const ir::Graph& graph, const ir::Node& n, const std::vector<const HostTensor*>& in, HostTensor& out,
             const OpRecipe& r) {
   ir::WindowGeometry g = ir::window_geometry(n, in[0]->shape(), &in[1]->shape(), ir::WindowKind::conv);
@@ -216,10 +249,9 @@ void conv2d(const ir::Graph& graph, const ir::Node& n, const std::vector<const H
   const float* w = in[1]->data<float>();
   float* y = out.data<float>();
   int64_t cg = g.in_channels / g.group, mg = g.out_channels / g.group, kvol = g.kernel_volume();
-  int64_t kdim = cg * kvol, p = g.out_spatial(), in_sp = g.in_spatial();
+  int64_t kdim = cg * kvol, p = g.out_spatial();
   auto bounds = scaled(r.k_bounds, kdim, kvol);
-  bool pointwise = g.is_pointwise();
-  if (g.channels_last && pointwise) {
+  if (g.channels_last && g.is_pointwise()) {
     for (int64_t grp = 0; grp < g.group; ++grp)
       chunked_gemm(g.batch * p, mg, {x + grp * cg, g.in_channels, false}, {w + grp * mg * cg, cg, true}, bounds,
                    r.half_partials, y + grp * mg, g.out_channels);
@@ -228,15 +260,7 @@ void conv2d(const ir::Graph& graph, const ir::Node& n, const std::vector<const H
                                                                                       : std::vector<int64_t>{0, cg};
     conv2d_nhwc(x, w, y, g, channels, r.half_partials);
   } else {
-    std::vector<float> col(pointwise ? 0 : static_cast<size_t>(kdim * p));
-    for (int64_t b = 0; b < g.batch; ++b)
-      for (int64_t grp = 0; grp < g.group; ++grp) {
-        const float* wg = w + grp * mg * kdim;
-        const float* xg = x + (b * g.in_channels + grp * cg) * in_sp;
-        if (!pointwise) im2col_nchw(xg, col.data(), cg, g);
-        chunked_gemm(mg, p, {wg, kdim, false}, {pointwise ? xg : col.data(), p, false}, bounds, r.half_partials,
-                     y + (b * g.out_channels + grp * mg) * p, p);
-      }
+    conv2d_nchw(x, w, y, g, bounds, r.half_partials);
   }
   add_channel_bias(y, in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr, g, r.half_partials);
 }

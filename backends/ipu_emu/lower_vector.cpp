@@ -130,7 +130,7 @@ LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
   ir::ValueId in = n.inputs[0];
   const ir::Shape& shape = c.shapes[in];
   int rank = shape.rank();
-  Placement pin = operand(c, op, in, c.cursor.take(linear_tiles(c, shape.numel())));
+  Placement pin = locate(c, op, in);
   // Which axes are reduced (or normalized over / scanned along).
   std::vector<bool> axes(rank, false);
   bool same_shape = true;
@@ -220,8 +220,7 @@ LoweredOp lower_copy(LowerContext& c, const ir::Node& n) {
   for (int i = 0; i < n.num_inputs(); ++i) {
     ir::ValueId v = n.inputs[i];
     if (!is_data_input(c.graph, n, i)) continue;
-    TileSpan home = c.placed[v] ? c.placement[v].span : c.cursor.take(linear_tiles(c, c.shapes[v].numel()));
-    Placement p = operand(c, op, v, home);
+    Placement p = locate(c, op, v);
     // A gather reads only the rows it returns; other copies read their whole input.
     uint64_t send = n.op == OpType::Gather && i == 0 ? std::min(p.bytes_per_tile, ceil_div(out_bytes, p.span.count))
                                                      : p.bytes_per_tile;

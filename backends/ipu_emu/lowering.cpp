@@ -106,6 +106,11 @@ Placement operand(LowerContext& c, LoweredOp& op, ir::ValueId v, TileSpan span) 
   return p;
 }
 
+Placement locate(LowerContext& c, LoweredOp& op, ir::ValueId v) {
+  if (c.placed.at(v)) return c.placement[v];
+  return operand(c, op, v, c.cursor.take(linear_tiles(c, c.shapes[v].numel())));
+}
+
 void place_outputs(LowerContext& c, LoweredOp& op, const ir::Node& n, TileSpan span) {
   for (ir::ValueId v : n.outputs) {
     Placement p = spread(c.ipu, span, value_bytes(c, v));
@@ -119,7 +124,7 @@ LoweredOp lower_node(LowerContext& c, int index) {
   const ir::Node& n = c.graph.node(index);
   LoweredOp op;
   if (ir::is_view_op(n.op) || n.op == OpType::Identity || n.op == OpType::Dropout) {
-    Placement in = operand(c, op, n.inputs[0], c.cursor.take(linear_tiles(c, c.shapes[n.inputs[0]].numel())));
+    Placement in = locate(c, op, n.inputs[0]);
     op.view = true;
     for (ir::ValueId v : n.outputs) {
       Placement p = in;

@@ -83,6 +83,8 @@ uint32_t linear_tiles(const LowerContext& c, uint64_t elements);
 // The current placement of value v; constants not yet placed are stored on `span` (recorded in
 // `op.stored`).
 Placement operand(LowerContext& c, LoweredOp& op, ir::ValueId v, TileSpan span);
+// operand() with a fresh linear span for a constant not placed yet.
+Placement locate(LowerContext& c, LoweredOp& op, ir::ValueId v);
 // Records outputs of `op` spread over `span`.
 void place_outputs(LowerContext& c, LoweredOp& op, const ir::Node& n, TileSpan span);
 
