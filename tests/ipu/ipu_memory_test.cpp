@@ -53,8 +53,12 @@ TEST(IpuMemory, BatchSizeLoopStopsWhereTheArithmeticSays) {
     double floor = 3 * act / kTiles;
     bool oom = m.at("out_of_memory") != 0;
     EXPECT_EQ(oom, used > kTileBytes) << "batch " << batch;
-    if (floor > kTileBytes) EXPECT_TRUE(oom) << "batch " << batch << " cannot fit: " << floor;
-    if (predicted + 65536 <= kTileBytes) EXPECT_FALSE(oom) << "batch " << batch;
+    if (floor > kTileBytes) {
+      EXPECT_TRUE(oom) << "batch " << batch << " cannot fit: " << floor;
+    }
+    if (predicted + 65536 <= kTileBytes) {
+      EXPECT_FALSE(oom) << "batch " << batch;
+    }
     // The loop users write: compile_only, catch the error.
     try {
       compile(g, gc200, loop_options(batch, false));
