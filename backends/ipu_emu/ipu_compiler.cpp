@@ -23,18 +23,22 @@ int64_t graph_batch(const ir::Graph& g) {
 
 // Shapes of one micro-batch on one replica: dimension 0 of every computed value divided by
 // `factor` (constants keep theirs).
-std::vector<ir::Shape> micro_shapes(const ir::Graph& g, int64_t factor, std::vector<std::string>& notes) {
+std::vector<ir::Shape> micro_shapes(const ir::Graph& g, int64_t factor,
+                                    std::vector<std::string>& notes) {
   std::vector<ir::Shape> shapes(g.num_values());
   int kept = 0;
   for (int v = 0; v < g.num_values(); ++v) {
     shapes[v] = g.value(v).type.shape;
     if (factor == 1 || g.value(v).constant || shapes[v].rank() == 0) continue;
-    if (shapes[v][0] % factor == 0) shapes[v][0] /= factor;
-    else ++kept;
+    if (shapes[v][0] % factor == 0)
+      shapes[v][0] /= factor;
+    else
+      ++kept;
   }
   if (kept)
-    notes.push_back(fmt::format("{} value(s) whose first dimension does not split into {} parts are planned whole",
-                                kept, factor));
+    notes.push_back(fmt::format(
+        "{} value(s) whose first dimension does not split into {} parts are planned whole", kept,
+        factor));
   return shapes;
 }
 
@@ -50,7 +54,8 @@ std::vector<int> device_nodes(const ir::Graph& g) {
 std::vector<uint32_t> partition(const std::vector<uint64_t>& cost, uint32_t parts) {
   std::vector<uint32_t> stage(cost.size(), 0);
   if (parts <= 1 || cost.empty()) return stage;
-  uint64_t lo = *std::max_element(cost.begin(), cost.end()), hi = std::accumulate(cost.begin(), cost.end(), 0ull);
+  uint64_t lo = *std::max_element(cost.begin(), cost.end()),
+           hi = std::accumulate(cost.begin(), cost.end(), 0ull);
   auto groups_for = [&](uint64_t bound) {
     uint32_t groups = 1;
     uint64_t sum = 0;
@@ -62,8 +67,10 @@ std::vector<uint32_t> partition(const std::vector<uint64_t>& cost, uint32_t part
   };
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
-    if (groups_for(mid) <= parts) hi = mid;
-    else lo = mid + 1;
+    if (groups_for(mid) <= parts)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   uint32_t s = 0;
   uint64_t sum = 0;
@@ -79,13 +86,15 @@ std::vector<uint32_t> partition(const std::vector<uint64_t>& cost, uint32_t part
 
 struct GraphInfo {
   const ir::Graph& g;
-  std::vector<int> nodes;            // device nodes in order
-  std::vector<int32_t> op_of_node;   // node -> op index (-1 folded)
+  std::vector<int> nodes;           // device nodes in order
+  std::vector<int32_t> op_of_node;  // node -> op index (-1 folded)
   std::vector<ir::Shape> shapes;
 };
 
-LowerContext make_context(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi, uint32_t ipu, Labels& labels) {
-  LowerContext c{s, o, gi.g, gi.shapes, {}, {}, TileCursor(static_cast<uint32_t>(s.tiles)), ipu, &labels, -1};
+LowerContext make_context(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi, uint32_t ipu,
+                          Labels& labels) {
+  LowerContext c{s,   o,       gi.g, gi.shapes, {}, {}, TileCursor(static_cast<uint32_t>(s.tiles)),
+                 ipu, &labels, -1};
   c.placement.assign(gi.g.num_values(), Placement{});
   c.placed.assign(gi.g.num_values(), false);
   return c;
@@ -93,7 +102,8 @@ LowerContext make_context(const IpuSpecs& s, const IpuOptions& o, const GraphInf
 
 void place_input(LowerContext& c, ir::ValueId v) {
   if (c.placed[v]) return;
-  c.placement[v] = spread(c.ipu, c.cursor.take(linear_tiles(c, c.shapes[v].numel())), value_bytes(c, v));
+  c.placement[v] =
+      spread(c.ipu, c.cursor.take(linear_tiles(c, c.shapes[v].numel())), value_bytes(c, v));
   c.placed[v] = true;
 }
 
@@ -107,8 +117,8 @@ std::vector<uint64_t> estimate_cycles(const IpuSpecs& s, const IpuOptions& o, co
   return out;
 }
 
-StagePlan lower_stage(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi, const std::vector<uint32_t>& stage_of,
-                      uint32_t stage, Labels& labels) {
+StagePlan lower_stage(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi,
+                      const std::vector<uint32_t>& stage_of, uint32_t stage, Labels& labels) {
   const ir::Graph& g = gi.g;
   StagePlan plan;
   LowerContext c = make_context(s, o, gi, stage, labels);
@@ -139,14 +149,16 @@ StagePlan lower_stage(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& g
     const ir::Node& n = g.node(node);
     if (ns == stage)
       for (ir::ValueId v : n.outputs)
-        if (is_output[v] && std::find(plan.host_outputs.begin(), plan.host_outputs.end(), v) == plan.host_outputs.end())
+        if (is_output[v] && std::find(plan.host_outputs.begin(), plan.host_outputs.end(), v) ==
+                                plan.host_outputs.end())
           plan.host_outputs.push_back(v);
     if (ns <= stage) continue;
     for (ir::ValueId v : n.inputs) {
       if (v == ir::kNoValue || g.value(v).constant || g.value(v).producer < 0) continue;
       if (stage_of[gi.op_of_node[g.value(v).producer]] != stage) continue;
       std::pair<ir::ValueId, uint32_t> send{v, ns};
-      if (std::find(plan.sends.begin(), plan.sends.end(), send) == plan.sends.end()) plan.sends.push_back(send);
+      if (std::find(plan.sends.begin(), plan.sends.end(), send) == plan.sends.end())
+        plan.sends.push_back(send);
     }
   }
   plan.placement = c.placement;
@@ -176,8 +188,10 @@ MemoryInputs memory_inputs(const ir::Graph& g, const StagePlan& st, bool pipelin
     for (ir::ValueId v : node.inputs)
       if (v != ir::kNoValue && buffer_of[v] >= 0) in.buffers[buffer_of[v]].last_op = i;
     for (ir::ValueId v : node.outputs) {
-      if (op.view && buffer_of[node.inputs[0]] >= 0) buffer_of[v] = buffer_of[node.inputs[0]];
-      else if (!op.view) add(v, i);
+      if (op.view && buffer_of[node.inputs[0]] >= 0)
+        buffer_of[v] = buffer_of[node.inputs[0]];
+      else if (!op.view)
+        add(v, i);
     }
   }
   for (ir::ValueId v : st.host_outputs)
@@ -187,7 +201,8 @@ MemoryInputs memory_inputs(const ir::Graph& g, const StagePlan& st, bool pipelin
   return in;
 }
 
-std::string op_name_at(const ir::Graph& g, const StagePlan& st, const TileMemory& m, uint32_t tile, uint32_t tiles) {
+std::string op_name_at(const ir::Graph& g, const StagePlan& st, const TileMemory& m, uint32_t tile,
+                       uint32_t tiles) {
   const LoweredOp* pick = m.peak_op >= 0 ? &st.ops[m.peak_op] : nullptr;
   if (!pick) {  // Overflow from always-live data: the op whose constants weigh most on the tile.
     uint64_t most = 0;
@@ -208,7 +223,8 @@ void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
   OutOfMemory candidate;
   for (uint32_t st = 0; st < out.stages.size(); ++st) {
     const IpuMemoryPlan& m = out.stages[st].memory;
-    if (m.fullest_bytes <= s.tile_sram_bytes || (worst && static_cast<int64_t>(m.fullest_bytes) <= worst->bytes_used))
+    if (m.fullest_bytes <= s.tile_sram_bytes ||
+        (worst && static_cast<int64_t>(m.fullest_bytes) <= worst->bytes_used))
       continue;
     const TileMemory& t = m.tiles[m.fullest_tile];
     candidate.ipu = st;
@@ -217,10 +233,11 @@ void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
     candidate.bytes_available = static_cast<int64_t>(s.tile_sram_bytes);
     candidate.op = op_name_at(g, out.stages[st], t, m.fullest_tile, static_cast<uint32_t>(s.tiles));
     candidate.message = fmt::format(
-        "Out of memory on tile {}: {} bytes used but tiles only have {} bytes (ipu {}, while running op {}: "
+        "Out of memory on tile {}: {} bytes used but tiles only have {} bytes (ipu {}, while "
+        "running op {}: "
         "activations {}, exchange buffers {}, partials {}, weights {}, code {}, vertex state {})",
-        candidate.tile, candidate.bytes_used, candidate.bytes_available, st, candidate.op, t.activations, t.exchange,
-        t.partials, t.weights, t.code, t.vertex_state);
+        candidate.tile, candidate.bytes_used, candidate.bytes_available, st, candidate.op,
+        t.activations, t.exchange, t.partials, t.weights, t.code, t.vertex_state);
     out.out_of_memory = candidate;
     worst = &*out.out_of_memory;
   }
@@ -228,30 +245,34 @@ void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
 
 Table memory_table(const IpuCompilation& out) {
   Table t;
-  t.columns = {"ipu", "tile", "total", "weights", "activations", "exchange", "partials", "code", "vertex_state", "peak_node"};
+  t.columns = {"ipu",      "tile",     "total", "weights",      "activations",
+               "exchange", "partials", "code",  "vertex_state", "peak_node"};
   for (uint32_t st = 0; st < out.stages.size(); ++st) {
     const auto& tiles = out.stages[st].memory.tiles;
     for (uint32_t i = 0; i < tiles.size(); ++i) {
       const TileMemory& m = tiles[i];
       double node = m.peak_op >= 0 ? static_cast<double>(out.stages[st].ops[m.peak_op].node) : -1;
-      t.rows.push_back({double(st), double(i), double(m.total()), double(m.weights), double(m.activations),
-                        double(m.exchange), double(m.partials), double(m.code), double(m.vertex_state), node});
+      t.rows.push_back({double(st), double(i), double(m.total()), double(m.weights),
+                        double(m.activations), double(m.exchange), double(m.partials),
+                        double(m.code), double(m.vertex_state), node});
     }
   }
-  std::stable_sort(t.rows.begin(), t.rows.end(), [](const auto& a, const auto& b) { return a[2] > b[2]; });
+  std::stable_sort(t.rows.begin(), t.rows.end(),
+                   [](const auto& a, const auto& b) { return a[2] > b[2]; });
   return t;
 }
 
 // One row per planned matrix/window op: how it was split over tiles.
 Table plan_table(const IpuCompilation& out) {
   Table t;
-  t.columns = {"ipu", "node", "group_split", "row_split", "col_split", "k_split", "tiles", "est_cycles", "temp_bytes"};
+  t.columns = {"ipu",     "node",  "group_split", "row_split", "col_split",
+               "k_split", "tiles", "est_cycles",  "temp_bytes"};
   for (uint32_t st = 0; st < out.stages.size(); ++st)
     for (const auto& op : out.stages[st].ops)
       if (op.planned)
-        t.rows.push_back({double(st), double(op.node), double(op.split[0]), double(op.split[1]), double(op.split[2]),
-                          double(op.split[3]), double(op.plan_tiles), double(op.est_cycles),
-                          double(op.temp_exchange + op.temp_partials)});
+        t.rows.push_back({double(st), double(op.node), double(op.split[0]), double(op.split[1]),
+                          double(op.split[2]), double(op.split[3]), double(op.plan_tiles),
+                          double(op.est_cycles), double(op.temp_exchange + op.temp_partials)});
   return t;
 }
 
@@ -260,8 +281,9 @@ void fill_ops(IpuCompilation& out, const GraphInfo& gi, const std::vector<uint32
   for (size_t i = 0; i < gi.nodes.size(); ++i) {
     const ir::Node& n = gi.g.node(gi.nodes[i]);
     p.ops.push_back(sim::OpDesc{n.name, ir::op_name(n.op), node_shapes(gi.g, n),
-                                ir::dtype_name(gi.g.value(n.outputs[0]).type.dtype), ir::node_flops(gi.g, n),
-                                ir::node_bytes_in(gi.g, n), ir::node_bytes_out(gi.g, n), "ipu-emu", false});
+                                ir::dtype_name(gi.g.value(n.outputs[0]).type.dtype),
+                                ir::node_flops(gi.g, n), ir::node_bytes_in(gi.g, n),
+                                ir::node_bytes_out(gi.g, n), "ipu-emu", false});
     p.op_nodes.push_back(gi.nodes[i]);
     p.op_ipus.push_back(static_cast<int32_t>(stage_of[i]));
   }
@@ -272,13 +294,15 @@ void fill_ops(IpuCompilation& out, const GraphInfo& gi, const std::vector<uint32
 
 }  // namespace
 
-IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptions& o_in, const std::string& device) {
+IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptions& o_in,
+                           const std::string& device) {
   auto t0 = std::chrono::steady_clock::now();
   IpuOptions o = o_in;
   IpuCompilation out;
   out.batch = graph_batch(g);
   if (out.batch % o.replicas != 0)
-    throw InvalidArgument(fmt::format("ipu-emu: batch {} does not split over replication_factor={}", out.batch, o.replicas));
+    throw InvalidArgument(fmt::format("ipu-emu: batch {} does not split over replication_factor={}",
+                                      out.batch, o.replicas));
   int64_t local = out.batch / o.replicas;
   if (o.micro_batches == 0) {
     o.micro_batches = 1;
@@ -289,8 +313,9 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
       }
   }
   if (local % o.micro_batches != 0)
-    throw InvalidArgument(fmt::format("ipu-emu: micro_batches={} must divide the batch per replica ({} = {} / {})",
-                                      o.micro_batches, local, out.batch, o.replicas));
+    throw InvalidArgument(
+        fmt::format("ipu-emu: micro_batches={} must divide the batch per replica ({} = {} / {})",
+                    o.micro_batches, local, out.batch, o.replicas));
   std::vector<std::string>& notes = out.report.notes;
   GraphInfo gi{g, device_nodes(g), std::vector<int32_t>(g.num_nodes(), -1),
                micro_shapes(g, int64_t(o.replicas) * o.micro_batches, notes)};
@@ -311,7 +336,8 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
   out.memory_table = memory_table(out);
   check_memory(out, g, s);
   if (out.out_of_memory && !o.allow_out_of_memory)
-    throw OutOfMemoryError(out.out_of_memory->message + "; set option allow_out_of_memory=true for the full memory report",
+    throw OutOfMemoryError(out.out_of_memory->message +
+                               "; set option allow_out_of_memory=true for the full memory report",
                            out.out_of_memory->tile, out.out_of_memory->bytes_used,
                            out.out_of_memory->bytes_available, out.out_of_memory->op);
   DeviceProgram& p = out.program;
@@ -330,13 +356,15 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
   auto& m = out.report.metrics;
   uint64_t max_bytes = 0, sum_bytes = 0, n_tiles = 0;
   for (const auto& st : out.stages)
-    for (const auto& t : st.memory.tiles) max_bytes = std::max(max_bytes, t.total()), sum_bytes += t.total(), ++n_tiles;
+    for (const auto& t : st.memory.tiles)
+      max_bytes = std::max(max_bytes, t.total()), sum_bytes += t.total(), ++n_tiles;
   m["max_tile_bytes"] = static_cast<double>(max_bytes);
   m["mean_tile_bytes"] = n_tiles ? static_cast<double>(sum_bytes) / n_tiles : 0;
   m["tile_sram_bytes"] = static_cast<double>(s.tile_sram_bytes);
   m["memory_used_fraction"] = static_cast<double>(max_bytes) / s.tile_sram_bytes;
   m["tiles_per_ipu"] = static_cast<double>(s.tiles);
-  m["num_ipus"] = o.num_ipus, m["stages"] = o.stages, m["replicas"] = o.replicas, m["micro_batches"] = o.micro_batches;
+  m["num_ipus"] = o.num_ipus, m["stages"] = o.stages, m["replicas"] = o.replicas,
+  m["micro_batches"] = o.micro_batches;
   size_t steps = 0;
   for (const auto& ipu : p.bsp.ipus) steps += ipu.size();
   m["supersteps"] = static_cast<double>(steps);
@@ -349,17 +377,22 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
     std::string parts;
     for (uint32_t st = 0; st < o.stages; ++st)
       parts += fmt::format("{}ipu {}: {} ops", st ? ", " : "", st, out.stages[st].ops.size());
-    notes.push_back(fmt::format("pipelined over {} stages x {} micro-batches ({})", o.stages, o.micro_batches, parts));
+    notes.push_back(fmt::format("pipelined over {} stages x {} micro-batches ({})", o.stages,
+                                o.micro_batches, parts));
   }
   if (o.half_partials && !o.half_precision)
-    notes.push_back("enable_half_partials has no effect with precision float32 (partials of fp32 products are fp32)");
-  if (o.replicas > 1) notes.push_back(fmt::format("{} replicas of batch {} each{}", o.replicas, local,
-                                                  o.weight_update ? ", weights all-reduced every step" : ""));
+    notes.push_back(
+        "enable_half_partials has no effect with precision float32 (partials of fp32 products are "
+        "fp32)");
+  if (o.replicas > 1)
+    notes.push_back(fmt::format("{} replicas of batch {} each{}", o.replicas, local,
+                                o.weight_update ? ", weights all-reduced every step" : ""));
   p.notes = notes;
   out.report.device = device;
   out.report.tables["ipu_tile_memory"] = out.memory_table;
   out.report.tables["ipu_plans"] = plan_table(out);
-  out.report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.report.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   m["plan_seconds"] = out.report.compile_seconds;
   return out;
 }

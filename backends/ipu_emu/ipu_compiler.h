@@ -22,12 +22,12 @@ namespace mimic::backends::ipu_emu {
 // One pipeline stage: the nodes it runs (lowered on its IPU) and what crosses its boundaries.
 struct StagePlan {
   std::vector<LoweredOp> ops;
-  std::vector<ir::ValueId> host_inputs;    // graph inputs read here, streamed per micro-batch
-  std::vector<ir::ValueId> received;       // values produced by earlier stages
-  std::vector<ir::ValueId> host_outputs;   // graph outputs produced here
+  std::vector<ir::ValueId> host_inputs;   // graph inputs read here, streamed per micro-batch
+  std::vector<ir::ValueId> received;      // values produced by earlier stages
+  std::vector<ir::ValueId> host_outputs;  // graph outputs produced here
   std::vector<std::pair<ir::ValueId, uint32_t>> sends;  // value -> later stage reading it
-  std::vector<Placement> placement;        // per value, on this stage's IPU
-  std::vector<uint64_t> bytes;             // per value, device bytes of one micro-batch
+  std::vector<Placement> placement;                     // per value, on this stage's IPU
+  std::vector<uint64_t> bytes;  // per value, device bytes of one micro-batch
   uint64_t weight_bytes = 0;
   IpuMemoryPlan memory;
 };
@@ -49,8 +49,8 @@ struct IpuCompilation {
 };
 
 // Plans everything; with allow_out_of_memory an overflow is recorded instead of raised.
-IpuCompilation compile_ipu(const ir::Graph& g, const models::ipu::IpuSpecs& specs, const IpuOptions& options,
-                           const std::string& device);
+IpuCompilation compile_ipu(const ir::Graph& g, const models::ipu::IpuSpecs& specs,
+                           const IpuOptions& options, const std::string& device);
 
 // Builds every IPU's superstep list from the stages (program_builder.cpp).
 models::ipu::BspProgram build_program(const models::ipu::IpuSpecs& specs, const IpuOptions& options,

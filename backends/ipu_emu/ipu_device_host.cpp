@@ -56,9 +56,14 @@ class IpuDeviceHost final : public DeviceHost {
         w.u64(id);
         break;
       }
-      case kRun: run(r, w); break;
-      case kUnload: programs_.erase(r.u64()); break;
-      default: throw InvalidArgument(fmt::format("ipu-emu worker: unknown command {}", int(command)));
+      case kRun:
+        run(r, w);
+        break;
+      case kUnload:
+        programs_.erase(r.u64());
+        break;
+      default:
+        throw InvalidArgument(fmt::format("ipu-emu worker: unknown command {}", int(command)));
     }
     return std::move(w.data());
   }
@@ -66,25 +71,27 @@ class IpuDeviceHost final : public DeviceHost {
  private:
   void run(wire::Reader& r, wire::Writer& w) {
     auto it = programs_.find(r.u64());
-    if (it == programs_.end()) throw RuntimeError("ipu-emu worker: no such program (was it unloaded?)");
+    if (it == programs_.end())
+      throw RuntimeError("ipu-emu worker: no such program (was it unloaded?)");
     const DeviceProgram& p = *it->second.program;
     std::vector<ir::HostTensor> inputs(r.u64());
     for (auto& t : inputs) t = r.tensor();
     if (inputs.size() != p.graph.inputs().size())
-      throw InvalidArgument(fmt::format("ipu-emu: program takes {} inputs, got {}", p.graph.inputs().size(),
-                                        inputs.size()));
+      throw InvalidArgument(fmt::format("ipu-emu: program takes {} inputs, got {}",
+                                        p.graph.inputs().size(), inputs.size()));
     RecordingSink rec;
     models::ipu::TraceTarget trace;
     trace.sink = &rec;
-    trace.device = rec.add_device(sim::DeviceDesc{"ipu-emu", p.preset, specs_.clock_hz, sim::TimeUnit::cycles,
-                                                  models::ipu::to_json(specs_)});
+    trace.device = rec.add_device(sim::DeviceDesc{
+        "ipu-emu", p.preset, specs_.clock_hz, sim::TimeUnit::cycles, models::ipu::to_json(specs_)});
     for (const auto& op : p.ops) trace.op_ids.push_back(rec.add_op(op));
     auto t0 = std::chrono::steady_clock::now();
     models::ipu::RunStats stats = system_->run(p.bsp, trace);
     auto t1 = std::chrono::steady_clock::now();
     std::vector<ir::HostTensor> outputs;
     if (p.timing_only) {
-      for (ir::ValueId v : p.graph.outputs()) outputs.emplace_back(p.graph.value(v).type.dtype, p.graph.value(v).type.shape);
+      for (ir::ValueId v : p.graph.outputs())
+        outputs.emplace_back(p.graph.value(v).type.dtype, p.graph.value(v).type.shape);
     } else {
       outputs = it->second.numerics->run(inputs);
     }

@@ -16,7 +16,9 @@ namespace {
 using cpu::GemmOperand;
 using ir::HostTensor;
 
-void round_f16(float* data, int64_t n) { numeric::round_to_f16(data, static_cast<size_t>(n)); }
+void round_f16(float* data, int64_t n) {
+  numeric::round_to_f16(data, static_cast<size_t>(n));
+}
 
 // acc[m, n] = sum over chunks [b_i, b_i+1) of A[:, chunk] * B[chunk, :], in chunk order, with
 // fp32 or fp16 partials (see the header). Operand pointers address element (0, 0).
@@ -32,8 +34,8 @@ struct Operand {
 };
 
 // Adds chunk `index` (A[:, k0:k0+kc] * B[k0:k0+kc, :]) into acc with the partials' rules.
-void accumulate_chunk(size_t index, int64_t m, int64_t n, int64_t kc, GemmOperand a, GemmOperand b, bool half,
-                      float* acc, int64_t ldc, std::vector<float>& scratch) {
+void accumulate_chunk(size_t index, int64_t m, int64_t n, int64_t kc, GemmOperand a, GemmOperand b,
+                      bool half, float* acc, int64_t ldc, std::vector<float>& scratch) {
   if (!half) {
     cpu::gemm_f32(m, n, kc, 1.0f, a, b, index == 0 ? 0.0f : 1.0f, acc, ldc);
     return;
@@ -44,18 +46,19 @@ void accumulate_chunk(size_t index, int64_t m, int64_t n, int64_t kc, GemmOperan
   for (int64_t r = 0; r < m; ++r) {
     float* row = acc + r * ldc;
     const float* s = scratch.data() + r * n;
-    if (index == 0) std::memcpy(row, s, n * sizeof(float));
+    if (index == 0)
+      std::memcpy(row, s, n * sizeof(float));
     else
       for (int64_t c = 0; c < n; ++c) row[c] = numeric::round_to_f16(row[c] + s[c]);
   }
 }
 
-void chunked_gemm(int64_t m, int64_t n, Operand a, Operand b, const std::vector<int64_t>& bounds, bool half,
-                  float* acc, int64_t ldc) {
+void chunked_gemm(int64_t m, int64_t n, Operand a, Operand b, const std::vector<int64_t>& bounds,
+                  bool half, float* acc, int64_t ldc) {
   std::vector<float> scratch;
   for (size_t i = 0; i + 1 < bounds.size(); ++i)
-    accumulate_chunk(i, m, n, bounds[i + 1] - bounds[i], a.at(bounds[i], true), b.at(bounds[i], false), half, acc,
-                     ldc, scratch);
+    accumulate_chunk(i, m, n, bounds[i + 1] - bounds[i], a.at(bounds[i], true),
+                     b.at(bounds[i], false), half, acc, ldc, scratch);
   if (bounds.size() < 2)
     for (int64_t r = 0; r < m; ++r) std::memset(acc + r * ldc, 0, n * sizeof(float));
 }
@@ -83,7 +86,8 @@ int64_t batch_offset(int64_t index, const ir::Shape& batch, const ir::Shape& ope
   return off;
 }
 
-void matmul(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTensor& out, const OpRecipe& r) {
+void matmul(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTensor& out,
+            const OpRecipe& r) {
   const float* x = in[0]->data<float>();
   const float* w = in[1]->data<float>();
   float* y = out.data<float>();
@@ -91,8 +95,10 @@ void matmul(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTen
     bool ta = n.attrs.get_int("transA", 0) != 0, tb = n.attrs.get_int("transB", 0) != 0;
     const ir::Shape &sa = in[0]->shape(), &sb = in[1]->shape();
     int64_t m = ta ? sa[1] : sa[0], k = ta ? sa[0] : sa[1], cols = tb ? sb[0] : sb[1];
-    chunked_gemm(m, cols, {x, sa[1], ta}, {w, sb[1], tb}, scaled(r.k_bounds, k, 1), r.half_partials, y, cols);
-    float alpha = static_cast<float>(n.attrs.get_float("alpha", 1.0)), beta = static_cast<float>(n.attrs.get_float("beta", 1.0));
+    chunked_gemm(m, cols, {x, sa[1], ta}, {w, sb[1], tb}, scaled(r.k_bounds, k, 1), r.half_partials,
+                 y, cols);
+    float alpha = static_cast<float>(n.attrs.get_float("alpha", 1.0)),
+          beta = static_cast<float>(n.attrs.get_float("beta", 1.0));
     // y = alpha * acc + beta * C, C broadcast to [m, cols] (scalar, [cols], [1|m, 1|cols]).
     const HostTensor* c = in.size() > 2 ? in[2] : nullptr;
     int64_t c_rows = 1, c_cols = 1;
@@ -113,7 +119,8 @@ void matmul(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTen
   ir::Shape bb(std::vector<int64_t>(sb.dims().begin(), sb.dims().end() - 2));
   auto bounds = scaled(r.k_bounds, k, 1);
   if (bb.numel() == 1) {  // one shared B: a single tall product
-    chunked_gemm(ba.numel() * m, cols, {x, k, false}, {w, cols, false}, bounds, r.half_partials, y, cols);
+    chunked_gemm(ba.numel() * m, cols, {x, k, false}, {w, cols, false}, bounds, r.half_partials, y,
+                 cols);
     return;
   }
   ir::Shape batch = ir::broadcast_shapes(ba, bb, "MatMul");
@@ -126,7 +133,8 @@ void matmul(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTen
 }
 
 // col[c * kvol + kk, p] (row stride ld) for channels-first x[C, H, W] (one image, one group).
-void im2col_nchw(const float* x, float* col, int64_t ld, int64_t channels, const ir::WindowGeometry& g) {
+void im2col_nchw(const float* x, float* col, int64_t ld, int64_t channels,
+                 const ir::WindowGeometry& g) {
   int64_t oh = g.out_size[0], ow = g.out_size[1], ih = g.in_size[0], iw = g.in_size[1];
   int64_t kh = g.kernel[0], kw = g.kernel[1], p = oh * ow;
 #pragma omp parallel for collapse(2) schedule(static) if (channels * kh * kw * p > 65536)
@@ -153,7 +161,8 @@ void im2col_nchw(const float* x, float* col, int64_t ld, int64_t channels, const
 // col[p, kk * cc + c] for channels-last x[H, W, C_total], channels c0 .. c0 + cc (runs of cc
 // channels are contiguous in x: one memcpy per output pixel and kernel position).
 void im2col_nhwc(const float* x, float* col, int64_t c0, int64_t cc, const ir::WindowGeometry& g) {
-  int64_t oh = g.out_size[0], ow = g.out_size[1], ih = g.in_size[0], iw = g.in_size[1], ct = g.in_channels;
+  int64_t oh = g.out_size[0], ow = g.out_size[1], ih = g.in_size[0], iw = g.in_size[1],
+          ct = g.in_channels;
   int64_t kh = g.kernel[0], kw = g.kernel[1], kvol = kh * kw;
 #pragma omp parallel for schedule(static) if (oh * ow * cc * kvol > 65536)
   for (int64_t y = 0; y < oh; ++y)
@@ -162,8 +171,10 @@ void im2col_nhwc(const float* x, float* col, int64_t c0, int64_t cc, const ir::W
       for (int64_t kk = 0; kk < kvol; ++kk, dst += cc) {
         int64_t iy = y * g.strides[0] - g.pad_begin[0] + (kk / kw) * g.dilations[0];
         int64_t ix = xo * g.strides[1] - g.pad_begin[1] + (kk % kw) * g.dilations[1];
-        if (iy < 0 || iy >= ih || ix < 0 || ix >= iw) std::memset(dst, 0, cc * sizeof(float));
-        else std::memcpy(dst, x + (iy * iw + ix) * ct + c0, cc * sizeof(float));
+        if (iy < 0 || iy >= ih || ix < 0 || ix >= iw)
+          std::memset(dst, 0, cc * sizeof(float));
+        else
+          std::memcpy(dst, x + (iy * iw + ix) * ct + c0, cc * sizeof(float));
       }
     }
 }
@@ -217,8 +228,10 @@ void conv2d_nchw(const float* x, const float* w, float* y, const ir::WindowGeome
   int64_t cg = g.in_channels / g.group, mg = g.out_channels / g.group, kvol = g.kernel_volume();
   int64_t kdim = cg * kvol, p = g.out_spatial(), in_sp = g.in_spatial();
   constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;  // 16 MiB of im2col per batch of images
-  int64_t per = std::max<int64_t>(1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(kdim * p, 1)));
-  std::vector<float> col(static_cast<size_t>(kdim * p * per)), acc(static_cast<size_t>(mg * p * per));
+  int64_t per = std::max<int64_t>(
+      1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(kdim * p, 1)));
+  std::vector<float> col(static_cast<size_t>(kdim * p * per)),
+      acc(static_cast<size_t>(mg * p * per));
   for (int64_t b0 = 0; b0 < g.batch; b0 += per) {
     int64_t nb = std::min(per, g.batch - b0), np = nb * p;
     for (int64_t grp = 0; grp < g.group; ++grp) {
@@ -226,25 +239,28 @@ void conv2d_nchw(const float* x, const float* w, float* y, const ir::WindowGeome
 #pragma omp parallel for collapse(2) schedule(static) if (kdim * np > 65536)
         for (int64_t c = 0; c < kdim; ++c)
           for (int64_t b = 0; b < nb; ++b)
-            std::memcpy(col.data() + c * np + b * p, x + ((b0 + b) * g.in_channels + grp * cg + c) * in_sp,
-                        p * sizeof(float));
+            std::memcpy(col.data() + c * np + b * p,
+                        x + ((b0 + b) * g.in_channels + grp * cg + c) * in_sp, p * sizeof(float));
       } else {
         for (int64_t b = 0; b < nb; ++b)
-          im2col_nchw(x + ((b0 + b) * g.in_channels + grp * cg) * in_sp, col.data() + b * p, np, cg, g);
+          im2col_nchw(x + ((b0 + b) * g.in_channels + grp * cg) * in_sp, col.data() + b * p, np, cg,
+                      g);
       }
-      chunked_gemm(mg, np, {w + grp * mg * kdim, kdim, false}, {col.data(), np, false}, bounds, half, acc.data(), np);
+      chunked_gemm(mg, np, {w + grp * mg * kdim, kdim, false}, {col.data(), np, false}, bounds,
+                   half, acc.data(), np);
 #pragma omp parallel for collapse(2) schedule(static) if (mg * np > 65536)
       for (int64_t m = 0; m < mg; ++m)
         for (int64_t b = 0; b < nb; ++b)
-          std::memcpy(y + ((b0 + b) * g.out_channels + grp * mg + m) * p, acc.data() + m * np + b * p,
-                      p * sizeof(float));
+          std::memcpy(y + ((b0 + b) * g.out_channels + grp * mg + m) * p,
+                      acc.data() + m * np + b * p, p * sizeof(float));
     }
   }
 }
 
-void conv2d(const ir::Graph& graph, const ir::Node& n, const std::vector<const HostTensor*>& in, HostTensor& out,
-            const OpRecipe& r) {
-  ir::WindowGeometry g = ir::window_geometry(n, in[0]->shape(), &in[1]->shape(), ir::WindowKind::conv);
+void conv2d(const ir::Graph& graph, const ir::Node& n, const std::vector<const HostTensor*>& in,
+            HostTensor& out, const OpRecipe& r) {
+  ir::WindowGeometry g =
+      ir::window_geometry(n, in[0]->shape(), &in[1]->shape(), ir::WindowKind::conv);
   const float* x = in[0]->data<float>();
   const float* w = in[1]->data<float>();
   float* y = out.data<float>();
@@ -253,11 +269,13 @@ void conv2d(const ir::Graph& graph, const ir::Node& n, const std::vector<const H
   auto bounds = scaled(r.k_bounds, kdim, kvol);
   if (g.channels_last && g.is_pointwise()) {
     for (int64_t grp = 0; grp < g.group; ++grp)
-      chunked_gemm(g.batch * p, mg, {x + grp * cg, g.in_channels, false}, {w + grp * mg * cg, cg, true}, bounds,
-                   r.half_partials, y + grp * mg, g.out_channels);
+      chunked_gemm(g.batch * p, mg, {x + grp * cg, g.in_channels, false},
+                   {w + grp * mg * cg, cg, true}, bounds, r.half_partials, y + grp * mg,
+                   g.out_channels);
   } else if (g.channels_last) {
-    std::vector<int64_t> channels = r.k_bounds.size() >= 2 && r.k_bounds.back() == cg ? r.k_bounds
-                                                                                      : std::vector<int64_t>{0, cg};
+    std::vector<int64_t> channels = r.k_bounds.size() >= 2 && r.k_bounds.back() == cg
+                                        ? r.k_bounds
+                                        : std::vector<int64_t>{0, cg};
     conv2d_nhwc(x, w, y, g, channels, r.half_partials);
   } else {
     conv2d_nchw(x, w, y, g, bounds, r.half_partials);
@@ -265,8 +283,10 @@ void conv2d(const ir::Graph& graph, const ir::Node& n, const std::vector<const H
   add_channel_bias(y, in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr, g, r.half_partials);
 }
 
-void depthwise2d(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTensor& out, const OpRecipe& r) {
-  ir::WindowGeometry g = ir::window_geometry(n, in[0]->shape(), &in[1]->shape(), ir::WindowKind::conv);
+void depthwise2d(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTensor& out,
+                 const OpRecipe& r) {
+  ir::WindowGeometry g =
+      ir::window_geometry(n, in[0]->shape(), &in[1]->shape(), ir::WindowKind::conv);
   const float* x = in[0]->data<float>();
   const float* w = in[1]->data<float>();
   float* y = out.data<float>();
@@ -314,7 +334,8 @@ IpuNumerics::IpuNumerics(const DeviceProgram& program) : p_(program) {
   constants_.resize(g.num_values());
   for (int v = 0; v < g.num_values(); ++v)
     if (g.value(v).constant)
-      constants_[v] = rounds(g, v, p_.half_storage) ? rounded_copy(*g.value(v).constant) : *g.value(v).constant;
+      constants_[v] =
+          rounds(g, v, p_.half_storage) ? rounded_copy(*g.value(v).constant) : *g.value(v).constant;
   last_use_.assign(g.num_values(), -1);
   for (int i = 0; i < g.num_nodes(); ++i)
     for (ir::ValueId v : g.node(i).inputs)
@@ -341,7 +362,8 @@ std::vector<HostTensor> IpuNumerics::run(const std::vector<HostTensor>& inputs) 
       std::vector<HostTensor> outs = cpu::run_node(g, n, ins);
       for (size_t k = 0; k < outs.size(); ++k) {
         ir::ValueId v = n.outputs[k];
-        if (rounds(g, v, p_.half_storage) && !ir::is_view_op(n.op)) round_f16(outs[k].data<float>(), outs[k].numel());
+        if (rounds(g, v, p_.half_storage) && !ir::is_view_op(n.op))
+          round_f16(outs[k].data<float>(), outs[k].numel());
         values[v] = std::move(outs[k]);
       }
     } else {
@@ -349,11 +371,15 @@ std::vector<HostTensor> IpuNumerics::run(const std::vector<HostTensor>& inputs) 
       for (ir::ValueId v : n.inputs) ins.push_back(v == ir::kNoValue ? nullptr : &values[v]);
       const ir::TensorType& t = g.value(n.outputs[0]).type;
       if (t.dtype != ir::DType::f32)
-        throw RuntimeError(fmt::format("ipu-emu: {} must be f32 for the chip's matrix path", ir::describe(g, n)));
+        throw RuntimeError(
+            fmt::format("ipu-emu: {} must be f32 for the chip's matrix path", ir::describe(g, n)));
       HostTensor out(ir::DType::f32, t.shape);
-      if (r.kind == RecipeKind::matmul) matmul(n, ins, out, r);
-      else if (r.kind == RecipeKind::conv) conv2d(g, n, ins, out, r);
-      else depthwise2d(n, ins, out, r);
+      if (r.kind == RecipeKind::matmul)
+        matmul(n, ins, out, r);
+      else if (r.kind == RecipeKind::conv)
+        conv2d(g, n, ins, out, r);
+      else
+        depthwise2d(n, ins, out, r);
       if (p_.half_storage) round_f16(out.data<float>(), out.numel());
       values[n.outputs[0]] = std::move(out);
     }

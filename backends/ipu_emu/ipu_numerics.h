@@ -2,7 +2,8 @@
 // chip's precision rules, one large Eigen GEMM per planned K chunk (never per-tile loops):
 //   - fp16 storage when precision is float16: inputs, constants and every f32 result are rounded
 //     to fp16 (round to nearest even), as tensors held in tile memory would be;
-//   - matrix products (MatMul, Gemm, 2-D Conv) accumulate over K in the order of the plan's K split:
+//   - matrix products (MatMul, Gemm, 2-D Conv) accumulate over K in the order of the plan's K
+//   split:
 //     each chunk is an fp32 product of the (exactly representable) operands; chunks are summed in
 //     fp32 partials, or with enable_half_partials in fp16 (each chunk rounded, the running sum
 //     rounded after every add), so half partials change the results the way the AMP's fp16

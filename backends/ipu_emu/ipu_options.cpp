@@ -16,7 +16,8 @@ uint32_t parse_count(const std::string& key, const std::string& v, uint32_t max)
     pos = 0;
   }
   if (pos != v.size() || v.empty() || n < 1 || n > static_cast<long long>(max))
-    throw InvalidArgument(fmt::format("ipu-emu: option {}={} must be an integer from 1 to {}", key, v, max));
+    throw InvalidArgument(
+        fmt::format("ipu-emu: option {}={} must be an integer from 1 to {}", key, v, max));
   return static_cast<uint32_t>(n);
 }
 
@@ -43,13 +44,22 @@ double parse_proportion(const std::string& key, const std::string& v) {
 
 std::map<std::string, std::string> option_help() {
   return {
-      {"num_ipus", "IPUs to use (default 1): stages x replicas; several stages shard the model by layers and pipeline it"},
+      {"num_ipus",
+       "IPUs to use (default 1): stages x replicas; several stages shard the model by layers and "
+       "pipeline it"},
       {"replication_factor", "data-parallel replicas (default 1); must divide num_ipus"},
-      {"micro_batches", "micro-batches per step (pipelining / batch serialization); default 2 x stages when the batch allows"},
-      {"memory_proportion", "share of tile memory an op may use for temporaries (default 0.6, Poplar's availableMemoryProportion)"},
+      {"micro_batches",
+       "micro-batches per step (pipelining / batch serialization); default 2 x stages when the "
+       "batch allows"},
+      {"memory_proportion",
+       "share of tile memory an op may use for temporaries (default 0.6, Poplar's "
+       "availableMemoryProportion)"},
       {"enable_half_partials", "fp16 partial sums for fp16 matmuls/convolutions (default false)"},
-      {"weight_update", "add the replicas' weight all-reduce to every step, as in training (default false)"},
-      {"allow_out_of_memory", "report an out-of-memory program (memory table, notes) instead of failing, like Poplar's debug.allowOutOfMemory (default false)"},
+      {"weight_update",
+       "add the replicas' weight all-reduce to every step, as in training (default false)"},
+      {"allow_out_of_memory",
+       "report an out-of-memory program (memory table, notes) instead of failing, like Poplar's "
+       "debug.allowOutOfMemory (default false)"},
   };
 }
 
@@ -63,18 +73,26 @@ IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSp
     o.half_precision = true;
     o.precision_name = "float16";
   } else {
-    throw InvalidArgument(fmt::format("ipu-emu: precision '{}' is not supported (float32 | float16 | default)",
-                                      options.precision));
+    throw InvalidArgument(
+        fmt::format("ipu-emu: precision '{}' is not supported (float32 | float16 | default)",
+                    options.precision));
   }
   auto help = option_help();
   for (const auto& [key, value] : options.options) {
-    if (key == "num_ipus") o.num_ipus = parse_count(key, value, static_cast<uint32_t>(specs.max_ipus));
-    else if (key == "replication_factor") o.replicas = parse_count(key, value, static_cast<uint32_t>(specs.max_ipus));
-    else if (key == "micro_batches") o.micro_batches = parse_count(key, value, 1u << 20);
-    else if (key == "memory_proportion") o.memory_proportion = parse_proportion(key, value);
-    else if (key == "enable_half_partials") o.half_partials = parse_bool(key, value);
-    else if (key == "weight_update") o.weight_update = parse_bool(key, value);
-    else if (key == "allow_out_of_memory") o.allow_out_of_memory = parse_bool(key, value);
+    if (key == "num_ipus")
+      o.num_ipus = parse_count(key, value, static_cast<uint32_t>(specs.max_ipus));
+    else if (key == "replication_factor")
+      o.replicas = parse_count(key, value, static_cast<uint32_t>(specs.max_ipus));
+    else if (key == "micro_batches")
+      o.micro_batches = parse_count(key, value, 1u << 20);
+    else if (key == "memory_proportion")
+      o.memory_proportion = parse_proportion(key, value);
+    else if (key == "enable_half_partials")
+      o.half_partials = parse_bool(key, value);
+    else if (key == "weight_update")
+      o.weight_update = parse_bool(key, value);
+    else if (key == "allow_out_of_memory")
+      o.allow_out_of_memory = parse_bool(key, value);
     else {
       std::string known;
       for (const auto& [k, h] : help) known += (known.empty() ? "" : ", ") + k;
@@ -82,7 +100,8 @@ IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSp
     }
   }
   if (o.num_ipus % o.replicas != 0)
-    throw InvalidArgument(fmt::format("ipu-emu: replication_factor={} must divide num_ipus={}", o.replicas, o.num_ipus));
+    throw InvalidArgument(fmt::format("ipu-emu: replication_factor={} must divide num_ipus={}",
+                                      o.replicas, o.num_ipus));
   o.stages = o.num_ipus / o.replicas;
   return o;
 }

@@ -15,14 +15,15 @@ namespace mimic::backends::ipu_emu {
 
 struct IpuOptions {
   uint32_t num_ipus = 1;
-  uint32_t replicas = 1;       // data-parallel copies of the model
-  uint32_t stages = 1;         // pipeline stages = num_ipus / replicas (sharding by layers)
-  uint32_t micro_batches = 0;  // 0: chosen at compile time (2 x stages when the batch allows)
-  bool half_precision = false; // precision float16: fp16 storage of activations and weights
-  bool half_partials = false;  // enable_half_partials: AMP partial sums in fp16 (fp16 ops only)
+  uint32_t replicas = 1;        // data-parallel copies of the model
+  uint32_t stages = 1;          // pipeline stages = num_ipus / replicas (sharding by layers)
+  uint32_t micro_batches = 0;   // 0: chosen at compile time (2 x stages when the batch allows)
+  bool half_precision = false;  // precision float16: fp16 storage of activations and weights
+  bool half_partials = false;   // enable_half_partials: AMP partial sums in fp16 (fp16 ops only)
   double memory_proportion = 0.6;
-  bool weight_update = false;        // add the replicas' gradient all-reduce to every step
-  bool allow_out_of_memory = false;  // like Poplar's debug.allowOutOfMemory: report instead of failing
+  bool weight_update = false;  // add the replicas' gradient all-reduce to every step
+  bool allow_out_of_memory =
+      false;  // like Poplar's debug.allowOutOfMemory: report instead of failing
   bool compile_only = false;
   bool timing_only = false;
   std::string precision_name = "float32";

@@ -39,9 +39,9 @@ struct DeviceProgram {
   bool half_storage = false;      // f32 values are stored (rounded) as fp16
   bool timing_only = false;
   uint32_t replicas = 1, stages = 1, micro_batches = 1;
-  std::string precision;          // "float32", "float16", "float16 (half partials)"
+  std::string precision;  // "float32", "float16", "float16 (half partials)"
   std::string preset;
-  uint64_t macs_per_cycle = 0;    // AMP rate of this precision (peak and utilization)
+  uint64_t macs_per_cycle = 0;  // AMP rate of this precision (peak and utilization)
   std::vector<std::string> notes;
 };
 

@@ -35,7 +35,8 @@ RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& s, co
   uint32_t ipus = static_cast<uint32_t>(p.bsp.ipus.size());
   double peak_per_ipu = s.peak_flops_per_s(p.macs_per_cycle);
   r.peak_flops_per_s = peak_per_ipu * ipus;
-  double exchange_bw = static_cast<double>(s.tiles * s.exchange_bytes_per_cycle) * r.clock_hz * ipus;
+  double exchange_bw =
+      static_cast<double>(s.tiles * s.exchange_bytes_per_cycle) * r.clock_hz * ipus;
   r.ridge_intensity = exchange_bw > 0 ? r.peak_flops_per_s / exchange_bw : 0;
   // Per op: replica 0's IPUs (the first `stages` IPUs), summed over micro-batches.
   std::vector<OpTotals> ops(p.ops.size());
@@ -58,11 +59,14 @@ RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& s, co
     o.cycles = t.cycles();
     o.device_seconds = static_cast<double>(o.cycles) / r.clock_hz;
     double per_replica = static_cast<double>(d.flops) / std::max<uint32_t>(p.replicas, 1);
-    o.utilization = o.cycles ? per_replica / (static_cast<double>(o.cycles) * peak_per_ipu / r.clock_hz) : 0;
-    o.intensity = t.exchange_bytes ? static_cast<double>(d.flops) / static_cast<double>(t.exchange_bytes) : 0;
-    o.bound = o.cycles == 0 ? "" : t.compute >= t.exchange && t.compute >= t.sync ? "compute"
-                                 : t.exchange >= t.sync                           ? "exchange"
-                                                                                  : "sync";
+    o.utilization =
+        o.cycles ? per_replica / (static_cast<double>(o.cycles) * peak_per_ipu / r.clock_hz) : 0;
+    o.intensity =
+        t.exchange_bytes ? static_cast<double>(d.flops) / static_cast<double>(t.exchange_bytes) : 0;
+    o.bound = o.cycles == 0                                    ? ""
+              : t.compute >= t.exchange && t.compute >= t.sync ? "compute"
+              : t.exchange >= t.sync                           ? "exchange"
+                                                               : "sync";
     flops += d.flops;
     r.ops.push_back(std::move(o));
   }
@@ -73,10 +77,12 @@ RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& s, co
     const auto& u = stats.ipus[i];
     double total = std::max<double>(1.0, static_cast<double>(stats.cycles));
     r.units.push_back({fmt::format("ipu{}.tiles", i), "compute", u.compute, u.compute / total});
-    r.units.push_back({fmt::format("ipu{}.exchange", i), "exchange", u.exchange, u.exchange / total});
+    r.units.push_back(
+        {fmt::format("ipu{}.exchange", i), "exchange", u.exchange, u.exchange / total});
     r.units.push_back({fmt::format("ipu{}.sync", i), "sync", u.sync, u.sync / total});
     for (uint64_t b : u.tile_busy) busy_sum += b, busy_max = std::max(busy_max, b), ++tile_count;
-    compute = std::max(compute, u.compute), exchange = std::max(exchange, u.exchange), sync = std::max(sync, u.sync);
+    compute = std::max(compute, u.compute), exchange = std::max(exchange, u.exchange),
+    sync = std::max(sync, u.sync);
     r.bytes_moved["host"] += static_cast<int64_t>(u.host_bytes_in + u.host_bytes_out);
     r.bytes_moved["ipu_link"] += static_cast<int64_t>(u.link_bytes_out);
   }
@@ -98,11 +104,13 @@ RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& s, co
   m["num_ipus"] = ipus;
   m["stages"] = p.stages, m["replicas"] = p.replicas, m["micro_batches"] = p.micro_batches;
   Table steps;
-  steps.columns = {"ipu", "step", "op", "start", "sync", "exchange", "compute", "max_tile", "mean_tile", "busy_tiles"};
+  steps.columns = {"ipu",      "step",    "op",       "start",     "sync",
+                   "exchange", "compute", "max_tile", "mean_tile", "busy_tiles"};
   for (const SuperstepRecord& rec : stats.steps)
-    steps.rows.push_back({double(rec.ipu), double(rec.index), double(rec.op), double(rec.start), double(rec.sync),
-                          double(rec.exchange), double(rec.compute), double(rec.max_tile),
-                          static_cast<double>(rec.sum_tile) / static_cast<double>(s.tiles), double(rec.busy_tiles)});
+    steps.rows.push_back(
+        {double(rec.ipu), double(rec.index), double(rec.op), double(rec.start), double(rec.sync),
+         double(rec.exchange), double(rec.compute), double(rec.max_tile),
+         static_cast<double>(rec.sum_tile) / static_cast<double>(s.tiles), double(rec.busy_tiles)});
   r.tables["ipu_supersteps"] = std::move(steps);
   r.notes = p.notes;
   return r;

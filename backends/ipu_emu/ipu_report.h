@@ -9,7 +9,7 @@
 
 namespace mimic::backends::ipu_emu {
 
-RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& specs, const models::ipu::RunStats& stats,
-                      const std::string& device);
+RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& specs,
+                      const models::ipu::RunStats& stats, const std::string& device);
 
 }  // namespace mimic::backends::ipu_emu

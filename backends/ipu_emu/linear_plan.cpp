@@ -42,7 +42,7 @@ struct TileWork {
   uint64_t recv = 0;  // step 1 receive bytes
   std::vector<VertexBatch> main;
   bool reduce = false, post = false;
-  uint64_t reduce_bytes = 0;  // step 2 send = receive bytes
+  uint64_t reduce_bytes = 0;        // step 2 send = receive bytes
   std::vector<VertexBatch> second;  // reduction or bias/cast vertices
 };
 
@@ -56,10 +56,12 @@ TileWork tile_work(const IpuSpecs& s, const LinearProblem& p, const LinearPlan& 
   w.out_block = plan.g_b * plan.rows_b * plan.n_b;
   if (p.vector_path) {
     VertexWork v{VertexClass::vector, p.in_format, p.in_format, 1, 0};
-    w.main = models::ipu::split_over_workers(v, plan.g_b * plan.rows_b * plan.n_b, p.kvol, s.worker_contexts);
+    w.main = models::ipu::split_over_workers(v, plan.g_b * plan.rows_b * plan.n_b, p.kvol,
+                                             s.worker_contexts);
   } else {
     uint64_t og = s.amp_output_channels;
-    uint64_t ig = p.in_format == NumberFormat::f16 ? s.amp_fp16_input_channels : s.amp_fp32_input_channels;
+    uint64_t ig =
+        p.in_format == NumberFormat::f16 ? s.amp_fp16_input_channels : s.amp_fp32_input_channels;
     uint64_t units = plan.g_b * plan.rows_b * ceil_div(plan.n_b, og);
     // A block of fewer than `og` output channels still costs a full AMP pass (idle lanes).
     uint64_t per_unit = og * p.kvol * round_up(plan.c_b, ig);
@@ -72,7 +74,8 @@ TileWork tile_work(const IpuSpecs& s, const LinearProblem& p, const LinearPlan& 
     w.reduce = true;
     w.reduce_bytes = ceil_div(w.out_block * p_bytes * (plan.ks - 1), plan.ks);
     VertexWork v{VertexClass::vector, p.partials, p.partials, plan.ks - 1 + extra, 0};
-    w.second = models::ipu::split_over_workers(v, ceil_div(w.out_block, plan.ks), 1, s.worker_contexts);
+    w.second =
+        models::ipu::split_over_workers(v, ceil_div(w.out_block, plan.ks), 1, s.worker_contexts);
   } else if (extra) {
     w.post = true;
     VertexWork v{VertexClass::vector, p.partials, p.partials, extra, 0};
@@ -95,7 +98,8 @@ void cost(const IpuSpecs& s, const LinearProblem& p, LinearPlan& plan, double me
   plan.cycles = cycles;
   plan.exchange_bytes = w.recv;
   bool cast = !p.vector_path && p.partials != p.out_format;
-  plan.partials_bytes = plan.ks > 1 ? w.out_block * p_bytes + w.reduce_bytes : (cast ? w.out_block * p_bytes : 0);
+  plan.partials_bytes =
+      plan.ks > 1 ? w.out_block * p_bytes + w.reduce_bytes : (cast ? w.out_block * p_bytes : 0);
   plan.weights_per_tile = p.weights_stored ? ceil_div(p.b_total_bytes, plan.tiles) : 0;
   double budget = memory_proportion * static_cast<double>(s.tile_sram_bytes);
   plan.fits = static_cast<double>(plan.temps()) <= budget &&
@@ -115,7 +119,8 @@ std::string LinearPlan::describe() const {
   return fmt::format("groups/{} rows/{} cols/{} k/{} on {} tiles", gs, ms, ns, ks, tiles);
 }
 
-LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles, double memory_proportion) {
+LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles,
+                       double memory_proportion) {
   LinearPlan best;
   bool have = false;
   auto gsc = split_candidates(p.groups, tiles);
@@ -143,9 +148,10 @@ LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles
   return best;
 }
 
-std::vector<Superstep> linear_steps(const IpuSpecs& s, const LinearProblem& p, const LinearPlan& plan,
-                                    TileSpan span, TileSpan a_span, TileSpan b_span, int32_t op,
-                                    uint32_t label_main, uint32_t label_reduce) {
+std::vector<Superstep> linear_steps(const IpuSpecs& s, const LinearProblem& p,
+                                    const LinearPlan& plan, TileSpan span, TileSpan a_span,
+                                    TileSpan b_span, int32_t op, uint32_t label_main,
+                                    uint32_t label_reduce) {
   TileWork w = tile_work(s, p, plan);
   uint32_t tiles = static_cast<uint32_t>(s.tiles);
   std::vector<Superstep> steps(1);
@@ -171,7 +177,8 @@ std::vector<Superstep> linear_steps(const IpuSpecs& s, const LinearProblem& p, c
 
 std::vector<int64_t> k_chunks(const LinearPlan& plan, uint64_t in_channels) {
   std::vector<int64_t> out{0};
-  for (uint64_t c = plan.c_b; c < in_channels; c += plan.c_b) out.push_back(static_cast<int64_t>(c));
+  for (uint64_t c = plan.c_b; c < in_channels; c += plan.c_b)
+    out.push_back(static_cast<int64_t>(c));
   out.push_back(static_cast<int64_t>(in_channels));
   return out;
 }

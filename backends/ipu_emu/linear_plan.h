@@ -26,7 +26,7 @@ struct LinearProblem {
   models::ipu::NumberFormat in_format = models::ipu::NumberFormat::f32;
   models::ipu::NumberFormat partials = models::ipu::NumberFormat::f32;
   models::ipu::NumberFormat out_format = models::ipu::NumberFormat::f32;
-  bool vector_path = false;   // depthwise / pooling: vector MACs, no K split
+  bool vector_path = false;     // depthwise / pooling: vector MACs, no K split
   bool weights_stored = false;  // B is constant, stored on the plan's tiles
   bool has_b = true;            // pooling has no B operand
   bool has_bias = false;
@@ -55,9 +55,10 @@ LinearPlan plan_linear(const models::ipu::IpuSpecs& s, const LinearProblem& p, u
                        double memory_proportion);
 
 // The supersteps of `plan` on `span` of IPU tiles; `a_span`/`b_span` hold the operands now.
-std::vector<models::ipu::Superstep> linear_steps(const models::ipu::IpuSpecs& s, const LinearProblem& p,
-                                                 const LinearPlan& plan, TileSpan span, TileSpan a_span,
-                                                 TileSpan b_span, int32_t op, uint32_t label_main,
+std::vector<models::ipu::Superstep> linear_steps(const models::ipu::IpuSpecs& s,
+                                                 const LinearProblem& p, const LinearPlan& plan,
+                                                 TileSpan span, TileSpan a_span, TileSpan b_span,
+                                                 int32_t op, uint32_t label_main,
                                                  uint32_t label_reduce);
 
 // K-split boundaries along in_channels: ks + 1 offsets from 0 to in_channels.

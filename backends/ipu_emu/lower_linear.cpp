@@ -24,7 +24,8 @@ std::function<uint64_t(uint64_t)> window_input_pixels(const ir::WindowGeometry& 
   auto needed = [g](int d, uint64_t n) -> uint64_t {
     uint64_t extent = (g.kernel[d] - 1) * g.dilations[d] + 1;
     uint64_t step = std::min<uint64_t>(g.strides[d], extent);
-    return std::min<uint64_t>(g.in_size[d] + g.pad_begin[d] + g.pad_end[d], (n - 1) * step + extent);
+    return std::min<uint64_t>(g.in_size[d] + g.pad_begin[d] + g.pad_end[d],
+                              (n - 1) * step + extent);
   };
   return [g, needed](uint64_t rows) -> uint64_t {
     uint64_t out_sp = static_cast<uint64_t>(g.out_spatial());
@@ -38,11 +39,12 @@ std::function<uint64_t(uint64_t)> window_input_pixels(const ir::WindowGeometry& 
 }
 
 // Plans `p`, takes tiles, places operands and outputs, builds the supersteps.
-LoweredOp finish_linear(LowerContext& c, const ir::Node& n, LinearProblem p, ir::ValueId a, ir::ValueId b,
-                        ir::ValueId bias, const std::string& shape_text) {
+LoweredOp finish_linear(LowerContext& c, const ir::Node& n, LinearProblem p, ir::ValueId a,
+                        ir::ValueId b, ir::ValueId bias, const std::string& shape_text) {
   LoweredOp op;
   if (c.placed[a]) p.a_send_per_tile = c.placement[a].bytes_per_tile;
-  if (b != ir::kNoValue && c.placed[b] && !p.weights_stored) p.b_send_per_tile = c.placement[b].bytes_per_tile;
+  if (b != ir::kNoValue && c.placed[b] && !p.weights_stored)
+    p.b_send_per_tile = c.placement[b].bytes_per_tile;
   LinearPlan plan = plan_linear(c.specs, p, c.cursor.tiles(), c.options.memory_proportion);
   TileSpan span = c.cursor.take(plan.tiles);
   Placement pa = operand(c, op, a, span);
@@ -58,7 +60,8 @@ LoweredOp finish_linear(LowerContext& c, const ir::Node& n, LinearProblem p, ir:
   op.temp_partials = plan.partials_bytes;
   place_outputs(c, op, n, span);
   op.est_cycles = plan.cycles;
-  op.plan = fmt::format("{} {}: split {}{}", label, shape_text, plan.describe(), plan.fits ? "" : " (over budget)");
+  op.plan = fmt::format("{} {}: split {}{}", label, shape_text, plan.describe(),
+                        plan.fits ? "" : " (over budget)");
   op.planned = true;
   op.split[0] = plan.gs, op.split[1] = plan.ms, op.split[2] = plan.ns, op.split[3] = plan.ks;
   op.plan_tiles = plan.tiles;
@@ -105,9 +108,10 @@ LoweredOp lower_matmul(LowerContext& c, const ir::Node& n) {
   p.b_total_bytes = value_bytes(c, n.inputs[1]);
   p.input_pixels = [](uint64_t r) { return r; };
   p.label = n.op == ir::OpType::Gemm ? "gemm" : "matmul";
-  std::string shape = fmt::format("{}[{}x{}x{}]", groups > 1 ? fmt::format("{}x", groups) : "", rows, k, cols);
-  LoweredOp op = finish_linear(c, n, p, n.inputs[0], n.inputs[1], n.has_input(2) ? n.inputs[2] : ir::kNoValue,
-                               shape);
+  std::string shape =
+      fmt::format("{}[{}x{}x{}]", groups > 1 ? fmt::format("{}x", groups) : "", rows, k, cols);
+  LoweredOp op = finish_linear(c, n, p, n.inputs[0], n.inputs[1],
+                               n.has_input(2) ? n.inputs[2] : ir::kNoValue, shape);
   op.recipe.kind = RecipeKind::matmul;
   return op;
 }
@@ -116,8 +120,8 @@ LoweredOp lower_conv(LowerContext& c, const ir::Node& n) {
   bool transpose = n.op == ir::OpType::ConvTranspose;
   const ir::Shape& x = c.shapes[n.inputs[0]];
   const ir::Shape& w = c.shapes[n.inputs[1]];
-  ir::WindowGeometry g =
-      ir::window_geometry(n, x, &w, transpose ? ir::WindowKind::conv_transpose : ir::WindowKind::conv);
+  ir::WindowGeometry g = ir::window_geometry(
+      n, x, &w, transpose ? ir::WindowKind::conv_transpose : ir::WindowKind::conv);
   uint64_t cg = g.in_channels / g.group, mg = g.out_channels / g.group, kvol = g.kernel_volume();
   bool depthwise = !transpose && g.group == g.in_channels && g.group > 1;
   LinearProblem p;
@@ -146,17 +150,21 @@ LoweredOp lower_conv(LowerContext& c, const ir::Node& n) {
   }
   std::string shape = fmt::format("{}x{} k{} g{} -> {}", x.str(), w.str(), kvol, g.group,
                                   c.shapes[n.outputs[0]].str());
-  LoweredOp op = finish_linear(c, n, p, n.inputs[0], n.inputs[1], n.has_input(2) ? n.inputs[2] : ir::kNoValue,
-                               shape);
+  LoweredOp op = finish_linear(c, n, p, n.inputs[0], n.inputs[1],
+                               n.has_input(2) ? n.inputs[2] : ir::kNoValue, shape);
   bool two_d = g.spatial_rank == 2 && !transpose;
-  if (two_d && depthwise && !g.channels_last && cg == 1 && mg == 1) op.recipe.kind = RecipeKind::depthwise;
-  else if (two_d && !depthwise) op.recipe.kind = RecipeKind::conv;
-  else op.recipe = OpRecipe{};  // reference kernel; no K split in the numerics
+  if (two_d && depthwise && !g.channels_last && cg == 1 && mg == 1)
+    op.recipe.kind = RecipeKind::depthwise;
+  else if (two_d && !depthwise)
+    op.recipe.kind = RecipeKind::conv;
+  else
+    op.recipe = OpRecipe{};  // reference kernel; no K split in the numerics
   return op;
 }
 
 LoweredOp lower_pool(LowerContext& c, const ir::Node& n) {
-  ir::WindowGeometry g = ir::window_geometry(n, c.shapes[n.inputs[0]], nullptr, ir::WindowKind::pool);
+  ir::WindowGeometry g =
+      ir::window_geometry(n, c.shapes[n.inputs[0]], nullptr, ir::WindowKind::pool);
   LinearProblem p;
   p.groups = g.in_channels;
   p.rows = g.batch * g.out_spatial();

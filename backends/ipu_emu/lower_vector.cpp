@@ -35,22 +35,58 @@ std::string label_of(OpType op) {
 VertexWork element_cost(const ir::Node& n, NumberFormat f) {
   VertexWork v{VertexClass::vector, f, f, 1, 0};
   switch (n.op) {
-    case OpType::Exp: case OpType::Log: case OpType::Tanh: case OpType::Sigmoid: case OpType::Erf:
-    case OpType::Gelu: case OpType::Softplus: case OpType::Sin: case OpType::Cos: case OpType::Tan:
-    case OpType::Asin: case OpType::Acos: case OpType::Atan: case OpType::Sinh: case OpType::Cosh:
-    case OpType::Asinh: case OpType::Acosh: case OpType::Atanh: case OpType::Pow: case OpType::Elu:
-    case OpType::Selu: case OpType::Celu:
+    case OpType::Exp:
+    case OpType::Log:
+    case OpType::Tanh:
+    case OpType::Sigmoid:
+    case OpType::Erf:
+    case OpType::Gelu:
+    case OpType::Softplus:
+    case OpType::Sin:
+    case OpType::Cos:
+    case OpType::Tan:
+    case OpType::Asin:
+    case OpType::Acos:
+    case OpType::Atan:
+    case OpType::Sinh:
+    case OpType::Cosh:
+    case OpType::Asinh:
+    case OpType::Acosh:
+    case OpType::Atanh:
+    case OpType::Pow:
+    case OpType::Elu:
+    case OpType::Selu:
+    case OpType::Celu:
       v.cls = VertexClass::transcendental;
       break;
-    case OpType::Div: case OpType::Sqrt: case OpType::Reciprocal: case OpType::Mod: v.cycles_per_vector = 4; break;
-    case OpType::BatchNormalization: case OpType::PRelu: case OpType::LeakyRelu: case OpType::Clip:
-    case OpType::Shrink: case OpType::ThresholdedRelu:
+    case OpType::Div:
+    case OpType::Sqrt:
+    case OpType::Reciprocal:
+    case OpType::Mod:
+      v.cycles_per_vector = 4;
+      break;
+    case OpType::BatchNormalization:
+    case OpType::PRelu:
+    case OpType::LeakyRelu:
+    case OpType::Clip:
+    case OpType::Shrink:
+    case OpType::ThresholdedRelu:
       v.cycles_per_vector = 2;
       break;
-    case OpType::HardSigmoid: case OpType::HardSwish: case OpType::Softsign: v.cycles_per_vector = 3; break;
-    case OpType::LRN: v.cycles_per_vector = static_cast<uint32_t>(2 + n.attrs.get_int("size", 1)); break;
-    case OpType::Sum: case OpType::Max: case OpType::Min: case OpType::Mean:
-      v.cycles_per_vector = static_cast<uint32_t>(std::max(1, n.num_inputs() - (n.op == OpType::Mean ? 0 : 1)));
+    case OpType::HardSigmoid:
+    case OpType::HardSwish:
+    case OpType::Softsign:
+      v.cycles_per_vector = 3;
+      break;
+    case OpType::LRN:
+      v.cycles_per_vector = static_cast<uint32_t>(2 + n.attrs.get_int("size", 1));
+      break;
+    case OpType::Sum:
+    case OpType::Max:
+    case OpType::Min:
+    case OpType::Mean:
+      v.cycles_per_vector =
+          static_cast<uint32_t>(std::max(1, n.num_inputs() - (n.op == OpType::Mean ? 0 : 1)));
       break;
     default:
       break;
@@ -68,8 +104,10 @@ Superstep new_step(LowerContext& c, const std::string& label) {
 
 uint64_t step_cycles(const LowerContext& c, const Superstep& s) {
   uint64_t x = 0, t = 0;
-  for (const auto& g : s.exchange) x = std::max(x, models::ipu::exchange_cycles(c.specs, g.send_bytes, g.recv_bytes));
-  for (const auto& g : s.compute) t = std::max(t, models::ipu::tile_compute_cycles(c.specs, g.vertices));
+  for (const auto& g : s.exchange)
+    x = std::max(x, models::ipu::exchange_cycles(c.specs, g.send_bytes, g.recv_bytes));
+  for (const auto& g : s.compute)
+    t = std::max(t, models::ipu::tile_compute_cycles(c.specs, g.vertices));
   return c.specs.internal_sync_cycles + x + t;
 }
 
@@ -95,7 +133,8 @@ LoweredOp lower_elementwise(LowerContext& c, const ir::Node& n) {
   ir::ValueId out = n.outputs[0];
   uint64_t out_elems = c.shapes[out].numel();
   ir::ValueId home = home_input(c, n);
-  bool same_size = home != ir::kNoValue && static_cast<uint64_t>(c.shapes[home].numel()) == out_elems;
+  bool same_size =
+      home != ir::kNoValue && static_cast<uint64_t>(c.shapes[home].numel()) == out_elems;
   TileSpan span = same_size ? c.placement[home].span : c.cursor.take(linear_tiles(c, out_elems));
   uint64_t per_tile = ceil_div(out_elems, span.count);
   Superstep s = new_step(c, label_of(n.op));
@@ -115,7 +154,8 @@ LoweredOp lower_elementwise(LowerContext& c, const ir::Node& n) {
   }
   add_exchange(s.exchange, span, tiles, 0, recv);
   VertexWork v = element_cost(n, value_format(c, n.inputs[0]));
-  add_compute(s.compute, span, tiles, models::ipu::split_over_workers(v, per_tile, 1, c.specs.worker_contexts));
+  add_compute(s.compute, span, tiles,
+              models::ipu::split_over_workers(v, per_tile, 1, c.specs.worker_contexts));
   op.steps.push_back(std::move(s));
   op.temp_span = span;
   op.temp_exchange = recv;
@@ -135,14 +175,20 @@ LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
   std::vector<bool> axes(rank, false);
   bool same_shape = true;
   switch (n.op) {
-    case OpType::GlobalAveragePool: case OpType::GlobalMaxPool: case OpType::InstanceNormalization: {
+    case OpType::GlobalAveragePool:
+    case OpType::GlobalMaxPool:
+    case OpType::InstanceNormalization: {
       bool last = ir::is_channels_last(n);
       for (int d = last ? 1 : 2; d < (last ? rank - 1 : rank); ++d) axes[d] = true;
       same_shape = n.op == OpType::InstanceNormalization;
       break;
     }
-    case OpType::Softmax: case OpType::LogSoftmax: case OpType::Hardmax: case OpType::CumSum: {
-      int64_t axis = n.op == OpType::CumSum ? ir::constant_ints(c.graph, n, 1, {0}).at(0) : n.attrs.get_int("axis", -1);
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+    case OpType::Hardmax:
+    case OpType::CumSum: {
+      int64_t axis = n.op == OpType::CumSum ? ir::constant_ints(c.graph, n, 1, {0}).at(0)
+                                            : n.attrs.get_int("axis", -1);
       axes[ir::normalize_axis(axis, rank, ir::describe(c.graph, n))] = true;
       break;
     }
@@ -163,22 +209,28 @@ LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
   bool contiguous = true;
   for (int d = first_reduced; d < rank; ++d) contiguous = contiguous && axes[d];
   uint64_t per_tile = pin.bytes_per_tile / std::max<uint64_t>(element_bytes(c, in), 1);
-  uint64_t partials = contiguous ? std::max<uint64_t>(1, per_tile / std::max<uint64_t>(reduced, 1)) : per_tile;
+  uint64_t partials =
+      contiguous ? std::max<uint64_t>(1, per_tile / std::max<uint64_t>(reduced, 1)) : per_tile;
   bool cross = !(contiguous && reduced <= per_tile);
   NumberFormat f = value_format(c, in);
   uint32_t tiles = c.cursor.tiles();
-  bool exp = n.op == OpType::Softmax || n.op == OpType::LogSoftmax || n.op == OpType::ReduceLogSumExp;
+  bool exp =
+      n.op == OpType::Softmax || n.op == OpType::LogSoftmax || n.op == OpType::ReduceLogSumExp;
   // Local pass: reduce (and exponentiate) the tile's own elements.
   Superstep local = new_step(c, label_of(n.op));
-  VertexWork v{exp ? VertexClass::transcendental : VertexClass::vector, f, f, same_shape ? 2u : 1u, 0};
-  add_compute(local.compute, pin.span, tiles, models::ipu::split_over_workers(v, per_tile, 1, c.specs.worker_contexts));
+  VertexWork v{exp ? VertexClass::transcendental : VertexClass::vector, f, f, same_shape ? 2u : 1u,
+               0};
+  add_compute(local.compute, pin.span, tiles,
+              models::ipu::split_over_workers(v, per_tile, 1, c.specs.worker_contexts));
   op.steps.push_back(std::move(local));
   uint64_t stat_bytes = 4;  // partial statistics are fp32
   if (same_shape) {
     Superstep apply = new_step(c, label_of(n.op) + " apply");
-    if (cross) add_exchange(apply.exchange, pin.span, tiles, partials * stat_bytes, partials * stat_bytes);
+    if (cross)
+      add_exchange(apply.exchange, pin.span, tiles, partials * stat_bytes, partials * stat_bytes);
     VertexWork a{VertexClass::vector, f, f, n.op == OpType::LayerNormalization ? 3u : 2u, 0};
-    add_compute(apply.compute, pin.span, tiles, models::ipu::split_over_workers(a, per_tile, 1, c.specs.worker_contexts));
+    add_compute(apply.compute, pin.span, tiles,
+                models::ipu::split_over_workers(a, per_tile, 1, c.specs.worker_contexts));
     op.steps.push_back(std::move(apply));
     op.temp_span = pin.span;
     op.temp_exchange = cross ? partials * stat_bytes : 0;
@@ -195,13 +247,15 @@ LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
     add_exchange(combine.exchange, span, tiles, 0, recv);
     VertexWork r{VertexClass::vector, NumberFormat::f32, NumberFormat::f32, 1, 0};
     add_compute(combine.compute, span, tiles,
-                models::ipu::split_over_workers(r, ceil_div(total, span.count), 1, c.specs.worker_contexts));
+                models::ipu::split_over_workers(r, ceil_div(total, span.count), 1,
+                                                c.specs.worker_contexts));
     op.steps.push_back(std::move(combine));
     op.temp_span = span;
     op.temp_exchange = recv;
     place_outputs(c, op, n, span);
   }
-  op.plan = fmt::format("{} over {} elements{}", label_of(n.op), reduced, cross ? " across tiles" : " within tiles");
+  op.plan = fmt::format("{} over {} elements{}", label_of(n.op), reduced,
+                        cross ? " across tiles" : " within tiles");
   finish(c, op);
   return op;
 }
@@ -222,13 +276,15 @@ LoweredOp lower_copy(LowerContext& c, const ir::Node& n) {
     if (!is_data_input(c.graph, n, i)) continue;
     Placement p = locate(c, op, v);
     // A gather reads only the rows it returns; other copies read their whole input.
-    uint64_t send = n.op == OpType::Gather && i == 0 ? std::min(p.bytes_per_tile, ceil_div(out_bytes, p.span.count))
-                                                     : p.bytes_per_tile;
+    uint64_t send = n.op == OpType::Gather && i == 0
+                        ? std::min(p.bytes_per_tile, ceil_div(out_bytes, p.span.count))
+                        : p.bytes_per_tile;
     add_exchange(s.exchange, p.span, tiles, send, 0);
   }
   add_exchange(s.exchange, span, tiles, 0, recv);
   VertexWork v{VertexClass::copy, NumberFormat::f32, NumberFormat::f32, 1, 0};
-  add_compute(s.compute, span, tiles, models::ipu::split_over_workers(v, recv, 1, c.specs.worker_contexts));
+  add_compute(s.compute, span, tiles,
+              models::ipu::split_over_workers(v, recv, 1, c.specs.worker_contexts));
   op.steps.push_back(std::move(s));
   place_outputs(c, op, n, span);
   op.plan = fmt::format("{} to {} tiles", label_of(n.op), span.count);

@@ -16,11 +16,26 @@ constexpr uint64_t kMinElementsPerTile = 64;
 
 bool only_first_input_is_data(OpType op) {
   switch (op) {
-    case OpType::Reshape: case OpType::Expand: case OpType::Tile: case OpType::Slice: case OpType::Split:
-    case OpType::Squeeze: case OpType::Unsqueeze: case OpType::Pad: case OpType::CumSum: case OpType::Clip:
-    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax: case OpType::ReduceMin:
-    case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2: case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
+    case OpType::Reshape:
+    case OpType::Expand:
+    case OpType::Tile:
+    case OpType::Slice:
+    case OpType::Split:
+    case OpType::Squeeze:
+    case OpType::Unsqueeze:
+    case OpType::Pad:
+    case OpType::CumSum:
+    case OpType::Clip:
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
       return true;
     default:
       return false;
@@ -28,7 +43,8 @@ bool only_first_input_is_data(OpType op) {
 }
 
 bool is_matrix_op(OpType op) {
-  return op == OpType::MatMul || op == OpType::Gemm || op == OpType::Conv || op == OpType::ConvTranspose;
+  return op == OpType::MatMul || op == OpType::Gemm || op == OpType::Conv ||
+         op == OpType::ConvTranspose;
 }
 
 }  // namespace
@@ -51,7 +67,10 @@ bool is_data_input(const ir::Graph& g, const ir::Node& n, int input) {
 
 bool ipu_supports(const ir::Graph& g, const ir::Node& n) {
   switch (n.op) {
-    case OpType::Shape: case OpType::Size: case OpType::ArgMax: case OpType::ArgMin:
+    case OpType::Shape:
+    case OpType::Size:
+    case OpType::ArgMax:
+    case OpType::ArgMin:
       return false;  // 64-bit integer results: the IPU has no int64
     default:
       break;
@@ -60,8 +79,10 @@ bool ipu_supports(const ir::Graph& g, const ir::Node& n) {
     if (!n.has_input(i)) continue;
     DType t = g.value(n.inputs[i]).type.dtype;
     bool data = is_data_input(g, n, i);
-    if (t == DType::bf16 || t == DType::i8) return false;  // no bf16 or int8 arithmetic on GC2/GC200
-    // 64-bit indices are streamed as int32 (as IPU frameworks do); other int64 data is not supported.
+    if (t == DType::bf16 || t == DType::i8)
+      return false;  // no bf16 or int8 arithmetic on GC2/GC200
+    // 64-bit indices are streamed as int32 (as IPU frameworks do); other int64 data is not
+    // supported.
     bool index = (n.op == OpType::Gather || n.op == OpType::GatherElements) && i == 1;
     if (t == DType::i64 && data && !index) return false;
   }
@@ -81,10 +102,16 @@ NumberFormat value_format(const LowerContext& c, ir::ValueId v) {
 
 uint64_t element_bytes(const LowerContext& c, ir::ValueId v) {
   switch (c.graph.value(v).type.dtype) {
-    case DType::f32: return c.options.half_precision ? 2 : 4;
-    case DType::f16: case DType::bf16: return 2;
-    case DType::boolean: case DType::i8: return 1;
-    default: return 4;  // i32, and i64 indices streamed as int32
+    case DType::f32:
+      return c.options.half_precision ? 2 : 4;
+    case DType::f16:
+    case DType::bf16:
+      return 2;
+    case DType::boolean:
+    case DType::i8:
+      return 1;
+    default:
+      return 4;  // i32, and i64 indices streamed as int32
   }
 }
 
@@ -139,20 +166,54 @@ LoweredOp lower_node(LowerContext& c, int index) {
     return op;
   }
   switch (n.op) {
-    case OpType::MatMul: case OpType::Gemm: op = lower_matmul(c, n); break;
-    case OpType::Conv: case OpType::ConvTranspose: op = lower_conv(c, n); break;
-    case OpType::MaxPool: case OpType::AveragePool: op = lower_pool(c, n); break;
-    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax: case OpType::ReduceMin:
-    case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2: case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum: case OpType::ReduceLogSumExp: case OpType::GlobalAveragePool:
-    case OpType::GlobalMaxPool: case OpType::Softmax: case OpType::LogSoftmax: case OpType::Hardmax:
-    case OpType::LayerNormalization: case OpType::InstanceNormalization: case OpType::CumSum:
+    case OpType::MatMul:
+    case OpType::Gemm:
+      op = lower_matmul(c, n);
+      break;
+    case OpType::Conv:
+    case OpType::ConvTranspose:
+      op = lower_conv(c, n);
+      break;
+    case OpType::MaxPool:
+    case OpType::AveragePool:
+      op = lower_pool(c, n);
+      break;
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
+    case OpType::GlobalAveragePool:
+    case OpType::GlobalMaxPool:
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+    case OpType::Hardmax:
+    case OpType::LayerNormalization:
+    case OpType::InstanceNormalization:
+    case OpType::CumSum:
       op = lower_reduction(c, n);
       break;
-    case OpType::Transpose: case OpType::Concat: case OpType::Split: case OpType::Slice: case OpType::Gather:
-    case OpType::GatherElements: case OpType::Pad: case OpType::Tile: case OpType::Expand:
-    case OpType::DepthToSpace: case OpType::SpaceToDepth: case OpType::Trilu: case OpType::EyeLike:
-    case OpType::ConstantOfShape: case OpType::Range: case OpType::Constant:
+    case OpType::Transpose:
+    case OpType::Concat:
+    case OpType::Split:
+    case OpType::Slice:
+    case OpType::Gather:
+    case OpType::GatherElements:
+    case OpType::Pad:
+    case OpType::Tile:
+    case OpType::Expand:
+    case OpType::DepthToSpace:
+    case OpType::SpaceToDepth:
+    case OpType::Trilu:
+    case OpType::EyeLike:
+    case OpType::ConstantOfShape:
+    case OpType::Range:
+    case OpType::Constant:
       op = lower_copy(c, n);
       break;
     default:

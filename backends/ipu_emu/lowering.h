@@ -48,8 +48,8 @@ struct LowerContext {
   const models::ipu::IpuSpecs& specs;
   const IpuOptions& options;
   const ir::Graph& graph;
-  std::vector<ir::Shape> shapes;       // per value: bound shapes scaled to one micro-batch
-  std::vector<Placement> placement;    // per value, once produced or stored
+  std::vector<ir::Shape> shapes;     // per value: bound shapes scaled to one micro-batch
+  std::vector<Placement> placement;  // per value, once produced or stored
   std::vector<bool> placed;
   TileCursor cursor;
   uint32_t ipu = 0;

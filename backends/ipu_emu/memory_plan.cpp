@@ -15,7 +15,8 @@ struct CodeCounts {
   std::vector<uint32_t> compute_sets, exchanges;
   std::vector<uint64_t> vertices;
   std::vector<std::bitset<kMaxVertexKinds>> kinds;
-  explicit CodeCounts(size_t tiles) : compute_sets(tiles), exchanges(tiles), vertices(tiles), kinds(tiles) {}
+  explicit CodeCounts(size_t tiles)
+      : compute_sets(tiles), exchanges(tiles), vertices(tiles), kinds(tiles) {}
 };
 
 void count_code(const LoweredOp& op, uint32_t tiles, CodeCounts& cc,
@@ -28,8 +29,8 @@ void count_code(const LoweredOp& op, uint32_t tiles, CodeCounts& cc,
       std::vector<size_t> ids;
       for (const auto& b : g.vertices) {
         vertices += b.count;
-        uint64_t key = (uint64_t(s.label) << 16) | (uint64_t(b.work.cls) << 8) | (uint64_t(b.work.format) << 4) |
-                       uint64_t(b.work.partials);
+        uint64_t key = (uint64_t(s.label) << 16) | (uint64_t(b.work.cls) << 8) |
+                       (uint64_t(b.work.format) << 4) | uint64_t(b.work.partials);
         auto it = kind_ids.emplace(key, kind_ids.size() % kMaxVertexKinds).first;
         ids.push_back(it->second);
       }
@@ -71,8 +72,10 @@ IpuMemoryPlan plan_memory(const IpuSpecs& specs, const MemoryInputs& in) {
   std::vector<std::vector<const Buffer*>> born(n + 1), dying(n + 1);
   std::vector<uint64_t> live(tiles, 0), peak(tiles, 0);
   for (const Buffer& b : in.buffers) {
-    if (b.first_op < 0) add_on_span(live, b.place.span, b.place.bytes_per_tile, true);
-    else if (b.first_op < n) born[b.first_op].push_back(&b);
+    if (b.first_op < 0)
+      add_on_span(live, b.place.span, b.place.bytes_per_tile, true);
+    else if (b.first_op < n)
+      born[b.first_op].push_back(&b);
     int last = std::max(b.last_op, b.first_op);
     if (last >= 0 && last < n) dying[last].push_back(&b);
   }
@@ -93,13 +96,15 @@ IpuMemoryPlan plan_memory(const IpuSpecs& specs, const MemoryInputs& in) {
         m.peak_op = i;
       }
     }
-    for (const Buffer* b : dying[i]) add_on_span(live, b->place.span, b->place.bytes_per_tile, false);
+    for (const Buffer* b : dying[i])
+      add_on_span(live, b->place.span, b->place.bytes_per_tile, false);
   }
   for (uint32_t t = 0; t < tiles; ++t) {
     TileMemory& m = plan.tiles[t];
     m.weights = weights[t];
     m.code = specs.tile_base_code_bytes + cc.compute_sets[t] * specs.compute_set_code_bytes +
-             cc.exchanges[t] * specs.exchange_code_bytes + cc.kinds[t].count() * specs.vertex_code_bytes;
+             cc.exchanges[t] * specs.exchange_code_bytes +
+             cc.kinds[t].count() * specs.vertex_code_bytes;
     m.vertex_state = cc.vertices[t] * specs.vertex_state_bytes;
     if (m.total() > plan.fullest_bytes || t == 0) {
       plan.fullest_bytes = m.total();

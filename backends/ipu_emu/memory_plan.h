@@ -19,7 +19,9 @@ namespace mimic::backends::ipu_emu {
 struct TileMemory {
   uint64_t weights = 0, activations = 0, partials = 0, exchange = 0, code = 0, vertex_state = 0;
   int32_t peak_op = -1;  // index into MemoryInputs::ops at the tile's peak (-1: before any op)
-  uint64_t total() const { return weights + activations + partials + exchange + code + vertex_state; }
+  uint64_t total() const {
+    return weights + activations + partials + exchange + code + vertex_state;
+  }
 };
 
 struct Buffer {

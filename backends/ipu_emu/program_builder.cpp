@@ -1,10 +1,10 @@
 // Assembles every IPU's superstep list from the lowered stages:
-//   one stage (num_ipus = replicas): per micro-batch, stream in -> the stage's supersteps -> stream out;
-//   several stages (pipelining, in Poplar's sharded style): in pipeline cycle c, stage s works on
-//   micro-batch c - s when 0 <= c - s < micro_batches, then all IPUs sync externally and send the
-//   tensors later stages read over IPU-Links (ramp up, steady state, ramp down: M + S - 1 cycles);
-//   replicas with weight_update: a ring all-reduce of each stage's weights (reduce-scatter then
-//   all-gather, 2 (R - 1) steps over IPU-Links), as in data-parallel training.
+//   one stage (num_ipus = replicas): per micro-batch, stream in -> the stage's supersteps -> stream
+//   out; several stages (pipelining, in Poplar's sharded style): in pipeline cycle c, stage s works
+//   on micro-batch c - s when 0 <= c - s < micro_batches, then all IPUs sync externally and send
+//   the tensors later stages read over IPU-Links (ramp up, steady state, ramp down: M + S - 1
+//   cycles); replicas with weight_update: a ring all-reduce of each stage's weights (reduce-scatter
+//   then all-gather, 2 (R - 1) steps over IPU-Links), as in data-parallel training.
 #include <algorithm>
 
 #include "backends/ipu_emu/ipu_compiler.h"
@@ -24,7 +24,9 @@ struct Builder {
   const std::vector<StagePlan>& stages;
   Labels& labels;
   uint32_t tiles() const { return static_cast<uint32_t>(specs.tiles); }
-  bool active(uint32_t stage, uint32_t cycle) const { return cycle >= stage && cycle - stage < o.micro_batches; }
+  bool active(uint32_t stage, uint32_t cycle) const {
+    return cycle >= stage && cycle - stage < o.micro_batches;
+  }
 
   Superstep stream(const StagePlan& st, bool in) {
     Superstep s;
@@ -33,7 +35,8 @@ struct Builder {
     for (ir::ValueId v : in ? st.host_inputs : st.host_outputs) {
       const Placement& p = st.placement[v];
       (in ? s.host_to_device_bytes : s.device_to_host_bytes) += st.bytes[v];
-      add_exchange(s.exchange, p.span, tiles(), in ? 0 : p.bytes_per_tile, in ? p.bytes_per_tile : 0);
+      add_exchange(s.exchange, p.span, tiles(), in ? 0 : p.bytes_per_tile,
+                   in ? p.bytes_per_tile : 0);
     }
     return s;
   }
@@ -58,7 +61,9 @@ struct Builder {
     for (uint32_t from = 0; from < s; ++from) {
       if (!active(from, c)) continue;
       for (const auto& [v, to] : stages[from].sends)
-        if (to == s) add_exchange(b.exchange, st.placement[v].span, tiles(), 0, st.placement[v].bytes_per_tile);
+        if (to == s)
+          add_exchange(b.exchange, st.placement[v].span, tiles(), 0,
+                       st.placement[v].bytes_per_tile);
     }
     return b;
   }
@@ -74,10 +79,12 @@ struct Builder {
       a.links.push_back({((r + 1) % replicas) * o.stages + s, chunk});
       add_exchange(a.exchange, TileSpan{0, tiles()}, tiles(), per_tile, per_tile);
       if (k < replicas - 1 && per_tile) {  // reduce-scatter steps add the received chunk
-        models::ipu::VertexWork add{models::ipu::VertexClass::vector, models::ipu::NumberFormat::f32,
-                                    models::ipu::NumberFormat::f32, 1, 0};
-        add_compute(a.compute, TileSpan{0, tiles()}, tiles(),
-                    models::ipu::split_over_workers(add, ceil_div(per_tile, 4), 1, specs.worker_contexts));
+        models::ipu::VertexWork add{models::ipu::VertexClass::vector,
+                                    models::ipu::NumberFormat::f32, models::ipu::NumberFormat::f32,
+                                    1, 0};
+        add_compute(
+            a.compute, TileSpan{0, tiles()}, tiles(),
+            models::ipu::split_over_workers(add, ceil_div(per_tile, 4), 1, specs.worker_contexts));
       }
       list.push_back(std::move(a));
     }
@@ -86,8 +93,8 @@ struct Builder {
 
 }  // namespace
 
-BspProgram build_program(const IpuSpecs& specs, const IpuOptions& o, const std::vector<StagePlan>& stages,
-                         Labels& labels) {
+BspProgram build_program(const IpuSpecs& specs, const IpuOptions& o,
+                         const std::vector<StagePlan>& stages, Labels& labels) {
   Builder b{specs, o, stages, labels};
   BspProgram p;
   p.ipus.resize(static_cast<size_t>(o.stages) * o.replicas);

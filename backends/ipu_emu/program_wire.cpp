@@ -130,7 +130,8 @@ DeviceProgram read_program(wire::Reader& r) {
   }
   p.graph = read_graph(r);
   uint64_t nr = r.u64();
-  if (nr != static_cast<uint64_t>(p.graph.num_nodes())) throw RuntimeError("ipu-emu: recipes do not match the graph");
+  if (nr != static_cast<uint64_t>(p.graph.num_nodes()))
+    throw RuntimeError("ipu-emu: recipes do not match the graph");
   p.recipes.resize(nr);
   for (auto& rec : p.recipes) {
     uint8_t kind = r.u8();

@@ -12,8 +12,12 @@
 
 namespace mimic::backends::ipu_emu {
 
-inline uint64_t ceil_div(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
-inline uint64_t round_up(uint64_t a, uint64_t b) { return ceil_div(a, b) * b; }
+inline uint64_t ceil_div(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : (a + b - 1) / b;
+}
+inline uint64_t round_up(uint64_t a, uint64_t b) {
+  return ceil_div(a, b) * b;
+}
 
 struct TileSpan {
   uint32_t first = 0, count = 0;  // count <= tiles of the IPU
@@ -59,16 +63,20 @@ class TileCursor {
 };
 
 // Appends one exchange group per contiguous range of the span.
-inline void add_exchange(std::vector<models::ipu::ExchangeGroup>& out, const TileSpan& span, uint32_t tiles,
-                         uint64_t send, uint64_t recv) {
+inline void add_exchange(std::vector<models::ipu::ExchangeGroup>& out, const TileSpan& span,
+                         uint32_t tiles, uint64_t send, uint64_t recv) {
   if (send == 0 && recv == 0) return;
-  for_each_range(span, tiles, [&](uint32_t first, uint32_t count) { out.push_back({first, count, send, recv}); });
+  for_each_range(span, tiles, [&](uint32_t first, uint32_t count) {
+    out.push_back({first, count, send, recv});
+  });
 }
 
-inline void add_compute(std::vector<models::ipu::TileGroup>& out, const TileSpan& span, uint32_t tiles,
-                        const std::vector<models::ipu::VertexBatch>& vertices) {
+inline void add_compute(std::vector<models::ipu::TileGroup>& out, const TileSpan& span,
+                        uint32_t tiles, const std::vector<models::ipu::VertexBatch>& vertices) {
   if (vertices.empty()) return;
-  for_each_range(span, tiles, [&](uint32_t first, uint32_t count) { out.push_back({first, count, vertices}); });
+  for_each_range(span, tiles, [&](uint32_t first, uint32_t count) {
+    out.push_back({first, count, vertices});
+  });
 }
 
 }  // namespace mimic::backends::ipu_emu

@@ -15,7 +15,9 @@ namespace mimic::models::ipu {
 
 enum class NumberFormat : uint8_t { f32 = 0, f16 = 1 };
 
-inline uint64_t format_bytes(NumberFormat f) { return f == NumberFormat::f16 ? 2 : 4; }
+inline uint64_t format_bytes(NumberFormat f) {
+  return f == NumberFormat::f16 ? 2 : 4;
+}
 
 enum class VertexClass : uint8_t {
   amp = 0,             // matrix product on the AMP unit (amount = MACs, padded to AMP blocks)

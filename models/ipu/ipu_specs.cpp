@@ -55,8 +55,8 @@ const std::vector<Field>& fields() {
        10'000'000'000'000ull, "IPU-Link bandwidth between neighbouring IPUs, each direction"},
       {"ipu_link_latency_cycles", &IpuSpecs::ipu_link_latency_cycles, 0, 1'000'000'000,
        "IPU-Link latency per hop (cycles)"},
-      {"host_bytes_per_second", &IpuSpecs::host_bytes_per_second, 1'000'000,
-       10'000'000'000'000ull, "PCIe host bandwidth, each direction"},
+      {"host_bytes_per_second", &IpuSpecs::host_bytes_per_second, 1'000'000, 10'000'000'000'000ull,
+       "PCIe host bandwidth, each direction"},
       {"host_latency_cycles", &IpuSpecs::host_latency_cycles, 0, 1'000'000'000,
        "host transfer latency (cycles)"},
       {"max_ipus", &IpuSpecs::max_ipus, 1, 4096, "largest num_ipus of a system"},
@@ -97,8 +97,10 @@ Sources mk2_common_sources() {
       {"amp_fp16_fp32_macs_per_cycle",
        "[I] half of fp16 partials: poplibs' early DeviceInfo has fp16AccumConvUnitsPerTile = 8, "
        "fp32AccumConvUnitsPerTile = 4"},
-      {"amp_fp32_input_channels", "[I] CONV_UNIT_INPUT_LOAD_ELEMS_FLOAT = 2 x pipeline depth 4 (poplibs)"},
-      {"amp_fp16_input_channels", "[I] CONV_UNIT_INPUT_LOAD_ELEMS_HALF = 4 x pipeline depth 4 (poplibs)"},
+      {"amp_fp32_input_channels",
+       "[I] CONV_UNIT_INPUT_LOAD_ELEMS_FLOAT = 2 x pipeline depth 4 (poplibs)"},
+      {"amp_fp16_input_channels",
+       "[I] CONV_UNIT_INPUT_LOAD_ELEMS_HALF = 4 x pipeline depth 4 (poplibs)"},
       {"amp_output_channels", "[I] 16 conv units: 64 MACs/cycle = 16 outputs x 4 inputs"},
       {"amp_vertex_overhead_cycles", "[I] order of poplin ConvPartial estimator overheads"},
       {"vector_bytes_per_cycle", "[R S8] poplibs dataPathWidth = 64 bits"},
@@ -158,10 +160,13 @@ IpuSpecs make_gc200() {
   s.ipu_link_latency_cycles = 1600;
   s.host_latency_cycles = 1330;
   s.sources["clock_hz"] = "[D] 250e12 / (1472 * 128) = 1.33 GHz; R-3P '1.35 GHz'";
-  s.sources["amp_fp32_macs_per_cycle"] = "[D] 62.5 TFLOPS fp32 (R-3P S9) / (1472 * 1.33 GHz * 2) = 16";
-  s.sources["amp_fp16_fp16_macs_per_cycle"] = "[D] 250 TFLOPS FP16.16 (R-3P S9) / (1472 * 1.33 GHz * 2) = 64";
+  s.sources["amp_fp32_macs_per_cycle"] =
+      "[D] 62.5 TFLOPS fp32 (R-3P S9) / (1472 * 1.33 GHz * 2) = 16";
+  s.sources["amp_fp16_fp16_macs_per_cycle"] =
+      "[D] 250 TFLOPS FP16.16 (R-3P S9) / (1472 * 1.33 GHz * 2) = 64";
   s.sources["ipu_link_bytes_per_second"] =
-      "[I] 10 IPU-Links, 320 GB/s (R-3P S9) = 32 GB/s per link; 4 links to a neighbour, each direction";
+      "[I] 10 IPU-Links, 320 GB/s (R-3P S9) = 32 GB/s per link; 4 links to a neighbour, each "
+      "direction";
   return s;
 }
 
@@ -174,7 +179,8 @@ IpuSpecs make_bow() {
   s.sources["tiles"] = "[R S9] Bow-2000 datasheet: 5,888 cores / 4 IPUs";
   s.sources["tile_sram_bytes"] = "[R-3P S9] same 900 MB In-Processor-Memory as Mk2";
   s.sources["clock_hz"] = "[R-3P] 1.85 GHz; [D] 350e12 / (1472 * 128) = 1.86 GHz";
-  s.sources["amp_fp16_fp16_macs_per_cycle"] = "[D] 350 TFLOPS (R-3P S9) / (1472 * 1.85 GHz * 2) = 64";
+  s.sources["amp_fp16_fp16_macs_per_cycle"] =
+      "[D] 350 TFLOPS (R-3P S9) / (1472 * 1.85 GHz * 2) = 64";
   s.sources["amp_fp32_macs_per_cycle"] = "[I] Mk2 tile: fp32 peak not published for Bow";
   s.sources["ipu_link_bytes_per_second"] = "[R S9] Bow-2000 IPU-Link 512 Gbps = 64 GB/s";
   s.sources["host_bytes_per_second"] = "[I] PCIe Gen4 host link (R S9), 32 GB/s each direction";
@@ -198,14 +204,20 @@ IpuSpecs make_gc2() {
   s.sources["tiles"] = "[R-3P S7 notes] 1216 tiles";
   s.sources["tile_sram_bytes"] = "[R-3P S7 notes] 256 KiB per tile, 304 MiB total";
   s.sources["worker_contexts"] = "[R-3P S7 notes] 6 worker threads per tile (7296 per IPU)";
-  s.sources["clock_hz"] = "[D] '6 clock latency (~3.75 ns)' (R-3P) and 124.5e12 / (1216 * 64) = 1.6 GHz";
-  s.sources["amp_fp32_macs_per_cycle"] = "[D] 31.1 TFLOPS fp32 (R-3P S7) / (1216 * 1.6 GHz * 2) = 8";
+  s.sources["clock_hz"] =
+      "[D] '6 clock latency (~3.75 ns)' (R-3P) and 124.5e12 / (1216 * 64) = 1.6 GHz";
+  s.sources["amp_fp32_macs_per_cycle"] =
+      "[D] 31.1 TFLOPS fp32 (R-3P S7) / (1216 * 1.6 GHz * 2) = 8";
   s.sources["amp_fp16_fp16_macs_per_cycle"] =
-      "[D] 124.5 TFLOPS mixed precision (R-3P S7) / (1216 * 1.6 GHz * 2) = 32, taken as the fastest AMP mode";
-  s.sources["amp_output_channels"] = "[I] 8 conv units (poplibs early DeviceInfo): 32 MACs = 8 outputs x 4 inputs";
-  s.sources["exchange_bytes_per_cycle"] = "[I] same fabric width as Mk2; Mk1 exchange bandwidth not retrieved";
+      "[D] 124.5 TFLOPS mixed precision (R-3P S7) / (1216 * 1.6 GHz * 2) = 32, taken as the "
+      "fastest AMP mode";
+  s.sources["amp_output_channels"] =
+      "[I] 8 conv units (poplibs early DeviceInfo): 32 MACs = 8 outputs x 4 inputs";
+  s.sources["exchange_bytes_per_cycle"] =
+      "[I] same fabric width as Mk2; Mk1 exchange bandwidth not retrieved";
   s.sources["ipu_link_bytes_per_second"] =
-      "[D] C2 board: 2 links of 64 GB/s bidirectional between the pair (R-3P S7 notes) = 64 GB/s each direction";
+      "[D] C2 board: 2 links of 64 GB/s bidirectional between the pair (R-3P S7 notes) = 64 GB/s "
+      "each direction";
   s.sources["host_bytes_per_second"] = "[M] PCIe Gen4 x16, 32 GB/s each direction";
   s.sources["max_ipus"] = "[I] 8 C2 cards";
   return s;
@@ -219,7 +231,8 @@ uint64_t parse_u64(const std::string& field, const std::string& text) {
     // Accept "1.33e9"-style numbers as long as they are whole.
     if (ok && text.find_first_of(".eE") != std::string::npos) {
       double d = std::stod(text, &pos);
-      ok = pos == text.size() && d >= 0 && d < 1.8e19 && d == static_cast<double>(static_cast<uint64_t>(d));
+      ok = pos == text.size() && d >= 0 && d < 1.8e19 &&
+           d == static_cast<double>(static_cast<uint64_t>(d));
       v = ok ? static_cast<uint64_t>(d) : 0;
     } else if (ok) {
       v = std::stoull(text, &pos);
@@ -229,7 +242,8 @@ uint64_t parse_u64(const std::string& field, const std::string& text) {
     ok = false;
   }
   if (!ok)
-    throw SpecError(fmt::format("ipu-emu: field '{}' must be a non-negative integer, got '{}'", field, text));
+    throw SpecError(
+        fmt::format("ipu-emu: field '{}' must be a non-negative integer, got '{}'", field, text));
   return v;
 }
 
@@ -244,20 +258,22 @@ void apply_json(IpuSpecs& s, const nlohmann::json& j, const std::string& origin,
     if (key == "base" || key == "name" || key == "description") continue;
     const Field* f = find_field(key);
     if (!f)
-      throw SpecError(fmt::format("ipu-emu: {}: unknown field '{}' (fields: name, base, {})", origin, key,
-                                  field_list()));
+      throw SpecError(fmt::format("ipu-emu: {}: unknown field '{}' (fields: name, base, {})",
+                                  origin, key, field_list()));
     std::string text = value.is_string() ? value.get<std::string>() : value.dump();
     if (!value.is_number() && !value.is_string())
-      throw SpecError(fmt::format("ipu-emu: {}: field '{}' must be a number, got {}", origin, key, value.dump()));
+      throw SpecError(fmt::format("ipu-emu: {}: field '{}' must be a number, got {}", origin, key,
+                                  value.dump()));
     set_field(s, *f, parse_u64(key, text), "[" + origin + "]");
     seen[key] = true;
   }
   if (require_all)
     for (const auto& f : fields())
       if (!seen.count(f.name))
-        throw SpecError(fmt::format("ipu-emu: {}: missing field '{}' ({}); give every field or \"base\": "
-                                    "\"gc200\" to start from a preset",
-                                    origin, f.name, f.help));
+        throw SpecError(
+            fmt::format("ipu-emu: {}: missing field '{}' ({}); give every field or \"base\": "
+                        "\"gc200\" to start from a preset",
+                        origin, f.name, f.help));
 }
 
 }  // namespace
@@ -278,15 +294,20 @@ const std::vector<std::pair<std::string, std::string>>& spec_fields() {
   return out;
 }
 
-std::vector<std::string> preset_names() { return {"gc2", "gc200", "bow"}; }
+std::vector<std::string> preset_names() {
+  return {"gc2", "gc200", "bow"};
+}
 
-bool is_preset(const std::string& name) { return name == "gc2" || name == "gc200" || name == "bow"; }
+bool is_preset(const std::string& name) {
+  return name == "gc2" || name == "gc200" || name == "bow";
+}
 
 IpuSpecs preset(const std::string& name) {
   if (name == "gc2") return make_gc2();
   if (name == "gc200") return make_gc200();
   if (name == "bow") return make_bow();
-  throw SpecError(fmt::format("ipu-emu: unknown preset '{}' (presets: gc2, gc200, bow; or a .json file)", name));
+  throw SpecError(fmt::format(
+      "ipu-emu: unknown preset '{}' (presets: gc2, gc200, bow; or a .json file)", name));
 }
 
 IpuSpecs specs_from_json(const std::string& text, const std::string& origin) {
@@ -311,7 +332,8 @@ IpuSpecs specs_from_json(const std::string& text, const std::string& origin) {
 }
 
 IpuSpecs resolve_specs(const std::string& arg) {
-  if (arg.empty()) throw SpecError("ipu-emu: give a preset (gc2, gc200, bow) or a .json file: ipu-emu:gc200");
+  if (arg.empty())
+    throw SpecError("ipu-emu: give a preset (gc2, gc200, bow) or a .json file: ipu-emu:gc200");
   if (is_preset(arg)) return preset(arg);
   if (arg.size() > 5 && arg.compare(arg.size() - 5, 5, ".json") == 0) {
     std::ifstream in(arg);
@@ -327,7 +349,8 @@ void apply_overrides(IpuSpecs& specs, const std::map<std::string, std::string>& 
   for (const auto& [key, value] : overrides) {
     const Field* f = find_field(key);
     if (!f)
-      throw SpecError(fmt::format("ipu-emu: unknown preset field '{}' in --set (fields: {})", key, field_list()));
+      throw SpecError(fmt::format("ipu-emu: unknown preset field '{}' in --set (fields: {})", key,
+                                  field_list()));
     set_field(specs, *f, parse_u64(key, value), "[override]");
   }
   validate(specs);
@@ -337,17 +360,19 @@ void validate(const IpuSpecs& s) {
   for (const auto& f : fields()) {
     uint64_t v = s.*(f.member);
     if (v < f.min || v > f.max)
-      throw SpecError(fmt::format("ipu-emu: {}: field '{}' ({}) = {} is out of range [{}, {}]", s.name, f.name,
-                                  f.help, v, f.min, f.max));
+      throw SpecError(fmt::format("ipu-emu: {}: field '{}' ({}) = {} is out of range [{}, {}]",
+                                  s.name, f.name, f.help, v, f.min, f.max));
   }
   if (s.vector_bytes_per_cycle % 4 != 0)
-    throw SpecError(fmt::format("ipu-emu: {}: field 'vector_bytes_per_cycle' = {} must be a multiple of 4", s.name,
-                                s.vector_bytes_per_cycle));
+    throw SpecError(
+        fmt::format("ipu-emu: {}: field 'vector_bytes_per_cycle' = {} must be a multiple of 4",
+                    s.name, s.vector_bytes_per_cycle));
   uint64_t fixed = s.tile_base_code_bytes;
   if (fixed >= s.tile_sram_bytes)
-    throw SpecError(fmt::format("ipu-emu: {}: field 'tile_base_code_bytes' = {} leaves no memory on a tile of {} "
-                                "bytes (tile_sram_bytes)",
-                                s.name, fixed, s.tile_sram_bytes));
+    throw SpecError(fmt::format(
+        "ipu-emu: {}: field 'tile_base_code_bytes' = {} leaves no memory on a tile of {} "
+        "bytes (tile_sram_bytes)",
+        s.name, fixed, s.tile_sram_bytes));
 }
 
 std::string to_json(const IpuSpecs& specs) {

@@ -47,7 +47,7 @@ struct IpuSpecs {
 
   // Vector datapath: bytes of operands per worker instruction (f32 x2, f16 x4 for 64 bits).
   uint64_t vector_bytes_per_cycle = 0;
-  uint64_t vector_vertex_overhead_cycles = 0;  // worker cycles per vector vertex
+  uint64_t vector_vertex_overhead_cycles = 0;      // worker cycles per vector vertex
   uint64_t transcendental_cycles_per_element = 0;  // exp, log, tanh, erf, ... (worker cycles)
 
   // On-chip exchange and BSP sync.
@@ -64,11 +64,11 @@ struct IpuSpecs {
   uint64_t max_ipus = 0;
 
   // Per-tile memory the compiler adds besides tensors (Poplar's "code" and "vertex state").
-  uint64_t tile_base_code_bytes = 0;     // runtime, supervisor code, worker stacks
-  uint64_t vertex_code_bytes = 0;        // per distinct vertex type on a tile
-  uint64_t vertex_state_bytes = 0;       // per vertex instance
-  uint64_t compute_set_code_bytes = 0;   // control code per compute set a tile takes part in
-  uint64_t exchange_code_bytes = 0;      // exchange code per exchange a tile takes part in
+  uint64_t tile_base_code_bytes = 0;    // runtime, supervisor code, worker stacks
+  uint64_t vertex_code_bytes = 0;       // per distinct vertex type on a tile
+  uint64_t vertex_state_bytes = 0;      // per vertex instance
+  uint64_t compute_set_code_bytes = 0;  // control code per compute set a tile takes part in
+  uint64_t exchange_code_bytes = 0;     // exchange code per exchange a tile takes part in
 
   // Where each field's value comes from (field -> "[D] 250e12/(1472*128)", ...).
   std::map<std::string, std::string> sources;

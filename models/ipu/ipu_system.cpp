@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <map>
 #include <queue>
-#include <tuple>
 #include <stdexcept>
+#include <tuple>
 
 #include "models/ipu/tile_costs.h"
 
@@ -22,7 +22,7 @@ struct RunContext {
   const BspProgram* program = nullptr;
   const TraceTarget* trace = nullptr;
   RunStats* stats = nullptr;
-  uint64_t t0 = 0;  // cycle at which the run began
+  uint64_t t0 = 0;                        // cycle at which the run began
   std::vector<sim::TrackId> link_tracks;  // per directed hop, created lazily
   sim::TrackId h2d_track = 0, d2h_track = 0;
 };
@@ -95,10 +95,13 @@ class LinkFabric {
       uint32_t from;
       size_t transfer;
       uint32_t at;  // IPU the transfer is leaving
-      bool operator>(const Ready& o) const { return std::tie(time, from, transfer) > std::tie(o.time, o.from, o.transfer); }
+      bool operator>(const Ready& o) const {
+        return std::tie(time, from, transfer) > std::tie(o.time, o.from, o.transfer);
+      }
     };
     std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> queue;
-    for (size_t i = 0; i < posted_.size(); ++i) queue.push({now, posted_[i].from, i, posted_[i].from});
+    for (size_t i = 0; i < posted_.size(); ++i)
+      queue.push({now, posted_[i].from, i, posted_[i].from});
     while (!queue.empty()) {
       Ready r = queue.top();
       queue.pop();
@@ -112,8 +115,10 @@ class LinkFabric {
       busy_cycles_ += xfer;
       emit(run, hop, r.at, next, t.op, start, xfer);
       if (r.at == t.from) done_[t.from] = std::max(done_[t.from], start + xfer);
-      if (next == t.to) done_[t.to] = std::max(done_[t.to], start + specs_.ipu_link_latency_cycles + xfer);
-      else queue.push({start + specs_.ipu_link_latency_cycles, t.from, r.transfer, next});
+      if (next == t.to)
+        done_[t.to] = std::max(done_[t.to], start + specs_.ipu_link_latency_cycles + xfer);
+      else
+        queue.push({start + specs_.ipu_link_latency_cycles, t.from, r.transfer, next});
     }
     posted_.clear();
   }
@@ -133,12 +138,13 @@ class LinkFabric {
     int32_t op;
   };
 
-  void emit(RunContext& run, size_t hop, uint32_t a, uint32_t b, int32_t op, uint64_t start, uint64_t dur) {
+  void emit(RunContext& run, size_t hop, uint32_t a, uint32_t b, int32_t op, uint64_t start,
+            uint64_t dur) {
     if (!run.trace->sink) return;
     if (run.link_tracks.size() < busy_.size()) run.link_tracks.assign(busy_.size(), -1);
     if (run.link_tracks[hop] < 0)
-      run.link_tracks[hop] =
-          run.trace->sink->add_track(run.trace->device, fmt::format("ipu-link {}->{}", a, b), "link");
+      run.link_tracks[hop] = run.trace->sink->add_track(
+          run.trace->device, fmt::format("ipu-link {}->{}", a, b), "link");
     run.trace->sink->event(run.link_tracks[hop], op_id(run, op), "ipu-link", start - run.t0, dur);
   }
 
@@ -177,7 +183,8 @@ class HostLink {
 };
 
 struct SystemUnits {
-  SystemUnits(const IpuSpecs& s, uint32_t n) : clock(s.clock_hz), sync(s, clock, n), links(s, n), host(s) {}
+  SystemUnits(const IpuSpecs& s, uint32_t n)
+      : clock(s.clock_hz), sync(s, clock, n), links(s, n), host(s) {}
   BspClock clock;
   SyncController sync;
   LinkFabric links;
@@ -210,9 +217,12 @@ class IpuChip : public sc_core::sc_module {
     if (!run.trace->sink) return;
     auto& sink = *run.trace->sink;
     sync_track_ = sink.add_track(run.trace->device, fmt::format("ipu{}.sync", index_), "sync");
-    exchange_track_ = sink.add_track(run.trace->device, fmt::format("ipu{}.exchange", index_), "exchange");
-    compute_track_ = sink.add_track(run.trace->device, fmt::format("ipu{}.compute", index_), "compute");
-    tiles_track_ = sink.add_track(run.trace->device, fmt::format("ipu{}.busy_tiles", index_), "counter");
+    exchange_track_ =
+        sink.add_track(run.trace->device, fmt::format("ipu{}.exchange", index_), "exchange");
+    compute_track_ =
+        sink.add_track(run.trace->device, fmt::format("ipu{}.compute", index_), "compute");
+    tiles_track_ =
+        sink.add_track(run.trace->device, fmt::format("ipu{}.busy_tiles", index_), "counter");
   }
 
  private:
@@ -352,11 +362,12 @@ struct IpuSystem::Impl {
   std::vector<std::unique_ptr<IpuChip>> chips;
 };
 
-IpuSystem::IpuSystem(const IpuSpecs& specs, uint32_t num_ipus) : specs_(specs), num_ipus_(num_ipus) {
+IpuSystem::IpuSystem(const IpuSpecs& specs, uint32_t num_ipus)
+    : specs_(specs), num_ipus_(num_ipus) {
   validate(specs_);
   if (num_ipus == 0 || num_ipus > specs_.max_ipus)
-    throw std::invalid_argument(
-        fmt::format("ipu-emu: {} IPUs requested, the {} system has 1 to {}", num_ipus, specs_.name, specs_.max_ipus));
+    throw std::invalid_argument(fmt::format("ipu-emu: {} IPUs requested, the {} system has 1 to {}",
+                                            num_ipus, specs_.name, specs_.max_ipus));
   impl_ = std::make_unique<Impl>(specs_, num_ipus);
   sim::systemc::bsp_elaborate();
 }
@@ -365,28 +376,33 @@ IpuSystem::~IpuSystem() = default;
 
 void IpuSystem::check(const BspProgram& p) const {
   if (p.ipus.size() != num_ipus_)
-    throw std::invalid_argument(fmt::format("ipu-emu: program for {} IPUs on a system of {}", p.ipus.size(), num_ipus_));
+    throw std::invalid_argument(
+        fmt::format("ipu-emu: program for {} IPUs on a system of {}", p.ipus.size(), num_ipus_));
   size_t externals = SIZE_MAX;
   for (uint32_t i = 0; i < p.ipus.size(); ++i) {
     size_t ext = 0;
     for (size_t k = 0; k < p.ipus[i].size(); ++k) {
       const Superstep& s = p.ipus[i][k];
       auto bad = [&](const std::string& what) {
-        return std::invalid_argument(fmt::format("ipu-emu: program ipu {} superstep {}: {}", i, k, what));
+        return std::invalid_argument(
+            fmt::format("ipu-emu: program ipu {} superstep {}: {}", i, k, what));
       };
       if (s.label >= p.labels.size()) throw bad("label out of range");
       for (const auto& g : s.compute)
-        if (uint64_t(g.first_tile) + g.tile_count > specs_.tiles) throw bad("compute tiles out of range");
+        if (uint64_t(g.first_tile) + g.tile_count > specs_.tiles)
+          throw bad("compute tiles out of range");
       for (const auto& g : s.exchange)
-        if (uint64_t(g.first_tile) + g.tile_count > specs_.tiles) throw bad("exchange tiles out of range");
+        if (uint64_t(g.first_tile) + g.tile_count > specs_.tiles)
+          throw bad("exchange tiles out of range");
       for (const auto& l : s.links)
         if (l.to_ipu >= num_ipus_) throw bad(fmt::format("link to IPU {} out of range", l.to_ipu));
-      if (!s.links.empty() && s.sync != SyncKind::external) throw bad("IPU-Link transfers need an external sync");
+      if (!s.links.empty() && s.sync != SyncKind::external)
+        throw bad("IPU-Link transfers need an external sync");
       ext += s.sync == SyncKind::external;
     }
     if (externals != SIZE_MAX && ext != externals)
-      throw std::invalid_argument(fmt::format("ipu-emu: program: IPU {} has {} external syncs, IPU 0 has {}", i, ext,
-                                              externals));
+      throw std::invalid_argument(fmt::format(
+          "ipu-emu: program: IPU {} has {} external syncs, IPU 0 has {}", i, ext, externals));
     externals = ext;
   }
 }
@@ -417,7 +433,8 @@ RunStats IpuSystem::run(const BspProgram& program, const TraceTarget& trace) {
   sim::systemc::bsp_run_until_idle();
   uint64_t end = u.run.t0;
   for (auto& chip : impl_->chips) {
-    if (!chip->finished) throw std::runtime_error("ipu-emu: the simulation stopped before the program finished");
+    if (!chip->finished)
+      throw std::runtime_error("ipu-emu: the simulation stopped before the program finished");
     end = std::max(end, chip->end_cycle);
     chip->stats.tile_busy = chip->tile_busy();
     stats.ipus.push_back(std::move(chip->stats));
@@ -425,9 +442,10 @@ RunStats IpuSystem::run(const BspProgram& program, const TraceTarget& trace) {
   stats.cycles = end - u.run.t0;
   stats.host_busy = u.host.busy_cycles();
   stats.link_busy = u.links.busy_cycles();
-  std::stable_sort(stats.steps.begin(), stats.steps.end(), [](const SuperstepRecord& a, const SuperstepRecord& b) {
-    return a.ipu != b.ipu ? a.ipu < b.ipu : a.index < b.index;
-  });
+  std::stable_sort(stats.steps.begin(), stats.steps.end(),
+                   [](const SuperstepRecord& a, const SuperstepRecord& b) {
+                     return a.ipu != b.ipu ? a.ipu < b.ipu : a.index < b.index;
+                   });
   u.run = RunContext{};
   return stats;
 }

@@ -35,8 +35,8 @@ struct SuperstepRecord {
   uint32_t label = 0;
   uint64_t start = 0;  // cycles since the run began
   uint64_t sync = 0, exchange = 0, compute = 0;
-  uint64_t max_tile = 0;   // busiest tile's compute cycles
-  uint64_t sum_tile = 0;   // sum over the IPU's tiles (mean = sum / tiles)
+  uint64_t max_tile = 0;  // busiest tile's compute cycles
+  uint64_t sum_tile = 0;  // sum over the IPU's tiles (mean = sum / tiles)
   uint32_t busy_tiles = 0;
 };
 

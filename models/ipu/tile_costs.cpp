@@ -5,22 +5,27 @@
 namespace mimic::models::ipu {
 namespace {
 
-uint64_t ceil_div(uint64_t a, uint64_t b) { return b == 0 ? 0 : (a + b - 1) / b; }
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+  return b == 0 ? 0 : (a + b - 1) / b;
+}
 
 }  // namespace
 
 uint64_t amp_macs_per_cycle(const IpuSpecs& s, NumberFormat in, NumberFormat partials) {
   if (in == NumberFormat::f32) return s.amp_fp32_macs_per_cycle;
-  return partials == NumberFormat::f16 ? s.amp_fp16_fp16_macs_per_cycle : s.amp_fp16_fp32_macs_per_cycle;
+  return partials == NumberFormat::f16 ? s.amp_fp16_fp16_macs_per_cycle
+                                       : s.amp_fp16_fp32_macs_per_cycle;
 }
 
 uint64_t vertex_cycles(const IpuSpecs& s, const VertexWork& v) {
   switch (v.cls) {
     case VertexClass::amp:
-      return s.amp_vertex_overhead_cycles + ceil_div(v.amount, amp_macs_per_cycle(s, v.format, v.partials));
+      return s.amp_vertex_overhead_cycles +
+             ceil_div(v.amount, amp_macs_per_cycle(s, v.format, v.partials));
     case VertexClass::vector: {
       uint64_t width = s.vector_bytes_per_cycle / format_bytes(v.format);
-      return s.vector_vertex_overhead_cycles + ceil_div(v.amount, width) * std::max<uint32_t>(v.cycles_per_vector, 1);
+      return s.vector_vertex_overhead_cycles +
+             ceil_div(v.amount, width) * std::max<uint32_t>(v.cycles_per_vector, 1);
     }
     case VertexClass::transcendental:
       return s.vector_vertex_overhead_cycles + v.amount * s.transcendental_cycles_per_element;
@@ -57,8 +62,8 @@ uint64_t exchange_cycles(const IpuSpecs& s, uint64_t send_bytes, uint64_t recv_b
   return s.exchange_latency_cycles + ceil_div(bytes, s.exchange_bytes_per_cycle);
 }
 
-std::vector<VertexBatch> split_over_workers(const VertexWork& work, uint64_t units, uint64_t amount_per_unit,
-                                            uint64_t parts) {
+std::vector<VertexBatch> split_over_workers(const VertexWork& work, uint64_t units,
+                                            uint64_t amount_per_unit, uint64_t parts) {
   std::vector<VertexBatch> out;
   if (units == 0 || amount_per_unit == 0) return out;
   parts = std::max<uint64_t>(1, std::min(parts, units));

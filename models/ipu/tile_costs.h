@@ -35,7 +35,7 @@ uint64_t exchange_cycles(const IpuSpecs& s, uint64_t send_bytes, uint64_t recv_b
 // Splits `units` indivisible units of work (rows, elements), each of `amount_per_unit`, into at
 // most `parts` vertices of near-equal size (one per worker when there is enough work); returns the
 // batches (at most two distinct sizes).
-std::vector<VertexBatch> split_over_workers(const VertexWork& work, uint64_t units, uint64_t amount_per_unit,
-                                            uint64_t parts);
+std::vector<VertexBatch> split_over_workers(const VertexWork& work, uint64_t units,
+                                            uint64_t amount_per_unit, uint64_t parts);
 
 }  // namespace mimic::models::ipu

@@ -23,7 +23,8 @@ struct Compared {
   Executable exe;
 };
 
-Compared run_both(const ir::Graph& g, const std::string& device, CompileOptions o = {}, uint64_t seed = 7) {
+Compared run_both(const ir::Graph& g, const std::string& device, CompileOptions o = {},
+                  uint64_t seed = 7) {
   Executable e = compile(g, Device(device), o);
   CompileOptions co;
   co.batch = o.batch;
@@ -32,7 +33,9 @@ Compared run_both(const ir::Graph& g, const std::string& device, CompileOptions 
   return {e.run(inputs), c.run(inputs), e};
 }
 
-const backends::Table& table(const backends::CompileReport& r, const std::string& name) { return r.tables.at(name); }
+const backends::Table& table(const backends::CompileReport& r, const std::string& name) {
+  return r.tables.at(name);
+}
 
 TEST(IpuBackend, OneByOneMatmul) {
   Compared r = run_both(matmul_graph(1, 1, 1), "ipu-emu:gc200");
@@ -106,15 +109,19 @@ TEST(IpuBackend, MixedOpsLowerAndMatchCpu) {
   ir::Graph g("mixed");
   Random rng(9);
   auto i64 = [&](std::vector<int64_t> v) {
-    return g.add_constant("c" + std::to_string(g.num_values()), ir::HostTensor::from<int64_t>(ir::Shape({int64_t(v.size())}), v.data()));
+    return g.add_constant("c" + std::to_string(g.num_values()),
+                          ir::HostTensor::from<int64_t>(ir::Shape({int64_t(v.size())}), v.data()));
   };
   auto x = g.add_input("x", ir::DType::f32, {2, 8, 10, 10});
   auto w = g.add_constant("w", rng.tensor(ir::DType::f32, {8, 4, 3, 3}, 0, 0.2f));
-  auto ct = g.add_node(OpType::ConvTranspose, "up", {x, w}, {{"strides", std::vector<int64_t>{2, 2}}})[0];
-  auto mp = g.add_node(OpType::MaxPool, "pool", {ct}, {{"kernel_shape", std::vector<int64_t>{3, 3}},
-                                                       {"strides", std::vector<int64_t>{2, 2}}})[0];
+  auto ct =
+      g.add_node(OpType::ConvTranspose, "up", {x, w}, {{"strides", std::vector<int64_t>{2, 2}}})[0];
+  auto mp = g.add_node(
+      OpType::MaxPool, "pool", {ct},
+      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}})[0];
   auto sm = g.add_node(OpType::Softmax, "softmax", {mp}, {{"axis", int64_t{1}}})[0];
-  auto tr = g.add_node(OpType::Transpose, "transpose", {sm}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0];
+  auto tr = g.add_node(OpType::Transpose, "transpose", {sm},
+                       {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0];
   auto sl = g.add_node(OpType::Slice, "slice", {tr, i64({1}), i64({6}), i64({1})})[0];
   auto cat = g.add_node(OpType::Concat, "concat", {sl, sl}, {{"axis", int64_t{3}}})[0];
   auto rm = g.add_node(OpType::ReduceMean, "mean0", {cat, i64({0})})[0];
@@ -140,7 +147,8 @@ TEST(IpuBackend, Float16StorageRoundsLikeTheChip) {
   o.precision = "float16";
   Compared r = run_both(matmul_graph(16, 256, 64), "ipu-emu:gc200", o);
   const float* y = r.ipu.outputs[0].data<float>();
-  for (int64_t i = 0; i < r.ipu.outputs[0].numel(); ++i) ASSERT_EQ(y[i], numeric::round_to_f16(y[i]));
+  for (int64_t i = 0; i < r.ipu.outputs[0].numel(); ++i)
+    ASSERT_EQ(y[i], numeric::round_to_f16(y[i]));
   double d = max_rel_diff(r.ipu.outputs[0], r.cpu.outputs[0]);
   EXPECT_GT(d, 1e-5) << "fp16 storage must change the numbers";
   EXPECT_LT(d, 2e-2);
@@ -166,8 +174,9 @@ TEST(IpuBackend, ReportTraceAndTables) {
   EXPECT_NEAR(r.peak_flops_per_s * 1e-12, 62.6, 0.2);
   EXPECT_GT(r.achieved_flops_per_s, 0);
   EXPECT_LT(r.achieved_flops_per_s, r.peak_flops_per_s);
-  for (const char* m : {"compute_cycles", "exchange_cycles", "sync_cycles", "tile_balance_max_over_mean",
-                        "achieved_tflops", "max_tile_bytes", "samples_per_second"})
+  for (const char* m :
+       {"compute_cycles", "exchange_cycles", "sync_cycles", "tile_balance_max_over_mean",
+        "achieved_tflops", "max_tile_bytes", "samples_per_second"})
     EXPECT_TRUE(r.metrics.count(m)) << m;
   EXPECT_GE(r.metrics.at("tile_balance_max_over_mean"), 1.0);
   // Per-superstep table: phases add up to the run, and to the ops plus the host streams.
@@ -205,7 +214,8 @@ TEST(IpuBackend, ReportTraceAndTables) {
   EXPECT_EQ(sync, steps.rows.size());
   bool conv_named = false;
   for (const auto& ev : scope.sink.events)
-    if (ev.track == "ipu0.compute" && ev.op >= 0 && scope.sink.ops.at(ev.op).node == "conv1") conv_named = true;
+    if (ev.track == "ipu0.compute" && ev.op >= 0 && scope.sink.ops.at(ev.op).node == "conv1")
+      conv_named = true;
   EXPECT_TRUE(conv_named);
 }
 
@@ -244,7 +254,8 @@ TEST(IpuBackend, SeveralPresetsInOneProcess) {
   ir::Graph g = conv_stack(8, 16, 2);
   CompileOptions o;
   o.batch = 2;
-  std::vector<std::string> devices{"ipu-emu:gc2", "ipu-emu:gc200", "ipu-emu:bow", "ipu-emu:" + path};
+  std::vector<std::string> devices{"ipu-emu:gc2", "ipu-emu:gc200", "ipu-emu:bow",
+                                   "ipu-emu:" + path};
   std::vector<Executable> exes;
   for (const auto& d : devices) exes.push_back(compile(g, Device(d), o));
   CompileOptions co;

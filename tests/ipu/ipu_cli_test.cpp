@@ -3,10 +3,10 @@
 // option and preset-field errors.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 
@@ -28,21 +28,25 @@ Result mimic(const std::string& args) {
   return r;
 }
 
-bool has(const Result& r, const std::string& s) { return r.out.find(s) != std::string::npos; }
+bool has(const Result& r, const std::string& s) {
+  return r.out.find(s) != std::string::npos;
+}
 
 TEST(IpuCli, DevicesListPresets) {
   Result r = mimic("devices");
   EXPECT_EQ(r.code, 0) << r.out;
-  for (const char* p : {"ipu-emu:gc2 ", "ipu-emu:gc200", "ipu-emu:bow"}) EXPECT_TRUE(has(r, p)) << r.out;
+  for (const char* p : {"ipu-emu:gc2 ", "ipu-emu:gc200", "ipu-emu:bow"})
+    EXPECT_TRUE(has(r, p)) << r.out;
   EXPECT_FALSE(has(r, "IPU emulator is not built")) << r.out;
 }
 
 TEST(IpuCli, RunPrintsDeviceFiguresTablesAndDifference) {
   Result r = mimic("run --model mlp --batch 4 --device ipu-emu:gc200 --top 3");
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const char* s : {"cycles =", "at 1330 MHz", "difference  max abs", "(vs cpu)", "table ipu_tile_memory (1472 rows",
-                        "table ipu_supersteps", "tile_balance_max_over_mean", "samples_per_second", "ipu0.tiles",
-                        "ipu0.exchange", "MatMul"})
+  for (const char* s :
+       {"cycles =", "at 1330 MHz", "difference  max abs", "(vs cpu)",
+        "table ipu_tile_memory (1472 rows", "table ipu_supersteps", "tile_balance_max_over_mean",
+        "samples_per_second", "ipu0.tiles", "ipu0.exchange", "MatMul"})
     EXPECT_TRUE(has(r, s)) << s << "\n" << r.out;
 }
 
@@ -51,8 +55,10 @@ TEST(IpuCli, OutOfMemoryExitCodeAndReport) {
   EXPECT_EQ(r.code, 4) << r.out;
   EXPECT_TRUE(has(r, "mimic: error: Out of memory on tile ")) << r.out;
   EXPECT_TRUE(has(r, "bytes used but tiles only have 638976 bytes")) << r.out;
-  r = mimic("run --model resnet50 --batch 128 --device ipu-emu:gc200 --compile-only --option allow_out_of_memory=true "
-            "--top 2");
+  r = mimic(
+      "run --model resnet50 --batch 128 --device ipu-emu:gc200 --compile-only --option "
+      "allow_out_of_memory=true "
+      "--top 2");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_TRUE(has(r, "note: Out of memory on tile ")) << r.out;
   EXPECT_TRUE(has(r, "table ipu_tile_memory (1472 rows, first 2)")) << r.out;

@@ -18,9 +18,13 @@ constexpr double kTiles = 1472, kTileBytes = 638976;
 constexpr int64_t kC = 64, kHW = 112;
 
 // One 1x1 convolution, 64 -> 64 channels on 112 x 112 images: its memory is all activations.
-ir::Graph stem_conv() { return conv_stack(kC, kHW, 1, 1, 1); }
+ir::Graph stem_conv() {
+  return conv_stack(kC, kHW, 1, 1, 1);
+}
 
-double activation_bytes(int64_t batch) { return double(batch) * kC * kHW * kHW * 4; }
+double activation_bytes(int64_t batch) {
+  return double(batch) * kC * kHW * kHW * 4;
+}
 
 CompileOptions loop_options(int64_t batch, bool allow_oom) {
   CompileOptions o = options({}, batch);
@@ -88,7 +92,8 @@ TEST(IpuMemory, OutOfMemoryErrorNamesTileBytesAndOp) {
     EXPECT_GT(e.bytes_used(), e.bytes_available());
     EXPECT_NE(e.op().find("conv0"), std::string::npos) << e.op();
     std::string m = e.what();
-    std::regex poplar("^Out of memory on tile ([0-9]+): ([0-9]+) bytes used but tiles only have 638976 bytes");
+    std::regex poplar(
+        "^Out of memory on tile ([0-9]+): ([0-9]+) bytes used but tiles only have 638976 bytes");
     std::smatch match;
     ASSERT_TRUE(std::regex_search(m, match, poplar)) << m;
     EXPECT_EQ(std::stoll(match[1]), e.tile());
@@ -137,7 +142,10 @@ TEST(IpuMemory, MemoryProportionBoundsTemporaries) {
   auto est = [&](const char* mp) {
     CompileOptions o = options({{"memory_proportion", mp}});
     o.compile_only = true;
-    return compile(g, Device("ipu-emu:gc200"), o).compile_report().tables.at("ipu_plans").rows.at(0)[7];
+    return compile(g, Device("ipu-emu:gc200"), o)
+        .compile_report()
+        .tables.at("ipu_plans")
+        .rows.at(0)[7];
   };
   EXPECT_GE(est("0.05"), est("0.6"));
 }

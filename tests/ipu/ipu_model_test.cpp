@@ -24,7 +24,9 @@ IpuSystem& system3() {
   return *sys;
 }
 
-VertexWork vec(uint64_t elements) { return VertexWork{VertexClass::vector, NumberFormat::f32, NumberFormat::f32, 1, elements}; }
+VertexWork vec(uint64_t elements) {
+  return VertexWork{VertexClass::vector, NumberFormat::f32, NumberFormat::f32, 1, elements};
+}
 
 Superstep step(SyncKind sync = SyncKind::internal) {
   Superstep s;
@@ -48,7 +50,8 @@ class Capture final : public sim::EventSink {
     return static_cast<sim::TrackId>(tracks.size() - 1);
   }
   sim::OpId add_op(const sim::OpDesc&) override { return 0; }
-  void event(sim::TrackId t, sim::OpId op, std::string_view name, uint64_t ts, uint64_t dur) override {
+  void event(sim::TrackId t, sim::OpId op, std::string_view name, uint64_t ts,
+             uint64_t dur) override {
     events[tracks[t]].push_back({ts, dur, op});
   }
   void counter(sim::TrackId, uint64_t, double) override {}
@@ -65,9 +68,11 @@ TEST(IpuModel, ComputePhaseIsTheSlowestTile) {
   Superstep st = step();
   st.compute.push_back({0, 4, {{vec(600), 6}}});  // 6 vertices: one per worker
   st.compute.push_back({5, 1, {{vec(1200), 6}}});
-  st.compute.push_back({9, 1, {{vec(600), 1}}});  // one vertex: one worker busy, 1/6 of the issue slots
+  st.compute.push_back(
+      {9, 1, {{vec(600), 1}}});  // one vertex: one worker busy, 1/6 of the issue slots
   RunStats r = system3().run(program({{st}}), TraceTarget{});
-  uint64_t w600 = s.vector_vertex_overhead_cycles + 300, w1200 = s.vector_vertex_overhead_cycles + 600;
+  uint64_t w600 = s.vector_vertex_overhead_cycles + 300,
+           w1200 = s.vector_vertex_overhead_cycles + 600;
   EXPECT_EQ(vertex_cycles(s, vec(600)), w600);
   ASSERT_EQ(r.steps.size(), 1u);
   EXPECT_EQ(r.steps[0].compute, 6 * w1200);
@@ -87,9 +92,11 @@ TEST(IpuModel, ComputePhaseIsTheSlowestTile) {
 TEST(IpuModel, AmpRatesByPrecision) {
   const IpuSpecs& s = system3().specs();
   VertexWork amp{VertexClass::amp, NumberFormat::f16, NumberFormat::f32, 1, 6400};
-  EXPECT_EQ(vertex_cycles(s, amp), s.amp_vertex_overhead_cycles + 6400 / s.amp_fp16_fp32_macs_per_cycle);
+  EXPECT_EQ(vertex_cycles(s, amp),
+            s.amp_vertex_overhead_cycles + 6400 / s.amp_fp16_fp32_macs_per_cycle);
   amp.partials = NumberFormat::f16;
-  EXPECT_EQ(vertex_cycles(s, amp), s.amp_vertex_overhead_cycles + 6400 / s.amp_fp16_fp16_macs_per_cycle);
+  EXPECT_EQ(vertex_cycles(s, amp),
+            s.amp_vertex_overhead_cycles + 6400 / s.amp_fp16_fp16_macs_per_cycle);
   amp.format = NumberFormat::f32;
   EXPECT_EQ(vertex_cycles(s, amp), s.amp_vertex_overhead_cycles + 6400 / s.amp_fp32_macs_per_cycle);
 }
@@ -109,26 +116,31 @@ TEST(IpuModel, ExternalSyncIsABarrierAndLinksCarryData) {
   Superstep slow = step(), fast = step();
   slow.compute.push_back({0, 1, {{vec(12000), 6}}});
   fast.compute.push_back({0, 1, {{vec(120), 6}}});
-  Superstep send = step(SyncKind::external), recv = step(SyncKind::external), idle = step(SyncKind::external);
+  Superstep send = step(SyncKind::external), recv = step(SyncKind::external),
+            idle = step(SyncKind::external);
   uint64_t bytes = 1'000'000;
   send.links.push_back({1, bytes});
   RunStats r = system3().run(program({{slow, send}, {fast, recv}, {fast, idle}}), TraceTarget{});
   std::map<uint32_t, std::vector<SuperstepRecord>> by_ipu;
   for (const auto& rec : r.steps) by_ipu[rec.ipu].push_back(rec);
   uint64_t release = by_ipu[0][1].start + by_ipu[0][1].sync;
-  for (uint32_t i = 1; i < 3; ++i) EXPECT_EQ(by_ipu[i][1].start + by_ipu[i][1].sync, release) << "ipu " << i;
-  EXPECT_EQ(by_ipu[0][1].sync, s.external_sync_cycles);  // the last to arrive waits only for the sync
+  for (uint32_t i = 1; i < 3; ++i)
+    EXPECT_EQ(by_ipu[i][1].start + by_ipu[i][1].sync, release) << "ipu " << i;
+  EXPECT_EQ(by_ipu[0][1].sync,
+            s.external_sync_cycles);  // the last to arrive waits only for the sync
   EXPECT_GT(by_ipu[1][1].sync, s.external_sync_cycles);
   uint64_t xfer = s.cycles_for(bytes, s.ipu_link_bytes_per_second);
-  EXPECT_EQ(by_ipu[0][1].exchange, xfer);                             // sender: until the data has left
-  EXPECT_EQ(by_ipu[1][1].exchange, xfer + s.ipu_link_latency_cycles);  // receiver: until it has arrived
+  EXPECT_EQ(by_ipu[0][1].exchange, xfer);  // sender: until the data has left
+  EXPECT_EQ(by_ipu[1][1].exchange,
+            xfer + s.ipu_link_latency_cycles);  // receiver: until it has arrived
   EXPECT_EQ(by_ipu[2][1].exchange, 0u);
   EXPECT_EQ(r.ipus[0].link_bytes_out, bytes);
 }
 
 TEST(IpuModel, TwoHopTransfersAndSharedLinks) {
   const IpuSpecs& s = system3().specs();
-  Superstep a = step(SyncKind::external), b = step(SyncKind::external), c = step(SyncKind::external);
+  Superstep a = step(SyncKind::external), b = step(SyncKind::external),
+            c = step(SyncKind::external);
   a.links.push_back({2, 64000});  // 0 -> 2 crosses hops 0->1 and 1->2
   b.links.push_back({2, 64000});  // 1 -> 2 shares hop 1->2
   RunStats r = system3().run(program({{a}, {b}, {c}}), TraceTarget{});

@@ -17,7 +17,8 @@ namespace {
 using namespace ipu_test;
 
 // Compiles (timing only) and runs on zero inputs; returns the report, or nothing on out of memory.
-std::optional<backends::RunReport> timing_run(const ir::Graph& g, int64_t batch, const std::string& ipus) {
+std::optional<backends::RunReport> timing_run(const ir::Graph& g, int64_t batch,
+                                              const std::string& ipus) {
   CompileOptions o = options({{"num_ipus", ipus}}, batch);
   o.timing_only = true;
   try {
@@ -47,8 +48,10 @@ TEST(IpuScaling, PipeliningFitsWhatOneIpuCannotAndIsFaster) {
   for (int64_t b = big / 2; b >= 16 && !one; b /= 2)
     if ((one = timing_run(g, b, "1"))) fitting = b;
   ASSERT_TRUE(one);
-  double one_sps = one->metrics.at("samples_per_second"), four_sps = four->metrics.at("samples_per_second");
-  EXPECT_GT(four_sps, 1.3 * one_sps) << "one IPU at batch " << fitting << ": " << one_sps << " samples/s";
+  double one_sps = one->metrics.at("samples_per_second"),
+         four_sps = four->metrics.at("samples_per_second");
+  EXPECT_GT(four_sps, 1.3 * one_sps)
+      << "one IPU at batch " << fitting << ": " << one_sps << " samples/s";
   EXPECT_DOUBLE_EQ(four_sps, big / four->device_seconds);
 }
 
@@ -78,7 +81,8 @@ TEST(IpuScaling, ReplicationSplitsTheBatchAndAllReducesWeights) {
     return e.run({ir::HostTensor(ir::DType::f32, e.graph().input_type(0).shape)}).report;
   };
   backends::RunReport one = run({}), two = run({{"num_ipus", "2"}, {"replication_factor", "2"}});
-  backends::RunReport train = run({{"num_ipus", "2"}, {"replication_factor", "2"}, {"weight_update", "true"}});
+  backends::RunReport train =
+      run({{"num_ipus", "2"}, {"replication_factor", "2"}, {"weight_update", "true"}});
   EXPECT_EQ(two.metrics.at("replicas"), 2);
   // Each replica computes half the batch; both stream over the one shared PCIe link.
   EXPECT_LT(two.metrics.at("compute_cycles"), 0.6 * one.metrics.at("compute_cycles"));
@@ -103,8 +107,10 @@ TEST(IpuScaling, HalfPartialsChangeALongKMatmul) {
   ir::Graph g("long_k");
   Random rng(3);
   ir::HostTensor w(ir::DType::f32, {k, n}), x(ir::DType::f32, {m, k});
-  for (int64_t i = 0; i < k * n; ++i) w.data<float>()[i] = numeric::round_to_f16(static_cast<float>(rng.uniform()));
-  for (int64_t i = 0; i < m * k; ++i) x.data<float>()[i] = numeric::round_to_f16(static_cast<float>(rng.uniform()));
+  for (int64_t i = 0; i < k * n; ++i)
+    w.data<float>()[i] = numeric::round_to_f16(static_cast<float>(rng.uniform()));
+  for (int64_t i = 0; i < m * k; ++i)
+    x.data<float>()[i] = numeric::round_to_f16(static_cast<float>(rng.uniform()));
   auto xi = g.add_input("x", ir::DType::f32, {m, k});
   g.add_output(g.add_node(ir::OpType::MatMul, "mm", {xi, g.add_constant("w", w)})[0]);
   auto run = [&](const char* half) {
@@ -126,20 +132,25 @@ TEST(IpuScaling, HalfPartialsChangeALongKMatmul) {
       float acc = 0;
       for (int64_t c0 = 0; c0 < k; c0 += chunk) {
         double part = 0;
-        for (int64_t q = c0; q < std::min(k, c0 + chunk); ++q) part += double(x.data<float>()[i * k + q]) * w.data<float>()[q * n + j];
+        for (int64_t q = c0; q < std::min(k, c0 + chunk); ++q)
+          part += double(x.data<float>()[i * k + q]) * w.data<float>()[q * n + j];
         ref += part;
         float p16 = numeric::round_to_f16(static_cast<float>(part));
         acc = c0 == 0 ? p16 : numeric::round_to_f16(acc + p16);
       }
       double ulp = std::ldexp(1.0, std::ilogb(ref) - 10);  // fp16 spacing at |ref|
       ulp_max = std::max(ulp_max, ulp);
-      err_float = std::max(err_float, std::fabs(fp32.outputs[0].data<float>()[i * n + j] - ref) / ulp);
-      err_half = std::max(err_half, std::fabs(fp16.outputs[0].data<float>()[i * n + j] - ref) / ulp);
-      err_emulated = std::max(err_emulated, std::fabs(fp16.outputs[0].data<float>()[i * n + j] - acc) / ulp);
+      err_float =
+          std::max(err_float, std::fabs(fp32.outputs[0].data<float>()[i * n + j] - ref) / ulp);
+      err_half =
+          std::max(err_half, std::fabs(fp16.outputs[0].data<float>()[i * n + j] - ref) / ulp);
+      err_emulated =
+          std::max(err_emulated, std::fabs(fp16.outputs[0].data<float>()[i * n + j] - acc) / ulp);
     }
   EXPECT_LE(err_float, 0.5 + 1e-3) << "fp32 partials: only the final rounding to fp16";
   EXPECT_LE(err_emulated, 1.0) << "fp16 partials accumulate chunk by chunk in the plan's K order";
-  EXPECT_GT(err_half, 2.0) << "fp16 accumulation over " << k_split << " chunks drifts by several ulps";
+  EXPECT_GT(err_half, 2.0) << "fp16 accumulation over " << k_split
+                           << " chunks drifts by several ulps";
   EXPECT_GT(err_half, 4 * err_float);
   // fp16 partials also run the AMP's faster fp16 mode (gc200: 64 vs 32 MACs per cycle).
   EXPECT_LT(fp16.report.ops.at(0).cycles, fp32.report.ops.at(0).cycles);

@@ -42,7 +42,8 @@ std::string error_of(Fn fn, ErrorKind kind = ErrorKind::invalid_argument) {
   return "";
 }
 
-CompileOptions compile_only(std::map<std::string, std::string> opts = {}, std::map<std::string, std::string> set = {}) {
+CompileOptions compile_only(std::map<std::string, std::string> opts = {},
+                            std::map<std::string, std::string> set = {}) {
   CompileOptions o;
   o.compile_only = true;
   o.options = std::move(opts);
@@ -51,7 +52,8 @@ CompileOptions compile_only(std::map<std::string, std::string> opts = {}, std::m
 }
 
 TEST(IpuPresets, FiguresFollowTheReferenceSheet) {
-  IpuSpecs gc2 = models::ipu::preset("gc2"), gc200 = models::ipu::preset("gc200"), bow = models::ipu::preset("bow");
+  IpuSpecs gc2 = models::ipu::preset("gc2"), gc200 = models::ipu::preset("gc200"),
+           bow = models::ipu::preset("bow");
   EXPECT_EQ(gc2.tiles, 1216u);
   EXPECT_EQ(gc2.tile_sram_bytes, 262144u);
   EXPECT_EQ(gc200.tiles, 1472u);
@@ -64,7 +66,8 @@ TEST(IpuPresets, FiguresFollowTheReferenceSheet) {
   EXPECT_NEAR(gc2.peak_flops_per_s(gc2.amp_fp32_macs_per_cycle) * 1e-12, 31.1, 0.2);
   EXPECT_NEAR(gc200.peak_flops_per_s(gc200.amp_fp16_fp16_macs_per_cycle) * 1e-12, 250, 2.5);
   EXPECT_NEAR(gc200.peak_flops_per_s(gc200.amp_fp32_macs_per_cycle) * 1e-12, 62.5, 0.7);
-  EXPECT_NEAR(gc200.exchange_bytes_per_cycle * gc200.tiles * double(gc200.clock_hz) * 1e-12, 8.0, 0.2);
+  EXPECT_NEAR(gc200.exchange_bytes_per_cycle * gc200.tiles * double(gc200.clock_hz) * 1e-12, 8.0,
+              0.2);
   for (const IpuSpecs* s : {&gc2, &gc200, &bow})
     for (const auto& [field, help] : models::ipu::spec_fields()) {
       ASSERT_TRUE(s->sources.count(field)) << s->name << " has no source for " << field;
@@ -97,7 +100,8 @@ TEST(IpuPresets, JsonRoundTrip) {
 }
 
 TEST(IpuJson, OverrideFileDefinesADevice) {
-  std::string path = write_file("half_gc200.json", R"({"base": "gc200", "name": "half", "tiles": 736,
+  std::string path =
+      write_file("half_gc200.json", R"({"base": "gc200", "name": "half", "tiles": 736,
                                                        "exchange_latency_cycles": 80})");
   IpuSpecs s = models::ipu::resolve_specs(path);
   EXPECT_EQ(s.tiles, 736u);
@@ -152,11 +156,16 @@ TEST(IpuJson, ErrorsNameTheField) {
 }
 
 TEST(IpuOverrides, SetAppliesAndValidates) {
-  Executable e = compile(tiny_graph(), Device("ipu-emu:gc200"), compile_only({}, {{"tiles", "736"}}));
+  Executable e =
+      compile(tiny_graph(), Device("ipu-emu:gc200"), compile_only({}, {{"tiles", "736"}}));
   EXPECT_EQ(e.compile_report().metrics.at("tiles_per_ipu"), 736);
-  std::string m = error_of([] { compile(tiny_graph(), Device("ipu-emu:gc200"), compile_only({}, {{"tilez", "1"}})); });
+  std::string m = error_of([] {
+    compile(tiny_graph(), Device("ipu-emu:gc200"), compile_only({}, {{"tilez", "1"}}));
+  });
   EXPECT_NE(m.find("'tilez'"), std::string::npos) << m;
-  m = error_of([] { compile(tiny_graph(), Device("ipu-emu:gc200"), compile_only({}, {{"tiles", "many"}})); });
+  m = error_of([] {
+    compile(tiny_graph(), Device("ipu-emu:gc200"), compile_only({}, {{"tiles", "many"}}));
+  });
   EXPECT_NE(m.find("'tiles'"), std::string::npos) << m;
   EXPECT_NE(m.find("many"), std::string::npos) << m;
 }
@@ -170,9 +179,13 @@ TEST(IpuOptions, UnknownAndBadValuesAreNamed) {
   EXPECT_NE(m.find("num_ipus=0"), std::string::npos) << m;
   m = error_of([&] { compile(tiny_graph(), d, compile_only({{"memory_proportion", "1.5"}})); });
   EXPECT_NE(m.find("memory_proportion=1.5"), std::string::npos) << m;
-  m = error_of([&] { compile(tiny_graph(), d, compile_only({{"enable_half_partials", "maybe"}})); });
+  m = error_of([&] {
+    compile(tiny_graph(), d, compile_only({{"enable_half_partials", "maybe"}}));
+  });
   EXPECT_NE(m.find("enable_half_partials=maybe"), std::string::npos) << m;
-  m = error_of([&] { compile(tiny_graph(), d, compile_only({{"num_ipus", "4"}, {"replication_factor", "3"}})); });
+  m = error_of([&] {
+    compile(tiny_graph(), d, compile_only({{"num_ipus", "4"}, {"replication_factor", "3"}}));
+  });
   EXPECT_NE(m.find("replication_factor=3"), std::string::npos) << m;
   m = error_of([&] { compile(tiny_graph(), d, compile_only({{"num_ipus", "65"}})); });
   EXPECT_NE(m.find("num_ipus=65"), std::string::npos) << m;

@@ -19,12 +19,13 @@ ir::Graph matmul_graph(int64_t m, int64_t k, int64_t n, uint64_t seed) {
   return g;
 }
 
-ir::Graph conv_graph(int64_t batch, int64_t in_c, int64_t out_c, int64_t hw, int64_t kernel, int64_t stride,
-                     int64_t group, uint64_t seed) {
+ir::Graph conv_graph(int64_t batch, int64_t in_c, int64_t out_c, int64_t hw, int64_t kernel,
+                     int64_t stride, int64_t group, uint64_t seed) {
   ir::Graph g("conv");
   Random rng(seed);
   auto x = g.add_input("x", DType::f32, {batch, in_c, hw, hw});
-  auto w = g.add_constant("w", rng.tensor(DType::f32, {out_c, in_c / group, kernel, kernel}, 0, 0.2f));
+  auto w =
+      g.add_constant("w", rng.tensor(DType::f32, {out_c, in_c / group, kernel, kernel}, 0, 0.2f));
   auto b = g.add_constant("b", rng.tensor(DType::f32, {out_c}, 0, 0.1f));
   int64_t pad = kernel / 2;
   ir::Attributes a{{"strides", std::vector<int64_t>{stride, stride}},
@@ -96,7 +97,8 @@ sim::OpId CaptureSink::add_op(const sim::OpDesc& op) {
   return static_cast<sim::OpId>(ops.size() - 1);
 }
 
-void CaptureSink::event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts, uint64_t dur) {
+void CaptureSink::event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts,
+                        uint64_t dur) {
   events.push_back({tracks.at(track), std::string(name), op, ts, dur});
 }
 

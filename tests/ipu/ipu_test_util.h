@@ -14,10 +14,11 @@ namespace mimic::ipu_test {
 // x[m, k] @ W[k, n] with W a random constant.
 ir::Graph matmul_graph(int64_t m, int64_t k, int64_t n, uint64_t seed = 1);
 // Conv2d (NCHW), optionally depthwise (group = channels), with a bias.
-ir::Graph conv_graph(int64_t batch, int64_t in_c, int64_t out_c, int64_t hw, int64_t kernel, int64_t stride,
-                     int64_t group, uint64_t seed = 1);
+ir::Graph conv_graph(int64_t batch, int64_t in_c, int64_t out_c, int64_t hw, int64_t kernel,
+                     int64_t stride, int64_t group, uint64_t seed = 1);
 // x[B, C, H, W] -> `layers` x (conv kxk C->C, same padding -> relu), symbolic batch.
-ir::Graph conv_stack(int64_t channels, int64_t hw, int layers, uint64_t seed = 1, int64_t kernel = 3);
+ir::Graph conv_stack(int64_t channels, int64_t hw, int layers, uint64_t seed = 1,
+                     int64_t kernel = 3);
 // x[B, width] -> `layers` x (matmul width x width -> relu), symbolic batch, zero weights.
 ir::Graph wide_mlp(int64_t width, int layers);
 
@@ -33,9 +34,11 @@ class CaptureSink final : public sim::EventSink {
   sim::DeviceId add_device(const sim::DeviceDesc& d) override;
   sim::TrackId add_track(sim::DeviceId, const std::string& name, const std::string& kind) override;
   sim::OpId add_op(const sim::OpDesc& op) override;
-  void event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts, uint64_t dur) override;
+  void event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts,
+             uint64_t dur) override;
   void counter(sim::TrackId, uint64_t, double) override {}
-  void table_row(const std::string& table, const std::string& columns, const std::string& row) override;
+  void table_row(const std::string& table, const std::string& columns,
+                 const std::string& row) override;
 
   std::vector<sim::DeviceDesc> devices;
   std::vector<std::string> tracks;
