@@ -5,8 +5,10 @@
 #include <fmt/format.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "frontend/api/report_json.h"
+#include "frontend/api/trace.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
 #include "frontend/cli/run_summary.h"
@@ -16,7 +18,7 @@ namespace mimic::cli {
 namespace {
 
 struct RunArgs {
-  std::string model, device = "cpu", layout = "nchw", precision = "default";
+  std::string model, device = "cpu", layout = "nchw", precision = "default", trace;
   int64_t batch = 1, repeat = 1, warmup = 0, top = 10;
   uint64_t seed = 0;
   bool json = false, strict = false, timing_only = false, compile_only = false, no_compare = false;
@@ -53,6 +55,13 @@ CompileOptions compile_options(const RunArgs& a) {
   return o;
 }
 
+// What the trace's run table keeps as the run's config.
+nlohmann::json run_config(const RunArgs& a) {
+  return nlohmann::json{{"command", "mimic run"}, {"model_args", a.model_args}, {"options", a.options},
+                        {"overrides", a.overrides}, {"seed", a.seed}, {"strict", a.strict},
+                        {"timing_only", a.timing_only}, {"repeat", a.repeat}, {"warmup", a.warmup}};
+}
+
 struct Timing {
   double min = 0, median = 0;
 };
@@ -72,6 +81,7 @@ int run(const RunArgs& a) {
   double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   exe.run_info().model = a.model;
   exe.run_info().layout = a.layout;
+  exe.run_info().config_json = run_config(a).dump();
   nlohmann::json j{{"model", a.model}, {"device", device.str()}, {"batch", a.batch}, {"layout", a.layout},
                    {"parameters", model.parameters}, {"compile_seconds", compile_s},
                    {"compile", to_json(exe.compile_report())}};
@@ -81,13 +91,24 @@ int run(const RunArgs& a) {
     if (!a.json) print_compile_report(std::cout, exe.compile_report(), static_cast<int>(a.top));
     return 0;
   }
+  // Opened once the model compiled (a bad device leaves no empty trace); records warmup (tagged)
+  // and timed runs.
+  std::optional<TraceScope> trace;
+  if (!a.trace.empty()) trace.emplace(a.trace);
   std::vector<ir::HostTensor> inputs = random_inputs(exe.graph(), a.seed + 1, model.int_input_high);
+  exe.run_info().tag = "warmup";
   for (int64_t i = 0; i < a.warmup; ++i) exe.run(inputs);
+  exe.run_info().tag = "";
   std::vector<double> walls;
   RunOutput out;
   for (int64_t i = 0; i < a.repeat; ++i) {
     out = exe.run(inputs);
     walls.push_back(out.report.wall_seconds);
+  }
+  std::vector<int64_t> trace_runs;
+  if (trace) {
+    trace->close();
+    trace_runs = trace->run_ids();
   }
   Timing timing = summarize(walls);
   std::vector<OutputStats> stats;
@@ -106,6 +127,7 @@ int run(const RunArgs& a) {
     for (const auto& s : stats) j["outputs"].push_back({{"name", s.name}, {"type", s.type}, {"sum", s.sum}, {"mean_abs", s.mean_abs}});
     if (compare) j["difference_vs_cpu"] = {{"max_abs", diff.max_abs}, {"max_rel", diff.max_rel}};
     j["report"] = to_json(out.report);
+    if (trace) j["trace"] = {{"file", a.trace}, {"runs", trace_runs}};
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -121,6 +143,9 @@ int run(const RunArgs& a) {
   if (compare)
     std::cout << fmt::format("{:<12}max abs {:.3g}  max rel {:.3g} (vs cpu)\n", "difference", diff.max_abs, diff.max_rel);
   print_report(std::cout, out.report, static_cast<int>(a.top));
+  if (trace && !trace_runs.empty())
+    std::cout << fmt::format("\n{:<12}{} (run {}): `mimic trace summary {}`, `mimic report {} -o report.html`\n",
+                             "trace", a.trace, trace_runs.back(), a.trace, a.trace);
   return 0;
 }
 
@@ -147,6 +172,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--warmup", a->warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--top", a->top, "Rows in the per-op table")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON");
+  cmd->add_option("--trace", a->trace, "Record the runs to this SQLite trace file (created when missing)");
   return {cmd, [a]() { return run(*a); }};
 }
 

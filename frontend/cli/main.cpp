@@ -11,7 +11,8 @@ int main(int argc, char** argv) {
   CLI::App app{"mimic: run ML models on emulated TPUs and IPUs and on real devices"};
   app.set_version_flag("--version", MIMIC_VERSION);
   app.require_subcommand(1);
-  std::vector<Command> commands{add_devices_command(app), add_run_command(app), add_sweep_command(app)};
+  std::vector<Command> commands{add_devices_command(app), add_run_command(app), add_sweep_command(app),
+                                add_trace_command(app), add_report_command(app)};
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;
