@@ -45,7 +45,7 @@ ir::HostTensor Reader::tensor() {
   for (int64_t d : dims)
     if (d < 0) fail("tensor shape");
   ir::HostTensor t(static_cast<ir::DType>(dtype), ir::Shape(dims));
-  std::memcpy(t.raw(), bytes(t.nbytes()), t.nbytes());
+  if (t.nbytes()) std::memcpy(t.raw(), bytes(t.nbytes()), t.nbytes());  // empty: raw() may be null
   return t;
 }
 

@@ -69,7 +69,7 @@ class Reader {
     uint64_t n = u64();
     if (n > remaining() / std::max<size_t>(sizeof(T), 1)) fail("vector length");
     std::vector<T> v(n);
-    std::memcpy(v.data(), bytes(n * sizeof(T)), n * sizeof(T));
+    if (n) std::memcpy(v.data(), bytes(n * sizeof(T)), n * sizeof(T));  // empty: data() may be null
     return v;
   }
   size_t remaining() const { return static_cast<size_t>(end_ - p_); }

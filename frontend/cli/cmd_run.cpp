@@ -88,6 +88,7 @@ int run(const RunArgs& a) {
   if (a.compile_only) {
     if (a.json) std::cout << j.dump(2) << "\n";
     else std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", a.model, a.batch, device.str(), format_seconds(compile_s));
+    if (!a.json) print_compile_report(std::cout, exe.compile_report(), static_cast<int>(a.top));
     return 0;
   }
   // Opened once the model compiled (a bad device leaves no empty trace); records warmup (tagged)

@@ -54,7 +54,33 @@ void print_ops(std::ostream& os, const backends::RunReport& r, int top) {
   }
 }
 
+// Each table's name, size and first rows (tables are ordered by their producers, e.g. the IPU
+// tile-memory table fullest tile first).
+void print_tables(std::ostream& os, const std::map<std::string, backends::Table>& tables, int top) {
+  for (const auto& [name, t] : tables) {
+    os << fmt::format("\ntable {} ({} rows{})\n", name, t.rows.size(),
+                      t.rows.size() > static_cast<size_t>(top) ? fmt::format(", first {}", top) : "");
+    std::string line = " ";
+    for (const auto& c : t.columns) line += fmt::format(" {:>12}", c.size() > 12 ? c.substr(0, 12) : c);
+    os << line << "\n";
+    for (size_t i = 0; i < t.rows.size() && i < static_cast<size_t>(top); ++i) {
+      line = " ";
+      for (double v : t.rows[i]) line += fmt::format(" {:>12.10g}", v);
+      os << line << "\n";
+    }
+  }
+}
+
 }  // namespace
+
+void print_compile_report(std::ostream& os, const backends::CompileReport& r, int top_rows) {
+  if (!r.metrics.empty()) {
+    os << "\ncompile metrics\n";
+    for (const auto& [k, v] : r.metrics) os << fmt::format("  {:<32} {:g}\n", k, v);
+  }
+  for (const auto& note : r.notes) os << "note: " << note << "\n";
+  print_tables(os, r.tables, top_rows);
+}
 
 OutputStats output_stats(const std::string& name, const ir::HostTensor& t) {
   OutputStats s{name, t.type().str(), 0, 0};
@@ -109,6 +135,7 @@ void print_report(std::ostream& os, const backends::RunReport& r, int top_ops) {
     for (const auto& [k, v] : r.metrics) os << fmt::format("  {:<32} {:g}\n", k, v);
   }
   for (const auto& note : r.notes) os << "note: " << note << "\n";
+  print_tables(os, r.tables, top_ops);
   print_ops(os, r, top_ops);
 }
 

@@ -23,5 +23,7 @@ struct Difference {
 Difference compare_outputs(const std::vector<ir::HostTensor>& a, const std::vector<ir::HostTensor>& b);
 
 void print_report(std::ostream& os, const backends::RunReport& r, int top_ops);
+// Metrics, notes and the first `top_rows` rows of each table of a compile report.
+void print_compile_report(std::ostream& os, const backends::CompileReport& r, int top_rows);
 
 }  // namespace mimic::cli

@@ -1,0 +1,400 @@
+#include "backends/ipu_emu/ipu_compiler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include "backends/common.h"
+#include "models/ipu/tile_costs.h"
+
+namespace mimic::backends::ipu_emu {
+namespace {
+
+using models::ipu::IpuSpecs;
+using models::ipu::NumberFormat;
+
+int64_t graph_batch(const ir::Graph& g) {
+  for (ir::ValueId v : g.inputs())
+    if (g.value(v).type.shape.rank() > 0) return g.value(v).type.shape[0];
+  return 1;
+}
+
+// Shapes of one micro-batch on one replica: dimension 0 of every computed value divided by
+// `factor` (constants keep theirs).
+std::vector<ir::Shape> micro_shapes(const ir::Graph& g, int64_t factor,
+                                    std::vector<std::string>& notes) {
+  std::vector<ir::Shape> shapes(g.num_values());
+  int kept = 0;
+  for (int v = 0; v < g.num_values(); ++v) {
+    shapes[v] = g.value(v).type.shape;
+    if (factor == 1 || g.value(v).constant || shapes[v].rank() == 0) continue;
+    if (shapes[v][0] % factor == 0)
+      shapes[v][0] /= factor;
+    else
+      ++kept;
+  }
+  if (kept)
+    notes.push_back(fmt::format(
+        "{} value(s) whose first dimension does not split into {} parts are planned whole", kept,
+        factor));
+  return shapes;
+}
+
+std::vector<int> device_nodes(const ir::Graph& g) {
+  std::vector<int> out;
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (!is_folded(g, g.node(i))) out.push_back(i);
+  return out;
+}
+
+// Contiguous split of `cost` into at most `parts` groups minimizing the largest group (binary
+// search on the bound, greedy fill). Returns the stage of every position.
+std::vector<uint32_t> partition(const std::vector<uint64_t>& cost, uint32_t parts) {
+  std::vector<uint32_t> stage(cost.size(), 0);
+  if (parts <= 1 || cost.empty()) return stage;
+  uint64_t lo = *std::max_element(cost.begin(), cost.end()),
+           hi = std::accumulate(cost.begin(), cost.end(), 0ull);
+  auto groups_for = [&](uint64_t bound) {
+    uint32_t groups = 1;
+    uint64_t sum = 0;
+    for (uint64_t c : cost) {
+      if (sum + c > bound) ++groups, sum = 0;
+      sum += c;
+    }
+    return groups;
+  };
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    if (groups_for(mid) <= parts)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  uint32_t s = 0;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < cost.size(); ++i) {
+    // Leave at least one node for each remaining stage.
+    bool must_cut = cost.size() - i <= parts - 1 - s;
+    if ((sum + cost[i] > lo || must_cut) && s + 1 < parts && sum > 0) ++s, sum = 0;
+    sum += cost[i];
+    stage[i] = s;
+  }
+  return stage;
+}
+
+struct GraphInfo {
+  const ir::Graph& g;
+  std::vector<int> nodes;           // device nodes in order
+  std::vector<int32_t> op_of_node;  // node -> op index (-1 folded)
+  std::vector<ir::Shape> shapes;
+};
+
+LowerContext make_context(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi, uint32_t ipu,
+                          Labels& labels) {
+  LowerContext c{s,   o,       gi.g, gi.shapes, {}, {}, TileCursor(static_cast<uint32_t>(s.tiles)),
+                 ipu, &labels, -1};
+  c.placement.assign(gi.g.num_values(), Placement{});
+  c.placed.assign(gi.g.num_values(), false);
+  return c;
+}
+
+void place_input(LowerContext& c, ir::ValueId v) {
+  if (c.placed[v]) return;
+  c.placement[v] =
+      spread(c.ipu, c.cursor.take(linear_tiles(c, c.shapes[v].numel())), value_bytes(c, v));
+  c.placed[v] = true;
+}
+
+// Cycle estimates of every device node on one whole IPU (for balancing pipeline stages).
+std::vector<uint64_t> estimate_cycles(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi) {
+  Labels labels;
+  LowerContext c = make_context(s, o, gi, 0, labels);
+  for (ir::ValueId v : gi.g.inputs()) place_input(c, v);
+  std::vector<uint64_t> out;
+  for (int node : gi.nodes) out.push_back(std::max<uint64_t>(1, lower_node(c, node).est_cycles));
+  return out;
+}
+
+StagePlan lower_stage(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi,
+                      const std::vector<uint32_t>& stage_of, uint32_t stage, Labels& labels) {
+  const ir::Graph& g = gi.g;
+  StagePlan plan;
+  LowerContext c = make_context(s, o, gi, stage, labels);
+  std::vector<bool> seen(g.num_values(), false);
+  for (int node : gi.nodes) {
+    if (stage_of[gi.op_of_node[node]] != stage) continue;
+    const ir::Node& n = g.node(node);
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      ir::ValueId v = n.inputs[i];
+      if (!n.has_input(i) || g.value(v).constant || seen[v]) continue;
+      int p = g.value(v).producer;
+      if (p >= 0 && stage_of[gi.op_of_node[p]] == stage) continue;
+      seen[v] = true;
+      (p < 0 ? plan.host_inputs : plan.received).push_back(v);
+      place_input(c, v);
+    }
+  }
+  for (int node : gi.nodes) {
+    if (stage_of[gi.op_of_node[node]] != stage) continue;
+    c.op_index = gi.op_of_node[node];
+    plan.ops.push_back(lower_node(c, node));
+    for (const auto& [v, p] : plan.ops.back().stored) plan.weight_bytes += p.total_bytes;
+  }
+  std::vector<bool> is_output(g.num_values(), false);
+  for (ir::ValueId v : g.outputs()) is_output[v] = true;
+  for (int node : gi.nodes) {
+    uint32_t ns = stage_of[gi.op_of_node[node]];
+    const ir::Node& n = g.node(node);
+    if (ns == stage)
+      for (ir::ValueId v : n.outputs)
+        if (is_output[v] && std::find(plan.host_outputs.begin(), plan.host_outputs.end(), v) ==
+                                plan.host_outputs.end())
+          plan.host_outputs.push_back(v);
+    if (ns <= stage) continue;
+    for (ir::ValueId v : n.inputs) {
+      if (v == ir::kNoValue || g.value(v).constant || g.value(v).producer < 0) continue;
+      if (stage_of[gi.op_of_node[g.value(v).producer]] != stage) continue;
+      std::pair<ir::ValueId, uint32_t> send{v, ns};
+      if (std::find(plan.sends.begin(), plan.sends.end(), send) == plan.sends.end())
+        plan.sends.push_back(send);
+    }
+  }
+  plan.placement = c.placement;
+  plan.bytes.resize(g.num_values());
+  for (int v = 0; v < g.num_values(); ++v) plan.bytes[v] = value_bytes(c, v);
+  return plan;
+}
+
+MemoryInputs memory_inputs(const ir::Graph& g, const StagePlan& st, bool pipelined) {
+  MemoryInputs in;
+  std::vector<int> buffer_of(g.num_values(), -1);
+  int n = static_cast<int>(st.ops.size());
+  auto add = [&](ir::ValueId v, int first) {
+    buffer_of[v] = static_cast<int>(in.buffers.size());
+    in.buffers.push_back(Buffer{st.placement[v], first, std::max(first, 0)});
+  };
+  for (ir::ValueId v : st.host_inputs) add(v, -1);
+  for (ir::ValueId v : st.received) {
+    add(v, -1);
+    // The next micro-batch's copy arrives while this one is in use (double buffering).
+    if (pipelined) in.buffers.push_back(Buffer{st.placement[v], -1, n - 1});
+  }
+  for (int i = 0; i < n; ++i) {
+    const LoweredOp& op = st.ops[i];
+    in.ops.push_back(&op);
+    const ir::Node& node = g.node(op.node);
+    for (ir::ValueId v : node.inputs)
+      if (v != ir::kNoValue && buffer_of[v] >= 0) in.buffers[buffer_of[v]].last_op = i;
+    for (ir::ValueId v : node.outputs) {
+      if (op.view && buffer_of[node.inputs[0]] >= 0)
+        buffer_of[v] = buffer_of[node.inputs[0]];
+      else if (!op.view)
+        add(v, i);
+    }
+  }
+  for (ir::ValueId v : st.host_outputs)
+    if (buffer_of[v] >= 0) in.buffers[buffer_of[v]].last_op = std::max(n - 1, 0);
+  for (const auto& [v, stage] : st.sends)
+    if (buffer_of[v] >= 0) in.buffers[buffer_of[v]].last_op = std::max(n - 1, 0);
+  return in;
+}
+
+std::string op_name_at(const ir::Graph& g, const StagePlan& st, const TileMemory& m, uint32_t tile,
+                       uint32_t tiles) {
+  const LoweredOp* pick = m.peak_op >= 0 ? &st.ops[m.peak_op] : nullptr;
+  if (!pick) {  // Overflow from always-live data: the op whose constants weigh most on the tile.
+    uint64_t most = 0;
+    for (const auto& op : st.ops)
+      for (const auto& [v, p] : op.stored) {
+        TileSpan sp = p.span;
+        bool on = sp.count && (tile + tiles - sp.first % tiles) % tiles < sp.count;
+        if (on && p.bytes_per_tile > most) most = p.bytes_per_tile, pick = &op;
+      }
+  }
+  if (!pick) return "(runtime code)";
+  const ir::Node& n = g.node(pick->node);
+  return fmt::format("'{}' ({})", n.name, ir::op_name(n.op));
+}
+
+void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
+  const OutOfMemory* worst = nullptr;
+  OutOfMemory candidate;
+  for (uint32_t st = 0; st < out.stages.size(); ++st) {
+    const IpuMemoryPlan& m = out.stages[st].memory;
+    if (m.fullest_bytes <= s.tile_sram_bytes ||
+        (worst && static_cast<int64_t>(m.fullest_bytes) <= worst->bytes_used))
+      continue;
+    const TileMemory& t = m.tiles[m.fullest_tile];
+    candidate.ipu = st;
+    candidate.tile = static_cast<int64_t>(st) * static_cast<int64_t>(s.tiles) + m.fullest_tile;
+    candidate.bytes_used = static_cast<int64_t>(m.fullest_bytes);
+    candidate.bytes_available = static_cast<int64_t>(s.tile_sram_bytes);
+    candidate.op = op_name_at(g, out.stages[st], t, m.fullest_tile, static_cast<uint32_t>(s.tiles));
+    candidate.message = fmt::format(
+        "Out of memory on tile {}: {} bytes used but tiles only have {} bytes (ipu {}, while "
+        "running op {}: "
+        "activations {}, exchange buffers {}, partials {}, weights {}, code {}, vertex state {})",
+        candidate.tile, candidate.bytes_used, candidate.bytes_available, st, candidate.op,
+        t.activations, t.exchange, t.partials, t.weights, t.code, t.vertex_state);
+    out.out_of_memory = candidate;
+    worst = &*out.out_of_memory;
+  }
+}
+
+Table memory_table(const IpuCompilation& out) {
+  Table t;
+  t.columns = {"ipu",      "tile",     "total", "weights",      "activations",
+               "exchange", "partials", "code",  "vertex_state", "peak_node"};
+  for (uint32_t st = 0; st < out.stages.size(); ++st) {
+    const auto& tiles = out.stages[st].memory.tiles;
+    for (uint32_t i = 0; i < tiles.size(); ++i) {
+      const TileMemory& m = tiles[i];
+      double node = m.peak_op >= 0 ? static_cast<double>(out.stages[st].ops[m.peak_op].node) : -1;
+      t.rows.push_back({double(st), double(i), double(m.total()), double(m.weights),
+                        double(m.activations), double(m.exchange), double(m.partials),
+                        double(m.code), double(m.vertex_state), node});
+    }
+  }
+  std::stable_sort(t.rows.begin(), t.rows.end(),
+                   [](const auto& a, const auto& b) { return a[2] > b[2]; });
+  return t;
+}
+
+// One row per planned matrix/window op: how it was split over tiles.
+Table plan_table(const IpuCompilation& out) {
+  Table t;
+  t.columns = {"ipu",     "node",  "group_split", "row_split", "col_split",
+               "k_split", "tiles", "est_cycles",  "temp_bytes"};
+  for (uint32_t st = 0; st < out.stages.size(); ++st)
+    for (const auto& op : out.stages[st].ops)
+      if (op.planned)
+        t.rows.push_back({double(st), double(op.node), double(op.split[0]), double(op.split[1]),
+                          double(op.split[2]), double(op.split[3]), double(op.plan_tiles),
+                          double(op.est_cycles), double(op.temp_exchange + op.temp_partials)});
+  return t;
+}
+
+void fill_ops(IpuCompilation& out, const GraphInfo& gi, const std::vector<uint32_t>& stage_of) {
+  DeviceProgram& p = out.program;
+  for (size_t i = 0; i < gi.nodes.size(); ++i) {
+    const ir::Node& n = gi.g.node(gi.nodes[i]);
+    p.ops.push_back(sim::OpDesc{n.name, ir::op_name(n.op), node_shapes(gi.g, n),
+                                ir::dtype_name(gi.g.value(n.outputs[0]).type.dtype),
+                                ir::node_flops(gi.g, n), ir::node_bytes_in(gi.g, n),
+                                ir::node_bytes_out(gi.g, n), "ipu-emu", false});
+    p.op_nodes.push_back(gi.nodes[i]);
+    p.op_ipus.push_back(static_cast<int32_t>(stage_of[i]));
+  }
+  p.recipes.assign(gi.g.num_nodes(), OpRecipe{});
+  for (const auto& st : out.stages)
+    for (const auto& op : st.ops) p.recipes[op.node] = op.recipe;
+}
+
+}  // namespace
+
+IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptions& o_in,
+                           const std::string& device) {
+  auto t0 = std::chrono::steady_clock::now();
+  IpuOptions o = o_in;
+  IpuCompilation out;
+  out.batch = graph_batch(g);
+  if (out.batch % o.replicas != 0)
+    throw InvalidArgument(fmt::format("ipu-emu: batch {} does not split over replication_factor={}",
+                                      out.batch, o.replicas));
+  int64_t local = out.batch / o.replicas;
+  if (o.micro_batches == 0) {
+    o.micro_batches = 1;
+    for (int64_t d = std::min<int64_t>(2 * o.stages, local); o.stages > 1 && d >= 1; --d)
+      if (local % d == 0) {
+        o.micro_batches = static_cast<uint32_t>(d);
+        break;
+      }
+  }
+  if (local % o.micro_batches != 0)
+    throw InvalidArgument(
+        fmt::format("ipu-emu: micro_batches={} must divide the batch per replica ({} = {} / {})",
+                    o.micro_batches, local, out.batch, o.replicas));
+  std::vector<std::string>& notes = out.report.notes;
+  GraphInfo gi{g, device_nodes(g), std::vector<int32_t>(g.num_nodes(), -1),
+               micro_shapes(g, int64_t(o.replicas) * o.micro_batches, notes)};
+  for (size_t i = 0; i < gi.nodes.size(); ++i) gi.op_of_node[gi.nodes[i]] = static_cast<int32_t>(i);
+  for (int node : gi.nodes)
+    if (!ipu_supports(g, g.node(node)))
+      throw UnsupportedOpError(fmt::format("ipu-emu: cannot run {}", ir::describe(g, g.node(node))),
+                               {ir::op_name(g.node(node).op)});
+  std::vector<uint32_t> stage_of(gi.nodes.size(), 0);
+  if (o.stages > 1) stage_of = partition(estimate_cycles(s, o, gi), o.stages);
+  Labels labels;
+  out.stages.resize(o.stages);
+  for (uint32_t st = 0; st < o.stages; ++st) {
+    out.stages[st] = lower_stage(s, o, gi, stage_of, st, labels);
+    out.stages[st].memory = plan_memory(s, memory_inputs(g, out.stages[st], o.stages > 1));
+  }
+  fill_ops(out, gi, stage_of);
+  out.memory_table = memory_table(out);
+  check_memory(out, g, s);
+  if (out.out_of_memory && !o.allow_out_of_memory)
+    throw OutOfMemoryError(out.out_of_memory->message +
+                               "; set option allow_out_of_memory=true for the full memory report",
+                           out.out_of_memory->tile, out.out_of_memory->bytes_used,
+                           out.out_of_memory->bytes_available, out.out_of_memory->op);
+  DeviceProgram& p = out.program;
+  p.bsp = build_program(s, o, out.stages, labels);
+  p.bsp.labels = labels.names;
+  p.graph = g;
+  p.half_storage = o.half_precision;
+  p.timing_only = o.timing_only;
+  p.replicas = o.replicas, p.stages = o.stages, p.micro_batches = o.micro_batches;
+  NumberFormat in = o.half_precision ? NumberFormat::f16 : NumberFormat::f32;
+  NumberFormat part = o.half_precision && o.half_partials ? NumberFormat::f16 : NumberFormat::f32;
+  p.macs_per_cycle = models::ipu::amp_macs_per_cycle(s, in, part);
+  p.precision = o.precision_name + (part == NumberFormat::f16 ? " (half partials)" : "");
+  p.preset = s.name;
+  // Reports.
+  auto& m = out.report.metrics;
+  uint64_t max_bytes = 0, sum_bytes = 0, n_tiles = 0;
+  for (const auto& st : out.stages)
+    for (const auto& t : st.memory.tiles)
+      max_bytes = std::max(max_bytes, t.total()), sum_bytes += t.total(), ++n_tiles;
+  m["max_tile_bytes"] = static_cast<double>(max_bytes);
+  m["mean_tile_bytes"] = n_tiles ? static_cast<double>(sum_bytes) / n_tiles : 0;
+  m["tile_sram_bytes"] = static_cast<double>(s.tile_sram_bytes);
+  m["memory_used_fraction"] = static_cast<double>(max_bytes) / s.tile_sram_bytes;
+  m["tiles_per_ipu"] = static_cast<double>(s.tiles);
+  m["num_ipus"] = o.num_ipus, m["stages"] = o.stages, m["replicas"] = o.replicas,
+  m["micro_batches"] = o.micro_batches;
+  size_t steps = 0;
+  for (const auto& ipu : p.bsp.ipus) steps += ipu.size();
+  m["supersteps"] = static_cast<double>(steps);
+  m["out_of_memory"] = out.out_of_memory ? 1 : 0;
+  if (out.out_of_memory) {
+    notes.push_back(out.out_of_memory->message);
+    m["out_of_memory_tile"] = static_cast<double>(out.out_of_memory->tile);
+  }
+  if (o.stages > 1) {
+    std::string parts;
+    for (uint32_t st = 0; st < o.stages; ++st)
+      parts += fmt::format("{}ipu {}: {} ops", st ? ", " : "", st, out.stages[st].ops.size());
+    notes.push_back(fmt::format("pipelined over {} stages x {} micro-batches ({})", o.stages,
+                                o.micro_batches, parts));
+  }
+  if (o.half_partials && !o.half_precision)
+    notes.push_back(
+        "enable_half_partials has no effect with precision float32 (partials of fp32 products are "
+        "fp32)");
+  if (o.replicas > 1)
+    notes.push_back(fmt::format("{} replicas of batch {} each{}", o.replicas, local,
+                                o.weight_update ? ", weights all-reduced every step" : ""));
+  p.notes = notes;
+  out.report.device = device;
+  out.report.tables["ipu_tile_memory"] = out.memory_table;
+  out.report.tables["ipu_plans"] = plan_table(out);
+  out.report.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  m["plan_seconds"] = out.report.compile_seconds;
+  return out;
+}
+
+}  // namespace mimic::backends::ipu_emu

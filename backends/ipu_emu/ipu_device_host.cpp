@@ -1,0 +1,122 @@
+#include "backends/ipu_emu/ipu_device_host.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+
+#include "backends/device_worker/recording_sink.h"
+#include "backends/device_worker/wire.h"
+#include "backends/ipu_emu/ipu_numerics.h"
+#include "backends/ipu_emu/ipu_program.h"
+#include "backends/ipu_emu/ipu_report.h"
+#include "frontend/ir/error.h"
+#include "models/ipu/ipu_system.h"
+
+namespace mimic::backends::ipu_emu {
+
+namespace {
+
+struct Loaded {
+  std::unique_ptr<DeviceProgram> program;
+  std::unique_ptr<IpuNumerics> numerics;
+};
+
+class IpuDeviceHost final : public DeviceHost {
+ public:
+  explicit IpuDeviceHost(const std::vector<uint8_t>& config) {
+    wire::Reader r(config);
+    std::string json = r.str();
+    uint32_t ipus = r.u32();
+    try {
+      specs_ = models::ipu::specs_from_json(json, "device configuration");
+      system_ = std::make_unique<models::ipu::IpuSystem>(specs_, ipus);
+    } catch (const std::invalid_argument& e) {
+      throw InvalidArgument(e.what());
+    }
+    device_ = fmt::format("ipu-emu:{}", specs_.name);
+  }
+
+  std::vector<uint8_t> handle(const std::vector<uint8_t>& request) override {
+    wire::Reader r(request);
+    uint8_t command = r.u8();
+    wire::Writer w;
+    switch (command) {
+      case kLoad: {
+        Loaded l;
+        l.program = std::make_unique<DeviceProgram>(read_program(r));
+        try {
+          system_->check(l.program->bsp);
+        } catch (const std::invalid_argument& e) {
+          throw InvalidArgument(e.what());
+        }
+        if (!l.program->timing_only) l.numerics = std::make_unique<IpuNumerics>(*l.program);
+        uint64_t id = ++next_id_;
+        programs_[id] = std::move(l);
+        w.u64(id);
+        break;
+      }
+      case kRun:
+        run(r, w);
+        break;
+      case kUnload:
+        programs_.erase(r.u64());
+        break;
+      default:
+        throw InvalidArgument(fmt::format("ipu-emu worker: unknown command {}", int(command)));
+    }
+    return std::move(w.data());
+  }
+
+ private:
+  void run(wire::Reader& r, wire::Writer& w) {
+    auto it = programs_.find(r.u64());
+    if (it == programs_.end())
+      throw RuntimeError("ipu-emu worker: no such program (was it unloaded?)");
+    const DeviceProgram& p = *it->second.program;
+    std::vector<ir::HostTensor> inputs(r.u64());
+    for (auto& t : inputs) t = r.tensor();
+    if (inputs.size() != p.graph.inputs().size())
+      throw InvalidArgument(fmt::format("ipu-emu: program takes {} inputs, got {}",
+                                        p.graph.inputs().size(), inputs.size()));
+    RecordingSink rec;
+    models::ipu::TraceTarget trace;
+    trace.sink = &rec;
+    trace.device = rec.add_device(sim::DeviceDesc{
+        "ipu-emu", p.preset, specs_.clock_hz, sim::TimeUnit::cycles, models::ipu::to_json(specs_)});
+    for (const auto& op : p.ops) trace.op_ids.push_back(rec.add_op(op));
+    auto t0 = std::chrono::steady_clock::now();
+    models::ipu::RunStats stats = system_->run(p.bsp, trace);
+    auto t1 = std::chrono::steady_clock::now();
+    std::vector<ir::HostTensor> outputs;
+    if (p.timing_only) {
+      for (ir::ValueId v : p.graph.outputs())
+        outputs.emplace_back(p.graph.value(v).type.dtype, p.graph.value(v).type.shape);
+    } else {
+      outputs = it->second.numerics->run(inputs);
+    }
+    auto t2 = std::chrono::steady_clock::now();
+    RunReport report = make_report(p, specs_, stats, device_);
+    // Host time of the worker's two halves (the SystemC timing model and the numerics).
+    report.metrics["host_simulation_seconds"] = std::chrono::duration<double>(t1 - t0).count();
+    report.metrics["host_numerics_seconds"] = std::chrono::duration<double>(t2 - t1).count();
+    w.u64(outputs.size());
+    for (const auto& t : outputs) w.tensor(t);
+    wire::write_report(w, report);
+    rec.serialize(w);
+  }
+
+  models::ipu::IpuSpecs specs_;
+  std::unique_ptr<models::ipu::IpuSystem> system_;
+  std::map<uint64_t, Loaded> programs_;
+  uint64_t next_id_ = 0;
+  std::string device_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceHost> make_device_host(const std::vector<uint8_t>& config) {
+  return std::make_unique<IpuDeviceHost>(config);
+}
+
+}  // namespace mimic::backends::ipu_emu

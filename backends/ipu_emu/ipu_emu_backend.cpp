@@ -1,0 +1,186 @@
+#include "backends/ipu_emu/ipu_emu_backend.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "backends/device_worker/recording_sink.h"
+#include "backends/device_worker/wire.h"
+#include "backends/device_worker/worker_process.h"
+#include "backends/ipu_emu/ipu_compiler.h"
+#include "backends/ipu_emu/ipu_device_host.h"
+#include "frontend/ir/error.h"
+
+namespace mimic::backends {
+namespace {
+
+using ipu_emu::IpuCompilation;
+using ipu_emu::IpuOptions;
+using models::ipu::IpuSpecs;
+
+// Specs of a device argument with overrides applied; errors become mimic errors.
+IpuSpecs resolve(const std::string& arg, const std::map<std::string, std::string>& overrides) {
+  bool file = arg.size() > 5 && arg.compare(arg.size() - 5, 5, ".json") == 0;
+  if (file && !std::ifstream(arg))
+    throw IoError(fmt::format("ipu-emu: cannot read device file '{}'", arg));
+  try {
+    IpuSpecs s = models::ipu::resolve_specs(arg);
+    models::ipu::apply_overrides(s, overrides);
+    return s;
+  } catch (const models::ipu::SpecError& e) {
+    throw InvalidArgument(e.what());
+  }
+}
+
+class IpuExecutable final : public Executable {
+ public:
+  IpuExecutable(IpuCompilation c, IpuSpecs specs, IpuOptions options, std::string device)
+      : c_(std::move(c)),
+        specs_(std::move(specs)),
+        options_(std::move(options)),
+        device_(std::move(device)) {}
+
+  ~IpuExecutable() override {
+    if (!worker_ || !worker_->alive()) return;
+    try {
+      wire::Writer w;
+      w.u8(ipu_emu::kUnload);
+      w.u64(id_);
+      worker_->call(w.data());
+    } catch (const std::exception&) {
+      // The worker is gone or broken: nothing left to unload.
+    }
+  }
+
+  // Starts (or reuses) the worker and loads the program; again after a worker crash.
+  void load() {
+    auto worker = shared_worker("ipu", ipu_emu::device_config(specs_, options_.num_ipus));
+    if (worker == worker_ && worker_->alive()) return;
+    auto t0 = std::chrono::steady_clock::now();
+    wire::Writer w;
+    w.u8(ipu_emu::kLoad);
+    ipu_emu::write_program(w, c_.program);
+    std::vector<uint8_t> reply = worker->call(w.data());
+    wire::Reader r(reply);
+    id_ = r.u64();
+    worker_ = worker;
+    c_.report.metrics["load_seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    if (options_.compile_only)
+      throw InvalidArgument(
+          fmt::format("{} was compiled with compile_only: it cannot run", device_));
+    auto t0 = std::chrono::steady_clock::now();
+    load();
+    wire::Writer w;
+    w.u8(ipu_emu::kRun);
+    w.u64(id_);
+    w.u64(inputs.size());
+    // Timing-only programs never read their inputs: only their count travels.
+    for (const auto& t : inputs)
+      w.tensor(options_.timing_only ? ir::HostTensor(t.dtype(), ir::Shape({0})) : t);
+    std::vector<uint8_t> reply = worker_->call(w.data());
+    wire::Reader r(reply);
+    RunResult result;
+    for (uint64_t i = 0, n = r.u64(); i < n; ++i) result.outputs.push_back(r.tensor());
+    result.report = wire::read_report(r);
+    RecordingSink::replay(r, sink);
+    finish_report(result.report, sink);
+    result.report.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return result;
+  }
+
+  const CompileReport& compile_report() const override { return c_.report; }
+
+ private:
+  void finish_report(RunReport& report, sim::EventSink& sink) const {
+    report.device = device_;
+    report.tables["ipu_tile_memory"] = c_.memory_table;
+    nlohmann::json columns = c_.memory_table.columns;
+    std::string columns_json = columns.dump();
+    for (const auto& row : c_.memory_table.rows)
+      sink.table_row("ipu_tile_memory", columns_json, nlohmann::json(row).dump());
+    for (const auto& [k, v] : c_.report.metrics)
+      if (k.find("tile_bytes") != std::string::npos || k == "memory_used_fraction" ||
+          k == "out_of_memory")
+        report.metrics[k] = v;
+    if (report.device_seconds > 0)
+      report.metrics["samples_per_second"] = static_cast<double>(c_.batch) / report.device_seconds;
+    if (c_.out_of_memory)
+      report.notes.push_back(
+          "program does not fit (allow_out_of_memory): timing as if memory were unlimited");
+  }
+
+  IpuCompilation c_;
+  IpuSpecs specs_;
+  IpuOptions options_;
+  std::string device_;
+  std::shared_ptr<WorkerProcess> worker_;
+  uint64_t id_ = 0;
+};
+
+class IpuEmuBackend final : public Backend {
+ public:
+  std::string name() const override { return "ipu-emu"; }
+
+  std::vector<DeviceInfo> enumerate() const override {
+    std::vector<DeviceInfo> out;
+    for (const auto& p : models::ipu::preset_names()) out.push_back(probe(p));
+    return out;
+  }
+
+  DeviceInfo probe(const std::string& arg) const override {
+    DeviceInfo info{arg.empty() ? "ipu-emu" : "ipu-emu:" + arg, "ipu-emu", false, "", ""};
+    try {
+      IpuSpecs s = resolve(arg, {});
+      info.description = fmt::format(
+          "emulated IPU {}: {} tiles x {} KiB SRAM, {:.2f} GHz, {:.1f} TFLOPS fp16 / {:.1f} fp32",
+          s.name, s.tiles, s.tile_sram_bytes / 1024, s.clock_hz * 1e-9,
+          s.peak_flops_per_s(s.amp_fp16_fp16_macs_per_cycle) * 1e-12,
+          s.peak_flops_per_s(s.amp_fp32_macs_per_cycle) * 1e-12);
+    } catch (const Error& e) {
+      info.reason = e.what();
+      return info;
+    }
+    std::string worker = worker_executable();
+    if (access(worker.c_str(), X_OK) != 0) {
+      info.reason =
+          fmt::format("the device worker '{}' is missing (set MIMIC_DEVICE_WORKER)", worker);
+      return info;
+    }
+    info.available = true;
+    return info;
+  }
+
+  bool supports_op(const ir::Graph& g, const ir::Node& n, const std::string&,
+                   const CompileOptions&) const override {
+    return ipu_emu::ipu_supports(g, n);
+  }
+
+  std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
+                                      const CompileOptions& options) const override {
+    IpuSpecs specs = resolve(arg, options.overrides);
+    IpuOptions o = ipu_emu::parse_options(options, specs);
+    std::string device = "ipu-emu:" + arg;
+    IpuCompilation c = ipu_emu::compile_ipu(g, specs, o, device);
+    auto exe = std::make_unique<IpuExecutable>(std::move(c), std::move(specs), o, device);
+    if (!o.compile_only) exe->load();
+    return exe;
+  }
+
+  std::map<std::string, std::string> option_help() const override { return ipu_emu::option_help(); }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_ipu_emu_backend() {
+  return std::make_unique<IpuEmuBackend>();
+}
+
+}  // namespace mimic::backends

@@ -1,0 +1,36 @@
+// Numerics of the emulated IPU (runs in the device worker): executes the program's graph with the
+// chip's precision rules, one large Eigen GEMM per planned K chunk (never per-tile loops):
+//   - fp16 storage when precision is float16: inputs, constants and every f32 result are rounded
+//     to fp16 (round to nearest even), as tensors held in tile memory would be;
+//   - matrix products (MatMul, Gemm, 2-D Conv) accumulate over K in the order of the plan's K
+//   split:
+//     each chunk is an fp32 product of the (exactly representable) operands; chunks are summed in
+//     fp32 partials, or with enable_half_partials in fp16 (each chunk rounded, the running sum
+//     rounded after every add), so half partials change the results the way the AMP's fp16
+//     accumulators would;
+//   - depthwise convolutions accumulate tap by tap in the partials format (vector unit);
+//   - every other op runs the cpu backend's reference kernel, rounded to the storage format.
+// Approximated: within a chunk the accumulation is fp32 in Eigen's order (the AMP's internal order
+// and its fp16 accumulator width inside a pass are not modeled); transcendental functions are the
+// host's.
+#pragma once
+
+#include <vector>
+
+#include "backends/ipu_emu/ipu_program.h"
+
+namespace mimic::backends::ipu_emu {
+
+class IpuNumerics {
+ public:
+  explicit IpuNumerics(const DeviceProgram& program);
+  // Inputs in graph-input order; returns the graph's outputs.
+  std::vector<ir::HostTensor> run(const std::vector<ir::HostTensor>& inputs) const;
+
+ private:
+  const DeviceProgram& p_;
+  std::vector<ir::HostTensor> constants_;  // per value, rounded to the storage format
+  std::vector<int> last_use_;
+};
+
+}  // namespace mimic::backends::ipu_emu

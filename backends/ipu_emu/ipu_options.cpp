@@ -1,0 +1,109 @@
+#include "backends/ipu_emu/ipu_options.h"
+
+#include <fmt/format.h>
+
+#include "frontend/ir/error.h"
+
+namespace mimic::backends::ipu_emu {
+namespace {
+
+uint32_t parse_count(const std::string& key, const std::string& v, uint32_t max) {
+  size_t pos = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(v, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos != v.size() || v.empty() || n < 1 || n > static_cast<long long>(max))
+    throw InvalidArgument(
+        fmt::format("ipu-emu: option {}={} must be an integer from 1 to {}", key, v, max));
+  return static_cast<uint32_t>(n);
+}
+
+bool parse_bool(const std::string& key, const std::string& v) {
+  if (v == "true" || v == "1" || v == "on" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "off" || v == "no") return false;
+  throw InvalidArgument(fmt::format("ipu-emu: option {}={} must be true or false", key, v));
+}
+
+double parse_proportion(const std::string& key, const std::string& v) {
+  size_t pos = 0;
+  double d = -1;
+  try {
+    d = std::stod(v, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos != v.size() || v.empty() || !(d > 0.0 && d <= 1.0))
+    throw InvalidArgument(fmt::format("ipu-emu: option {}={} must be a number in (0, 1]", key, v));
+  return d;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> option_help() {
+  return {
+      {"num_ipus",
+       "IPUs to use (default 1): stages x replicas; several stages shard the model by layers and "
+       "pipeline it"},
+      {"replication_factor", "data-parallel replicas (default 1); must divide num_ipus"},
+      {"micro_batches",
+       "micro-batches per step (pipelining / batch serialization); default 2 x stages when the "
+       "batch allows"},
+      {"memory_proportion",
+       "share of tile memory an op may use for temporaries (default 0.6, Poplar's "
+       "availableMemoryProportion)"},
+      {"enable_half_partials", "fp16 partial sums for fp16 matmuls/convolutions (default false)"},
+      {"weight_update",
+       "add the replicas' weight all-reduce to every step, as in training (default false)"},
+      {"allow_out_of_memory",
+       "report an out-of-memory program (memory table, notes) instead of failing, like Poplar's "
+       "debug.allowOutOfMemory (default false)"},
+  };
+}
+
+IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSpecs& specs) {
+  IpuOptions o;
+  o.compile_only = options.compile_only;
+  o.timing_only = options.timing_only;
+  if (options.precision == "default" || options.precision == "float32") {
+    o.precision_name = "float32";
+  } else if (options.precision == "float16") {
+    o.half_precision = true;
+    o.precision_name = "float16";
+  } else {
+    throw InvalidArgument(
+        fmt::format("ipu-emu: precision '{}' is not supported (float32 | float16 | default)",
+                    options.precision));
+  }
+  auto help = option_help();
+  for (const auto& [key, value] : options.options) {
+    if (key == "num_ipus")
+      o.num_ipus = parse_count(key, value, static_cast<uint32_t>(specs.max_ipus));
+    else if (key == "replication_factor")
+      o.replicas = parse_count(key, value, static_cast<uint32_t>(specs.max_ipus));
+    else if (key == "micro_batches")
+      o.micro_batches = parse_count(key, value, 1u << 20);
+    else if (key == "memory_proportion")
+      o.memory_proportion = parse_proportion(key, value);
+    else if (key == "enable_half_partials")
+      o.half_partials = parse_bool(key, value);
+    else if (key == "weight_update")
+      o.weight_update = parse_bool(key, value);
+    else if (key == "allow_out_of_memory")
+      o.allow_out_of_memory = parse_bool(key, value);
+    else {
+      std::string known;
+      for (const auto& [k, h] : help) known += (known.empty() ? "" : ", ") + k;
+      throw InvalidArgument(fmt::format("ipu-emu: unknown option '{}' (options: {})", key, known));
+    }
+  }
+  if (o.num_ipus % o.replicas != 0)
+    throw InvalidArgument(fmt::format("ipu-emu: replication_factor={} must divide num_ipus={}",
+                                      o.replicas, o.num_ipus));
+  o.stages = o.num_ipus / o.replicas;
+  return o;
+}
+
+}  // namespace mimic::backends::ipu_emu

@@ -1,0 +1,36 @@
+// The options ipu-emu accepts (CompileOptions::options, precision, compile_only, timing_only),
+// named after what IPU front ends expose (PopTorch/PopART: num_ipus, replication factor,
+// availableMemoryProportion, enableHalfPartials, debug.allowOutOfMemory). Parsed and validated
+// once; unknown keys and bad values are InvalidArgument naming the key and the value.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "backends/backend.h"
+#include "models/ipu/ipu_specs.h"
+
+namespace mimic::backends::ipu_emu {
+
+struct IpuOptions {
+  uint32_t num_ipus = 1;
+  uint32_t replicas = 1;        // data-parallel copies of the model
+  uint32_t stages = 1;          // pipeline stages = num_ipus / replicas (sharding by layers)
+  uint32_t micro_batches = 0;   // 0: chosen at compile time (2 x stages when the batch allows)
+  bool half_precision = false;  // precision float16: fp16 storage of activations and weights
+  bool half_partials = false;   // enable_half_partials: AMP partial sums in fp16 (fp16 ops only)
+  double memory_proportion = 0.6;
+  bool weight_update = false;  // add the replicas' gradient all-reduce to every step
+  bool allow_out_of_memory =
+      false;  // like Poplar's debug.allowOutOfMemory: report instead of failing
+  bool compile_only = false;
+  bool timing_only = false;
+  std::string precision_name = "float32";
+};
+
+IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSpecs& specs);
+
+std::map<std::string, std::string> option_help();
+
+}  // namespace mimic::backends::ipu_emu

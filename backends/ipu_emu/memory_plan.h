@@ -1,0 +1,46 @@
+// Per-tile memory plan of one IPU, in the categories Poplar's memory report uses: always-live
+// weights (constants), code (runtime base, control code per compute set and exchange, vertex code
+// per vertex type) and vertex state, plus, at the program point where the tile is fullest, live
+// activations and the running op's temporaries (exchange receive buffers, partial sums).
+// Liveness is per buffer: a tensor lives from the op that produces it to its last reader (views
+// share their source's buffer); tensors streamed from the host or other IPUs live from the start.
+// Approximated: no allocation gaps or memory-bank constraints (PopVision's "gaps"), even shares
+// over a tensor's tiles.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/ipu_emu/lowering.h"
+#include "models/ipu/ipu_specs.h"
+
+namespace mimic::backends::ipu_emu {
+
+struct TileMemory {
+  uint64_t weights = 0, activations = 0, partials = 0, exchange = 0, code = 0, vertex_state = 0;
+  int32_t peak_op = -1;  // index into MemoryInputs::ops at the tile's peak (-1: before any op)
+  uint64_t total() const {
+    return weights + activations + partials + exchange + code + vertex_state;
+  }
+};
+
+struct Buffer {
+  Placement place;
+  int first_op = -1;  // live from this op (-1: from the start)
+  int last_op = 0;    // through this op
+};
+
+struct MemoryInputs {
+  std::vector<const LoweredOp*> ops;  // in execution order
+  std::vector<Buffer> buffers;
+};
+
+struct IpuMemoryPlan {
+  std::vector<TileMemory> tiles;
+  uint32_t fullest_tile = 0;
+  uint64_t fullest_bytes = 0;
+};
+
+IpuMemoryPlan plan_memory(const models::ipu::IpuSpecs& specs, const MemoryInputs& in);
+
+}  // namespace mimic::backends::ipu_emu

@@ -1,0 +1,385 @@
+#include "models/ipu/ipu_specs.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace mimic::models::ipu {
+namespace {
+
+struct Field {
+  const char* name;
+  uint64_t IpuSpecs::*member;
+  uint64_t min, max;
+  const char* help;
+};
+
+constexpr uint64_t kMiB = 1ull << 20;
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table{
+      {"tiles", &IpuSpecs::tiles, 1, 16384, "tiles per IPU"},
+      {"tile_sram_bytes", &IpuSpecs::tile_sram_bytes, 4096, 64 * kMiB, "SRAM per tile (bytes)"},
+      {"clock_hz", &IpuSpecs::clock_hz, 1'000'000, 10'000'000'000ull, "tile clock (Hz)"},
+      {"worker_contexts", &IpuSpecs::worker_contexts, 1, 32, "worker threads per tile"},
+      {"amp_fp32_macs_per_cycle", &IpuSpecs::amp_fp32_macs_per_cycle, 1, 4096,
+       "AMP MACs per cycle per tile, fp32"},
+      {"amp_fp16_fp32_macs_per_cycle", &IpuSpecs::amp_fp16_fp32_macs_per_cycle, 1, 4096,
+       "AMP MACs per cycle per tile, fp16 inputs with fp32 partials"},
+      {"amp_fp16_fp16_macs_per_cycle", &IpuSpecs::amp_fp16_fp16_macs_per_cycle, 1, 4096,
+       "AMP MACs per cycle per tile, fp16 inputs with fp16 partials"},
+      {"amp_fp32_input_channels", &IpuSpecs::amp_fp32_input_channels, 1, 1024,
+       "AMP input-channel block, fp32"},
+      {"amp_fp16_input_channels", &IpuSpecs::amp_fp16_input_channels, 1, 1024,
+       "AMP input-channel block, fp16"},
+      {"amp_output_channels", &IpuSpecs::amp_output_channels, 1, 1024, "AMP output-channel block"},
+      {"amp_vertex_overhead_cycles", &IpuSpecs::amp_vertex_overhead_cycles, 0, 1'000'000,
+       "worker cycles of setup per AMP vertex"},
+      {"vector_bytes_per_cycle", &IpuSpecs::vector_bytes_per_cycle, 4, 1024,
+       "vector datapath bytes per worker instruction (multiple of 4)"},
+      {"vector_vertex_overhead_cycles", &IpuSpecs::vector_vertex_overhead_cycles, 0, 1'000'000,
+       "worker cycles of setup per vector vertex"},
+      {"transcendental_cycles_per_element", &IpuSpecs::transcendental_cycles_per_element, 1, 1000,
+       "worker cycles per element of exp/log/tanh/erf"},
+      {"exchange_bytes_per_cycle", &IpuSpecs::exchange_bytes_per_cycle, 1, 1024,
+       "exchange bytes per cycle per tile and direction"},
+      {"exchange_latency_cycles", &IpuSpecs::exchange_latency_cycles, 0, 1'000'000'000,
+       "cycles per exchange phase (setup and traversal)"},
+      {"internal_sync_cycles", &IpuSpecs::internal_sync_cycles, 0, 1'000'000'000,
+       "cycles of a sync within one IPU"},
+      {"external_sync_cycles", &IpuSpecs::external_sync_cycles, 0, 1'000'000'000,
+       "cycles of a sync across IPUs"},
+      {"ipu_link_bytes_per_second", &IpuSpecs::ipu_link_bytes_per_second, 1'000'000,
+       10'000'000'000'000ull, "IPU-Link bandwidth between neighbouring IPUs, each direction"},
+      {"ipu_link_latency_cycles", &IpuSpecs::ipu_link_latency_cycles, 0, 1'000'000'000,
+       "IPU-Link latency per hop (cycles)"},
+      {"host_bytes_per_second", &IpuSpecs::host_bytes_per_second, 1'000'000, 10'000'000'000'000ull,
+       "PCIe host bandwidth, each direction"},
+      {"host_latency_cycles", &IpuSpecs::host_latency_cycles, 0, 1'000'000'000,
+       "host transfer latency (cycles)"},
+      {"max_ipus", &IpuSpecs::max_ipus, 1, 4096, "largest num_ipus of a system"},
+      {"tile_base_code_bytes", &IpuSpecs::tile_base_code_bytes, 0, 64 * kMiB,
+       "always-live code per tile (runtime, supervisor, stacks)"},
+      {"vertex_code_bytes", &IpuSpecs::vertex_code_bytes, 0, 64 * kMiB,
+       "code per distinct vertex type on a tile"},
+      {"vertex_state_bytes", &IpuSpecs::vertex_state_bytes, 0, kMiB, "state per vertex instance"},
+      {"compute_set_code_bytes", &IpuSpecs::compute_set_code_bytes, 0, kMiB,
+       "control code per compute set on a tile"},
+      {"exchange_code_bytes", &IpuSpecs::exchange_code_bytes, 0, kMiB,
+       "exchange code per exchange on a tile"},
+  };
+  return table;
+}
+
+const Field* find_field(const std::string& name) {
+  for (const auto& f : fields())
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+std::string field_list() {
+  std::string s;
+  for (const auto& f : fields()) s += (s.empty() ? "" : ", ") + std::string(f.name);
+  return s;
+}
+
+using Sources = std::map<std::string, std::string>;
+
+// Sources shared by the Mk2-family presets (gc200 and bow run the same tile design).
+Sources mk2_common_sources() {
+  return {
+      {"tiles", "[R-3P S9] 1,472 tiles"},
+      {"tile_sram_bytes", "[R S8] OOM message 'tiles only have 638976 bytes'"},
+      {"worker_contexts", "[R-3P S9] 6 threads per tile (8832 per IPU); poplibs NUM_WORKERS = 6"},
+      {"amp_fp16_fp16_macs_per_cycle", "[D] FP16.16 peak / (tiles * clock * 2)"},
+      {"amp_fp16_fp32_macs_per_cycle",
+       "[I] half of fp16 partials: poplibs' early DeviceInfo has fp16AccumConvUnitsPerTile = 8, "
+       "fp32AccumConvUnitsPerTile = 4"},
+      {"amp_fp32_input_channels",
+       "[I] CONV_UNIT_INPUT_LOAD_ELEMS_FLOAT = 2 x pipeline depth 4 (poplibs)"},
+      {"amp_fp16_input_channels",
+       "[I] CONV_UNIT_INPUT_LOAD_ELEMS_HALF = 4 x pipeline depth 4 (poplibs)"},
+      {"amp_output_channels", "[I] 16 conv units: 64 MACs/cycle = 16 outputs x 4 inputs"},
+      {"amp_vertex_overhead_cycles", "[I] order of poplin ConvPartial estimator overheads"},
+      {"vector_bytes_per_cycle", "[R S8] poplibs dataPathWidth = 64 bits"},
+      {"vector_vertex_overhead_cycles", "[I] order of popops basicOpLoopCycles overhead"},
+      {"transcendental_cycles_per_element", "[I] no published figure"},
+      {"exchange_bytes_per_cycle", "[D] 8 TB/s (R-3P S9) / (1472 tiles * 1.33 GHz) = 4.1"},
+      {"exchange_latency_cycles", "[I] Jia et al. absolute latencies not retrieved"},
+      {"internal_sync_cycles", "[I] sync cost not documented (hardware.md §E)"},
+      {"external_sync_cycles", "[I] sync cost not documented (hardware.md §E)"},
+      {"ipu_link_latency_cycles", "[I] ~1 us; Jia et al. absolute latencies not retrieved"},
+      {"host_bytes_per_second", "[D] PCIe Gen4 x16 64 GB/s (R-3P S9) / 2 directions"},
+      {"host_latency_cycles", "[I] ~1 us"},
+      {"max_ipus", "[I] largest pod modelled"},
+      {"tile_base_code_bytes", "[I] Poplar always-live code per tile, not published"},
+      {"vertex_code_bytes", "[I]"},
+      {"vertex_state_bytes", "[I]"},
+      {"compute_set_code_bytes", "[I]"},
+      {"exchange_code_bytes", "[I]"},
+  };
+}
+
+IpuSpecs mk2_common() {
+  IpuSpecs s;
+  s.tiles = 1472;
+  s.tile_sram_bytes = 638976;
+  s.worker_contexts = 6;
+  s.amp_fp32_macs_per_cycle = 16;
+  s.amp_fp16_fp32_macs_per_cycle = 32;
+  s.amp_fp16_fp16_macs_per_cycle = 64;
+  s.amp_fp32_input_channels = 8;
+  s.amp_fp16_input_channels = 16;
+  s.amp_output_channels = 16;
+  s.amp_vertex_overhead_cycles = 60;
+  s.vector_bytes_per_cycle = 8;
+  s.vector_vertex_overhead_cycles = 20;
+  s.transcendental_cycles_per_element = 8;
+  s.exchange_bytes_per_cycle = 4;
+  s.exchange_latency_cycles = 100;
+  s.internal_sync_cycles = 150;
+  s.external_sync_cycles = 1500;
+  s.ipu_link_bytes_per_second = 64'000'000'000ull;
+  s.host_bytes_per_second = 32'000'000'000ull;
+  s.max_ipus = 64;
+  s.tile_base_code_bytes = 12288;
+  s.vertex_code_bytes = 1024;
+  s.vertex_state_bytes = 32;
+  s.compute_set_code_bytes = 24;
+  s.exchange_code_bytes = 32;
+  s.sources = mk2_common_sources();
+  return s;
+}
+
+IpuSpecs make_gc200() {
+  IpuSpecs s = mk2_common();
+  s.name = "gc200";
+  s.clock_hz = 1'330'000'000;
+  s.ipu_link_latency_cycles = 1600;
+  s.host_latency_cycles = 1330;
+  s.sources["clock_hz"] = "[D] 250e12 / (1472 * 128) = 1.33 GHz; R-3P '1.35 GHz'";
+  s.sources["amp_fp32_macs_per_cycle"] =
+      "[D] 62.5 TFLOPS fp32 (R-3P S9) / (1472 * 1.33 GHz * 2) = 16";
+  s.sources["amp_fp16_fp16_macs_per_cycle"] =
+      "[D] 250 TFLOPS FP16.16 (R-3P S9) / (1472 * 1.33 GHz * 2) = 64";
+  s.sources["ipu_link_bytes_per_second"] =
+      "[I] 10 IPU-Links, 320 GB/s (R-3P S9) = 32 GB/s per link; 4 links to a neighbour, each "
+      "direction";
+  return s;
+}
+
+IpuSpecs make_bow() {
+  IpuSpecs s = mk2_common();
+  s.name = "bow";
+  s.clock_hz = 1'850'000'000;
+  s.ipu_link_latency_cycles = 2200;
+  s.host_latency_cycles = 1850;
+  s.sources["tiles"] = "[R S9] Bow-2000 datasheet: 5,888 cores / 4 IPUs";
+  s.sources["tile_sram_bytes"] = "[R-3P S9] same 900 MB In-Processor-Memory as Mk2";
+  s.sources["clock_hz"] = "[R-3P] 1.85 GHz; [D] 350e12 / (1472 * 128) = 1.86 GHz";
+  s.sources["amp_fp16_fp16_macs_per_cycle"] =
+      "[D] 350 TFLOPS (R-3P S9) / (1472 * 1.85 GHz * 2) = 64";
+  s.sources["amp_fp32_macs_per_cycle"] = "[I] Mk2 tile: fp32 peak not published for Bow";
+  s.sources["ipu_link_bytes_per_second"] = "[R S9] Bow-2000 IPU-Link 512 Gbps = 64 GB/s";
+  s.sources["host_bytes_per_second"] = "[I] PCIe Gen4 host link (R S9), 32 GB/s each direction";
+  return s;
+}
+
+IpuSpecs make_gc2() {
+  IpuSpecs s = mk2_common();
+  s.name = "gc2";
+  s.tiles = 1216;
+  s.tile_sram_bytes = 262144;
+  s.clock_hz = 1'600'000'000;
+  s.amp_fp32_macs_per_cycle = 8;
+  s.amp_fp16_fp32_macs_per_cycle = 16;
+  s.amp_fp16_fp16_macs_per_cycle = 32;
+  s.amp_output_channels = 8;
+  s.ipu_link_bytes_per_second = 64'000'000'000ull;
+  s.ipu_link_latency_cycles = 2000;
+  s.host_latency_cycles = 1600;
+  s.max_ipus = 16;
+  s.sources["tiles"] = "[R-3P S7 notes] 1216 tiles";
+  s.sources["tile_sram_bytes"] = "[R-3P S7 notes] 256 KiB per tile, 304 MiB total";
+  s.sources["worker_contexts"] = "[R-3P S7 notes] 6 worker threads per tile (7296 per IPU)";
+  s.sources["clock_hz"] =
+      "[D] '6 clock latency (~3.75 ns)' (R-3P) and 124.5e12 / (1216 * 64) = 1.6 GHz";
+  s.sources["amp_fp32_macs_per_cycle"] =
+      "[D] 31.1 TFLOPS fp32 (R-3P S7) / (1216 * 1.6 GHz * 2) = 8";
+  s.sources["amp_fp16_fp16_macs_per_cycle"] =
+      "[D] 124.5 TFLOPS mixed precision (R-3P S7) / (1216 * 1.6 GHz * 2) = 32, taken as the "
+      "fastest AMP mode";
+  s.sources["amp_output_channels"] =
+      "[I] 8 conv units (poplibs early DeviceInfo): 32 MACs = 8 outputs x 4 inputs";
+  s.sources["exchange_bytes_per_cycle"] =
+      "[I] same fabric width as Mk2; Mk1 exchange bandwidth not retrieved";
+  s.sources["ipu_link_bytes_per_second"] =
+      "[D] C2 board: 2 links of 64 GB/s bidirectional between the pair (R-3P S7 notes) = 64 GB/s "
+      "each direction";
+  s.sources["host_bytes_per_second"] = "[M] PCIe Gen4 x16, 32 GB/s each direction";
+  s.sources["max_ipus"] = "[I] 8 C2 cards";
+  return s;
+}
+
+uint64_t parse_u64(const std::string& field, const std::string& text) {
+  size_t pos = 0;
+  unsigned long long v = 0;
+  bool ok = !text.empty() && text[0] != '-';
+  try {
+    // Accept "1.33e9"-style numbers as long as they are whole.
+    if (ok && text.find_first_of(".eE") != std::string::npos) {
+      double d = std::stod(text, &pos);
+      ok = pos == text.size() && d >= 0 && d < 1.8e19 &&
+           d == static_cast<double>(static_cast<uint64_t>(d));
+      v = ok ? static_cast<uint64_t>(d) : 0;
+    } else if (ok) {
+      v = std::stoull(text, &pos);
+      ok = pos == text.size();
+    }
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  if (!ok)
+    throw SpecError(
+        fmt::format("ipu-emu: field '{}' must be a non-negative integer, got '{}'", field, text));
+  return v;
+}
+
+void set_field(IpuSpecs& s, const Field& f, uint64_t v, const std::string& origin) {
+  s.*(f.member) = v;
+  s.sources[f.name] = origin;
+}
+
+void apply_json(IpuSpecs& s, const nlohmann::json& j, const std::string& origin, bool require_all) {
+  std::map<std::string, bool> seen;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "base" || key == "name" || key == "description") continue;
+    const Field* f = find_field(key);
+    if (!f)
+      throw SpecError(fmt::format("ipu-emu: {}: unknown field '{}' (fields: name, base, {})",
+                                  origin, key, field_list()));
+    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+    if (!value.is_number() && !value.is_string())
+      throw SpecError(fmt::format("ipu-emu: {}: field '{}' must be a number, got {}", origin, key,
+                                  value.dump()));
+    set_field(s, *f, parse_u64(key, text), "[" + origin + "]");
+    seen[key] = true;
+  }
+  if (require_all)
+    for (const auto& f : fields())
+      if (!seen.count(f.name))
+        throw SpecError(
+            fmt::format("ipu-emu: {}: missing field '{}' ({}); give every field or \"base\": "
+                        "\"gc200\" to start from a preset",
+                        origin, f.name, f.help));
+}
+
+}  // namespace
+
+uint64_t IpuSpecs::cycles_for(uint64_t bytes, uint64_t bytes_per_second) const {
+  if (bytes == 0 || bytes_per_second == 0) return 0;
+  // bytes * clock / bandwidth, rounded up, without overflowing for large transfers.
+  unsigned __int128 num = static_cast<unsigned __int128>(bytes) * clock_hz;
+  return static_cast<uint64_t>((num + bytes_per_second - 1) / bytes_per_second);
+}
+
+const std::vector<std::pair<std::string, std::string>>& spec_fields() {
+  static const std::vector<std::pair<std::string, std::string>> out = [] {
+    std::vector<std::pair<std::string, std::string>> v;
+    for (const auto& f : fields()) v.emplace_back(f.name, f.help);
+    return v;
+  }();
+  return out;
+}
+
+std::vector<std::string> preset_names() {
+  return {"gc2", "gc200", "bow"};
+}
+
+bool is_preset(const std::string& name) {
+  return name == "gc2" || name == "gc200" || name == "bow";
+}
+
+IpuSpecs preset(const std::string& name) {
+  if (name == "gc2") return make_gc2();
+  if (name == "gc200") return make_gc200();
+  if (name == "bow") return make_bow();
+  throw SpecError(fmt::format(
+      "ipu-emu: unknown preset '{}' (presets: gc2, gc200, bow; or a .json file)", name));
+}
+
+IpuSpecs specs_from_json(const std::string& text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw SpecError(fmt::format("ipu-emu: {} is not valid JSON: {}", origin, e.what()));
+  }
+  if (!j.is_object()) throw SpecError(fmt::format("ipu-emu: {} must hold a JSON object", origin));
+  IpuSpecs s;
+  bool has_base = j.contains("base");
+  if (has_base) {
+    if (!j["base"].is_string())
+      throw SpecError(fmt::format("ipu-emu: {}: field 'base' must be a preset name", origin));
+    s = preset(j["base"].get<std::string>());
+  }
+  s.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : origin;
+  apply_json(s, j, origin, !has_base);
+  validate(s);
+  return s;
+}
+
+IpuSpecs resolve_specs(const std::string& arg) {
+  if (arg.empty())
+    throw SpecError("ipu-emu: give a preset (gc2, gc200, bow) or a .json file: ipu-emu:gc200");
+  if (is_preset(arg)) return preset(arg);
+  if (arg.size() > 5 && arg.compare(arg.size() - 5, 5, ".json") == 0) {
+    std::ifstream in(arg);
+    if (!in) throw SpecError(fmt::format("ipu-emu: cannot read device file '{}'", arg));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return specs_from_json(ss.str(), arg);
+  }
+  return preset(arg);
+}
+
+void apply_overrides(IpuSpecs& specs, const std::map<std::string, std::string>& overrides) {
+  for (const auto& [key, value] : overrides) {
+    const Field* f = find_field(key);
+    if (!f)
+      throw SpecError(fmt::format("ipu-emu: unknown preset field '{}' in --set (fields: {})", key,
+                                  field_list()));
+    set_field(specs, *f, parse_u64(key, value), "[override]");
+  }
+  validate(specs);
+}
+
+void validate(const IpuSpecs& s) {
+  for (const auto& f : fields()) {
+    uint64_t v = s.*(f.member);
+    if (v < f.min || v > f.max)
+      throw SpecError(fmt::format("ipu-emu: {}: field '{}' ({}) = {} is out of range [{}, {}]",
+                                  s.name, f.name, f.help, v, f.min, f.max));
+  }
+  if (s.vector_bytes_per_cycle % 4 != 0)
+    throw SpecError(
+        fmt::format("ipu-emu: {}: field 'vector_bytes_per_cycle' = {} must be a multiple of 4",
+                    s.name, s.vector_bytes_per_cycle));
+  uint64_t fixed = s.tile_base_code_bytes;
+  if (fixed >= s.tile_sram_bytes)
+    throw SpecError(fmt::format(
+        "ipu-emu: {}: field 'tile_base_code_bytes' = {} leaves no memory on a tile of {} "
+        "bytes (tile_sram_bytes)",
+        s.name, fixed, s.tile_sram_bytes));
+}
+
+std::string to_json(const IpuSpecs& specs) {
+  nlohmann::json j;
+  j["name"] = specs.name;
+  for (const auto& f : fields()) j[f.name] = specs.*(f.member);
+  return j.dump();
+}
+
+}  // namespace mimic::models::ipu
