@@ -215,6 +215,7 @@ void range_kernel(const KernelArgs& a) {
   };
   switch (out.dtype()) {
     case DType::f32: run(out.data<float>()); break;
+    case DType::f64: run(out.data<double>()); break;
     case DType::i64: run(out.data<int64_t>()); break;
     case DType::i32: run(out.data<int32_t>()); break;
     default: throw UnsupportedOpError("Range dtype");
@@ -279,6 +280,7 @@ void eye_like_kernel(const KernelArgs& a) {
       case DType::i32: out.data<int32_t>()[off] = 1; break;
       case DType::i64: out.data<int64_t>()[off] = 1; break;
       case DType::boolean: out.data<bool>()[off] = true; break;
+      case DType::f64: out.data<double>()[off] = 1.0; break;
     }
   }
 }
@@ -296,6 +298,7 @@ double load(const ir::HostTensor& t, int64_t i) {
     case DType::i32: return t.data<int32_t>()[i];
     case DType::i64: return static_cast<double>(t.data<int64_t>()[i]);
     case DType::boolean: return t.data<bool>()[i] ? 1.0 : 0.0;
+    case DType::f64: return t.data<double>()[i];
   }
   return 0;
 }
@@ -315,6 +318,7 @@ void store(ir::HostTensor& t, int64_t i, double v, int64_t exact_int, bool use_e
     case DType::i32: t.data<int32_t>()[i] = use_exact ? static_cast<int32_t>(exact_int) : saturate_integer<int32_t>(v); break;
     case DType::i64: t.data<int64_t>()[i] = use_exact ? exact_int : saturate_integer<int64_t>(v); break;
     case DType::boolean: t.data<bool>()[i] = v != 0; break;
+    case DType::f64: t.data<double>()[i] = v; break;
   }
 }
 

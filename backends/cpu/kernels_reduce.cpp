@@ -45,7 +45,9 @@ Rows rows_with_axes_last(const ir::HostTensor& t, const std::vector<bool>& reduc
   return r;
 }
 
-double reduce_row(OpType op, const float* x, int64_t n) {
+// Floating-point reduction of one row, accumulated in double (T is float or double).
+template <typename T>
+double reduce_row(OpType op, const T* x, int64_t n) {
   double acc;
   switch (op) {
     case OpType::ReduceMax: acc = -INFINITY; for (int64_t i = 0; i < n; ++i) acc = std::max<double>(acc, x[i]); return acc;
@@ -107,6 +109,10 @@ void reduce_kernel(const KernelArgs& a) {
       for (int64_t o = 0; o < r.outer; ++o) y[o] = static_cast<float>(reduce_row(op, x + o * r.inner, r.inner));
       return;
     }
+    case ir::DType::f64:
+      for (int64_t o = 0; o < r.outer; ++o)
+        out.data<double>()[o] = reduce_row(op, r.data.data<double>() + o * r.inner, r.inner);
+      return;
     case ir::DType::i64:
       for (int64_t o = 0; o < r.outer; ++o)
         out.data<int64_t>()[o] = reduce_row_integer(op, r.data.data<int64_t>() + o * r.inner, r.inner);
@@ -143,6 +149,7 @@ void arg_reduce_kernel(const KernelArgs& a) {
   };
   switch (r.data.dtype()) {
     case ir::DType::f32: run(r.data.data<float>()); break;
+    case ir::DType::f64: run(r.data.data<double>()); break;
     case ir::DType::i64: run(r.data.data<int64_t>()); break;
     case ir::DType::i32: run(r.data.data<int32_t>()); break;
     case ir::DType::i8: run(r.data.data<int8_t>()); break;
@@ -175,6 +182,7 @@ void cumsum_kernel(const KernelArgs& a) {
   };
   switch (a.input(0).dtype()) {
     case ir::DType::f32: run(a.output(0).data<float>(), a.input(0).data<float>()); break;
+    case ir::DType::f64: run(a.output(0).data<double>(), a.input(0).data<double>()); break;
     case ir::DType::i64: run(a.output(0).data<int64_t>(), a.input(0).data<int64_t>()); break;
     case ir::DType::i32: run(a.output(0).data<int32_t>(), a.input(0).data<int32_t>()); break;
     default: throw UnsupportedOpError("CumSum dtype");

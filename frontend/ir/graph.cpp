@@ -124,6 +124,7 @@ std::optional<double> constant_scalar(const Graph& g, const Node& n, int input) 
   const HostTensor& t = *v.constant;
   switch (t.dtype()) {
     case DType::f32: return t.data<float>()[0];
+    case DType::f64: return t.data<double>()[0];
     case DType::i64: return static_cast<double>(t.data<int64_t>()[0]);
     case DType::i32: return t.data<int32_t>()[0];
     case DType::i8: return t.data<int8_t>()[0];
