@@ -1,5 +1,6 @@
 #include "frontend/ir/graph.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "frontend/ir/error.h"
@@ -50,6 +51,20 @@ void Graph::add_output(ValueId v) {
   if (v < 0 || v >= num_values())
     throw ShapeError(fmt::format("graph output value id {} does not exist", v));
   outputs_.push_back(v);
+}
+
+void Graph::make_constant(ValueId v, HostTensor data) {
+  auto it = std::find(inputs_.begin(), inputs_.end(), v);
+  if (it == inputs_.end())
+    throw InvalidArgument(fmt::format("value '{}' is not a graph input", value(v).name));
+  Value& val = value(v);
+  if (data.dtype() != val.type.dtype || data.shape().rank() != val.type.shape.rank())
+    throw InvalidArgument(fmt::format("input '{}' is {}, cannot hold a constant {}", val.name, val.type.str(),
+                                      data.type().str()));
+  inputs_.erase(it);
+  val.type = data.type();
+  val.typed = true;
+  val.constant = std::make_shared<const HostTensor>(std::move(data));
 }
 
 std::optional<ValueId> Graph::find_value(const std::string& name) const {

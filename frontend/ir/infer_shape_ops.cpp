@@ -63,7 +63,10 @@ void reshape(InferContext& c) {
 
 void flatten(InferContext& c) {
   const Shape& in = c.shape(0);
-  int axis = normalize_axis(c.attrs().get_int("axis", 1), in.rank() + 1, c.node().name + " axis");
+  // ONNX Flatten's axis is in [-rank, rank]; a negative axis counts from the end (axis + rank).
+  int64_t a = c.attrs().get_int("axis", 1);
+  if (a < -in.rank() || a > in.rank()) c.fail(fmt::format("axis {} is out of range for rank {}", a, in.rank()));
+  int axis = static_cast<int>(a < 0 ? a + in.rank() : a);
   int s1 = 0, s2 = 0;
   int64_t outer = known_product({in.dims().begin(), in.dims().begin() + axis}, s1);
   int64_t inner = known_product({in.dims().begin() + axis, in.dims().end()}, s2);

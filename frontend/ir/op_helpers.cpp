@@ -126,4 +126,39 @@ std::vector<int64_t> resolve_squeeze_axes(const Graph& g, const Node& n) {
   return axes;
 }
 
+bool needs_constant_input(OpType op, int input) {
+  switch (op) {
+    case OpType::Reshape: case OpType::Split: case OpType::Squeeze: case OpType::Unsqueeze:
+    case OpType::Tile: case OpType::Expand: case OpType::CumSum: case OpType::Trilu:
+      return input == 1;
+    case OpType::Slice: return input >= 1;
+    case OpType::Pad: return input == 1 || input == 3;
+    case OpType::ConstantOfShape: return input == 0;
+    case OpType::Range: return true;
+    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax: case OpType::ReduceMin:
+    case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2: case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
+      return input == 1;
+    default: return false;
+  }
+}
+
+std::vector<int> shape_defining_inputs(const Graph& g) {
+  std::vector<bool> needed(g.num_values(), false);
+  // Nodes are topological: walking backwards, a needed node output makes all its inputs needed.
+  for (int i = g.num_nodes() - 1; i >= 0; --i) {
+    const Node& n = g.node(i);
+    bool outputs_needed = false;
+    for (ValueId v : n.outputs) outputs_needed = outputs_needed || needed[v];
+    // These read only their input's shape, which is known without its values.
+    if (n.op == OpType::Shape || n.op == OpType::Size || n.op == OpType::EyeLike) outputs_needed = false;
+    for (int k = 0; k < n.num_inputs(); ++k)
+      if (n.has_input(k) && (outputs_needed || needs_constant_input(n.op, k))) needed[n.inputs[k]] = true;
+  }
+  std::vector<int> out;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    if (needed[g.inputs()[i]]) out.push_back(static_cast<int>(i));
+  return out;
+}
+
 }  // namespace mimic::ir
