@@ -1,7 +1,9 @@
-// `mimic run`: build or load a model, compile it for a device, run it on example inputs and print
-// a summary (output checksum, time, per-op table, device figures, difference against cpu).
+// `mimic run`: build or load a model (zoo or ONNX file), compile it for a device, run it on example
+// inputs (random, or .npy files) and print a summary (output checksum, time, per-op table, device
+// figures, difference against cpu); --output-dir writes the outputs as .npy files.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -9,18 +11,21 @@
 #include "frontend/api/report_json.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
+#include "frontend/cli/npy.h"
 #include "frontend/cli/run_summary.h"
 #include "frontend/ir/error.h"
+#include "frontend/onnx/onnx_import.h"
 
 namespace mimic::cli {
 namespace {
 
 struct RunArgs {
-  std::string model, device = "cpu", layout = "nchw", precision = "default";
+  std::string model, onnx, device = "cpu", layout = "nchw", precision = "default", output_dir;
   int64_t batch = 1, repeat = 1, warmup = 0, top = 10;
+  bool batch_given = false;
   uint64_t seed = 0;
   bool json = false, strict = false, timing_only = false, compile_only = false, no_compare = false;
-  std::vector<std::string> model_args, options, overrides;
+  std::vector<std::string> model_args, options, overrides, inputs;
 };
 
 struct LoadedModel {
@@ -29,8 +34,18 @@ struct LoadedModel {
   int64_t parameters = 0;
 };
 
+// An ONNX file: parameters are the elements of its constants (initializers).
+LoadedModel load_onnx(const RunArgs& a) {
+  if (!a.model.empty()) throw InvalidArgument("give either --model or --onnx, not both");
+  LoadedModel out{onnx_import::import_model(a.onnx).graph, 100, 0};
+  for (int v = 0; v < out.graph.num_values(); ++v)
+    if (out.graph.value(v).constant) out.parameters += out.graph.value(v).constant->numel();
+  return out;
+}
+
 LoadedModel load_model(const RunArgs& a) {
-  if (a.model.empty()) throw InvalidArgument("give a model: --model NAME (one of the zoo's)");
+  if (!a.onnx.empty()) return load_onnx(a);
+  if (a.model.empty()) throw InvalidArgument("give a model: --model NAME (one of the zoo's) or --onnx FILE");
   zoo::ModelOptions o;
   o.layout = a.layout;
   o.seed = a.seed;
@@ -41,9 +56,55 @@ LoadedModel load_model(const RunArgs& a) {
   return out;
 }
 
-CompileOptions compile_options(const RunArgs& a) {
+// Inputs from --input name=file.npy, in graph-input order; empty when none are given.
+std::vector<ir::HostTensor> read_inputs(const RunArgs& a, const ir::Graph& g) {
+  if (a.inputs.empty()) return {};
+  std::map<std::string, std::string> files = parse_key_values(a.inputs, "--input");
+  std::vector<std::string> names, missing;
+  for (ir::ValueId v : g.inputs()) names.push_back(g.value(v).name);
+  for (const auto& [name, file] : files)
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw InvalidArgument(fmt::format("--input '{}': the model has no input of that name (inputs: {})", name,
+                                        fmt::join(names, ", ")));
+  std::vector<ir::HostTensor> out;
+  for (const std::string& name : names) {
+    if (!files.count(name)) missing.push_back(name);
+    else out.push_back(read_npy(files.at(name)));
+  }
+  if (!missing.empty())
+    throw InvalidArgument(fmt::format("--input is missing for input(s) {} (give every input, or none for random ones)",
+                                      fmt::join(missing, ", ")));
+  return out;
+}
+
+// The batch to compile for: --batch for a graph with a symbolic batch (else the first dim of the
+// input files, else 1); 0 (the graph's own) for fixed-shape graphs unless --batch was given.
+int64_t resolve_batch(const RunArgs& a, const ir::Graph& g, const std::vector<ir::HostTensor>& inputs) {
+  if (a.batch_given || a.onnx.empty()) return a.batch;
+  if (!g.has_symbolic_batch()) return 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Shape& s = g.input_type(static_cast<int>(i)).shape;
+    if (s.rank() > 0 && s[0] == ir::kBatch && inputs[i].shape().rank() > 0) return inputs[i].shape()[0];
+  }
+  return 1;
+}
+
+// Writes each output to DIR/<name>.npy (characters other than [A-Za-z0-9._-] become '_').
+void write_outputs(const std::string& dir, const ir::Graph& g, const std::vector<ir::HostTensor>& outputs) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw IoError(fmt::format("--output-dir '{}' cannot be created: {}", dir, ec.message()));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string name = g.value(g.outputs()[i]).name;
+    for (char& ch : name)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '_';
+    write_npy((std::filesystem::path(dir) / (name + ".npy")).string(), outputs[i]);
+  }
+}
+
+CompileOptions compile_options(const RunArgs& a, int64_t batch) {
   CompileOptions o;
-  o.batch = a.batch;
+  o.batch = batch;
   o.precision = a.precision;
   o.strict = a.strict;
   o.timing_only = a.timing_only;
@@ -67,20 +128,26 @@ int run(const RunArgs& a) {
   if (a.repeat <= 0) throw InvalidArgument(fmt::format("--repeat must be positive, got {}", a.repeat));
   Device device(a.device);
   LoadedModel model = load_model(a);
+  std::vector<ir::HostTensor> given = read_inputs(a, model.graph);
+  int64_t batch = resolve_batch(a, model.graph, given);
+  std::string model_name = a.onnx.empty() ? a.model : a.onnx;
   auto t0 = std::chrono::steady_clock::now();
-  Executable exe = compile(model.graph, device, compile_options(a));
+  Executable exe = compile(model.graph, device, compile_options(a, batch));
   double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  exe.run_info().model = a.model;
-  exe.run_info().layout = a.layout;
-  nlohmann::json j{{"model", a.model}, {"device", device.str()}, {"batch", a.batch}, {"layout", a.layout},
+  if (batch == 0 && !exe.graph().inputs().empty() && exe.graph().input_type(0).shape.rank() > 0)
+    batch = exe.graph().input_type(0).shape[0];
+  exe.run_info().model = model_name;
+  exe.run_info().layout = a.onnx.empty() ? a.layout : "";
+  nlohmann::json j{{"model", model_name}, {"device", device.str()}, {"batch", batch}, {"layout", a.layout},
                    {"parameters", model.parameters}, {"compile_seconds", compile_s},
                    {"compile", to_json(exe.compile_report())}};
   if (a.compile_only) {
     if (a.json) std::cout << j.dump(2) << "\n";
-    else std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", a.model, a.batch, device.str(), format_seconds(compile_s));
+    else std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", model_name, batch, device.str(), format_seconds(compile_s));
     return 0;
   }
-  std::vector<ir::HostTensor> inputs = random_inputs(exe.graph(), a.seed + 1, model.int_input_high);
+  std::vector<ir::HostTensor> inputs =
+      given.empty() ? random_inputs(exe.graph(), a.seed + 1, model.int_input_high) : given;
   for (int64_t i = 0; i < a.warmup; ++i) exe.run(inputs);
   std::vector<double> walls;
   RunOutput out;
@@ -96,9 +163,10 @@ int run(const RunArgs& a) {
   Difference diff;
   if (compare) {
     CompileOptions cpu_options;
-    cpu_options.batch = a.batch;
+    cpu_options.batch = batch;
     diff = compare_outputs(out.outputs, compile(model.graph, Device("cpu"), cpu_options).run(inputs).outputs);
   }
+  if (!a.output_dir.empty()) write_outputs(a.output_dir, exe.graph(), out.outputs);
   if (a.json) {
     j["wall_seconds"] = {{"min", timing.min}, {"median", timing.median}, {"runs", a.repeat}};
     j["outputs"] = nlohmann::json::array();
@@ -108,7 +176,8 @@ int run(const RunArgs& a) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<12}{} (batch {}, {}, {} parameters)\n", "model", a.model, a.batch, a.layout,
+  std::cout << fmt::format("{:<12}{} (batch {}, {}, {} parameters)\n", "model", model_name, batch,
+                           a.onnx.empty() ? a.layout : (given.empty() ? "random inputs" : "inputs from .npy"),
                            format_count(static_cast<double>(model.parameters), ""));
   std::cout << fmt::format("{:<12}{} ({})\n", "device", device.str(), device.info().description);
   for (const auto& s : stats)
@@ -129,9 +198,14 @@ Command add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a model on a device and print a summary");
   cmd->add_option("--model", a->model, "Zoo model: " + fmt::format("{}", fmt::join(zoo::names(), ", ")));
+  cmd->add_option("--onnx", a->onnx, "ONNX model file (instead of --model)");
+  cmd->add_option("--input", a->inputs, "ONNX model input name=file.npy (all inputs, or none for random ones)");
+  cmd->add_option("--output-dir", a->output_dir, "Write every output to DIR/<name>.npy");
   cmd->add_option("--model-arg", a->model_args, "Model parameter key=value (e.g. layers=2, hidden=256)");
   cmd->add_option("--device", a->device, "Device string (see `mimic devices`)")->capture_default_str();
-  cmd->add_option("--batch", a->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "Batch size (ONNX: binds a symbolic batch; default from --input or 1)")
+      ->capture_default_str()
+      ->each([a](const std::string&) { a->batch_given = true; });
   cmd->add_option("--layout", a->layout, "CNN activation layout: nchw or nhwc")->capture_default_str();
   cmd->add_option("--precision", a->precision, "Matrix precision: default|high|highest (TPU), float32|float16 (IPU)")
       ->capture_default_str();

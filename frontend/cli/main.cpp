@@ -10,7 +10,8 @@ int main(int argc, char** argv) {
   CLI::App app{"mimic: run ML models on emulated TPUs and IPUs and on real devices"};
   app.set_version_flag("--version", MIMIC_VERSION);
   app.require_subcommand(1);
-  std::vector<Command> commands{add_devices_command(app), add_run_command(app)};
+  std::vector<Command> commands{add_devices_command(app), add_run_command(app),
+                                add_conformance_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
