@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
 #include "frontend/ir/error.h"
@@ -96,8 +97,8 @@ T apply_float(OpType op, T x, const UnaryParams& p) {
 template <typename T>
 T apply_integer(OpType op, T x) {
   switch (op) {
-    case OpType::Abs: return x < 0 ? static_cast<T>(-x) : x;
-    case OpType::Neg: return static_cast<T>(-x);
+    case OpType::Abs: return x < 0 ? wrap_neg(x) : x;
+    case OpType::Neg: return wrap_neg(x);
     case OpType::Sign: return static_cast<T>((x > 0) - (x < 0));
     case OpType::Relu: return x > 0 ? x : T(0);
     default: return x;
@@ -202,34 +203,41 @@ void unary_kernel(const KernelArgs& a) {
 
 namespace {
 
+// Integer powers by repeated (wrapping) multiplication for non-negative integer exponents, as
+// numpy computes them; other exponents go through double and saturate.
 template <typename T>
 T integer_pow(T base, double exponent) {
-  return static_cast<T>(std::pow(static_cast<double>(base), exponent));
+  if (exponent >= 0 && exponent < 64 && exponent == std::floor(exponent)) {
+    T r = 1;
+    for (int i = 0; i < static_cast<int>(exponent); ++i) r = wrap_mul(r, base);
+    return r;
+  }
+  return saturate_cast<T>(std::pow(static_cast<double>(base), exponent));
 }
 
 template <typename T>
 T arith(OpType op, T x, T y, bool fmod_mode) {
   switch (op) {
-    case OpType::Add: return x + y;
-    case OpType::Sub: return x - y;
-    case OpType::Mul: return x * y;
+    case OpType::Add: return wrap_add(x, y);
+    case OpType::Sub: return wrap_sub(x, y);
+    case OpType::Mul: return wrap_mul(x, y);
     case OpType::Div:
-      if constexpr (std::is_integral_v<T>) return y == 0 ? T(0) : static_cast<T>(x / y);
+      if constexpr (std::is_integral_v<T>) return y == 0 ? T(0) : int_div(x, y);
       else return x / y;
     case OpType::Max: return std::max(x, y);
     case OpType::Min: return std::min(x, y);
     case OpType::Mod:
       if constexpr (std::is_integral_v<T>) {
         if (y == 0) return T(0);
-        if (fmod_mode) return static_cast<T>(x % y);
-        T r = static_cast<T>(x % y);
-        return (r != 0 && ((r < 0) != (y < 0))) ? static_cast<T>(r + y) : r;
+        T r = int_rem(x, y);
+        if (fmod_mode) return r;
+        return (r != 0 && ((r < 0) != (y < 0))) ? wrap_add(r, y) : r;
       } else {
         if (fmod_mode) return std::fmod(x, y);
         T r = std::fmod(x, y);
         return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
       }
-    case OpType::PRelu: return x < 0 ? x * y : x;
+    case OpType::PRelu: return x < 0 ? wrap_mul(x, y) : x;
     default: return x;
   }
 }
@@ -292,9 +300,9 @@ void binary_typed(const KernelArgs& a) {
     return;
   }
   switch (op) {
-    case OpType::Add: binary_loop<T, T>(a, [](T x, T y) { return x + y; }); return;
-    case OpType::Sub: binary_loop<T, T>(a, [](T x, T y) { return x - y; }); return;
-    case OpType::Mul: binary_loop<T, T>(a, [](T x, T y) { return x * y; }); return;
+    case OpType::Add: binary_loop<T, T>(a, [](T x, T y) { return wrap_add(x, y); }); return;
+    case OpType::Sub: binary_loop<T, T>(a, [](T x, T y) { return wrap_sub(x, y); }); return;
+    case OpType::Mul: binary_loop<T, T>(a, [](T x, T y) { return wrap_mul(x, y); }); return;
     default: binary_loop<T, T>(a, [op, fmod_mode](T x, T y) { return arith(op, x, y, fmod_mode); });
   }
 }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
 #include "frontend/ir/error.h"
@@ -75,19 +76,21 @@ double reduce_row(OpType op, const T* x, int64_t n) {
   }
 }
 
+// Integer reductions accumulate in int64 with wrap-around (numpy's behaviour on overflow).
 template <typename T>
 T reduce_row_integer(OpType op, const T* x, int64_t n) {
   int64_t acc = op == OpType::ReduceProd ? 1 : 0;
   if (op == OpType::ReduceMax) acc = std::numeric_limits<T>::min();
   if (op == OpType::ReduceMin) acc = std::numeric_limits<T>::max();
   for (int64_t i = 0; i < n; ++i) {
+    int64_t v = x[i];
     switch (op) {
-      case OpType::ReduceMax: acc = std::max<int64_t>(acc, x[i]); break;
-      case OpType::ReduceMin: acc = std::min<int64_t>(acc, x[i]); break;
-      case OpType::ReduceProd: acc *= x[i]; break;
-      case OpType::ReduceL1: acc += x[i] < 0 ? -x[i] : x[i]; break;
-      case OpType::ReduceSumSquare: acc += static_cast<int64_t>(x[i]) * x[i]; break;
-      default: acc += x[i];
+      case OpType::ReduceMax: acc = std::max<int64_t>(acc, v); break;
+      case OpType::ReduceMin: acc = std::min<int64_t>(acc, v); break;
+      case OpType::ReduceProd: acc = wrap_mul(acc, v); break;
+      case OpType::ReduceL1: acc = wrap_add(acc, v < 0 ? wrap_neg(v) : v); break;
+      case OpType::ReduceSumSquare: acc = wrap_add(acc, wrap_mul(v, v)); break;
+      default: acc = wrap_add(acc, v);
     }
   }
   if (op == OpType::ReduceMean && n) acc /= n;
@@ -166,17 +169,20 @@ void cumsum_kernel(const KernelArgs& a) {
   bool exclusive = a.node.attrs.get_int("exclusive", 0) != 0;
   bool reverse = a.node.attrs.get_int("reverse", 0) != 0;
   int64_t outer = s.product(0, axis), dim = s[axis], inner = s.product(axis + 1, s.rank());
+  // Floats accumulate in double, integers exactly in their own type (wrapping on overflow).
   auto run = [&](auto* y, const auto* x) {
+    using T = std::remove_pointer_t<decltype(y)>;
+    using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
-        double acc = 0;
+        Acc acc = 0;
         for (int64_t k = 0; k < dim; ++k) {
           int64_t d = reverse ? dim - 1 - k : k;
           int64_t off = (o * dim + d) * inner + i;
-          double v = x[off];
-          if (!exclusive) acc += v;
-          y[off] = static_cast<std::remove_pointer_t<decltype(y)>>(acc);
-          if (exclusive) acc += v;
+          Acc v = x[off];
+          if (!exclusive) acc = wrap_add(acc, v);
+          y[off] = static_cast<T>(acc);
+          if (exclusive) acc = wrap_add(acc, v);
         }
       }
   };

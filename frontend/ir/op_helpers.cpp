@@ -30,6 +30,13 @@ SliceSpec resolve_slice(const Shape& shape, const std::vector<int64_t>& starts,
       if (starts[i] == 0 && step == 1 && ends[i] >= (int64_t{1} << 30)) continue;
       throw ShapeError(fmt::format("{}: slicing the symbolic batch axis needs a bound batch", what));
     }
+    // A step longer than the axis selects one element either way; clamping keeps arithmetic in range.
+    int64_t longest = std::max<int64_t>(dim, 1);
+    step = std::clamp<int64_t>(step, -longest, longest);
+    if (dim == 0) {
+      spec.length[axis] = 0;
+      continue;
+    }
     int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
     int64_t len;
@@ -86,7 +93,10 @@ std::vector<int64_t> resolve_split(const Graph& g, const Node& n) {
     for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
   }
   int64_t total = 0;
-  for (int64_t s : sizes) total += s;
+  for (int64_t s : sizes) {
+    if (s < 0) throw ShapeError(fmt::format("{}: split size {} is negative", describe(g, n), s));
+    total = checked_add(total, s, describe(g, n) + " split sizes");
+  }
   if (static_cast<int64_t>(sizes.size()) != parts || total != dim)
     throw ShapeError(fmt::format("{}: split sizes [{}] do not cover axis {} of size {} in {} parts",
                                  describe(g, n), fmt::join(sizes, ","), axis, dim, parts));

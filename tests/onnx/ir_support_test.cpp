@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "frontend/api/compile.h"
 #include "frontend/ir/error.h"
@@ -65,6 +66,36 @@ TEST(IrF64, MatrixOpsRefuseF64) {
   ir::ValueId a = g.add_input("a", DType::f64, ir::Shape({2, 2}));
   g.add_output(g.add_node(OpType::MatMul, "mm", {a, a})[0]);
   EXPECT_THROW(compile(g, Device("cpu")), UnsupportedOpError);
+}
+
+// Integer kernels give numpy's results where C++ would be undefined: wrap-around, INT64_MIN / -1,
+// saturating float->int casts, exact int64 CumSum beyond 2^53.
+TEST(IrIntegers, WrapSaturateAndStayExact) {
+  const int64_t big = std::numeric_limits<int64_t>::max(),
+                low = std::numeric_limits<int64_t>::min();
+  ir::Graph g("ints");
+  ir::ValueId a = g.add_input("a", DType::i64, ir::Shape({3}));
+  ir::ValueId b = g.add_input("b", DType::i64, ir::Shape({3}));
+  ir::ValueId f = g.add_input("f", DType::f32, ir::Shape({3}));
+  int64_t axis = 0;
+  ir::ValueId ax = g.add_constant("axis", ir::HostTensor::from(ir::Shape(), &axis));
+  g.add_output(g.add_node(OpType::Add, "add", {a, b})[0]);
+  g.add_output(g.add_node(OpType::Div, "div", {a, b})[0]);
+  g.add_output(g.add_node(OpType::Cast, "cast", {f}, {{"to", std::string("i32")}})[0]);
+  g.add_output(g.add_node(OpType::CumSum, "cumsum", {a, ax})[0]);
+  int64_t av[] = {big, low, (int64_t{1} << 53) + 1}, bv[] = {1, -1, 2};
+  float fv[] = {1e20f, -1e20f, NAN};
+  auto out =
+      compile(g, Device("cpu"))
+          .run({ir::HostTensor::from(ir::Shape({3}), av), ir::HostTensor::from(ir::Shape({3}), bv),
+                ir::HostTensor::from(ir::Shape({3}), fv)})
+          .outputs;
+  EXPECT_EQ(out[0].data<int64_t>()[0], low);  // big + 1 wraps
+  EXPECT_EQ(out[1].data<int64_t>()[1], low);  // low / -1 wraps
+  EXPECT_EQ(out[2].data<int32_t>()[0], std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(out[2].data<int32_t>()[1], std::numeric_limits<int32_t>::min());
+  EXPECT_EQ(out[2].data<int32_t>()[2], 0);
+  EXPECT_EQ(out[3].data<int64_t>()[2], big + low + (int64_t{1} << 53) + 1);  // -1 + 2^53 + 1, exact
 }
 
 TEST(IrFlatten, NegativeAxisCountsFromTheEnd) {
