@@ -3,7 +3,6 @@
 // figures, difference against cpu); --output-dir writes the outputs as .npy files.
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -11,7 +10,7 @@
 #include "frontend/api/report_json.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
-#include "frontend/cli/npy.h"
+#include "frontend/cli/run_io.h"
 #include "frontend/cli/run_summary.h"
 #include "frontend/ir/error.h"
 #include "frontend/onnx/onnx_import.h"
@@ -56,52 +55,6 @@ LoadedModel load_model(const RunArgs& a) {
   return out;
 }
 
-// Inputs from --input name=file.npy, in graph-input order; empty when none are given.
-std::vector<ir::HostTensor> read_inputs(const RunArgs& a, const ir::Graph& g) {
-  if (a.inputs.empty()) return {};
-  std::map<std::string, std::string> files = parse_key_values(a.inputs, "--input");
-  std::vector<std::string> names, missing;
-  for (ir::ValueId v : g.inputs()) names.push_back(g.value(v).name);
-  for (const auto& [name, file] : files)
-    if (std::find(names.begin(), names.end(), name) == names.end())
-      throw InvalidArgument(fmt::format("--input '{}': the model has no input of that name (inputs: {})", name,
-                                        fmt::join(names, ", ")));
-  std::vector<ir::HostTensor> out;
-  for (const std::string& name : names) {
-    if (!files.count(name)) missing.push_back(name);
-    else out.push_back(read_npy(files.at(name)));
-  }
-  if (!missing.empty())
-    throw InvalidArgument(fmt::format("--input is missing for input(s) {} (give every input, or none for random ones)",
-                                      fmt::join(missing, ", ")));
-  return out;
-}
-
-// The batch to compile for: --batch for a graph with a symbolic batch (else the first dim of the
-// input files, else 1); 0 (the graph's own) for fixed-shape graphs unless --batch was given.
-int64_t resolve_batch(const RunArgs& a, const ir::Graph& g, const std::vector<ir::HostTensor>& inputs) {
-  if (a.batch_given || a.onnx.empty()) return a.batch;
-  if (!g.has_symbolic_batch()) return 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const ir::Shape& s = g.input_type(static_cast<int>(i)).shape;
-    if (s.rank() > 0 && s[0] == ir::kBatch && inputs[i].shape().rank() > 0) return inputs[i].shape()[0];
-  }
-  return 1;
-}
-
-// Writes each output to DIR/<name>.npy (characters other than [A-Za-z0-9._-] become '_').
-void write_outputs(const std::string& dir, const ir::Graph& g, const std::vector<ir::HostTensor>& outputs) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw IoError(fmt::format("--output-dir '{}' cannot be created: {}", dir, ec.message()));
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    std::string name = g.value(g.outputs()[i]).name;
-    for (char& ch : name)
-      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '_';
-    write_npy((std::filesystem::path(dir) / (name + ".npy")).string(), outputs[i]);
-  }
-}
-
 CompileOptions compile_options(const RunArgs& a, int64_t batch) {
   CompileOptions o;
   o.batch = batch;
@@ -128,8 +81,9 @@ int run(const RunArgs& a) {
   if (a.repeat <= 0) throw InvalidArgument(fmt::format("--repeat must be positive, got {}", a.repeat));
   Device device(a.device);
   LoadedModel model = load_model(a);
-  std::vector<ir::HostTensor> given = read_inputs(a, model.graph);
-  int64_t batch = resolve_batch(a, model.graph, given);
+  std::vector<ir::HostTensor> given = read_input_files(a.inputs, model.graph);
+  if (!a.onnx.empty()) given = freeze_shape_inputs(model.graph, given);
+  int64_t batch = a.batch_given || a.onnx.empty() ? a.batch : onnx_batch(model.graph, given);
   std::string model_name = a.onnx.empty() ? a.model : a.onnx;
   auto t0 = std::chrono::steady_clock::now();
   Executable exe = compile(model.graph, device, compile_options(a, batch));
@@ -166,7 +120,7 @@ int run(const RunArgs& a) {
     cpu_options.batch = batch;
     diff = compare_outputs(out.outputs, compile(model.graph, Device("cpu"), cpu_options).run(inputs).outputs);
   }
-  if (!a.output_dir.empty()) write_outputs(a.output_dir, exe.graph(), out.outputs);
+  if (!a.output_dir.empty()) write_output_files(a.output_dir, exe.graph(), out.outputs);
   if (a.json) {
     j["wall_seconds"] = {{"min", timing.min}, {"median", timing.median}, {"runs", a.repeat}};
     j["outputs"] = nlohmann::json::array();
@@ -177,7 +131,7 @@ int run(const RunArgs& a) {
     return 0;
   }
   std::cout << fmt::format("{:<12}{} (batch {}, {}, {} parameters)\n", "model", model_name, batch,
-                           a.onnx.empty() ? a.layout : (given.empty() ? "random inputs" : "inputs from .npy"),
+                           a.onnx.empty() ? a.layout : (a.inputs.empty() ? "random inputs" : "inputs from .npy"),
                            format_count(static_cast<double>(model.parameters), ""));
   std::cout << fmt::format("{:<12}{} ({})\n", "device", device.str(), device.info().description);
   for (const auto& s : stats)

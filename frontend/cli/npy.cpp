@@ -123,10 +123,11 @@ ir::HostTensor read_npy(const std::string& path) {
   if (bytes.size() < data_start) bad(path, "it is truncated in the header");
   Header h = parse_header(bytes.substr(8 + len_size, header_len), path);
   DType dtype = dtype_of_descr(h.descr, path);
-  int64_t numel = 1;
+  int64_t numel = 1, nonzero = 1;  // bounding nonzero dims keeps strides of empty arrays in range
   for (int64_t d : h.shape) {
+    if (d > 0 && (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > kMaxElements))
+      bad(path, "it has too many elements");
     numel *= d;
-    if (numel > kMaxElements) bad(path, "it has too many elements");
   }
   if (h.fortran && h.shape.size() > 1)
     bad(path, "Fortran-ordered arrays are not supported (save np.ascontiguousarray(x))");

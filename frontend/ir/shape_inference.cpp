@@ -29,10 +29,11 @@ const HostTensor* InferContext::constant(int i) const {
 }
 
 void InferContext::set_output(int i, DType dtype, Shape shape) {
+  // Zero dims are skipped in the product so that strides of empty tensors stay bounded too.
   int64_t elements = 1;
   for (int64_t d : shape.dims()) {
     if (d < 0 && d != kBatch) fail(fmt::format("output {} would have negative dim in {}", i, shape.str()));
-    if (d == kBatch) continue;
+    if (d == kBatch || d == 0) continue;
     if (d > kMaxElements || (elements = checked_mul_or(elements, d)) < 0)
       fail(fmt::format("output {} of shape {} would have more than 2^40 elements", i, shape.str()));
   }

@@ -59,7 +59,7 @@ void clip(NodeConverter& c) {
   if (c.has_attr("min")) lo = c.constant_scalar("min", dtype, c.attr_float("min", 0));
   if (c.has_attr("max")) hi = c.constant_scalar("max", dtype, c.attr_float("max", 0));
   std::vector<ir::ValueId> inputs{x, lo, hi};
-  while (inputs.back() == ir::kNoValue) inputs.pop_back();
+  while (inputs.size() > 1 && inputs.back() == ir::kNoValue) inputs.pop_back();
   c.emit(OpType::Clip, inputs, {});
 }
 

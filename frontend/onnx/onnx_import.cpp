@@ -126,7 +126,7 @@ ir::Shape input_shape(const onnx::ValueInfoProto& v, bool zero_is_batch, Unsuppo
   }
   int64_t elements = 1;
   for (int64_t d : dims)
-    if (d != ir::kBatch && (__builtin_mul_overflow(elements, d, &elements) || elements > ir::kMaxElements))
+    if (d > 0 && (__builtin_mul_overflow(elements, d, &elements) || elements > ir::kMaxElements))
       throw IoError(fmt::format("input '{}' has more than 2^40 elements", v.name()));
   return ir::Shape(dims);
 }

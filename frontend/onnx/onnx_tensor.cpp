@@ -181,13 +181,15 @@ int32_t onnx_dtype(DType dtype) {
   return onnx::TensorProto::UNDEFINED;
 }
 
+// The product of the nonzero dims is bounded too, so strides of empty tensors cannot overflow.
 int64_t checked_numel(const int64_t* dims, int rank, const std::string& what) {
-  int64_t n = 1;
+  int64_t n = 1, nonzero = 1;
   for (int i = 0; i < rank; ++i) {
     if (dims[i] < 0 || dims[i] > kMaxTensorElements)
       throw IoError(fmt::format("{}: dimension {} is {}", what, i, dims[i]));
     n *= dims[i];
-    if (n > kMaxTensorElements)
+    if (dims[i] > 0) nonzero *= dims[i];
+    if (nonzero > kMaxTensorElements)
       throw IoError(fmt::format("{}: more than {} elements", what, kMaxTensorElements));
   }
   return n;

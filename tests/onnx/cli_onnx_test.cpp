@@ -89,6 +89,26 @@ TEST_F(CliOnnx, InputErrors) {
   EXPECT_EQ(r.code, 2) << r.err;
 }
 
+// A Reshape whose shape is an input: its --input value is compiled in; without it, a clear error.
+TEST_F(CliOnnx, ShapeInputsTakeTheirInputValues) {
+  ModelBuilder b(13);
+  b.input("x", TensorProto::FLOAT, {int64_t{2}, int64_t{3}});
+  b.input("shape", TensorProto::INT64, {int64_t{2}});
+  b.node("Reshape", {"x", "shape"}, {"y"});
+  b.output("y");
+  std::string model = b.save(dir_ + "/reshape.onnx");
+  Result r = mimic("run --onnx " + model);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("input(s) shape set shapes"), std::string::npos) << r.err;
+  cli::write_npy(dir_ + "/x.npy", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
+  int64_t shape[] = {3, 2};
+  cli::write_npy(dir_ + "/shape.npy", ir::HostTensor::from(ir::Shape({2}), shape));
+  r = mimic("run --onnx " + model + " --input x=" + dir_ + "/x.npy --input shape=" + dir_ + "/shape.npy --output-dir " +
+            dir_ + "/out");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(cli::read_npy(dir_ + "/out/y.npy").shape(), ir::Shape({3, 2}));
+}
+
 TEST_F(CliOnnx, GarbageAndTruncatedFilesAreOneErrorLine) {
   std::string good = slurp(linear_model());
   std::ofstream(dir_ + "/garbage.onnx") << "definitely not a protobuf \xff\xfe";
