@@ -21,8 +21,7 @@ int main(int argc, char** argv) {
       names += (names.empty() ? "" : ", ") + c.app->get_name();
     }
     if (!known) {
-      std::cerr << "mimic: error: unknown command '" << argv[1] << "' (commands: " << names << ")
-";
+      std::cerr << "mimic: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
       return 2;
     }
   }
