@@ -9,6 +9,16 @@ if(MIMIC_SANITIZE)
                                                -fno-sanitize-recover=undefined)
   target_link_options(mimic_flags INTERFACE -fsanitize=address,undefined)
 endif()
+if(MIMIC_FUZZ)
+  # libFuzzer targets (tests/fuzz): every mimic library gets coverage instrumentation, ASan and UBSan.
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "MIMIC_FUZZ=ON needs clang: configure with -DCMAKE_C_COMPILER=clang "
+                        "-DCMAKE_CXX_COMPILER=clang++ (scripts/fuzz_onnx.sh does)")
+  endif()
+  target_compile_options(mimic_flags INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+                                               -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  target_link_options(mimic_flags INTERFACE -fsanitize=address,undefined)
+endif()
 target_compile_definitions(mimic_flags INTERFACE MIMIC_VERSION="${PROJECT_VERSION}")
 
 # mimic_library(NAME SOURCES... [DEPS ...]) defines one static library per folder part.

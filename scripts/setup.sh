@@ -12,7 +12,7 @@ packages=(
   pybind11-dev python3-dev python3-numpy python3-pytest
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev libdnnl-dev
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev libomp-dev
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision libopenblas0)

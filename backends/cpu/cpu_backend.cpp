@@ -17,6 +17,16 @@ using ir::DType;
 
 bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
 
+// True when the node reads or writes f64 tensors but its kernel computes in f32 only.
+bool needs_missing_f64(const ir::Graph& g, const ir::Node& n) {
+  if (supports_f64(n.op)) return false;
+  for (ir::ValueId v : n.inputs)
+    if (v != ir::kNoValue && g.value(v).type.dtype == DType::f64) return true;
+  for (ir::ValueId v : n.outputs)
+    if (g.value(v).typed && g.value(v).type.dtype == DType::f64) return true;
+  return false;
+}
+
 ir::HostTensor widen(const ir::HostTensor& t) {
   ir::HostTensor out(DType::f32, t.shape());
   const auto* bits = static_cast<const uint16_t*>(t.raw());
@@ -39,6 +49,10 @@ std::vector<ir::HostTensor> execute(const ir::Graph& g, const ir::Node& n,
   Kernel kernel = find_kernel(n.op);
   if (!kernel)
     throw UnsupportedOpError(fmt::format("cpu: no kernel for {}", ir::describe(g, n)), {ir::op_name(n.op)});
+  if (needs_missing_f64(g, n))
+    throw UnsupportedOpError(fmt::format("cpu: {} has no f64 kernel (f64 runs elementwise, reduction and "
+                                         "data-movement ops only)", ir::describe(g, n)),
+                             {ir::op_name(n.op)});
   bool widen_io = !is_data_movement(n.op);
   std::vector<ir::HostTensor> widened;
   widened.reserve(inputs.size());
@@ -184,9 +198,9 @@ class CpuBackend final : public Backend {
                       fmt::format("host CPU, {} threads, f32 reference kernels (Eigen GEMM)",
                                   omp_get_max_threads())};
   }
-  bool supports_op(const ir::Graph&, const ir::Node& n, const std::string&,
+  bool supports_op(const ir::Graph& g, const ir::Node& n, const std::string&,
                    const CompileOptions&) const override {
-    return find_kernel(n.op) != nullptr;
+    return find_kernel(n.op) != nullptr && !needs_missing_f64(g, n);
   }
   std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
                                       const CompileOptions& options) const override {

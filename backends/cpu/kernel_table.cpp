@@ -63,4 +63,11 @@ bool is_data_movement(OpType op) {
   }
 }
 
+bool supports_f64(OpType op) {
+  if (is_data_movement(op) || ir::is_unary_elementwise(op) || ir::is_binary_elementwise(op)) return true;
+  Kernel k = find_kernel(op);
+  return k == variadic_kernel || k == reduce_kernel || k == arg_reduce_kernel || k == cumsum_kernel ||
+         k == range_kernel;
+}
+
 }  // namespace mimic::backends::cpu

@@ -65,5 +65,9 @@ void eye_like_kernel(const KernelArgs& a);
 Kernel find_kernel(ir::OpType op);
 // Ops whose kernels move bytes without arithmetic: they run in any dtype, no f32 widening.
 bool is_data_movement(ir::OpType op);
+// Ops whose kernels also compute in double for f64 tensors (elementwise, reductions, CumSum,
+// Range, EyeLike and data movement); the others (matrix products, convolutions, pools,
+// normalizations, softmax) run f32 only.
+bool supports_f64(ir::OpType op);
 
 }  // namespace mimic::backends::cpu

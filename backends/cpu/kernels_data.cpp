@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <vector>
 
+#include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
 #include "frontend/ir/error.h"
@@ -211,10 +212,11 @@ void range_kernel(const KernelArgs& a) {
   auto run = [&](auto* y) {
     using T = std::remove_pointer_t<decltype(y)>;
     T start = a.input(0).data<T>()[0], delta = a.input(2).data<T>()[0];
-    for (int64_t i = 0; i < out.numel(); ++i) y[i] = static_cast<T>(start + static_cast<T>(i) * delta);
+    for (int64_t i = 0; i < out.numel(); ++i) y[i] = wrap_add(start, wrap_mul(static_cast<T>(i), delta));
   };
   switch (out.dtype()) {
     case DType::f32: run(out.data<float>()); break;
+    case DType::f64: run(out.data<double>()); break;
     case DType::i64: run(out.data<int64_t>()); break;
     case DType::i32: run(out.data<int32_t>()); break;
     default: throw UnsupportedOpError("Range dtype");
@@ -267,6 +269,7 @@ void trilu_kernel(const KernelArgs& a) {
 void eye_like_kernel(const KernelArgs& a) {
   ir::HostTensor& out = a.output(0);
   int64_t k = a.node.attrs.get_int("k", 0), rows = out.shape()[0], cols = out.shape()[1];
+  if (k >= cols || k <= -rows) return;  // the diagonal misses the matrix (and i + k stays in range)
   for (int64_t i = 0; i < rows; ++i) {
     int64_t j = i + k;
     if (j < 0 || j >= cols) continue;
@@ -279,6 +282,7 @@ void eye_like_kernel(const KernelArgs& a) {
       case DType::i32: out.data<int32_t>()[off] = 1; break;
       case DType::i64: out.data<int64_t>()[off] = 1; break;
       case DType::boolean: out.data<bool>()[off] = true; break;
+      case DType::f64: out.data<double>()[off] = 1.0; break;
     }
   }
 }
@@ -296,14 +300,14 @@ double load(const ir::HostTensor& t, int64_t i) {
     case DType::i32: return t.data<int32_t>()[i];
     case DType::i64: return static_cast<double>(t.data<int64_t>()[i]);
     case DType::boolean: return t.data<bool>()[i] ? 1.0 : 0.0;
+    case DType::f64: return t.data<double>()[i];
   }
   return 0;
 }
 
 template <typename T>
 T saturate_integer(double v) {
-  if (std::isnan(v)) return 0;
-  return static_cast<T>(std::trunc(v));
+  return saturate_cast<T>(std::trunc(v));
 }
 
 void store(ir::HostTensor& t, int64_t i, double v, int64_t exact_int, bool use_exact) {
@@ -315,6 +319,7 @@ void store(ir::HostTensor& t, int64_t i, double v, int64_t exact_int, bool use_e
     case DType::i32: t.data<int32_t>()[i] = use_exact ? static_cast<int32_t>(exact_int) : saturate_integer<int32_t>(v); break;
     case DType::i64: t.data<int64_t>()[i] = use_exact ? exact_int : saturate_integer<int64_t>(v); break;
     case DType::boolean: t.data<bool>()[i] = v != 0; break;
+    case DType::f64: t.data<double>()[i] = v; break;
   }
 }
 
@@ -340,7 +345,7 @@ void cast_kernel(const KernelArgs& a) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t iv = in.dtype() == DType::i64 ? in.data<int64_t>()[i] : 0;
     double v = load(in, i);
-    if (in.dtype() != DType::i64) iv = static_cast<int64_t>(v);
+    if (exact && in.dtype() != DType::i64) iv = static_cast<int64_t>(v);  // an integer or bool: in range
     store(out, i, v, iv, exact);
   }
 }

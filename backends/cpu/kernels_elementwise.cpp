@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
 #include "frontend/ir/error.h"
@@ -47,18 +48,20 @@ UnaryParams unary_params(const KernelArgs& a) {
   return p;
 }
 
-float apply_float(OpType op, float x, const UnaryParams& p) {
+// Floating-point unary maps in T (float, or double for f64 tensors).
+template <typename T>
+T apply_float(OpType op, T x, const UnaryParams& p) {
   switch (op) {
     case OpType::Abs: return std::fabs(x);
     case OpType::Neg: return -x;
     case OpType::Exp: return std::exp(x);
     case OpType::Log: return std::log(x);
     case OpType::Sqrt: return std::sqrt(x);
-    case OpType::Reciprocal: return 1.0f / x;
+    case OpType::Reciprocal: return T(1) / x;
     case OpType::Floor: return std::floor(x);
     case OpType::Ceil: return std::ceil(x);
     case OpType::Round: return std::nearbyint(x);
-    case OpType::Sign: return static_cast<float>((x > 0) - (x < 0));
+    case OpType::Sign: return static_cast<T>((x > 0) - (x < 0));
     case OpType::Sin: return std::sin(x);
     case OpType::Cos: return std::cos(x);
     case OpType::Tan: return std::tan(x);
@@ -71,22 +74,22 @@ float apply_float(OpType op, float x, const UnaryParams& p) {
     case OpType::Acosh: return std::acosh(x);
     case OpType::Atanh: return std::atanh(x);
     case OpType::Erf: return std::erf(x);
-    case OpType::Sigmoid: return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+    case OpType::Sigmoid: return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
     case OpType::Tanh: return std::tanh(x);
-    case OpType::Relu: return x > 0 ? x : 0.0f;
+    case OpType::Relu: return x > 0 ? x : T(0);
     case OpType::Softplus: return x > 20 ? x : std::log1p(std::exp(x));
-    case OpType::Softsign: return x / (1.0f + std::fabs(x));
+    case OpType::Softsign: return x / (T(1) + std::fabs(x));
     case OpType::LeakyRelu: return x >= 0 ? x : p.alpha * x;
-    case OpType::Elu: return x >= 0 ? x : p.alpha * (std::exp(x) - 1.0f);
-    case OpType::Celu: return std::max(0.0f, x) + std::min(0.0f, p.alpha * (std::exp(x / p.alpha) - 1.0f));
-    case OpType::Selu: return p.gamma * (x > 0 ? x : p.alpha * (std::exp(x) - 1.0f));
-    case OpType::HardSigmoid: return std::clamp(p.alpha * x + p.beta, 0.0f, 1.0f);
-    case OpType::HardSwish: return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
-    case OpType::ThresholdedRelu: return x > p.alpha ? x : 0.0f;
-    case OpType::Shrink: return x < -p.lambd ? x + p.bias : (x > p.lambd ? x - p.bias : 0.0f);
+    case OpType::Elu: return x >= 0 ? x : p.alpha * (std::exp(x) - T(1));
+    case OpType::Celu: return std::max(T(0), x) + std::min(T(0), p.alpha * (std::exp(x / p.alpha) - T(1)));
+    case OpType::Selu: return p.gamma * (x > 0 ? x : p.alpha * (std::exp(x) - T(1)));
+    case OpType::HardSigmoid: return std::clamp<T>(p.alpha * x + p.beta, 0, 1);
+    case OpType::HardSwish: return x * std::clamp<T>(x / 6 + T(0.5), 0, 1);
+    case OpType::ThresholdedRelu: return x > p.alpha ? x : T(0);
+    case OpType::Shrink: return x < -p.lambd ? x + p.bias : (x > p.lambd ? x - p.bias : T(0));
     case OpType::Gelu:
-      if (p.gelu_tanh) return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-      return 0.5f * x * (1.0f + std::erf(x * kSqrt1_2));
+      if (p.gelu_tanh) return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
+      return T(0.5) * x * (T(1) + std::erf(x * T(kSqrt1_2)));
     default: return x;
   }
 }
@@ -94,27 +97,28 @@ float apply_float(OpType op, float x, const UnaryParams& p) {
 template <typename T>
 T apply_integer(OpType op, T x) {
   switch (op) {
-    case OpType::Abs: return x < 0 ? static_cast<T>(-x) : x;
-    case OpType::Neg: return static_cast<T>(-x);
+    case OpType::Abs: return x < 0 ? wrap_neg(x) : x;
+    case OpType::Neg: return wrap_neg(x);
     case OpType::Sign: return static_cast<T>((x > 0) - (x < 0));
     case OpType::Relu: return x > 0 ? x : T(0);
     default: return x;
   }
 }
 
+template <typename T>
 void unary_float(const KernelArgs& a) {
-  const float* x = f32(a.input(0));
-  float* y = f32(a.output(0));
+  const T* x = a.input(0).data<T>();
+  T* y = a.output(0).data<T>();
   int64_t n = a.input(0).numel();
   OpType op = a.node.op;
   UnaryParams p = unary_params(a);
   if (op == OpType::Relu) {
 #pragma omp parallel for simd if (n > 32768)
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : T(0);
     return;
   }
 #pragma omp parallel for if (n > 8192) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = apply_float(op, x[i], p);
+  for (int64_t i = 0; i < n; ++i) y[i] = apply_float<T>(op, x[i], p);
 }
 
 template <typename T>
@@ -130,6 +134,7 @@ void clip(const KernelArgs& a) {
     const ir::HostTensor& t = a.input(i);
     switch (t.dtype()) {
       case DType::f32: return static_cast<double>(t.data<float>()[0]);
+      case DType::f64: return t.data<double>()[0];
       case DType::i64: return static_cast<double>(t.data<int64_t>()[0]);
       case DType::i32: return static_cast<double>(t.data<int32_t>()[0]);
       case DType::i8: return static_cast<double>(t.data<int8_t>()[0]);
@@ -148,6 +153,7 @@ void clip(const KernelArgs& a) {
   };
   switch (x.dtype()) {
     case DType::f32: run(y.data<float>(), x.data<float>()); break;
+    case DType::f64: run(y.data<double>(), x.data<double>()); break;
     case DType::i64: run(y.data<int64_t>(), x.data<int64_t>()); break;
     case DType::i32: run(y.data<int32_t>(), x.data<int32_t>()); break;
     case DType::i8: run(y.data<int8_t>(), x.data<int8_t>()); break;
@@ -155,8 +161,9 @@ void clip(const KernelArgs& a) {
   }
 }
 
+template <typename T>
 void predicate(const KernelArgs& a) {
-  const float* x = f32(a.input(0));
+  const T* x = a.input(0).data<T>();
   bool* y = a.output(0).data<bool>();
   int64_t n = a.input(0).numel();
   if (a.node.op == OpType::IsNaN) {
@@ -173,7 +180,8 @@ void predicate(const KernelArgs& a) {
 void unary_kernel(const KernelArgs& a) {
   OpType op = a.node.op;
   if (op == OpType::Clip) return clip(a);
-  if (op == OpType::IsNaN || op == OpType::IsInf) return predicate(a);
+  if (op == OpType::IsNaN || op == OpType::IsInf)
+    return a.input(0).dtype() == DType::f64 ? predicate<double>(a) : predicate<float>(a);
   if (op == OpType::Not) {
     const bool* x = a.input(0).data<bool>();
     bool* y = a.output(0).data<bool>();
@@ -181,7 +189,8 @@ void unary_kernel(const KernelArgs& a) {
     return;
   }
   switch (a.input(0).dtype()) {
-    case DType::f32: return unary_float(a);
+    case DType::f32: return unary_float<float>(a);
+    case DType::f64: return unary_float<double>(a);
     case DType::i64: return unary_integer<int64_t>(a);
     case DType::i32: return unary_integer<int32_t>(a);
     case DType::i8: return unary_integer<int8_t>(a);
@@ -194,34 +203,41 @@ void unary_kernel(const KernelArgs& a) {
 
 namespace {
 
+// Integer powers by repeated (wrapping) multiplication for non-negative integer exponents, as
+// numpy computes them; other exponents go through double and saturate.
 template <typename T>
 T integer_pow(T base, double exponent) {
-  return static_cast<T>(std::pow(static_cast<double>(base), exponent));
+  if (exponent >= 0 && exponent < 64 && exponent == std::floor(exponent)) {
+    T r = 1;
+    for (int i = 0; i < static_cast<int>(exponent); ++i) r = wrap_mul(r, base);
+    return r;
+  }
+  return saturate_cast<T>(std::pow(static_cast<double>(base), exponent));
 }
 
 template <typename T>
 T arith(OpType op, T x, T y, bool fmod_mode) {
   switch (op) {
-    case OpType::Add: return x + y;
-    case OpType::Sub: return x - y;
-    case OpType::Mul: return x * y;
+    case OpType::Add: return wrap_add(x, y);
+    case OpType::Sub: return wrap_sub(x, y);
+    case OpType::Mul: return wrap_mul(x, y);
     case OpType::Div:
-      if constexpr (std::is_integral_v<T>) return y == 0 ? T(0) : static_cast<T>(x / y);
+      if constexpr (std::is_integral_v<T>) return y == 0 ? T(0) : int_div(x, y);
       else return x / y;
     case OpType::Max: return std::max(x, y);
     case OpType::Min: return std::min(x, y);
     case OpType::Mod:
       if constexpr (std::is_integral_v<T>) {
         if (y == 0) return T(0);
-        if (fmod_mode) return static_cast<T>(x % y);
-        T r = static_cast<T>(x % y);
-        return (r != 0 && ((r < 0) != (y < 0))) ? static_cast<T>(r + y) : r;
+        T r = int_rem(x, y);
+        if (fmod_mode) return r;
+        return (r != 0 && ((r < 0) != (y < 0))) ? wrap_add(r, y) : r;
       } else {
         if (fmod_mode) return std::fmod(x, y);
         T r = std::fmod(x, y);
         return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
       }
-    case OpType::PRelu: return x < 0 ? x * y : x;
+    case OpType::PRelu: return x < 0 ? wrap_mul(x, y) : x;
     default: return x;
   }
 }
@@ -284,23 +300,24 @@ void binary_typed(const KernelArgs& a) {
     return;
   }
   switch (op) {
-    case OpType::Add: binary_loop<T, T>(a, [](T x, T y) { return x + y; }); return;
-    case OpType::Sub: binary_loop<T, T>(a, [](T x, T y) { return x - y; }); return;
-    case OpType::Mul: binary_loop<T, T>(a, [](T x, T y) { return x * y; }); return;
+    case OpType::Add: binary_loop<T, T>(a, [](T x, T y) { return wrap_add(x, y); }); return;
+    case OpType::Sub: binary_loop<T, T>(a, [](T x, T y) { return wrap_sub(x, y); }); return;
+    case OpType::Mul: binary_loop<T, T>(a, [](T x, T y) { return wrap_mul(x, y); }); return;
     default: binary_loop<T, T>(a, [op, fmod_mode](T x, T y) { return arith(op, x, y, fmod_mode); });
   }
 }
 
 void pow_kernel(const KernelArgs& a) {
   // The exponent may have another dtype: read it as double.
-  ir::HostTensor exponent(ir::DType::f32, a.input(1).shape());
+  ir::HostTensor exponent(ir::DType::f64, a.input(1).shape());
   const ir::HostTensor& e = a.input(1);
-  float* ef = exponent.data<float>();
+  double* ef = exponent.data<double>();
   for (int64_t i = 0; i < e.numel(); ++i) {
     switch (e.dtype()) {
       case DType::f32: ef[i] = e.data<float>()[i]; break;
-      case DType::i64: ef[i] = static_cast<float>(e.data<int64_t>()[i]); break;
-      case DType::i32: ef[i] = static_cast<float>(e.data<int32_t>()[i]); break;
+      case DType::f64: ef[i] = e.data<double>()[i]; break;
+      case DType::i64: ef[i] = static_cast<double>(e.data<int64_t>()[i]); break;
+      case DType::i32: ef[i] = e.data<int32_t>()[i]; break;
       case DType::i8: ef[i] = e.data<int8_t>()[i]; break;
       default: throw UnsupportedOpError("Pow exponent dtype");
     }
@@ -311,9 +328,9 @@ void pow_kernel(const KernelArgs& a) {
     for_each_broadcast(a.output(0).shape(), b.shape(), exponent.shape(),
                        [&](int64_t zo, int64_t xo, int64_t yo, int64_t n, int64_t xs, int64_t ys) {
                          for (int64_t i = 0; i < n; ++i) {
-                           float ev = ef[yo + i * ys];
+                           double ev = ef[yo + i * ys];
                            if constexpr (std::is_floating_point_v<T>)
-                             z[zo + i] = std::pow(x[xo + i * xs], ev);
+                             z[zo + i] = static_cast<T>(std::pow(static_cast<double>(x[xo + i * xs]), ev));
                            else
                              z[zo + i] = integer_pow(x[xo + i * xs], ev);
                          }
@@ -321,6 +338,7 @@ void pow_kernel(const KernelArgs& a) {
   };
   switch (b.dtype()) {
     case DType::f32: run(a.output(0).data<float>(), b.data<float>()); break;
+    case DType::f64: run(a.output(0).data<double>(), b.data<double>()); break;
     case DType::i64: run(a.output(0).data<int64_t>(), b.data<int64_t>()); break;
     case DType::i32: run(a.output(0).data<int32_t>(), b.data<int32_t>()); break;
     default: throw UnsupportedOpError(fmt::format("Pow on {}", ir::dtype_name(b.dtype())));
@@ -342,6 +360,7 @@ void binary_kernel(const KernelArgs& a) {
   if (op == OpType::And || op == OpType::Or || op == OpType::Xor) return logical(a);
   switch (a.input(0).dtype()) {
     case DType::f32: return binary_typed<float>(a);
+    case DType::f64: return binary_typed<double>(a);
     case DType::i64: return binary_typed<int64_t>(a);
     case DType::i32: return binary_typed<int32_t>(a);
     case DType::i8: return binary_typed<int8_t>(a);
@@ -374,6 +393,7 @@ void variadic_kernel(const KernelArgs& a) {
   };
   switch (out.dtype()) {
     case DType::f32: run(out.data<float>()); break;
+    case DType::f64: run(out.data<double>()); break;
     case DType::i64: run(out.data<int64_t>()); break;
     case DType::i32: run(out.data<int32_t>()); break;
     case DType::i8: run(out.data<int8_t>()); break;

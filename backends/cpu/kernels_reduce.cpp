@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
 #include "frontend/ir/error.h"
@@ -45,7 +46,9 @@ Rows rows_with_axes_last(const ir::HostTensor& t, const std::vector<bool>& reduc
   return r;
 }
 
-double reduce_row(OpType op, const float* x, int64_t n) {
+// Floating-point reduction of one row, accumulated in double (T is float or double).
+template <typename T>
+double reduce_row(OpType op, const T* x, int64_t n) {
   double acc;
   switch (op) {
     case OpType::ReduceMax: acc = -INFINITY; for (int64_t i = 0; i < n; ++i) acc = std::max<double>(acc, x[i]); return acc;
@@ -73,19 +76,21 @@ double reduce_row(OpType op, const float* x, int64_t n) {
   }
 }
 
+// Integer reductions accumulate in int64 with wrap-around (numpy's behaviour on overflow).
 template <typename T>
 T reduce_row_integer(OpType op, const T* x, int64_t n) {
   int64_t acc = op == OpType::ReduceProd ? 1 : 0;
   if (op == OpType::ReduceMax) acc = std::numeric_limits<T>::min();
   if (op == OpType::ReduceMin) acc = std::numeric_limits<T>::max();
   for (int64_t i = 0; i < n; ++i) {
+    int64_t v = x[i];
     switch (op) {
-      case OpType::ReduceMax: acc = std::max<int64_t>(acc, x[i]); break;
-      case OpType::ReduceMin: acc = std::min<int64_t>(acc, x[i]); break;
-      case OpType::ReduceProd: acc *= x[i]; break;
-      case OpType::ReduceL1: acc += x[i] < 0 ? -x[i] : x[i]; break;
-      case OpType::ReduceSumSquare: acc += static_cast<int64_t>(x[i]) * x[i]; break;
-      default: acc += x[i];
+      case OpType::ReduceMax: acc = std::max<int64_t>(acc, v); break;
+      case OpType::ReduceMin: acc = std::min<int64_t>(acc, v); break;
+      case OpType::ReduceProd: acc = wrap_mul(acc, v); break;
+      case OpType::ReduceL1: acc = wrap_add(acc, v < 0 ? wrap_neg(v) : v); break;
+      case OpType::ReduceSumSquare: acc = wrap_add(acc, wrap_mul(v, v)); break;
+      default: acc = wrap_add(acc, v);
     }
   }
   if (op == OpType::ReduceMean && n) acc /= n;
@@ -107,6 +112,10 @@ void reduce_kernel(const KernelArgs& a) {
       for (int64_t o = 0; o < r.outer; ++o) y[o] = static_cast<float>(reduce_row(op, x + o * r.inner, r.inner));
       return;
     }
+    case ir::DType::f64:
+      for (int64_t o = 0; o < r.outer; ++o)
+        out.data<double>()[o] = reduce_row(op, r.data.data<double>() + o * r.inner, r.inner);
+      return;
     case ir::DType::i64:
       for (int64_t o = 0; o < r.outer; ++o)
         out.data<int64_t>()[o] = reduce_row_integer(op, r.data.data<int64_t>() + o * r.inner, r.inner);
@@ -143,6 +152,7 @@ void arg_reduce_kernel(const KernelArgs& a) {
   };
   switch (r.data.dtype()) {
     case ir::DType::f32: run(r.data.data<float>()); break;
+    case ir::DType::f64: run(r.data.data<double>()); break;
     case ir::DType::i64: run(r.data.data<int64_t>()); break;
     case ir::DType::i32: run(r.data.data<int32_t>()); break;
     case ir::DType::i8: run(r.data.data<int8_t>()); break;
@@ -159,22 +169,26 @@ void cumsum_kernel(const KernelArgs& a) {
   bool exclusive = a.node.attrs.get_int("exclusive", 0) != 0;
   bool reverse = a.node.attrs.get_int("reverse", 0) != 0;
   int64_t outer = s.product(0, axis), dim = s[axis], inner = s.product(axis + 1, s.rank());
+  // Floats accumulate in double, integers exactly in their own type (wrapping on overflow).
   auto run = [&](auto* y, const auto* x) {
+    using T = std::remove_pointer_t<decltype(y)>;
+    using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
     for (int64_t o = 0; o < outer; ++o)
       for (int64_t i = 0; i < inner; ++i) {
-        double acc = 0;
+        Acc acc = 0;
         for (int64_t k = 0; k < dim; ++k) {
           int64_t d = reverse ? dim - 1 - k : k;
           int64_t off = (o * dim + d) * inner + i;
-          double v = x[off];
-          if (!exclusive) acc += v;
-          y[off] = static_cast<std::remove_pointer_t<decltype(y)>>(acc);
-          if (exclusive) acc += v;
+          Acc v = x[off];
+          if (!exclusive) acc = wrap_add(acc, v);
+          y[off] = static_cast<T>(acc);
+          if (exclusive) acc = wrap_add(acc, v);
         }
       }
   };
   switch (a.input(0).dtype()) {
     case ir::DType::f32: run(a.output(0).data<float>(), a.input(0).data<float>()); break;
+    case ir::DType::f64: run(a.output(0).data<double>(), a.input(0).data<double>()); break;
     case ir::DType::i64: run(a.output(0).data<int64_t>(), a.input(0).data<int64_t>()); break;
     case ir::DType::i32: run(a.output(0).data<int32_t>(), a.input(0).data<int32_t>()); break;
     default: throw UnsupportedOpError("CumSum dtype");

@@ -40,7 +40,7 @@ const uint8_t* Reader::bytes(size_t n) {
 
 ir::HostTensor Reader::tensor() {
   uint8_t dtype = u8();
-  if (dtype > static_cast<uint8_t>(ir::DType::boolean)) fail("tensor dtype");
+  if (dtype > static_cast<uint8_t>(ir::DType::f64)) fail("tensor dtype");  // f64 is the last DType
   std::vector<int64_t> dims = pods<int64_t>();
   for (int64_t d : dims)
     if (d < 0) fail("tensor shape");

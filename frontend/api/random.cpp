@@ -63,6 +63,7 @@ ir::HostTensor Random::tensor(ir::DType dtype, const ir::Shape& shape, int64_t i
     case ir::DType::i32: for (int64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = static_cast<int32_t>(next_u64() % int_high); break;
     case ir::DType::i64: for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = static_cast<int64_t>(next_u64() % int_high); break;
     case ir::DType::boolean: for (int64_t i = 0; i < n; ++i) t.data<bool>()[i] = next_u64() & 1; break;
+    case ir::DType::f64: for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = static_cast<double>(normal()) * stddev; break;
   }
   return t;
 }

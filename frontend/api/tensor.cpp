@@ -113,6 +113,7 @@ std::vector<float> Tensor::to_floats() const {
       case ir::DType::i32: out[i] = static_cast<float>(t.data<int32_t>()[i]); break;
       case ir::DType::i64: out[i] = static_cast<float>(t.data<int64_t>()[i]); break;
       case ir::DType::boolean: out[i] = t.data<bool>()[i] ? 1.0f : 0.0f; break;
+      case ir::DType::f64: out[i] = static_cast<float>(t.data<double>()[i]); break;
     }
   }
   return out;

@@ -1,5 +1,6 @@
-// `mimic run`: build or load a model, compile it for a device, run it on example inputs and print
-// a summary (output checksum, time, per-op table, device figures, difference against cpu).
+// `mimic run`: build or load a model (zoo or ONNX file), compile it for a device, run it on example
+// inputs (random, or .npy files) and print a summary (output checksum, time, per-op table, device
+// figures, difference against cpu); --output-dir writes the outputs as .npy files.
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
@@ -11,18 +12,21 @@
 #include "frontend/api/trace.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
+#include "frontend/cli/run_io.h"
 #include "frontend/cli/run_summary.h"
 #include "frontend/ir/error.h"
+#include "frontend/onnx/onnx_import.h"
 
 namespace mimic::cli {
 namespace {
 
 struct RunArgs {
-  std::string model, device = "cpu", layout = "nchw", precision = "default", trace;
+  std::string model, onnx, device = "cpu", layout = "nchw", precision = "default", output_dir, trace;
   int64_t batch = 1, repeat = 1, warmup = 0, top = 10;
+  bool batch_given = false;
   uint64_t seed = 0;
   bool json = false, strict = false, timing_only = false, compile_only = false, no_compare = false;
-  std::vector<std::string> model_args, options, overrides;
+  std::vector<std::string> model_args, options, overrides, inputs;
 };
 
 struct LoadedModel {
@@ -31,8 +35,18 @@ struct LoadedModel {
   int64_t parameters = 0;
 };
 
+// An ONNX file: parameters are the elements of its constants (initializers).
+LoadedModel load_onnx(const RunArgs& a) {
+  if (!a.model.empty()) throw InvalidArgument("give either --model or --onnx, not both");
+  LoadedModel out{onnx_import::import_model(a.onnx).graph, 100, 0};
+  for (int v = 0; v < out.graph.num_values(); ++v)
+    if (out.graph.value(v).constant) out.parameters += out.graph.value(v).constant->numel();
+  return out;
+}
+
 LoadedModel load_model(const RunArgs& a) {
-  if (a.model.empty()) throw InvalidArgument("give a model: --model NAME (one of the zoo's)");
+  if (!a.onnx.empty()) return load_onnx(a);
+  if (a.model.empty()) throw InvalidArgument("give a model: --model NAME (one of the zoo's) or --onnx FILE");
   zoo::ModelOptions o;
   o.layout = a.layout;
   o.seed = a.seed;
@@ -43,9 +57,9 @@ LoadedModel load_model(const RunArgs& a) {
   return out;
 }
 
-CompileOptions compile_options(const RunArgs& a) {
+CompileOptions compile_options(const RunArgs& a, int64_t batch) {
   CompileOptions o;
-  o.batch = a.batch;
+  o.batch = batch;
   o.precision = a.precision;
   o.strict = a.strict;
   o.timing_only = a.timing_only;
@@ -76,18 +90,24 @@ int run(const RunArgs& a) {
   if (a.repeat <= 0) throw InvalidArgument(fmt::format("--repeat must be positive, got {}", a.repeat));
   Device device(a.device);
   LoadedModel model = load_model(a);
+  std::vector<ir::HostTensor> given = read_input_files(a.inputs, model.graph);
+  if (!a.onnx.empty()) given = freeze_shape_inputs(model.graph, given);
+  int64_t batch = a.batch_given || a.onnx.empty() ? a.batch : onnx_batch(model.graph, given);
+  std::string model_name = a.onnx.empty() ? a.model : a.onnx;
   auto t0 = std::chrono::steady_clock::now();
-  Executable exe = compile(model.graph, device, compile_options(a));
+  Executable exe = compile(model.graph, device, compile_options(a, batch));
   double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  exe.run_info().model = a.model;
-  exe.run_info().layout = a.layout;
+  if (batch == 0 && !exe.graph().inputs().empty() && exe.graph().input_type(0).shape.rank() > 0)
+    batch = exe.graph().input_type(0).shape[0];
+  exe.run_info().model = model_name;
+  exe.run_info().layout = a.onnx.empty() ? a.layout : "";
   exe.run_info().config_json = run_config(a).dump();
-  nlohmann::json j{{"model", a.model}, {"device", device.str()}, {"batch", a.batch}, {"layout", a.layout},
+  nlohmann::json j{{"model", model_name}, {"device", device.str()}, {"batch", batch}, {"layout", a.layout},
                    {"parameters", model.parameters}, {"compile_seconds", compile_s},
                    {"compile", to_json(exe.compile_report())}};
   if (a.compile_only) {
     if (a.json) std::cout << j.dump(2) << "\n";
-    else std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", a.model, a.batch, device.str(), format_seconds(compile_s));
+    else std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", model_name, batch, device.str(), format_seconds(compile_s));
     if (!a.json) print_compile_report(std::cout, exe.compile_report(), static_cast<int>(a.top));
     return 0;
   }
@@ -95,7 +115,8 @@ int run(const RunArgs& a) {
   // and timed runs.
   std::optional<TraceScope> trace;
   if (!a.trace.empty()) trace.emplace(a.trace);
-  std::vector<ir::HostTensor> inputs = random_inputs(exe.graph(), a.seed + 1, model.int_input_high);
+  std::vector<ir::HostTensor> inputs =
+      given.empty() ? random_inputs(exe.graph(), a.seed + 1, model.int_input_high) : given;
   exe.run_info().tag = "warmup";
   for (int64_t i = 0; i < a.warmup; ++i) exe.run(inputs);
   exe.run_info().tag = "";
@@ -118,9 +139,10 @@ int run(const RunArgs& a) {
   Difference diff;
   if (compare) {
     CompileOptions cpu_options;
-    cpu_options.batch = a.batch;
+    cpu_options.batch = batch;
     diff = compare_outputs(out.outputs, compile(model.graph, Device("cpu"), cpu_options).run(inputs).outputs);
   }
+  if (!a.output_dir.empty()) write_output_files(a.output_dir, exe.graph(), out.outputs);
   if (a.json) {
     j["wall_seconds"] = {{"min", timing.min}, {"median", timing.median}, {"runs", a.repeat}};
     j["outputs"] = nlohmann::json::array();
@@ -131,7 +153,8 @@ int run(const RunArgs& a) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<12}{} (batch {}, {}, {} parameters)\n", "model", a.model, a.batch, a.layout,
+  std::cout << fmt::format("{:<12}{} (batch {}, {}, {} parameters)\n", "model", model_name, batch,
+                           a.onnx.empty() ? a.layout : (a.inputs.empty() ? "random inputs" : "inputs from .npy"),
                            format_count(static_cast<double>(model.parameters), ""));
   std::cout << fmt::format("{:<12}{} ({})\n", "device", device.str(), device.info().description);
   for (const auto& s : stats)
@@ -155,9 +178,14 @@ Command add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a model on a device and print a summary");
   cmd->add_option("--model", a->model, "Zoo model: " + fmt::format("{}", fmt::join(zoo::names(), ", ")));
+  cmd->add_option("--onnx", a->onnx, "ONNX model file (instead of --model)");
+  cmd->add_option("--input", a->inputs, "ONNX model input name=file.npy (all inputs, or none for random ones)");
+  cmd->add_option("--output-dir", a->output_dir, "Write every output to DIR/<name>.npy");
   cmd->add_option("--model-arg", a->model_args, "Model parameter key=value (e.g. layers=2, hidden=256)");
   cmd->add_option("--device", a->device, "Device string (see `mimic devices`)")->capture_default_str();
-  cmd->add_option("--batch", a->batch, "Batch size")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "Batch size (ONNX: binds a symbolic batch; default from --input or 1)")
+      ->capture_default_str()
+      ->each([a](const std::string&) { a->batch_given = true; });
   cmd->add_option("--layout", a->layout, "CNN activation layout: nchw or nhwc")->capture_default_str();
   cmd->add_option("--precision", a->precision, "Matrix precision: default|high|highest (TPU), float32|float16 (IPU)")
       ->capture_default_str();

@@ -21,6 +21,7 @@ std::vector<double> as_doubles(const ir::HostTensor& t) {
       case ir::DType::i32: v[i] = t.data<int32_t>()[i]; break;
       case ir::DType::i64: v[i] = static_cast<double>(t.data<int64_t>()[i]); break;
       case ir::DType::boolean: v[i] = t.data<bool>()[i]; break;
+      case ir::DType::f64: v[i] = t.data<double>()[i]; break;
     }
   }
   return v;

@@ -1,5 +1,6 @@
 #include "frontend/ir/attributes.h"
 
+#include <cmath>
 #include <fmt/format.h>
 
 #include "frontend/ir/error.h"
@@ -22,7 +23,9 @@ int64_t Attributes::get_int(const std::string& name, int64_t fallback) const {
   auto it = map_.find(name);
   if (it == map_.end()) return fallback;
   if (auto* p = std::get_if<int64_t>(&it->second)) return *p;
-  if (auto* p = std::get_if<double>(&it->second)) return static_cast<int64_t>(*p);
+  // A float attribute holding a whole number in range reads as that integer.
+  if (auto* p = std::get_if<double>(&it->second))
+    if (std::trunc(*p) == *p && std::fabs(*p) < 9.2e18) return static_cast<int64_t>(*p);
   wrong_type(name, "an integer");
 }
 

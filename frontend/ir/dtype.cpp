@@ -14,6 +14,7 @@ size_t dtype_size(DType t) {
     case DType::i32: return 4;
     case DType::i64: return 8;
     case DType::boolean: return 1;
+    case DType::f64: return 8;
   }
   return 0;
 }
@@ -27,6 +28,7 @@ const char* dtype_name(DType t) {
     case DType::i32: return "i32";
     case DType::i64: return "i64";
     case DType::boolean: return "bool";
+    case DType::f64: return "f64";
   }
   return "?";
 }
@@ -41,10 +43,13 @@ std::optional<DType> parse_dtype(std::string_view name) {
   if (s == "i32" || s == "int32") return DType::i32;
   if (s == "i64" || s == "int64") return DType::i64;
   if (s == "bool" || s == "boolean") return DType::boolean;
+  if (s == "f64" || s == "float64" || s == "double") return DType::f64;
   return std::nullopt;
 }
 
-bool is_floating(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::bf16; }
+bool is_floating(DType t) {
+  return t == DType::f32 || t == DType::f16 || t == DType::bf16 || t == DType::f64;
+}
 bool is_integer(DType t) { return t == DType::i8 || t == DType::i32 || t == DType::i64; }
 
 }  // namespace mimic::ir

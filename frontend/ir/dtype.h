@@ -1,5 +1,6 @@
 // Element types of mimic tensors. f16 and bf16 are stored as raw 16-bit patterns; conversions
-// live in models/common/numeric_formats.h.
+// live in models/common/numeric_formats.h. f64 exists for imported models (ONNX double): the cpu
+// backend runs it for elementwise, reduction, cumulative and data-movement ops only.
 #pragma once
 
 #include <cstddef>
@@ -10,10 +11,10 @@
 
 namespace mimic::ir {
 
-enum class DType : uint8_t { f32, f16, bf16, i8, i32, i64, boolean };
+enum class DType : uint8_t { f32, f16, bf16, i8, i32, i64, boolean, f64 };
 
 inline constexpr DType kAllDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i8,
-                                       DType::i32, DType::i64, DType::boolean};
+                                       DType::i32, DType::i64, DType::boolean, DType::f64};
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);
@@ -40,5 +41,6 @@ template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; 
 template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
 template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
+template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
 
 }  // namespace mimic::ir

@@ -1,5 +1,6 @@
 #include "frontend/ir/graph.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "frontend/ir/error.h"
@@ -50,6 +51,20 @@ void Graph::add_output(ValueId v) {
   if (v < 0 || v >= num_values())
     throw ShapeError(fmt::format("graph output value id {} does not exist", v));
   outputs_.push_back(v);
+}
+
+void Graph::make_constant(ValueId v, HostTensor data) {
+  auto it = std::find(inputs_.begin(), inputs_.end(), v);
+  if (it == inputs_.end())
+    throw InvalidArgument(fmt::format("value '{}' is not a graph input", value(v).name));
+  Value& val = value(v);
+  if (data.dtype() != val.type.dtype || data.shape().rank() != val.type.shape.rank())
+    throw InvalidArgument(fmt::format("input '{}' is {}, cannot hold a constant {}", val.name, val.type.str(),
+                                      data.type().str()));
+  inputs_.erase(it);
+  val.type = data.type();
+  val.typed = true;
+  val.constant = std::make_shared<const HostTensor>(std::move(data));
 }
 
 std::optional<ValueId> Graph::find_value(const std::string& name) const {
@@ -124,6 +139,7 @@ std::optional<double> constant_scalar(const Graph& g, const Node& n, int input) 
   const HostTensor& t = *v.constant;
   switch (t.dtype()) {
     case DType::f32: return t.data<float>()[0];
+    case DType::f64: return t.data<double>()[0];
     case DType::i64: return static_cast<double>(t.data<int64_t>()[0]);
     case DType::i32: return t.data<int32_t>()[0];
     case DType::i8: return t.data<int8_t>()[0];
@@ -142,27 +158,33 @@ int64_t bytes_of(const Graph& g, ValueId v) {
   return numel_or_zero(g, v) * (v == kNoValue ? 0 : dtype_size(g.value(v).type.dtype));
 }
 
+// Products of flops factors, saturating at INT64_MAX (a report figure, never an allocation).
+int64_t saturating_mul(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 int64_t matmul_flops(const Graph& g, const Node& n) {
   const Shape& a = g.value(n.inputs[0]).type.shape;
   const Shape& out = g.value(n.outputs[0]).type.shape;
   int64_t k = a.rank() == 0 ? 1 : a.dim(-1);
-  return 2 * out.numel() * k;
+  return saturating_mul(2 * out.numel(), k);
 }
 
 int64_t gemm_flops(const Graph& g, const Node& n) {
   const Shape& a = g.value(n.inputs[0]).type.shape;
   int64_t k = n.attrs.get_int("transA", 0) ? a[0] : a[1];
   int64_t out = numel_or_zero(g, n.outputs[0]);
-  return 2 * out * k + (n.has_input(2) ? out : 0);
+  return saturating_mul(2 * out, k) + (n.has_input(2) ? out : 0);
 }
 
 int64_t conv_flops(const Graph& g, const Node& n) {
   WindowGeometry geo = window_geometry(g, n);
-  int64_t macs_per_output = (geo.in_channels / geo.group) * geo.kernel_volume();
+  int64_t macs_per_output = saturating_mul(geo.in_channels / geo.group, geo.kernel_volume());
   if (n.op == OpType::ConvTranspose)
-    return 2 * geo.batch * geo.in_spatial() * geo.in_channels * (geo.out_channels / geo.group) *
-           geo.kernel_volume();
-  return 2 * geo.batch * geo.out_spatial() * geo.out_channels * macs_per_output;
+    return saturating_mul(saturating_mul(2 * geo.batch * geo.in_spatial(), geo.in_channels),
+                          saturating_mul(geo.out_channels / geo.group, geo.kernel_volume()));
+  return saturating_mul(2 * geo.batch * geo.out_spatial() * geo.out_channels, macs_per_output);
 }
 
 }  // namespace
@@ -178,7 +200,7 @@ int64_t node_flops(const Graph& g, const Node& n) {
     case OpType::Conv:
     case OpType::ConvTranspose: return conv_flops(g, n);
     case OpType::MaxPool:
-    case OpType::AveragePool: return out * window_geometry(g, n).kernel_volume();
+    case OpType::AveragePool: return saturating_mul(out, window_geometry(g, n).kernel_volume());
     case OpType::GlobalAveragePool:
     case OpType::GlobalMaxPool: return in;
     case OpType::BatchNormalization: return 2 * out;

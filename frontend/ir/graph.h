@@ -52,6 +52,8 @@ class Graph {
                                 Attributes attrs = {}, int num_outputs = 1,
                                 std::vector<std::string> output_names = {});
   void add_output(ValueId v);
+  // Turns graph input `v` into a constant holding `data` (which fixes its shape): it leaves inputs().
+  void make_constant(ValueId v, HostTensor data);
 
   const Value& value(ValueId id) const { return values_.at(id); }
   Value& value(ValueId id) { return values_.at(id); }

@@ -31,7 +31,7 @@ class HostTensor {
   template <typename T>
   static HostTensor from(Shape shape, const T* values) {
     HostTensor t(dtype_of<T>::value, std::move(shape));
-    std::memcpy(t.raw(), values, t.nbytes());
+    if (t.nbytes()) std::memcpy(t.raw(), values, t.nbytes());  // `values` may be null when empty
     return t;
   }
 

@@ -14,7 +14,7 @@ int64_t known_product(const std::vector<int64_t>& dims, int& symbols) {
   int64_t p = 1;
   for (int64_t d : dims) {
     if (d == kBatch) ++symbols;
-    else p *= d;
+    else p = checked_mul(p, d, "shape");
   }
   return p;
 }
@@ -63,7 +63,10 @@ void reshape(InferContext& c) {
 
 void flatten(InferContext& c) {
   const Shape& in = c.shape(0);
-  int axis = normalize_axis(c.attrs().get_int("axis", 1), in.rank() + 1, c.node().name + " axis");
+  // ONNX Flatten's axis is in [-rank, rank]; a negative axis counts from the end (axis + rank).
+  int64_t a = c.attrs().get_int("axis", 1);
+  if (a < -in.rank() || a > in.rank()) c.fail(fmt::format("axis {} is out of range for rank {}", a, in.rank()));
+  int axis = static_cast<int>(a < 0 ? a + in.rank() : a);
   int s1 = 0, s2 = 0;
   int64_t outer = known_product({in.dims().begin(), in.dims().begin() + axis}, s1);
   int64_t inner = known_product({in.dims().begin() + axis, in.dims().end()}, s2);
@@ -171,7 +174,8 @@ void pad(InferContext& c) {
     if (mode == "reflect" && (spec.before[i] >= out[i] || spec.after[i] >= out[i]))
       c.fail(fmt::format("reflect padding of {} on axis {} needs a dimension larger than the pad",
                          std::max(spec.before[i], spec.after[i]), i));
-    out[i] += spec.before[i] + spec.after[i];
+    out[i] = checked_add(out[i], checked_add(spec.before[i], spec.after[i], "pads"), c.node().name + " pads");
+    if (out[i] < 0) c.fail(fmt::format("pads crop axis {} below size 0", i));
   }
   if (c.has_input(2)) c.expect_same_dtype(0, 2);
   c.set_output(0, c.dtype(0), out);
@@ -185,13 +189,15 @@ void tile(InferContext& c) {
   for (int i = 0; i < out.rank(); ++i) {
     if (repeats[i] < 0) c.fail("repeats must be non-negative");
     if (out[i] == kBatch && repeats[i] != 1) c.fail("cannot tile the symbolic batch axis");
-    if (out[i] != kBatch) out[i] *= repeats[i];
+    if (out[i] != kBatch) out[i] = checked_mul(out[i], repeats[i], c.node().name + " repeats");
   }
   c.set_output(0, c.dtype(0), out);
 }
 
 void expand(InferContext& c) {
   Shape target(c.ints(1));
+  for (int64_t d : target.dims())
+    if (d < 0) c.fail(fmt::format("shape {} has a negative size", target.str()));
   try {
     c.set_output(0, c.dtype(0), broadcast_shapes(c.shape(0), target, "Expand"));
   } catch (const ShapeError&) {
@@ -235,24 +241,28 @@ void range(InferContext& c) {
   auto delta = constant_scalar(c.graph(), c.node(), 2);
   if (!start || !limit || !delta) c.fail("start, limit and delta must be constants");
   if (*delta == 0) c.fail("delta must not be 0");
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((*limit - *start) / *delta)));
+  double count = std::ceil((*limit - *start) / *delta);
+  if (!std::isfinite(count) && !(count < 0))
+    c.fail(fmt::format("start {}, limit {} and delta {} give no finite length", *start, *limit, *delta));
+  if (count > static_cast<double>(kMaxElements)) c.fail(fmt::format("{} elements are too many", count));
+  int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   c.set_output(0, c.dtype(0), Shape({n}));
 }
 
 void depth_to_space(InferContext& c) {
   const Shape& in = c.shape(0);
   int64_t b = c.attrs().require_int("blocksize");
-  if (in.rank() != 4 || b <= 0 || in[1] % (b * b) != 0)
-    c.fail(fmt::format("needs NCHW input with channels divisible by blocksize^2 = {}", b * b));
-  c.set_output(0, c.dtype(0), Shape({in[0], in[1] / (b * b), in[2] * b, in[3] * b}));
+  if (in.rank() != 4 || b <= 0 || b > (1 << 20) || in[1] % (b * b) != 0)
+    c.fail(fmt::format("needs NCHW input with channels divisible by blocksize^2 (blocksize {})", b));
+  c.set_output(0, c.dtype(0), Shape({in[0], in[1] / (b * b), checked_mul(in[2], b, "height"), checked_mul(in[3], b, "width")}));
 }
 
 void space_to_depth(InferContext& c) {
   const Shape& in = c.shape(0);
   int64_t b = c.attrs().require_int("blocksize");
-  if (in.rank() != 4 || b <= 0 || in[2] % b != 0 || in[3] % b != 0)
+  if (in.rank() != 4 || b <= 0 || b > (1 << 20) || in[2] % b != 0 || in[3] % b != 0)
     c.fail(fmt::format("needs NCHW input with H and W divisible by blocksize {}", b));
-  c.set_output(0, c.dtype(0), Shape({in[0], in[1] * b * b, in[2] / b, in[3] / b}));
+  c.set_output(0, c.dtype(0), Shape({in[0], checked_mul(in[1], b * b, "channels"), in[2] / b, in[3] / b}));
 }
 
 void eye_like(InferContext& c) {

@@ -7,9 +7,11 @@
 namespace mimic::ir {
 namespace {
 
+// Saturates at INT64_MAX: pool kernels come from attributes and may be absurd.
 int64_t product(const std::vector<int64_t>& v) {
   int64_t p = 1;
-  for (int64_t x : v) p *= x;
+  for (int64_t x : v)
+    if (__builtin_mul_overflow(p, x, &p)) return INT64_MAX;
   return p;
 }
 
@@ -139,9 +141,14 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
   if (static_cast<int>(g.strides.size()) != sr || static_cast<int>(g.dilations.size()) != sr ||
       static_cast<int>(pads.size()) != 2 * sr)
     fail(n, x, "strides, dilations and pads must match the spatial rank");
+  // Bounds keep the window arithmetic below (extents, padded sizes) far from int64 overflow.
+  constexpr int64_t kMaxStep = int64_t{1} << 20;
   for (int i = 0; i < sr; ++i) {
     if (g.kernel[i] <= 0 || g.strides[i] <= 0 || g.dilations[i] <= 0 || pads[i] < 0 || pads[sr + i] < 0)
       fail(n, x, "kernel, strides and dilations must be positive and pads non-negative");
+    if (g.kernel[i] > kMaxElements || g.strides[i] > kMaxStep || g.dilations[i] > kMaxStep ||
+        pads[i] > kMaxStep || pads[sr + i] > kMaxStep || x[first_spatial + i] == kBatch)
+      fail(n, x, "kernel, strides, dilations or pads are out of range (strides, dilations and pads up to 2^20)");
   }
   g.pad_begin.assign(pads.begin(), pads.begin() + sr);
   g.pad_end.assign(pads.begin() + sr, pads.end());
@@ -150,6 +157,14 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
   if (kind == WindowKind::conv_transpose) {
     std::vector<int64_t> output_padding = n.attrs.get_ints("output_padding");
     std::vector<int64_t> output_shape = n.attrs.get_ints("output_shape");
+    if (!output_padding.empty() && static_cast<int>(output_padding.size()) != sr)
+      fail(n, x, fmt::format("output_padding has {} values for {} spatial dims", output_padding.size(), sr));
+    if (!output_shape.empty() && static_cast<int>(output_shape.size()) < sr)
+      fail(n, x, fmt::format("output_shape has {} values for {} spatial dims", output_shape.size(), sr));
+    for (int64_t v : output_padding)
+      if (v < 0 || v > kMaxStep) fail(n, x, fmt::format("output_padding {} is out of range", v));
+    for (int64_t v : output_shape)
+      if (v <= 0 || v > kMaxElements) fail(n, x, fmt::format("output_shape {} is out of range", v));
     for (int i = 0; i < sr; ++i) resolve_transpose_dim(g, i, auto_pad, output_padding, output_shape);
   } else {
     bool ceil_mode = n.attrs.get_int("ceil_mode", 0) != 0;

@@ -30,6 +30,13 @@ SliceSpec resolve_slice(const Shape& shape, const std::vector<int64_t>& starts,
       if (starts[i] == 0 && step == 1 && ends[i] >= (int64_t{1} << 30)) continue;
       throw ShapeError(fmt::format("{}: slicing the symbolic batch axis needs a bound batch", what));
     }
+    // A step longer than the axis selects one element either way; clamping keeps arithmetic in range.
+    int64_t longest = std::max<int64_t>(dim, 1);
+    step = std::clamp<int64_t>(step, -longest, longest);
+    if (dim == 0) {
+      spec.length[axis] = 0;
+      continue;
+    }
     int64_t s = starts[i] < 0 ? starts[i] + dim : starts[i];
     int64_t e = ends[i] < 0 ? ends[i] + dim : ends[i];
     int64_t len;
@@ -86,7 +93,10 @@ std::vector<int64_t> resolve_split(const Graph& g, const Node& n) {
     for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
   }
   int64_t total = 0;
-  for (int64_t s : sizes) total += s;
+  for (int64_t s : sizes) {
+    if (s < 0) throw ShapeError(fmt::format("{}: split size {} is negative", describe(g, n), s));
+    total = checked_add(total, s, describe(g, n) + " split sizes");
+  }
   if (static_cast<int64_t>(sizes.size()) != parts || total != dim)
     throw ShapeError(fmt::format("{}: split sizes [{}] do not cover axis {} of size {} in {} parts",
                                  describe(g, n), fmt::join(sizes, ","), axis, dim, parts));
@@ -124,6 +134,41 @@ std::vector<int64_t> resolve_squeeze_axes(const Graph& g, const Node& n) {
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     throw ShapeError(fmt::format("{}: repeated axis in [{}]", describe(g, n), fmt::join(axes, ",")));
   return axes;
+}
+
+bool needs_constant_input(OpType op, int input) {
+  switch (op) {
+    case OpType::Reshape: case OpType::Split: case OpType::Squeeze: case OpType::Unsqueeze:
+    case OpType::Tile: case OpType::Expand: case OpType::CumSum: case OpType::Trilu:
+      return input == 1;
+    case OpType::Slice: return input >= 1;
+    case OpType::Pad: return input == 1 || input == 3;
+    case OpType::ConstantOfShape: return input == 0;
+    case OpType::Range: return true;
+    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax: case OpType::ReduceMin:
+    case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2: case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
+      return input == 1;
+    default: return false;
+  }
+}
+
+std::vector<int> shape_defining_inputs(const Graph& g) {
+  std::vector<bool> needed(g.num_values(), false);
+  // Nodes are topological: walking backwards, a needed node output makes all its inputs needed.
+  for (int i = g.num_nodes() - 1; i >= 0; --i) {
+    const Node& n = g.node(i);
+    bool outputs_needed = false;
+    for (ValueId v : n.outputs) outputs_needed = outputs_needed || needed[v];
+    // These read only their input's shape, which is known without its values.
+    if (n.op == OpType::Shape || n.op == OpType::Size || n.op == OpType::EyeLike) outputs_needed = false;
+    for (int k = 0; k < n.num_inputs(); ++k)
+      if (n.has_input(k) && (outputs_needed || needs_constant_input(n.op, k))) needed[n.inputs[k]] = true;
+  }
+  std::vector<int> out;
+  for (size_t i = 0; i < g.inputs().size(); ++i)
+    if (needed[g.inputs()[i]]) out.push_back(static_cast<int>(i));
+  return out;
 }
 
 }  // namespace mimic::ir

@@ -33,4 +33,12 @@ std::vector<bool> resolve_reduce_axes(const Graph& g, const Node& n);
 // Axes of Squeeze/Unsqueeze, normalized against the rank they refer to.
 std::vector<int64_t> resolve_squeeze_axes(const Graph& g, const Node& n);
 
+// True when shape inference needs input `input` of `op` to be a constant (Reshape's shape,
+// Slice's starts/ends/axes/steps, reduce axes, Range's bounds, ...).
+bool needs_constant_input(OpType op, int input);
+// Graph inputs (indices into g.inputs()) whose values shape inference needs: they feed such an
+// input directly or through other nodes. A caller that knows their values can make them
+// constants (Graph::make_constant) so the graph compiles with static shapes.
+std::vector<int> shape_defining_inputs(const Graph& g);
+
 }  // namespace mimic::ir

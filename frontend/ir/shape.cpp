@@ -48,7 +48,7 @@ std::vector<int64_t> contiguous_strides(const Shape& s) {
 }
 
 int normalize_axis(int64_t axis, int rank, const std::string& what) {
-  if (axis < -rank || axis >= std::max(rank, 1))
+  if (axis < -rank || axis >= rank)
     throw ShapeError(fmt::format("{}: axis {} is out of range for rank {}", what, axis, rank));
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
@@ -69,6 +69,28 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& what) 
     }
   }
   return Shape(std::move(out));
+}
+
+namespace {
+
+int64_t bounded(bool overflow, int64_t r, int64_t a, int64_t b, const char* op, const std::string& what) {
+  if (overflow || r > kMaxElements || r < -kMaxElements)
+    throw ShapeError(fmt::format("{}: {} {} {} is out of range (sizes are limited to 2^40)", what, a, op, b));
+  return r;
+}
+
+}  // namespace
+
+int64_t checked_mul(int64_t a, int64_t b, const std::string& what) {
+  int64_t r = 0;
+  bool overflow = __builtin_mul_overflow(a, b, &r);
+  return bounded(overflow, r, a, b, "*", what);
+}
+
+int64_t checked_add(int64_t a, int64_t b, const std::string& what) {
+  int64_t r = 0;
+  bool overflow = __builtin_add_overflow(a, b, &r);
+  return bounded(overflow, r, a, b, "+", what);
 }
 
 }  // namespace mimic::ir

@@ -12,6 +12,9 @@
 namespace mimic::ir {
 
 inline constexpr int64_t kBatch = -1;
+// Largest element count a tensor may have (2^40). Shape inference rejects larger outputs, so
+// arithmetic on inferred sizes (element counts, flops, bytes) cannot overflow.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
 
 class Shape {
  public:
@@ -50,5 +53,10 @@ std::vector<int64_t> contiguous_strides(const Shape& s);
 int normalize_axis(int64_t axis, int rank, const std::string& what);
 // Numpy broadcasting of two shapes; empty optional-like: throws ShapeError with both shapes.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& what);
+
+// a * b and a + b on sizes and attribute values that may come from untrusted files; throw
+// ShapeError naming `what` when the result would not fit in [-kMaxElements, kMaxElements].
+int64_t checked_mul(int64_t a, int64_t b, const std::string& what);
+int64_t checked_add(int64_t a, int64_t b, const std::string& what);
 
 }  // namespace mimic::ir

@@ -5,6 +5,16 @@
 #include "frontend/ir/error.h"
 
 namespace mimic::ir {
+namespace {
+
+// a * b for element counts, or -1 past kMaxElements.
+int64_t checked_mul_or(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || r > kMaxElements) return -1;
+  return r;
+}
+
+}  // namespace
 
 const TensorType& InferContext::in(int i) const {
   if (!has_input(i)) fail(fmt::format("input {} is missing", i));
@@ -19,8 +29,14 @@ const HostTensor* InferContext::constant(int i) const {
 }
 
 void InferContext::set_output(int i, DType dtype, Shape shape) {
-  for (int64_t d : shape.dims())
+  // Zero dims are skipped in the product so that strides of empty tensors stay bounded too.
+  int64_t elements = 1;
+  for (int64_t d : shape.dims()) {
     if (d < 0 && d != kBatch) fail(fmt::format("output {} would have negative dim in {}", i, shape.str()));
+    if (d == kBatch || d == 0) continue;
+    if (d > kMaxElements || (elements = checked_mul_or(elements, d)) < 0)
+      fail(fmt::format("output {} of shape {} would have more than 2^40 elements", i, shape.str()));
+  }
   if (static_cast<int>(outputs_.size()) <= i) outputs_.resize(i + 1);
   outputs_[i] = TensorType{dtype, std::move(shape)};
 }

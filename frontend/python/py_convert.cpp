@@ -76,6 +76,7 @@ py::array to_numpy(const ir::HostTensor& t) {
     case ir::DType::i8: dtype = py::dtype::of<int8_t>(); break;
     case ir::DType::i32: dtype = py::dtype::of<int32_t>(); break;
     case ir::DType::i64: dtype = py::dtype::of<int64_t>(); break;
+    case ir::DType::f64: dtype = py::dtype::of<double>(); break;
     default: dtype = py::dtype::of<bool>(); break;
   }
   auto* keep = new KeepAlive{t};

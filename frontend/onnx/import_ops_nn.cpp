@@ -1,0 +1,85 @@
+// Converters of neural-network ONNX ops: matrix products, convolutions, pools, normalizations,
+// the softmax family (flatten-to-2D before opset 13) and reductions (axes attribute -> input).
+#include <fmt/format.h>
+
+#include "frontend/ir/error.h"
+#include "frontend/onnx/import_context.h"
+
+namespace mimic::onnx_import {
+namespace {
+
+using ir::OpType;
+
+// MaxPool's optional second output (argmax indices) has no IR equivalent.
+void max_pool(NodeConverter& c) {
+  if (c.has_output(1)) c.unsupported("the Indices output");
+  c.emit(OpType::MaxPool, {c.input(0)}, c.attributes({"storage_order"}), 0, 1);
+}
+
+// Inference-mode batch normalization only: no per-activation (spatial=0) statistics, no training.
+void batch_norm(NodeConverter& c) {
+  if (c.version() < 9 && c.attr_int("spatial", 1) == 0)
+    c.unsupported("spatial=0 (per-activation statistics)");
+  if (c.attr_int("training_mode", 0) != 0) c.unsupported("training_mode=1");
+  for (int i = 1; i < c.num_outputs(); ++i)
+    if (c.has_output(i)) c.unsupported("the running mean/variance outputs (training)");
+  std::vector<ir::ValueId> inputs;
+  for (int i = 0; i < c.num_inputs(); ++i) inputs.push_back(c.input(i));
+  c.emit(OpType::BatchNormalization, inputs,
+         c.attributes({"spatial", "is_test", "consumed_inputs", "momentum", "training_mode"}), 0,
+         1);
+}
+
+// Softmax, LogSoftmax and Hardmax before opset 13 flatten the input to 2-D at `axis` (default 1):
+// the IR's coerce_2d=1 has exactly those semantics.
+Converter softmax(OpType op) {
+  return [op](NodeConverter& c) {
+    ir::Attributes attrs;
+    if (c.version() < 13) {
+      attrs.set("axis", c.attr_int("axis", 1));
+      attrs.set("coerce_2d", int64_t{1});
+    } else {
+      attrs.set("axis", c.attr_int("axis", -1));
+    }
+    c.emit(op, {c.input(0)}, attrs);
+  };
+}
+
+// Reductions take axes as an attribute until ReduceSum-13 (the others until opset 18).
+Converter reduce(OpType op) {
+  return [op](NodeConverter& c) {
+    bool axes_input = op == OpType::ReduceSum && c.version() >= 13;
+    if (axes_input) return direct(op)(c);
+    std::vector<ir::ValueId> inputs{c.input(0)};
+    if (c.has_attr("axes")) inputs.push_back(c.constant_ints("axes", c.attr_ints("axes")));
+    c.emit(op, inputs, c.attributes({"axes"}));
+  };
+}
+
+}  // namespace
+
+void add_nn_converters(std::map<std::string, Converter>& t) {
+  t["MatMul"] = direct(OpType::MatMul);
+  t["Gemm"] = direct(OpType::Gemm, {"broadcast"});
+  t["Conv"] = direct(OpType::Conv);
+  t["ConvTranspose"] = direct(OpType::ConvTranspose);
+  t["MaxPool"] = max_pool;
+  t["AveragePool"] = direct(OpType::AveragePool);
+  t["GlobalAveragePool"] = direct(OpType::GlobalAveragePool);
+  t["GlobalMaxPool"] = direct(OpType::GlobalMaxPool);
+  t["BatchNormalization"] = batch_norm;
+  t["InstanceNormalization"] = direct(OpType::InstanceNormalization);
+  t["LRN"] = direct(OpType::LRN);
+  t["LayerNormalization"] = direct(OpType::LayerNormalization);
+  t["Softmax"] = softmax(OpType::Softmax);
+  t["LogSoftmax"] = softmax(OpType::LogSoftmax);
+  t["Hardmax"] = softmax(OpType::Hardmax);
+  for (OpType op : {OpType::ReduceSum, OpType::ReduceMean, OpType::ReduceMax, OpType::ReduceMin,
+                    OpType::ReduceProd, OpType::ReduceL1, OpType::ReduceL2, OpType::ReduceSumSquare,
+                    OpType::ReduceLogSum, OpType::ReduceLogSumExp})
+    t[ir::op_name(op)] = reduce(op);
+  t["ArgMax"] = direct(OpType::ArgMax);
+  t["ArgMin"] = direct(OpType::ArgMin);
+}
+
+}  // namespace mimic::onnx_import
