@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cctype>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -111,6 +112,11 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"run", 2, "give a model"},
                       BadInput{"run --model mlp --batch x", 2, "--batch"},
                       BadInput{"", 2, "subcommand"},
-                      BadInput{"frobnicate", 2, "frobnicate"}));
+                      BadInput{"frobnicate", 2, "frobnicate"}),
+    [](const ::testing::TestParamInfo<BadInput>& info) {
+      std::string name = std::to_string(info.index) + "_";
+      for (const char* c = info.param.args; *c && name.size() < 40; ++c) name += std::isalnum(*c) ? *c : '_';
+      return name;
+    });
 
 }  // namespace
