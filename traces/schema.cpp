@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Migration i takes a file from version i to i + 1.
-constexpr std::array<const char*, kSchemaVersion> kMigrations = {sql::kMigrationV1};
+constexpr std::array<const char*, kSchemaVersion> kMigrations = {sql::kMigrationV1, sql::kMigrationV2};
 
 enum class FileKind { missing, empty, sqlite };
 

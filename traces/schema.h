@@ -38,7 +38,7 @@
 
 namespace mimic::traces {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 inline constexpr int32_t kApplicationId = 0x6d696d63;  // "mimc"
 
 struct OpenOptions {

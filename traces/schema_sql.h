@@ -223,4 +223,36 @@ CREATE VIEW run_compare AS
   FROM op_summary a JOIN op_summary b ON b.node = a.node AND b.op_type = a.op_type;
 )sql";
 
+// Version 2: sweeps (`mimic sweep`). One row per sweep and one per finished point; a point's
+// runs carry the tag "sweep=<id> point=<key>". Points are unique per sweep so that a resumed sweep
+// never duplicates one.
+inline constexpr const char* kMigrationV2 = R"sql(
+CREATE TABLE sweep(
+  id TEXT PRIMARY KEY,
+  spec_json TEXT NOT NULL,
+  created_utc TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE sweep_point(
+  sweep_id TEXT NOT NULL REFERENCES sweep(id),
+  key TEXT NOT NULL,
+  status TEXT NOT NULL,
+  result_json TEXT NOT NULL,
+  run_id INTEGER,
+  finished_utc TEXT NOT NULL,
+  PRIMARY KEY (sweep_id, key)
+) WITHOUT ROWID;
+CREATE VIEW sweep_results AS
+  SELECT p.sweep_id, p.key, p.status, p.run_id, p.finished_utc,
+         json_extract(p.result_json, '$.device') AS device,
+         json_extract(p.result_json, '$.batch') AS batch,
+         json_extract(p.result_json, '$.layout') AS layout,
+         json_extract(p.result_json, '$.precision') AS precision,
+         json_extract(p.result_json, '$.latency_s') AS latency_s,
+         json_extract(p.result_json, '$.throughput') AS throughput,
+         json_extract(p.result_json, '$.utilization') AS utilization,
+         json_extract(p.result_json, '$.bound') AS bound,
+         json_extract(p.result_json, '$.reason') AS reason
+  FROM sweep_point p;
+)sql";
+
 }  // namespace mimic::traces::sql

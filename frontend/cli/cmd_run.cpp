@@ -21,7 +21,7 @@ namespace mimic::cli {
 namespace {
 
 struct RunArgs {
-  std::string model, onnx, device = "cpu", layout = "nchw", precision = "default", output_dir, trace;
+  std::string model, onnx, device = "cpu", layout = "nchw", precision = "default", output_dir, trace, tag;
   int64_t batch = 1, repeat = 1, warmup = 0, top = 10;
   bool batch_given = false;
   uint64_t seed = 0;
@@ -117,9 +117,9 @@ int run(const RunArgs& a) {
   if (!a.trace.empty()) trace.emplace(a.trace);
   std::vector<ir::HostTensor> inputs =
       given.empty() ? random_inputs(exe.graph(), a.seed + 1, model.int_input_high) : given;
-  exe.run_info().tag = "warmup";
+  exe.run_info().tag = a.tag.empty() ? "warmup" : a.tag + " warmup";
   for (int64_t i = 0; i < a.warmup; ++i) exe.run(inputs);
-  exe.run_info().tag = "";
+  exe.run_info().tag = a.tag;
   std::vector<double> walls;
   RunOutput out;
   for (int64_t i = 0; i < a.repeat; ++i) {
@@ -201,6 +201,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--top", a->top, "Rows in the per-op table")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->add_option("--trace", a->trace, "Record the runs to this SQLite trace file (created when missing)");
+  cmd->add_option("--tag", a->tag, "Tag stored with the runs in the trace (e.g. an experiment name)");
   return {cmd, [a]() { return run(*a); }};
 }
 

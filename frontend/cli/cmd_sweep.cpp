@@ -2,6 +2,8 @@
 // its own `mimic run` process, N at a time; prints a table and the recommended batch per
 // configuration under a latency budget; writes CSV/JSON.
 #include <chrono>
+#include <map>
+#include <optional>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
@@ -11,6 +13,9 @@
 #include "frontend/cli/process_pool.h"
 #include "frontend/cli/sweep_analysis.h"
 #include "frontend/ir/error.h"
+#include "traces/output_file.h"
+#include "traces/sweep_report.h"
+#include "traces/sweep_store.h"
 
 namespace mimic::cli {
 namespace {
@@ -18,8 +23,8 @@ namespace {
 struct SweepArgs {
   std::string model, onnx, devices = "cpu", batches = "1,2,4,8", layouts = "nchw", precisions = "default";
   std::vector<std::string> model_args, sets;
-  std::string latency_budget, csv_path, json_path;
-  bool timing_only = false;
+  std::string latency_budget, csv_path, json_path, trace, report;
+  bool timing_only = false, resume = false;
   int jobs = 1;
   uint64_t seed = 0;
 };
@@ -62,22 +67,88 @@ void print_recommendations(const std::vector<sweep::Recommendation>& recs, doubl
 }
 
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  if (!f) throw IoError(fmt::format("cannot write '{}'", path));
-  f << text;
+  traces::write_output_file(path, [&](std::ostream& out) { out << text; });
+}
+
+nlohmann::json spec_json(const sweep::Spec& s) {
+  nlohmann::json sets = nlohmann::json::object();
+  for (const auto& [f, v] : s.overrides) sets[f] = v;
+  return {{"model", s.model}, {"onnx", s.onnx}, {"model_args", s.model_args}, {"devices", s.devices},
+          {"batches", s.batches}, {"layouts", s.layouts}, {"precisions", s.precisions}, {"set", sets},
+          {"latency_budget_s", s.latency_budget_s}, {"timing_only", s.timing_only}, {"seed", s.seed}};
+}
+
+int64_t traced_run_id(const ProcessResult& r) {
+  try {
+    auto j = nlohmann::json::parse(r.out);
+    if (j.contains("trace") && !j["trace"]["runs"].empty()) return j["trace"]["runs"].back().get<int64_t>();
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
+
+void write_report(const std::string& path, const sweep::Spec& spec, const std::string& id,
+                  const std::vector<sweep::PointResult>& results, const std::vector<sweep::Recommendation>& recs) {
+  traces::SweepReport r;
+  r.title = fmt::format("mimic sweep: {}", spec.onnx.empty() ? spec.model : spec.onnx);
+  r.sweep_id = id;
+  r.spec_json = spec_json(spec).dump(2);
+  r.latency_budget_s = spec.latency_budget_s;
+  for (const auto& p : results)
+    r.points.push_back({p.point.config(), p.point.device, p.point.batch, p.status, p.reason, p.bound, p.latency_s,
+                        p.throughput, p.utilization, p.intensity, p.achieved_flops, p.peak_flops, p.ridge});
+  for (const auto& rec : recs)
+    r.recommendations.push_back({rec.config, rec.found, rec.found ? rec.best.point.batch : 0,
+                                 rec.best.latency_s, rec.best.throughput, rec.note});
+  traces::write_output_file(path, [&](std::ostream& out) { traces::write_sweep_report(r, out); });
+}
+
+// Points already recorded for this sweep (with --resume): finished ones are kept, errors rerun.
+std::map<std::string, sweep::PointResult> finished_points(traces::SweepStore& store, const std::string& id) {
+  std::map<std::string, sweep::PointResult> out;
+  for (const auto& rec : store.points(id)) {
+    if (rec.status == "error") continue;
+    out[rec.key] = sweep::point_result_from_json(nlohmann::json::parse(rec.result_json));
+  }
+  return out;
 }
 
 int run(const SweepArgs& a) {
   sweep::Spec spec = make_spec(a);
+  if (a.resume && a.trace.empty()) throw InvalidArgument("--resume needs the sweep's trace file: --trace FILE");
+  std::string id = sweep::sweep_id(spec);
   std::vector<sweep::Point> points = sweep::enumerate(spec);
-  std::vector<std::vector<std::string>> argument_lists;
-  for (const auto& p : points) argument_lists.push_back(sweep::run_arguments(spec, p));
   std::vector<sweep::PointResult> results(points.size());
-  Progress progress(points.size(), isatty(STDERR_FILENO) != 0);
+  std::optional<traces::SweepStore> store;
+  std::map<std::string, sweep::PointResult> finished;
+  if (!a.trace.empty()) {
+    store.emplace(a.trace);
+    store->begin(id, spec_json(spec).dump());
+    if (a.resume) finished = finished_points(*store, id);
+  }
+  // Points still to run, and their `mimic run` arguments.
+  std::vector<size_t> todo;
+  std::vector<std::vector<std::string>> argument_lists;
+  for (size_t i = 0; i < points.size(); ++i) {
+    auto it = finished.find(points[i].key());
+    if (it != finished.end()) {
+      results[i] = it->second;
+      continue;
+    }
+    todo.push_back(i);
+    argument_lists.push_back(sweep::run_arguments(spec, points[i]));
+    if (store)
+      argument_lists.back().insert(argument_lists.back().end(),
+                                   {"--trace", a.trace, "--tag", fmt::format("sweep={} point={}", id, points[i].key())});
+  }
+  if (a.resume) std::cerr << fmt::format("resuming sweep {}: {} of {} points already done\n", id, points.size() - todo.size(), points.size());
+  Progress progress(todo.size(), isatty(STDERR_FILENO) != 0);
   auto start = std::chrono::steady_clock::now();
   size_t done = 0;
-  run_processes(self_executable(), argument_lists, a.jobs, [&](size_t i, const ProcessResult& r) {
+  run_processes(self_executable(), argument_lists, a.jobs, [&](size_t k, const ProcessResult& r) {
+    size_t i = todo[k];
     results[i] = sweep::analyze(points[i], r);
+    if (store) store->record(id, {points[i].key(), results[i].status, sweep::to_json(results[i]).dump(), traced_run_id(r)});
     ++done;
     const auto& res = results[i];
     std::string line = fmt::format("{} batch {} {} {}: {}", points[i].device, points[i].batch, points[i].layout,
@@ -87,17 +158,22 @@ int run(const SweepArgs& a) {
   });
   progress.finish();
   std::cout << sweep::table(results);
-  print_recommendations(sweep::recommend(results, spec.latency_budget_s), spec.latency_budget_s);
+  std::vector<sweep::Recommendation> recs = sweep::recommend(results, spec.latency_budget_s);
+  print_recommendations(recs, spec.latency_budget_s);
+  if (!a.report.empty()) write_report(a.report, spec, id, results, recs);
   if (!a.csv_path.empty()) write_file(a.csv_path, sweep::csv(results));
   if (!a.json_path.empty()) {
-    nlohmann::json j{{"sweep_id", sweep::sweep_id(spec)}, {"latency_budget_s", spec.latency_budget_s},
+    nlohmann::json j{{"sweep_id", id}, {"latency_budget_s", spec.latency_budget_s},
                      {"points", nlohmann::json::array()}, {"recommendations", nlohmann::json::array()}};
     for (const auto& r : results) j["points"].push_back(sweep::to_json(r));
-    for (const auto& r : sweep::recommend(results, spec.latency_budget_s))
+    for (const auto& r : recs)
       j["recommendations"].push_back({{"config", r.config}, {"found", r.found}, {"note", r.note},
                                       {"point", r.found ? sweep::to_json(r.best) : nlohmann::json()}});
     write_file(a.json_path, j.dump(2) + "\n");
   }
+  if (!a.trace.empty())
+    std::cout << fmt::format("\nsweep {} recorded in {} (SELECT * FROM sweep_results WHERE sweep_id = '{}')\n", id, a.trace, id);
+  if (!a.report.empty()) std::cout << fmt::format("report: {}\n", a.report);
   return 0;
 }
 
@@ -120,6 +196,9 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Seed for weights and inputs")->capture_default_str();
   cmd->add_option("--csv", a->csv_path, "Write the table as CSV");
   cmd->add_option("--json", a->json_path, "Write points and recommendations as JSON");
+  cmd->add_option("--trace", a->trace, "Record every run and the sweep's results in this SQLite file");
+  cmd->add_option("-o,--report", a->report, "Write the HTML report (plots, roofline, recommendation)");
+  cmd->add_flag("--resume", a->resume, "Continue the same sweep from --trace, skipping finished points");
   return {cmd, [a]() { return run(*a); }};
 }
 

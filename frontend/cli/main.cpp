@@ -4,10 +4,12 @@
 #include <string>
 
 #include "frontend/cli/cli_common.h"
+#include "frontend/cli/process_pool.h"
 #include "frontend/ir/error.h"
 
 int main(int argc, char** argv) {
   using namespace mimic::cli;
+  exit_with_parent_if_asked();
   CLI::App app{"mimic: run ML models on emulated TPUs and IPUs and on real devices"};
   app.set_version_flag("--version", MIMIC_VERSION);
   app.require_subcommand(1);

@@ -1,6 +1,8 @@
 #include "frontend/cli/process_pool.h"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
 #include <chrono>
 #include <climits>
@@ -9,6 +11,7 @@
 #include <iostream>
 #include <poll.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +38,7 @@ std::vector<std::string> child_environment(int parallel) {
     env.emplace_back(*e);
     has_threads = has_threads || env.back().rfind("OMP_NUM_THREADS=", 0) == 0;
   }
+  env.push_back(fmt::format("MIMIC_EXIT_WITH_PARENT={}", getpid()));
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   if (!has_threads) env.push_back(fmt::format("OMP_NUM_THREADS={}", std::max<long>(1, cores / std::max(1, parallel))));
   return env;
@@ -88,6 +92,14 @@ void finish(Child& c) {
 }
 
 }  // namespace
+
+void exit_with_parent_if_asked() {
+  const char* parent = std::getenv("MIMIC_EXIT_WITH_PARENT");
+  if (!parent || !*parent) return;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  // The parent may have died before prctl took effect.
+  if (std::to_string(getppid()) != parent) std::_Exit(1);
+}
 
 std::string self_executable() {
   char buf[PATH_MAX];

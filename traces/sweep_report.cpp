@@ -1,0 +1,118 @@
+#include "traces/sweep_report.h"
+
+#include <fmt/format.h>
+#include <map>
+
+#include "traces/svg_charts.h"
+#include "traces/svg_plot.h"
+#include "traces/text_escape.h"
+
+namespace mimic::traces {
+namespace {
+
+std::string seconds_text(double s) {
+  if (s >= 1) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.3f} ms", s * 1e3);
+  return fmt::format("{:.2f} us", s * 1e6);
+}
+
+std::string point_tooltip(const SweepReportPoint& p) {
+  return fmt::format("{} batch {}: {} latency, {:.1f}/s, {:.1f}% of peak{}", p.config, p.batch, seconds_text(p.latency_s),
+                     p.throughput, 100 * p.utilization, p.bound.empty() ? "" : ", " + p.bound + "-bound");
+}
+
+// One series per configuration over the points that fit, ordered by batch.
+std::vector<PlotSeries> by_config(const SweepReport& r, double (*value)(const SweepReportPoint&)) {
+  std::map<std::string, PlotSeries> series;
+  std::vector<std::string> order;
+  for (const auto& p : r.points) {
+    if (p.status != "ok") continue;
+    if (!series.count(p.config)) {
+      order.push_back(p.config);
+      series[p.config] = PlotSeries{p.config, category_color(p.config), {}, true, true, false};
+    }
+    series[p.config].points.push_back({static_cast<double>(p.batch), value(p), point_tooltip(p)});
+  }
+  std::vector<PlotSeries> out;
+  for (const auto& c : order) out.push_back(series[c]);
+  return out;
+}
+
+Plot roofline(const SweepReport& r) {
+  Plot plot{"Roofline", "operational intensity (FLOP per off-chip byte)", "achieved FLOP/s", true, true, {}, {}};
+  std::map<std::string, std::pair<double, double>> roofs;  // device -> (peak, ridge)
+  double x_lo = 1e300, x_hi = 0;
+  for (const auto& p : r.points) {
+    if (p.status != "ok" || p.intensity <= 0) continue;
+    x_lo = std::min(x_lo, p.intensity);
+    x_hi = std::max(x_hi, p.intensity);
+    if (p.peak_flops > 0 && p.ridge > 0) roofs[p.device] = {p.peak_flops, p.ridge};
+  }
+  for (const auto& [device, roof] : roofs) {
+    double lo = std::min(x_lo, roof.second) / 4, hi = std::max(x_hi, roof.second) * 4;
+    auto at = [&](double x) { return roof.first * std::min(1.0, x / roof.second); };
+    plot.series.push_back(PlotSeries{device + " roof", "#555",
+                                     {{lo, at(lo), ""}, {roof.second, roof.first, fmt::format("ridge {:.0f} FLOP/byte", roof.second)},
+                                      {hi, at(hi), ""}},
+                                     true, false, true});
+  }
+  for (auto& s : by_config(r, [](const SweepReportPoint& p) { return p.achieved_flops; })) {
+    // Re-place each point at its intensity (x) instead of its batch.
+    size_t i = 0;
+    for (const auto& p : r.points)
+      if (p.status == "ok" && p.config == s.name && i < s.points.size()) s.points[i++].x = p.intensity;
+    s.lines = false;
+    plot.series.push_back(s);
+  }
+  return plot;
+}
+
+void write_tables(const SweepReport& r, std::ostream& out) {
+  out << "<h2>Recommendation</h2><table><tr><th>configuration</th><th>batch</th><th>throughput/s</th><th>latency</th><th></th></tr>";
+  for (const auto& rec : r.recommendations) {
+    if (!rec.found)
+      out << fmt::format("<tr><td>{}</td><td colspan=3>none</td><td>{}</td></tr>", html_escape(rec.config), html_escape(rec.note));
+    else
+      out << fmt::format("<tr class=\"chosen\"><td>{}</td><td>{}</td><td>{:.1f}</td><td>{}</td><td>{}</td></tr>",
+                         html_escape(rec.config), rec.batch, rec.throughput, seconds_text(rec.latency_s), html_escape(rec.note));
+  }
+  out << "</table><h2>Points</h2><table><tr><th>configuration</th><th>batch</th><th>latency</th><th>throughput/s</th>"
+         "<th>utilization</th><th>intensity</th><th>bound</th><th>fits</th></tr>";
+  for (const auto& p : r.points) {
+    if (p.status != "ok") {
+      out << fmt::format("<tr class=\"nofit\"><td>{}</td><td>{}</td><td colspan=5>{}</td><td>{}</td></tr>", html_escape(p.config),
+                         p.batch, html_escape(p.reason), p.status == "error" ? "error" : "no");
+      continue;
+    }
+    out << fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}%</td><td>{:.1f}</td><td>{}</td><td>yes</td></tr>",
+                       html_escape(p.config), p.batch, seconds_text(p.latency_s), p.throughput, 100 * p.utilization,
+                       p.intensity, html_escape(p.bound));
+  }
+  out << "</table>";
+}
+
+}  // namespace
+
+void write_sweep_report(const SweepReport& r, std::ostream& out) {
+  out << "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>" << html_escape(r.title) << "</title><style>"
+      << "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0}"
+      << "td,th{border:1px solid #ddd;padding:3px 8px;font-size:12px;text-align:right}td:first-child{text-align:left}"
+      << "tr.chosen{background:#e8f5e9}tr.nofit{color:#999}.plots{display:flex;flex-wrap:wrap;gap:12px}"
+      << "pre{background:#f6f6f6;padding:8px;font-size:11px;white-space:pre-wrap}</style></head><body>";
+  out << "<h1>" << html_escape(r.title) << "</h1><p>sweep " << html_escape(r.sweep_id) << ", " << r.points.size() << " points";
+  if (r.latency_budget_s > 0) out << ", latency budget " << seconds_text(r.latency_budget_s);
+  out << "</p><div class=\"plots\">";
+  Plot throughput{"Throughput vs batch", "batch", "inferences per second", true, true,
+                  by_config(r, [](const SweepReportPoint& p) { return p.throughput; }), {}};
+  Plot latency{"Latency vs batch", "batch", "latency (s)", true, true,
+               by_config(r, [](const SweepReportPoint& p) { return p.latency_s; }), {}};
+  if (r.latency_budget_s > 0) latency.references.push_back({r.latency_budget_s, "budget " + seconds_text(r.latency_budget_s)});
+  Plot utilization{"Utilization vs batch", "batch", "% of peak FLOP/s", true, false,
+                   by_config(r, [](const SweepReportPoint& p) { return 100 * p.utilization; }), {}};
+  for (const Plot* p : {&throughput, &latency, &utilization}) out << svg_plot(*p);
+  out << svg_plot(roofline(r)) << "</div>";
+  write_tables(r, out);
+  out << "<h2>Sweep</h2><pre>" << html_escape(r.spec_json) << "</pre></body></html>\n";
+}
+
+}  // namespace mimic::traces

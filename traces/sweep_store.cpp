@@ -1,0 +1,70 @@
+#include "traces/sweep_store.h"
+
+#include <ctime>
+
+namespace mimic::traces {
+namespace {
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace
+
+SweepStore::SweepStore(const std::string& path, const OpenOptions& options)
+    : db_(open_for_write(path, options)), options_(options) {}
+
+void SweepStore::begin(const std::string& sweep_id, const std::string& spec_json) {
+  with_write_transaction(
+      db_, options_.lock_give_up,
+      [&] {
+        db_.prepare("INSERT OR IGNORE INTO sweep(id, spec_json, created_utc) VALUES (?, ?, ?)", "record sweep")
+            .bind(1, sweep_id)
+            .bind(2, spec_json)
+            .bind(3, utc_now())
+            .run();
+      },
+      [] {});
+}
+
+void SweepStore::record(const std::string& sweep_id, const SweepPointRecord& p) {
+  with_write_transaction(
+      db_, options_.lock_give_up,
+      [&] {
+        Stmt s = db_.prepare(
+            "INSERT OR REPLACE INTO sweep_point(sweep_id, key, status, result_json, run_id, finished_utc) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            "record sweep point");
+        s.bind(1, sweep_id).bind(2, p.key).bind(3, p.status).bind(4, p.result_json);
+        if (p.run_id > 0) s.bind(5, p.run_id);
+        else s.bind_null(5);
+        s.bind(6, utc_now()).run();
+      },
+      [] {});
+}
+
+std::vector<SweepPointRecord> SweepStore::points(const std::string& sweep_id) const {
+  Stmt s = db_.prepare("SELECT key, status, result_json, run_id FROM sweep_point WHERE sweep_id = ? ORDER BY key",
+                       "read sweep points");
+  s.bind(1, sweep_id);
+  std::vector<SweepPointRecord> out;
+  while (s.step()) out.push_back({s.text_at(0), s.text_at(1), s.text_at(2), s.null_at(3) ? 0 : s.int_at(3)});
+  return out;
+}
+
+std::vector<SweepRecord> SweepStore::sweeps() const {
+  Stmt s = db_.prepare(
+      "SELECT s.id, s.spec_json, s.created_utc, (SELECT COUNT(*) FROM sweep_point p WHERE p.sweep_id = s.id) "
+      "FROM sweep s ORDER BY s.created_utc",
+      "read sweeps");
+  std::vector<SweepRecord> out;
+  while (s.step()) out.push_back({s.text_at(0), s.text_at(1), s.text_at(2), s.int_at(3)});
+  return out;
+}
+
+}  // namespace mimic::traces

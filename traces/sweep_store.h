@@ -1,0 +1,41 @@
+// Sweep results in a trace file: one row per sweep (its spec) and one per finished point (its
+// result as JSON, and the run that produced it). Several processes may share the file; recording a
+// point again replaces it, so a resumed sweep never holds a point twice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "traces/schema.h"
+#include "traces/sqlite_db.h"
+
+namespace mimic::traces {
+
+struct SweepPointRecord {
+  std::string key, status, result_json;
+  int64_t run_id = 0;  // 0: no run (the point did not compile)
+};
+
+struct SweepRecord {
+  std::string id, spec_json, created_utc;
+  int64_t points = 0;
+};
+
+class SweepStore {
+ public:
+  // Opens or creates the trace file (same errors as the trace writer: IoError, file untouched).
+  explicit SweepStore(const std::string& path, const OpenOptions& options = {});
+  // Records the sweep's spec once (kept when the sweep already exists).
+  void begin(const std::string& sweep_id, const std::string& spec_json);
+  void record(const std::string& sweep_id, const SweepPointRecord& point);
+  std::vector<SweepPointRecord> points(const std::string& sweep_id) const;
+  std::vector<SweepRecord> sweeps() const;
+  const std::string& path() const { return db_.path(); }
+
+ private:
+  Db db_;
+  OpenOptions options_;
+};
+
+}  // namespace mimic::traces
