@@ -54,6 +54,7 @@ void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
   L.d.m = w.n * w.oh * w.ow;
   L.d.k = kvol * cg;
   L.d.n = ng;
+  L.d.w_batch_stride = L.d.k * ng;  // one [K, N] weight matrix per group
   std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KH, KW]
   L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
   for (int64_t grp = 0; grp < w.groups; ++grp)

@@ -34,6 +34,7 @@ MatmulTiler::MatmulTiler(Context& c, const ir::Node& head, const GemmDesc& d, in
   epilogue_ops_ = 1 + (d.epi.bias >= 0) + (d.epi.residual >= 0) + (nchw_ ? 1 : 0) +
                   (d.epi.store == Rounding::int8 ? 2 : 0) +
                   (d.epi.activation != VectorFunc::identity ? vector_ops_per_element(d.epi.activation) : 0);
+  if (c.spec.vpu.fused_epilogue) epilogue_ops_ = 1;  // one pipelined pass (TPUv1 activation unit)
   row_parity_.assign(c.spec.cores, 0);
   col_parity_.assign(c.spec.cores, 0);
 }
@@ -62,6 +63,10 @@ std::vector<std::pair<int64_t, int64_t>> MatmulTiler::row_tiles(const CorePlan& 
   std::vector<std::pair<int64_t, int64_t>> tiles;
   // Tiles of (nearly) equal height no taller than tm, heights multiples of `unit`.
   auto balanced = [&](int64_t begin, int64_t end, int64_t unit) {
+    if (end - begin <= tm) {
+      tiles.emplace_back(begin, end);
+      return;
+    }
     int64_t units = ceil_div(end - begin, unit), per = std::max<int64_t>(1, tm / unit);
     int64_t count = ceil_div(units, per), step = ceil_div(units, count) * unit;
     for (int64_t r0 = begin; r0 < end; r0 += step) tiles.emplace_back(r0, std::min(end, r0 + step));
@@ -131,7 +136,7 @@ MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
   int64_t runs;
   cp.chunk_channels = full_channels();
   while (a_slot_needed_ && cp.chunk_channels > 1 && 2 * tile_bytes(cp, min_rows, cols_pe).a > half_ / 2)
-    cp.chunk_channels = std::max<int64_t>(1, round_up(cp.chunk_channels / 2, 8));
+    cp.chunk_channels = cp.chunk_channels > 16 ? round_up(cp.chunk_channels / 2, 8) : cp.chunk_channels / 2;
   int64_t tn_chunks = ceil_div(ncols, cols_pe);
   while (tn_chunks > 1 && working_set(cp, min_rows, std::min(ncols, tn_chunks * cols_pe), false) > half_)
     tn_chunks = ceil_div(tn_chunks, 2);

@@ -13,6 +13,7 @@ namespace {
 
 struct OpTotals {
   uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
+  uint64_t before = 0;  // latest end of the instructions issued before this op's first one
   int64_t offchip_bytes = 0;
   bool any = false;
 };
@@ -78,12 +79,18 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
   r.peak_flops_per_s = spec.peak_flops_per_s();
   r.ridge_intensity = spec.ridge_flops_per_byte();
   std::vector<OpTotals> totals(p.ops.size());
+  uint64_t issued_end = 0;  // latest end among the instructions so far in program order
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
-    if (in.kernel < 0 || in.opcode == Opcode::sync) continue;
-    int32_t op = p.kernels[in.kernel].op;
-    if (op < 0) continue;
+    uint64_t end = t.instructions[i].end;
+    int32_t op = in.kernel >= 0 ? p.kernels[in.kernel].op : -1;
+    if (op < 0 || in.opcode == Opcode::sync) {
+      issued_end = std::max(issued_end, end);
+      continue;
+    }
     OpTotals& o = totals[op];
+    if (!o.any) o.before = issued_end;
+    issued_end = std::max(issued_end, end);
     o.first = std::min(o.first, t.instructions[i].start);
     o.last = std::max(o.last, t.instructions[i].end);
     o.offchip_bytes += offchip_bytes(in, t.instructions[i]);
@@ -91,6 +98,10 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
   }
   const double peak_flops_per_cycle = 2.0 * static_cast<double>(spec.peak_macs_per_cycle());
   int64_t total_flops = 0;
+  // Ops overlap a little (a kernel prefetches its weights while the previous one computes): each
+  // op is charged from when everything issued before it (earlier ops, input transfers) finished,
+  // or from its own first instruction if later, to its last instruction, so that op cycles add up
+  // to at most the run.
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const OpInfo& info = p.ops[i];
     OpReport o;
@@ -103,7 +114,8 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
     o.bytes_out = info.bytes_out;
     total_flops += info.flops;
     if (totals[i].any) {
-      o.cycles = totals[i].last - totals[i].first;
+      uint64_t begin = std::max(totals[i].first, totals[i].before);
+      o.cycles = totals[i].last > begin ? totals[i].last - begin : 0;
       o.device_seconds = static_cast<double>(o.cycles) / r.clock_hz;
       o.utilization = o.cycles ? static_cast<double>(info.flops) / (peak_flops_per_cycle * static_cast<double>(o.cycles)) : 0;
       o.intensity = totals[i].offchip_bytes ? static_cast<double>(info.flops) / static_cast<double>(totals[i].offchip_bytes) : 0;

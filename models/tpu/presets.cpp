@@ -19,7 +19,7 @@ MemorySpec memory(const char* name, uint64_t bytes, uint64_t bytes_per_s, uint64
 // Figures shared by the v2-v6e TensorCores unless a preset says otherwise.
 void tensorcore_defaults(TpuSpec& s) {
   s.numerics = MatrixNumerics::bf16;
-  s.vpu = VpuSpec{128, 8, 2, 2};
+  s.vpu = VpuSpec{128, 8, 2, 2, false};
   s.dma = DmaSpec{2, 16};
   s.mxu.dataflow = Dataflow::weight_stationary;
   s.mxu.weight_double_buffering = true;
@@ -44,7 +44,7 @@ TpuSpec v1() {
   s.cores = 1;
   s.numerics = MatrixNumerics::int8;
   s.mxu = MxuSpec{256, 256, 1, Dataflow::weight_stationary, true, 4, 4 * static_cast<int64_t>(MiB)};
-  s.vpu = VpuSpec{256, 1, 1, 2};
+  s.vpu = VpuSpec{256, 1, 1, 2, true};
   s.dma = DmaSpec{2, 16};
   s.host_link = memory("pcie", 0, 14 * GiB, 700, 64);
   s.offchip = memory("ddr3", 8 * GiB, 34'000'000'000ull, 70, 64);
@@ -61,6 +61,8 @@ TpuSpec v1() {
       {"offchip", "[R] S1: 8 GiB DDR3 weight memory, 34 GB/s; latency [assumed] ~100 ns"},
       {"host_link", "[R-3P] Figure-1 label: PCIe Gen3 x16, 14 GiB/s; latency [assumed] ~1 us"},
       {"vpu", "[D] S1: 256-byte-wide activation path -> 256 lanes x 1 sublane; [assumed] 1 op/cycle, 2-cycle latency"},
+      {"vpu.fused_epilogue", "[R] S1: Activate (bias, nonlinearity, requantization) streams accumulators to the UB "
+                             "at the MXU's rate of one 256-element vector per cycle"},
       {"activations_on_chip", "[R] S1: the UB holds intermediate activations (sized for MLP batches up to 2048)"},
       {"dma", "[assumed] 2 engines (host reads, host writes), 16-cycle descriptor setup"},
   };
@@ -176,7 +178,7 @@ TpuSpec edge() {
   s.cores = 1;
   s.numerics = MatrixNumerics::int8;
   s.mxu = MxuSpec{64, 64, 1, Dataflow::weight_stationary, true, 2, 256 * static_cast<int64_t>(KiB)};
-  s.vpu = VpuSpec{64, 1, 1, 2};
+  s.vpu = VpuSpec{64, 1, 1, 2, true};
   s.dma = DmaSpec{2, 16};
   s.host_link = memory("pcie", 0, 500'000'000ull, 480, 64);
   s.offchip = memory("none", 0, 0, 0, 1);
@@ -189,7 +191,7 @@ TpuSpec edge() {
       {"onchip", "[M] ~8 MB on-chip RAM caching parameters; bandwidth [assumed] 64 B/cycle"},
       {"offchip", "[R] S10: no device DRAM; uncached parameters stream from host memory"},
       {"host_link", "[assumed] PCIe Gen2 x1 (M.2 / mini-PCIe module), ~500 MB/s; USB 3 is similar"},
-      {"vpu", "[assumed] 64 lanes x 1 sublane"},
+      {"vpu", "[assumed] 64 lanes x 1 sublane, fused activation pipeline as TPUv1"},
       {"mxu.accumulator_bytes", "[assumed] 256 KiB"},
   };
   return s;

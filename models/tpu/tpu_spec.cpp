@@ -48,6 +48,7 @@ std::vector<Field> make_fields() {
   add("vpu.sublanes", T::i64, [](TpuSpec& s) { return &s.vpu.sublanes; }, 1, true);
   add("vpu.alus", T::i64, [](TpuSpec& s) { return &s.vpu.alus; }, 1, false);
   add("vpu.latency_cycles", T::i64, [](TpuSpec& s) { return &s.vpu.latency_cycles; }, 0, false);
+  add("vpu.fused_epilogue", T::boolean, [](TpuSpec& s) { return &s.vpu.fused_epilogue; }, 0, false);
   add("dma.engines_per_core", T::i64, [](TpuSpec& s) { return &s.dma.engines_per_core; }, 1, false);
   add("dma.setup_cycles", T::u64, [](TpuSpec& s) { return &s.dma.setup_cycles; }, 0, false);
   auto memory = [&](const std::string& prefix, MemorySpec TpuSpec::*m, bool capacity_required, int64_t min_bw) {
@@ -260,7 +261,10 @@ TpuSpec spec_from_json_text(const std::string& text, const std::string& origin) 
     for (const auto& f : fields())
       if (f.required && std::find(given.begin(), given.end(), f.name) == given.end())
         field_error(origin, f.name, "is required (the file has no \"base\" preset to inherit it from)");
-  for (const auto& [k, v] : cited) spec.sources[k] = v;
+  // A file that cites its figures states its sources (this also makes spec_to_json round-trip).
+  if (!cited.empty() && !has_base) spec.sources = cited;
+  else
+    for (const auto& [k, v] : cited) spec.sources[k] = v;
   if (spec.name.empty() || (has_base && std::find(given.begin(), given.end(), "name") == given.end()))
     spec.name = origin;
   validate(spec);

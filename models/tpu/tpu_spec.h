@@ -41,6 +41,10 @@ struct VpuSpec {
   int64_t lanes = 128, sublanes = 8;  // one vreg = lanes x sublanes 32-bit elements
   int64_t alus = 2;                   // ALU instructions issued per cycle per (lane, sublane)
   int64_t latency_cycles = 2;         // pipeline depth paid once per vector instruction
+  // The matmul epilogue (bias, residual, activation, requantization) is one pipelined pass per
+  // element, as TPUv1's activation unit between the accumulators and the UB (S1: Activate),
+  // instead of one vector instruction per operation.
+  bool fused_epilogue = false;
 };
 
 struct MemorySpec {
