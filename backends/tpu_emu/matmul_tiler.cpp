@@ -41,16 +41,24 @@ MatmulTiler::MatmulTiler(Context& c, const ir::Node& head, const GemmDesc& d, in
 
 int64_t MatmulTiler::full_channels() const { return conv_ ? d_.conv.c / d_.conv.groups : d_.k; }
 
-int64_t MatmulTiler::a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs) const {
-  if (conv_) return conv_input_tile_bytes(d_.conv, r0, r1, channels, a_eb_, c_.spec.vpu, runs);
+int64_t MatmulTiler::a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs, bool footprint) const {
+  if (conv_) {
+    Window w = d_.conv;
+    if (footprint) w.channels_last = true;
+    return conv_input_tile_bytes(w, r0, r1, channels, a_eb_, c_.spec.vpu, runs);
+  }
   *runs = d_.a_transposed ? channels : (channels < d_.k ? r1 - r0 : 1);
   return (d_.a_transposed ? tiled_elements(channels, r1 - r0, c_.spec.vpu)
                           : tiled_elements(r1 - r0, channels, c_.spec.vpu)) *
          a_eb_;
 }
 
-int64_t MatmulTiler::y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, int64_t* runs) const {
-  if (conv_) return conv_output_tile_bytes(d_.conv, r0, r1, cols, eb, c_.spec.vpu, runs);
+int64_t MatmulTiler::y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, int64_t* runs, bool footprint) const {
+  if (conv_) {
+    Window w = d_.conv;
+    if (footprint) w.channels_last = true;
+    return conv_output_tile_bytes(w, r0, r1, cols, eb, c_.spec.vpu, runs);
+  }
   *runs = cols < d_.n ? r1 - r0 : 1;
   return tiled_elements(r1 - r0, cols, c_.spec.vpu) * eb;
 }
@@ -97,10 +105,10 @@ MatmulTiler::TileBytes MatmulTiler::tile_bytes(const CorePlan& cp, int64_t tm, i
   TileBytes t;
   int64_t runs;
   for (const auto& [r0, r1] : row_tiles(cp, tm)) {
-    if (a_slot_needed_) t.a = std::max(t.a, static_cast<uint64_t>(a_bytes(r0, r1, cp.chunk_channels, &runs)));
+    if (a_slot_needed_) t.a = std::max(t.a, static_cast<uint64_t>(a_bytes(r0, r1, cp.chunk_channels, &runs, true)));
     if (d_.epi.residual >= 0 && r_home_ != Level::onchip)
-      t.r = std::max(t.r, static_cast<uint64_t>(y_bytes(r0, r1, tn, r_eb_, &runs)));
-    if (y_home_ != Level::onchip) t.y = std::max(t.y, static_cast<uint64_t>(y_bytes(r0, r1, tn, y_eb_, &runs)));
+      t.r = std::max(t.r, static_cast<uint64_t>(y_bytes(r0, r1, tn, r_eb_, &runs, true)));
+    if (y_home_ != Level::onchip) t.y = std::max(t.y, static_cast<uint64_t>(y_bytes(r0, r1, tn, y_eb_, &runs, true)));
   }
   return t;
 }
@@ -146,8 +154,8 @@ MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
                   fmt::format("GEMM M={} K={} N={} batch={}: a tile of {} rows x {} columns x {} input channels needs "
                               "{} bytes of input and {} bytes of output, double-buffered",
                               d_.m, d_.k, d_.n, d_.batch, min_rows, cp.tile_cols, cp.chunk_channels,
-                              a_bytes(cp.r0, cp.r0 + min_rows, cp.chunk_channels, &runs),
-                              y_bytes(cp.r0, cp.r0 + min_rows, cp.tile_cols, y_eb_, &runs)));
+                              a_bytes(cp.r0, cp.r0 + min_rows, cp.chunk_channels, &runs, true),
+                              y_bytes(cp.r0, cp.r0 + min_rows, cp.tile_cols, y_eb_, &runs, true)));
   // v1/edge stream weights from their home through the weight FIFO, never through the UB (TPUv1).
   bool can_stage = !d_.on_vpu && !spec.activations_on_chip && w_home_ != Level::onchip;
   cp.stage_weights = d_.on_vpu || (can_stage && working_set(cp, min_rows, cp.tile_cols, true) <= half_);
@@ -223,10 +231,12 @@ std::vector<int64_t> MatmulTiler::load_input(int core, int64_t r0, int64_t r1, i
   Emitter& em = *c_.em;
   if (!a_slot_needed_) return {d_.a};
   auto as = em.slot(core, kA0 + static_cast<int>(row_parity_[core]++ % 2));
-  int64_t runs = 1, bytes = a_bytes(r0, r1, channels, &runs);
-  if (a_home_ != Level::onchip)
-    em.emit(dma(core, 0, a_home_, Level::onchip, bytes, runs, c_.p.tensors[d_.a].address, as.address), {d_.a},
-            {as.resource});
+  int64_t runs = 1, bytes = a_bytes(r0, r1, channels, &runs), on_chip = a_bytes(r0, r1, channels, &runs, true);
+  if (a_home_ != Level::onchip) {
+    Instruction in = dma(core, 0, a_home_, Level::onchip, bytes, runs, c_.p.tensors[d_.a].address, as.address);
+    in.dst_bytes = static_cast<uint64_t>(on_chip);  // relaid channels-minor as it lands
+    em.emit(in, {d_.a}, {as.resource});
+  }
   if (nchw_) {  // NCHW planes -> channels-minor rows for the matrix units (transpose path)
     Instruction v;
     v.opcode = Opcode::vector;
@@ -274,8 +284,9 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
     if (r_home_ != Level::onchip) {
       auto rs = em.slot(core, kR0 + par);
       int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, r_eb_, &runs);
-      em.emit(dma(core, 0, r_home_, Level::onchip, bytes, runs, c_.p.tensors[d_.epi.residual].address, rs.address),
-              {d_.epi.residual}, {rs.resource});
+      Instruction in = dma(core, 0, r_home_, Level::onchip, bytes, runs, c_.p.tensors[d_.epi.residual].address, rs.address);
+      in.dst_bytes = static_cast<uint64_t>(y_bytes(r0, r1, ncols, r_eb_, &runs, true));
+      em.emit(in, {d_.epi.residual}, {rs.resource});
       epi_reads.push_back(rs.resource);
     } else {
       epi_reads.push_back(d_.epi.residual);
@@ -341,8 +352,11 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
   auto os = em.slot(core, kO0 + par);
   em.emit(v, epi_reads, {os.resource});
   int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, y_eb_, &runs);
-  em.emit(dma(core, 1, Level::onchip, y_home_, bytes, runs, os.address, c_.p.tensors[d_.y].address), {os.resource},
-          {d_.y});
+  Instruction out = dma(core, 1, Level::onchip, y_home_, static_cast<uint64_t>(y_bytes(r0, r1, ncols, y_eb_, &runs, true)),
+                        1, os.address, c_.p.tensors[d_.y].address);
+  out.dst_bytes = static_cast<uint64_t>(bytes);
+  out.runs = static_cast<uint64_t>(std::max<int64_t>(runs, 1));
+  em.emit(out, {os.resource}, {d_.y});
 }
 
 }  // namespace mimic::backends::tpu_emu

@@ -9,7 +9,8 @@
 // the matrix units accumulate the chunks in their accumulators; the numerics of the block are
 // then attached to the chunk that completes the sum (one GEMM over the whole K range). Inside a
 // tile the core's matrix units share the columns (in array-width chunks) or the rows, whichever
-// the dataflow formula says is faster.
+// the dataflow formula says is faster. NCHW costs bytes (tiles padded along W), relayout work on
+// the vector unit and the minor-dimension granularity of DMA, not on-chip capacity.
 #pragma once
 
 #include <cstdint>
@@ -42,11 +43,13 @@ class MatmulTiler {
   // Row tiles [r0, r1) of a core for tile height tm.
   std::vector<std::pair<int64_t, int64_t>> row_tiles(const CorePlan& cp, int64_t tm) const;
   uint64_t working_set(const CorePlan& cp, int64_t tm, int64_t tn, bool stage) const;
-  // Input tile of rows [r0, r1) holding `channels` input channels (conv) or K columns (matrix).
-  int64_t a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs) const;
+  // Input tile of rows [r0, r1) holding `channels` input channels (conv) or K columns (matrix):
+  // bytes moved from the tensor's home in its layout, or (`footprint`) bytes it takes on chip
+  // once relaid channels-minor (NCHW tiles are transposed as they stream in, (8, 128) tile by tile).
+  int64_t a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs, bool footprint = false) const;
   int64_t full_channels() const;  // per group (conv) or K (matrix)
   int64_t k_of(int64_t channels) const { return conv_ ? channels * d_.conv.kh * d_.conv.kw : channels; }
-  int64_t y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, int64_t* runs) const;
+  int64_t y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, int64_t* runs, bool footprint = false) const;
   uint64_t staged_weight_bytes(int64_t cols) const;
   void reserve(const CorePlan& cp, int core);
   void emit_core(int64_t batch, int core, const CorePlan& cp);

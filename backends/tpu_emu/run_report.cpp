@@ -23,7 +23,7 @@ int64_t offchip_bytes(const Instruction& in, const InstructionTiming& t) {
   if (in.opcode == Opcode::dma) {
     int64_t b = 0;
     if (in.src != Level::onchip) b += static_cast<int64_t>(in.bytes);
-    if (in.dst != Level::onchip) b += static_cast<int64_t>(in.bytes);
+    if (in.dst != Level::onchip) b += static_cast<int64_t>(in.dst_bytes ? in.dst_bytes : in.bytes);
     return b;
   }
   if (in.opcode == Opcode::matmul && in.weight_source != Level::onchip) return static_cast<int64_t>(t.fetched_bytes);

@@ -134,8 +134,9 @@ struct Instruction {
   int64_t onchip_free = 0;   // ... and released when it ends
   // dma
   Level src = Level::offchip, dst = Level::onchip;
-  uint64_t bytes = 0;  // moved, layout padding included
-  uint64_t runs = 1;   // contiguous pieces (each costs at least the memory's access granule)
+  uint64_t bytes = 0;      // read at the source, layout padding included
+  uint64_t dst_bytes = 0;  // written at the destination when it differs (relayout on the way); 0: same
+  uint64_t runs = 1;       // contiguous pieces (each costs at least the memory's access granule)
   uint64_t src_address = 0, dst_address = 0;
   // matmul: this instruction's GEMM block on its MXU
   int64_t m = 0, k = 0, n = 0, passes = 1;

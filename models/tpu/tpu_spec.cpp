@@ -181,7 +181,7 @@ double TpuSpec::ridge_flops_per_byte() const {
 }
 
 std::string TpuSpec::summary() const {
-  return fmt::format("{}x {}x{} {} MXU{} x {} core{}, {:.0f} MHz, {:.1f} T{}/s, {} {:.0f} GB/s, {} {} MiB/core",
+  return fmt::format("{}x {}x{} {} MXU{} x {} core{}, {:.0f} MHz, {:.1f} T{}/s, {} {:.3g} GB/s, {} {} MiB/core",
                      mxu.per_core, mxu.rows, mxu.cols, numerics_name(numerics), mxu.per_core > 1 ? "s" : "",
                      cores, cores > 1 ? "s" : "", clock_hz * 1e-6, peak_flops_per_s() * 1e-12,
                      numerics == MatrixNumerics::int8 ? "OP" : "FLOP", bandwidth_memory().name,

@@ -99,8 +99,9 @@ uint64_t DmaEngine::execute(const Instruction& in, InstructionTiming&) {
     sc_core::sc_time start = local_.offset();
     sc_core::sc_time read_done =
         port(in.src, false, in.core).transport(tlm::TLM_READ_COMMAND, in.src_address, in.bytes, start, in.runs);
+    uint64_t written = in.dst_bytes ? in.dst_bytes : in.bytes;
     sc_core::sc_time write_done =
-        port(in.dst, true, in.core).transport(tlm::TLM_WRITE_COMMAND, in.dst_address, in.bytes, start, in.runs);
+        port(in.dst, true, in.core).transport(tlm::TLM_WRITE_COMMAND, in.dst_address, written, start, in.runs);
     local_.advance_to(std::max(read_done, write_done));
   }
   uint64_t busy = local_.now().count() - before;
