@@ -321,6 +321,7 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec, const C
       p.ops.push_back(op_info(g, nodes));
       c.current_op = static_cast<int32_t>(p.ops.size() - 1);
       if (is_fusion_head(g, g.node(nodes.front()))) lower_matmul_group(c, nodes);
+      else if (is_depthwise(g, g.node(nodes.front()))) lower_depthwise_group(c, nodes);
       else if (is_alias_op(n.op)) c.alias(n.outputs[0], c.tensor(n.inputs[0]));
       else if (is_copy_op(n.op)) lower_copy_node(c, n);
       else lower_vector_node(c, n);

@@ -23,6 +23,8 @@ bool is_fusion_head(const ir::Graph& g, const ir::Node& n) {
   return n.op == OpType::Conv && !is_depthwise(g, n);
 }
 
+bool heads_group(const ir::Graph& g, const ir::Node& n) { return is_fusion_head(g, n) || is_depthwise(g, n); }
+
 bool unary_func(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0, float* p1) {
   const ir::Attributes& a = n.attrs;
   *p0 = 0;
@@ -146,7 +148,8 @@ FusionPlan plan_fusion(const ir::Graph& g) {
   auto next = [&](ir::ValueId v) { return consumers[v] == 1 ? consumer[v] : -1; };
   for (int i = 0; i < nn; ++i) {
     const ir::Node& head = g.node(i);
-    if (plan.group_of[i] >= 0 || is_folded(g, head) || !is_fusion_head(g, head)) continue;
+    if (plan.group_of[i] >= 0 || is_folded(g, head) || !heads_group(g, head)) continue;
+    const bool depthwise = is_depthwise(g, head);
     std::vector<int> group{i};
     ir::ValueId cur = head.outputs[0];
     const ir::Shape& out = g.value(cur).type.shape;
@@ -160,7 +163,7 @@ FusionPlan plan_fusion(const ir::Graph& g) {
         stage = 1;
       } else if (stage < 2 && other >= 0 && is_bias_for(g, n.inputs[other], out, channel_axis)) {
         stage = 2;
-      } else if (stage < 3 && other >= 0 && !g.value(n.inputs[other]).constant &&
+      } else if (stage < 3 && !depthwise && other >= 0 && !g.value(n.inputs[other]).constant &&
                  g.value(n.inputs[other]).type == g.value(cur).type && n.inputs[0] != n.inputs[1]) {
         stage = 3;
       } else if (is_activation(g, n)) {

@@ -1,6 +1,7 @@
 // Fusion of a matrix op with what follows it into one matmul pass (XLA-style output fusion):
 //   Conv -> [BatchNormalization] -> [Add bias] -> [Add residual] -> [activation]
 //   MatMul/Gemm -> [Add bias] -> [Add residual] -> [activation]
+//   depthwise Conv -> [BatchNormalization] -> [Add bias] -> [activation]   (on the vector unit)
 // Each follower must be the only consumer of the value before it, which must not be a graph
 // output. BatchNormalization (inference, constant parameters) folds into the weights and bias at
 // compile time; the bias, the residual and the activation run in the vector unit on the matmul's
@@ -23,6 +24,8 @@ struct FusionPlan {
 
 // A node that heads a matmul group: Conv (not depthwise), MatMul, Gemm.
 bool is_fusion_head(const ir::Graph& g, const ir::Node& n);
+// A node that heads any group: the above and depthwise convolutions.
+bool heads_group(const ir::Graph& g, const ir::Node& n);
 // Depthwise convolution: one input channel per group (runs on the vector unit).
 bool is_depthwise(const ir::Graph& g, const ir::Node& n);
 FusionPlan plan_fusion(const ir::Graph& g);

@@ -62,6 +62,14 @@ void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst, const 
     t.input_bytes_per_row = {region_tiled * c.element_bytes(src) / std::max<int64_t>(t.rows, 1)};
   }
   t.elements_per_row = region_tiled / std::max<int64_t>(t.rows, 1);
+  // Contiguous pieces: the innermost dimensions that are contiguous on both sides form one run.
+  int64_t extent = 1;
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    bool src_ok = src < 0 || src_strides[i] == extent;
+    if (!src_ok || dst_strides[i] != extent) break;
+    extent *= dims[i];
+  }
+  t.runs_per_row = 1.0 / static_cast<double>(std::max<int64_t>(extent, 1));
   t.ops = vector_ops_per_element(VectorFunc::transpose);
   t.vector_instruction = transpose || src < 0;
   emit_vector_kernel(c, n, kid, t);

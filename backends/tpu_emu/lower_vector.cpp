@@ -128,8 +128,7 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
       double per_row = t.inputs.empty() ? t.output_bytes_per_row : t.input_bytes_per_row[0];
       Instruction in = dma(core, dma_in, c.home(src), out_home, static_cast<uint64_t>(std::ceil(rows * per_row)),
                            c.p.tensors[src].address, c.p.tensors[t.output].address);
-      in.runs = std::max<uint64_t>(1, static_cast<uint64_t>(rows * t.elements_per_row / std::max(1.0, per_row / 4)));
-      in.runs = 1;
+      in.runs = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(rows * t.runs_per_row)));
       in.computes = true;
       in.r0 = r0;
       in.r1 = r1;
@@ -214,6 +213,16 @@ double tiled_per_row(const Context& c, int32_t t, int64_t rows) {
   return static_cast<double>(tiled_elements(c.p.tensors[t].dims, c.spec.vpu)) / std::max<int64_t>(rows, 1);
 }
 
+// Vector work per output row (n, oh) of a window op: every output element reads kh x kw inputs.
+double window_work(const Context& c, const VectorDesc& d) {
+  int64_t out_c = d.func == VectorFunc::depthwise_conv ? d.window.m : d.window.c;
+  return static_cast<double>(round_up(d.window.ow, c.spec.vpu.sublanes) * round_up(out_c, c.spec.vpu.lanes) *
+                             d.window.kh * d.window.kw);
+}
+
+// Produces `out`, adds the kernel and tiles it.
+void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work, ir::ValueId out);
+
 }  // namespace
 
 void lower_vector_node(Context& c, const ir::Node& n) {
@@ -224,7 +233,7 @@ void lower_vector_node(Context& c, const ir::Node& n) {
   const std::vector<int64_t> out_dims = g.value(n.outputs[0]).type.shape.dims();
   auto in = [&](int i) { return c.tensor(n.inputs[i]); };
   int64_t rows = 0;
-  double work = 1;
+  double work = 0;  // tiled elements the vector unit processes per row (0: the output's)
   if (n.op == OpType::BatchNormalization) {
     std::vector<float> gamma = constant_floats(g, n.inputs[1]), beta = constant_floats(g, n.inputs[2]);
     std::vector<float> mean = constant_floats(g, n.inputs[3]), var = constant_floats(g, n.inputs[4]);
@@ -258,23 +267,12 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     d.axis = out_dims[axis];
     d.inner = product(out_dims, axis + 1, out_dims.size());
     rows = d.outer;
-  } else if (n.op == OpType::MaxPool || n.op == OpType::AveragePool || is_depthwise(g, n)) {
+  } else if (n.op == OpType::MaxPool || n.op == OpType::AveragePool) {
     d.window = pool_window(g, n);
     d.in = {in(0)};
-    if (n.op == OpType::Conv) {
-      d.func = VectorFunc::depthwise_conv;
-      d.window.m = d.window.m ? d.window.m : g.value(n.outputs[0]).type.shape[ir::is_channels_last(n) ? 3 : 1];
-      std::vector<float> w = constant_floats(g, n.inputs[1]);
-      int64_t m = d.window.m;
-      d.in.push_back(c.add_constant(n.name + ".weights", {m, d.window.kh * d.window.kw}, std::move(w), 4));
-      if (n.has_input(2)) d.in.push_back(c.tensor(n.inputs[2]));
-    } else {
-      d.func = n.op == OpType::MaxPool ? VectorFunc::max_pool : VectorFunc::avg_pool;
-    }
+    d.func = n.op == OpType::MaxPool ? VectorFunc::max_pool : VectorFunc::avg_pool;
     rows = d.window.n * d.window.oh;
-    int64_t out_c = d.func == VectorFunc::depthwise_conv ? d.window.m : d.window.c;
-    work = static_cast<double>(round_up(d.window.ow, c.spec.vpu.sublanes) * round_up(out_c, c.spec.vpu.lanes) *
-                               d.window.kh * d.window.kw);
+    work = window_work(c, d);
   } else if (n.op == OpType::GlobalAveragePool || n.op == OpType::GlobalMaxPool) {
     d.func = n.op == OpType::GlobalAveragePool ? VectorFunc::mean : VectorFunc::reduce_max;
     d.in = {in(0)};
@@ -326,13 +324,61 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     throw UnsupportedOpError(fmt::format("tpu_emu.compile: {} has no vector-unit lowering", c.describe(n)),
                              {ir::op_name(n.op)});
   }
-  d.out = c.produce(n.outputs[0]);
-  d.epi.store = c.store_rounding(n.outputs[0]);
+  emit_vector(c, n, d, rows, work, n.outputs[0]);
+}
+
+void lower_depthwise_group(Context& c, const std::vector<int>& nodes) {
+  const ir::Graph& g = c.g;
+  const ir::Node& head = g.node(nodes.front());
+  VectorDesc d;
+  d.func = VectorFunc::depthwise_conv;
+  d.window = pool_window(g, head);
+  const int64_t m = d.window.m, kvol = d.window.kh * d.window.kw;
+  std::vector<float> w = constant_floats(g, head.inputs[1]);  // [M, 1, KH, KW]
+  std::vector<float> bias(m, 0.0f);
+  bool has_bias = head.has_input(2);
+  if (has_bias) bias = constant_floats(g, head.inputs[2]);
+  ir::ValueId cur = head.outputs[0];
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    const ir::Node& n = g.node(nodes[i]);
+    VectorFunc f;
+    float p0, p1;
+    if (n.op == OpType::BatchNormalization) {  // fold y = s * x + t into the taps and the bias
+      std::vector<float> gamma = constant_floats(g, n.inputs[1]), beta = constant_floats(g, n.inputs[2]);
+      std::vector<float> mean = constant_floats(g, n.inputs[3]), var = constant_floats(g, n.inputs[4]);
+      float eps = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
+      for (int64_t oc = 0; oc < m; ++oc) {
+        float s = gamma[oc] / std::sqrt(var[oc] + eps);
+        for (int64_t p = 0; p < kvol; ++p) w[oc * kvol + p] *= s;
+        bias[oc] = bias[oc] * s + beta[oc] - mean[oc] * s;
+      }
+      has_bias = true;
+    } else if (n.op == OpType::Add) {
+      std::vector<float> add = constant_floats(g, n.inputs[0] == cur ? n.inputs[1] : n.inputs[0]);
+      for (int64_t oc = 0; oc < m; ++oc) bias[oc] += add[add.size() == 1 ? 0 : oc];
+      has_bias = true;
+    } else if (unary_func(g, n, &f, &p0, &p1)) {
+      d.epi.activation = f;
+      d.epi.p0 = p0;
+      d.epi.p1 = p1;
+    }
+    cur = n.outputs[0];
+  }
+  d.in = {c.tensor(head.inputs[0]), c.add_constant(head.name + ".weights", {m, kvol}, std::move(w), 4)};
+  if (has_bias) d.in.push_back(c.add_constant(head.name + ".bias", {m}, std::move(bias), 4));
+  emit_vector(c, head, d, d.window.n * d.window.oh, window_work(c, d), cur);
+}
+
+namespace {
+
+void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work, ir::ValueId out) {
+  d.out = c.produce(out);
+  d.epi.store = c.store_rounding(out);
   int32_t kid = c.add_kernel(vector_kernel(d));
-  if (work == 1) work = tiled_per_row(c, d.out, rows) * (d.axis > 1 && rows == d.outer ? 1 : 1);
-  if (d.func == VectorFunc::softmax || d.func == VectorFunc::log_softmax || d.func == VectorFunc::layer_norm)
-    work = tiled_per_row(c, d.in[0], rows);
-  if (d.func >= VectorFunc::sum && d.func <= VectorFunc::log_sum_exp) work = tiled_per_row(c, d.in[0], rows);
+  // Reductions, softmax and normalization read every input element; the rest write every output one.
+  bool reads_all = d.func == VectorFunc::softmax || d.func == VectorFunc::log_softmax ||
+                   d.func == VectorFunc::layer_norm || (d.func >= VectorFunc::sum && d.func <= VectorFunc::log_sum_exp);
+  if (work == 0) work = tiled_per_row(c, reads_all ? d.in[0] : d.out, rows);
   VectorTiling t = row_tiling(c, d, rows, work);
   // Pooling and depthwise rows read `stride` input rows per output row (window halos ignored).
   if (d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool || d.func == VectorFunc::depthwise_conv) {
@@ -343,5 +389,7 @@ void lower_vector_node(Context& c, const ir::Node& n) {
   }
   emit_vector_kernel(c, n, kid, t);
 }
+
+}  // namespace
 
 }  // namespace mimic::backends::tpu_emu

@@ -92,6 +92,7 @@ struct Context {
 // Lowering entry points. `nodes` is a fused group (matmul-like node first).
 void lower_matmul_group(Context& c, const std::vector<int>& nodes);
 void lower_vector_node(Context& c, const ir::Node& n);
+void lower_depthwise_group(Context& c, const std::vector<int>& nodes);
 void lower_copy_node(Context& c, const ir::Node& n);
 
 // Tiles `rows` of a vector kernel across cores and chunks that fit half of on-chip memory, with
@@ -106,6 +107,7 @@ struct VectorTiling {
   double elements_per_row = 0;            // vector work, tiled elements
   uint32_t ops = 1;
   bool vector_instruction = true;         // false: pure data movement (the store computes)
+  double runs_per_row = 0;                // data movement: contiguous pieces per row (strided DMA)
 };
 void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t);
 

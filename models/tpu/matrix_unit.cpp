@@ -72,7 +72,6 @@ uint64_t MatrixUnit::execute(const Instruction& in, InstructionTiming& t) {
     return 0;
   }
   const int64_t depth = spec_.mxu.weight_fifo_tiles;
-  const uint64_t period = clock_.period_ps();
   const int64_t element_bytes = spec_.matrix_element_bytes();
   FoldScheduler schedule(rows, cols, spec_.mxu.weight_double_buffering, plan.stream);
   consumed_.assign(plan.folds, 0);
@@ -94,7 +93,6 @@ uint64_t MatrixUnit::execute(const Instruction& in, InstructionTiming& t) {
     consumed_[f] = schedule.next(ready[f]);
   }
   FoldTiming ft = schedule.finish();
-  (void)period;
   local_.advance(Cycles(ft.end));
   local_.sync();
   stall_cycles += ft.end - ft.busy;

@@ -152,12 +152,12 @@ TimingResult TpuChip::run(const Program& program) {
   }
   uint64_t end = start;
   for (const auto& t : ctx_.timing) end = std::max(end, start + t.end);
-  TimingResult r = collect(program, end);
+  TimingResult r = collect(end);
   r.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
   return r;
 }
 
-TimingResult TpuChip::collect(const Program& program, uint64_t end_cycle) {
+TimingResult TpuChip::collect(uint64_t end_cycle) {
   TimingResult r;
   r.cycles = end_cycle - ctx_.start_cycle;
   r.instructions = std::move(ctx_.timing);
@@ -179,7 +179,6 @@ TimingResult TpuChip::collect(const Program& program, uint64_t end_cycle) {
   r.onchip_peak_bytes = ctx_.peak;
   for (auto& core : cores_)
     for (auto& m : core->mxu) r.weight_stall_cycles += m->stall_cycles;
-  (void)program;
   return r;
 }
 

@@ -40,7 +40,7 @@ class TpuChip : public sc_core::sc_module {
  private:
   struct Core;
   void check(const Program& program) const;
-  TimingResult collect(const Program& program, uint64_t end_cycle);
+  TimingResult collect(uint64_t end_cycle);
 
   TpuSpec spec_;
   sim::systemc::ClockDomain clock_;

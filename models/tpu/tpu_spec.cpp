@@ -181,11 +181,13 @@ double TpuSpec::ridge_flops_per_byte() const {
 }
 
 std::string TpuSpec::summary() const {
-  return fmt::format("{}x {}x{} {} MXU{} x {} core{}, {:.0f} MHz, {:.1f} T{}/s, {} {:.3g} GB/s, {} {} MiB/core",
+  double gbps = bandwidth_memory().bytes_per_s * 1e-9;
+  return fmt::format("{}x {}x{} {} MXU{} x {} core{}, {:.0f} MHz, {:.1f} T{}/s, {} {} GB/s, {} {} MiB/core",
                      mxu.per_core, mxu.rows, mxu.cols, numerics_name(numerics), mxu.per_core > 1 ? "s" : "",
                      cores, cores > 1 ? "s" : "", clock_hz * 1e-6, peak_flops_per_s() * 1e-12,
                      numerics == MatrixNumerics::int8 ? "OP" : "FLOP", bandwidth_memory().name,
-                     bandwidth_memory().bytes_per_s * 1e-9, onchip.name, onchip.bytes / double(1 << 20));
+                     gbps < 10 ? fmt::format("{:.1f}", gbps) : fmt::format("{:.0f}", gbps), onchip.name,
+                     onchip.bytes / double(1 << 20));
 }
 
 void validate(const TpuSpec& s) {
@@ -267,6 +269,8 @@ TpuSpec spec_from_json_text(const std::string& text, const std::string& origin) 
     for (const auto& [k, v] : cited) spec.sources[k] = v;
   if (spec.name.empty() || (has_base && std::find(given.begin(), given.end(), "name") == given.end()))
     spec.name = origin;
+  if (has_base && std::find(given.begin(), given.end(), "description") == given.end())
+    spec.description = fmt::format("{} with fields from {}", j["base"].get<std::string>(), origin);
   validate(spec);
   return spec;
 }

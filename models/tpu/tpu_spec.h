@@ -74,7 +74,7 @@ struct TpuSpec {
   bool offchip_per_core = false;   // v2/v3: each core owns 1/cores of capacity and bandwidth
   MemorySpec onchip;               // per core: VMEM (v2+) or the Unified Buffer (v1)
   bool activations_on_chip = false;  // v1/edge: activations live in on-chip memory when they fit
-  uint64_t quantum_cycles = 2000;    // temporal-decoupling quantum of the TLM initiators
+  uint64_t quantum_cycles = 2000;    // global tlm_quantumkeeper quantum (units also sync after every instruction)
   std::map<std::string, std::string> sources;  // field -> where its value comes from
 
   // Derived figures (floating point only for reports).
