@@ -2,9 +2,9 @@
 // every node to its lowering, capacity checks and the compile report.
 #include "backends/tpu_emu/compiler.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
-#include <fmt/format.h>
 
 #include "backends/common.h"
 #include "backends/tpu_emu/fusion.h"
@@ -18,15 +18,20 @@ using namespace models::tpu;
 
 int64_t precision_passes(const std::string& precision, const TpuSpec& spec) {
   int64_t passes;
-  if (precision == "default" || precision == "fastest" || precision == "bfloat16") passes = 1;
-  else if (precision == "high" || precision == "bf16_3x") passes = 3;
-  else if (precision == "highest" || precision == "float32") passes = 6;
+  if (precision == "default" || precision == "fastest" || precision == "bfloat16")
+    passes = 1;
+  else if (precision == "high" || precision == "bf16_3x")
+    passes = 3;
+  else if (precision == "highest" || precision == "float32")
+    passes = 6;
   else
-    throw InvalidArgument(fmt::format("tpu-emu: unknown precision '{}' (use default, high or highest)", precision));
+    throw InvalidArgument(
+        fmt::format("tpu-emu: unknown precision '{}' (use default, high or highest)", precision));
   return spec.numerics == MatrixNumerics::int8 ? 1 : passes;
 }
 
-// ---- RangeAllocator ------------------------------------------------------------------------------
+// ---- RangeAllocator
+// ------------------------------------------------------------------------------
 
 bool RangeAllocator::allocate(uint64_t bytes, uint64_t* address) {
   bytes = std::max<uint64_t>(round_up(static_cast<int64_t>(bytes), 512), 512);
@@ -52,7 +57,8 @@ void RangeAllocator::release(uint64_t address, uint64_t bytes, int32_t tensor) {
   used_ -= std::min(used_, bytes);
   dead_.push_back({address, address + bytes, tensor});
   Range r{address, address + bytes};
-  auto it = std::lower_bound(free_.begin(), free_.end(), r, [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  auto it = std::lower_bound(free_.begin(), free_.end(), r,
+                             [](const Range& a, const Range& b) { return a.begin < b.begin; });
   it = free_.insert(it, r);
   // Coalesce with neighbours.
   if (it + 1 != free_.end() && it->end == (it + 1)->begin) {
@@ -83,10 +89,11 @@ std::vector<int32_t> RangeAllocator::previous_occupants(uint64_t address, uint64
   return out;
 }
 
-// ---- Context --------------------------------------------------------------------------------------
+// ---- Context
+// --------------------------------------------------------------------------------------
 
-Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions& o, Program& program,
-                 std::vector<std::vector<float>>& consts, const std::string& dev)
+Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions& o,
+                 Program& program, std::vector<std::vector<float>>& consts, const std::string& dev)
     : g(graph), spec(s), options(o), p(program), constants(consts), device(dev) {
   uint64_t offchip_capacity = spec.offchip.bytes / (spec.offchip_per_core ? spec.cores : 1);
   offchip = RangeAllocator(offchip_capacity);
@@ -100,7 +107,8 @@ uint64_t Context::storage_bytes(const std::vector<int64_t>& dims, int64_t eb) co
   return static_cast<uint64_t>(tiled_elements(dims, spec.vpu) * eb);
 }
 
-int32_t Context::new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb, bool constant) {
+int32_t Context::new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb,
+                            bool constant) {
   TensorInfo t;
   t.name = name;
   t.dims = std::move(dims);
@@ -117,8 +125,8 @@ int64_t Context::element_bytes(int32_t t) const {
   return it == element_bytes_.end() ? 4 : it->second;
 }
 
-int32_t Context::add_constant(const std::string& name, std::vector<int64_t> dims, std::vector<float> data,
-                              int64_t stored_element_bytes) {
+int32_t Context::add_constant(const std::string& name, std::vector<int64_t> dims,
+                              std::vector<float> data, int64_t stored_element_bytes) {
   int32_t t = new_tensor(name, std::move(dims), stored_element_bytes, true);
   TensorInfo& info = p.tensors[t];
   uint64_t bytes = storage_bytes(info.dims, stored_element_bytes);
@@ -126,10 +134,12 @@ int32_t Context::add_constant(const std::string& name, std::vector<int64_t> dims
   uint64_t address = 0;
   if (spec.offchip.bytes > 0) {
     if (!offchip.allocate(bytes, &address))
-      throw OutOfMemoryError(fmt::format("tpu_emu.compile: constant '{}' ({} bytes) does not fit {}: constants need {} "
-                                         "bytes so far, preset {} has {} bytes",
-                                         name, bytes, spec.offchip.name, weight_bytes, spec.name, offchip.capacity()),
-                             -1, static_cast<int64_t>(weight_bytes), static_cast<int64_t>(offchip.capacity()), name);
+      throw OutOfMemoryError(
+          fmt::format(
+              "tpu_emu.compile: constant '{}' ({} bytes) does not fit {}: constants need {} "
+              "bytes so far, preset {} has {} bytes",
+              name, bytes, spec.offchip.name, weight_bytes, spec.name, offchip.capacity()),
+          -1, static_cast<int64_t>(weight_bytes), static_cast<int64_t>(offchip.capacity()), name);
     info.home = Level::offchip;
   } else if (onchip.allocate(bytes, &address)) {
     info.home = Level::onchip;  // Edge TPU: parameters cached on chip while they fit
@@ -148,13 +158,17 @@ int32_t Context::tensor(ir::ValueId v) {
   auto it = tensor_of.find(v);
   if (it != tensor_of.end()) return it->second;
   const ir::Value& val = g.value(v);
-  if (!val.constant) throw CompileError(fmt::format("tpu_emu.compile: internal: value '{}' has no tensor", val.name));
+  if (!val.constant)
+    throw CompileError(
+        fmt::format("tpu_emu.compile: internal: value '{}' has no tensor", val.name));
   ir::HostTensor f32 = *val.constant;
   std::vector<float> data(f32.numel());
-  if (f32.dtype() == ir::DType::f32) std::copy(f32.data<float>(), f32.data<float>() + f32.numel(), data.begin());
+  if (f32.dtype() == ir::DType::f32)
+    std::copy(f32.data<float>(), f32.data<float>() + f32.numel(), data.begin());
   else
-    throw CompileError(fmt::format("tpu_emu.compile: constant '{}' has dtype {}, the chip takes f32 constants here",
-                                   val.name, ir::dtype_name(f32.dtype())));
+    throw CompileError(fmt::format(
+        "tpu_emu.compile: constant '{}' has dtype {}, the chip takes f32 constants here", val.name,
+        ir::dtype_name(f32.dtype())));
   int32_t t = add_constant(val.name, val.type.shape.dims(), std::move(data), 4);
   tensor_of[v] = t;
   return t;
@@ -175,14 +189,17 @@ int32_t Context::produce(ir::ValueId v) {
     used = &onchip;
   } else if (spec.offchip.bytes > 0 && !spec.activations_on_chip) {
     if (!offchip.allocate(bytes, &address))
-      throw OutOfMemoryError(fmt::format("tpu_emu.compile: tensor '{}' ({} bytes) does not fit {}: {} of {} bytes in use",
-                                         val.name, bytes, spec.offchip.name, offchip.used(), offchip.capacity()),
-                             -1, static_cast<int64_t>(offchip.used() + bytes), static_cast<int64_t>(offchip.capacity()),
-                             val.name);
+      throw OutOfMemoryError(
+          fmt::format(
+              "tpu_emu.compile: tensor '{}' ({} bytes) does not fit {}: {} of {} bytes in use",
+              val.name, bytes, spec.offchip.name, offchip.used(), offchip.capacity()),
+          -1, static_cast<int64_t>(offchip.used() + bytes),
+          static_cast<int64_t>(offchip.capacity()), val.name);
     info.home = Level::offchip;
     used = &offchip;
   } else {
-    info.home = Level::host;  // v1/edge spill: activations that do not fit on chip stay in host memory
+    info.home =
+        Level::host;  // v1/edge spill: activations that do not fit on chip stay in host memory
     address = host_cursor;
     host_cursor += bytes;
   }
@@ -210,8 +227,10 @@ void Context::release(int32_t t) {
   const TensorInfo& info = p.tensors[t];
   if (info.alias_of >= 0 || info.constant) return;
   uint64_t bytes = storage_bytes(info.dims, element_bytes(t));
-  if (info.home == Level::onchip) onchip.release(info.address, bytes, t);
-  else if (info.home == Level::offchip) offchip.release(info.address, bytes, t);
+  if (info.home == Level::onchip)
+    onchip.release(info.address, bytes, t);
+  else if (info.home == Level::offchip)
+    offchip.release(info.address, bytes, t);
 }
 
 Rounding Context::store_rounding(ir::ValueId v) const {
@@ -225,31 +244,35 @@ int32_t Context::add_kernel(Kernel k) {
   return static_cast<int32_t>(p.kernels.size() - 1);
 }
 
-std::string Context::describe(const ir::Node& n) const { return fmt::format("{} '{}'", ir::op_name(n.op), n.name); }
+std::string Context::describe(const ir::Node& n) const {
+  return fmt::format("{} '{}'", ir::op_name(n.op), n.name);
+}
 
 void Context::untileable(const ir::Node& n, uint64_t needed, const std::string& detail) const {
   throw OutOfMemoryError(
-      fmt::format("tpu_emu.compile: {} cannot be tiled: its smallest tile needs {} bytes of {} per core, {} has {} "
+      fmt::format("tpu_emu.compile: {} cannot be tiled: its smallest tile needs {} bytes of {} per "
+                  "core, {} has {} "
                   "bytes per kernel (half of the {} bytes not holding resident tensors) [{}]",
                   describe(n), needed, spec.onchip.name, device, em->half_bytes(),
                   spec.onchip.bytes - em->resident_bytes(), detail),
       -1, static_cast<int64_t>(needed), static_cast<int64_t>(em->half_bytes()), n.name);
 }
 
-// ---- driver ---------------------------------------------------------------------------------------
+// ---- driver
+// ---------------------------------------------------------------------------------------
 
 namespace {
 
 bool is_alias_op(ir::OpType op) {
   using ir::OpType;
-  return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze || op == OpType::Unsqueeze ||
-         op == OpType::Identity || op == OpType::Dropout;
+  return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze ||
+         op == OpType::Unsqueeze || op == OpType::Identity || op == OpType::Dropout;
 }
 
 bool is_copy_op(ir::OpType op) {
   using ir::OpType;
-  return op == OpType::Transpose || op == OpType::Concat || op == OpType::Slice || op == OpType::Split ||
-         op == OpType::Pad || op == OpType::Expand;
+  return op == OpType::Transpose || op == OpType::Concat || op == OpType::Slice ||
+         op == OpType::Split || op == OpType::Pad || op == OpType::Expand;
 }
 
 OpInfo op_info(const ir::Graph& g, const std::vector<int>& nodes) {
@@ -281,14 +304,16 @@ void stage(Context& c, int32_t t, bool to_device) {
   in.bytes = static_cast<uint64_t>(std::max<int64_t>(1, info.numel() * c.element_bytes(t)));
   in.src_address = to_device ? 0 : info.address;
   in.dst_address = to_device ? info.address : 0;
-  if (to_device) c.em->emit(in, {}, {t});
-  else c.em->emit(in, {t}, {});
+  if (to_device)
+    c.em->emit(in, {}, {t});
+  else
+    c.em->emit(in, {t}, {});
 }
 
 }  // namespace
 
-CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec, const CompileOptions& options,
-                                const std::string& device) {
+CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
+                                const CompileOptions& options, const std::string& device) {
   auto t0 = std::chrono::steady_clock::now();
   CompiledProgram out;
   Program& p = out.program;
@@ -306,7 +331,8 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec, const C
   for (ir::ValueId v : g.outputs()) last_use[v] = g.num_nodes();
   for (int i = g.num_nodes() - 1; i >= 0; --i) {
     const ir::Node& n = g.node(i);
-    if (is_alias_op(n.op) && n.has_input(0)) last_use[n.inputs[0]] = std::max(last_use[n.inputs[0]], last_use[n.outputs[0]]);
+    if (is_alias_op(n.op) && n.has_input(0))
+      last_use[n.inputs[0]] = std::max(last_use[n.inputs[0]], last_use[n.outputs[0]]);
   }
   std::vector<std::vector<ir::ValueId>> dies_after(g.num_nodes() + 1);
   for (ir::ValueId v = 0; v < g.num_values(); ++v)
@@ -317,14 +343,20 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec, const C
     const ir::Node& n = g.node(i);
     if (is_folded(g, n)) continue;
     if (plan.emit_at[i] == i) {
-      const std::vector<int>& nodes = plan.group_of[i] >= 0 ? plan.groups[plan.group_of[i]] : std::vector<int>{i};
+      const std::vector<int>& nodes =
+          plan.group_of[i] >= 0 ? plan.groups[plan.group_of[i]] : std::vector<int>{i};
       p.ops.push_back(op_info(g, nodes));
       c.current_op = static_cast<int32_t>(p.ops.size() - 1);
-      if (is_fusion_head(g, g.node(nodes.front()))) lower_matmul_group(c, nodes);
-      else if (is_depthwise(g, g.node(nodes.front()))) lower_depthwise_group(c, nodes);
-      else if (is_alias_op(n.op)) c.alias(n.outputs[0], c.tensor(n.inputs[0]));
-      else if (is_copy_op(n.op)) lower_copy_node(c, n);
-      else lower_vector_node(c, n);
+      if (is_fusion_head(g, g.node(nodes.front())))
+        lower_matmul_group(c, nodes);
+      else if (is_depthwise(g, g.node(nodes.front())))
+        lower_depthwise_group(c, nodes);
+      else if (is_alias_op(n.op))
+        c.alias(n.outputs[0], c.tensor(n.inputs[0]));
+      else if (is_copy_op(n.op))
+        lower_copy_node(c, n);
+      else
+        lower_vector_node(c, n);
     }
     for (ir::ValueId v : dies_after[i]) {
       auto it = c.tensor_of.find(v);
@@ -351,10 +383,12 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec, const C
   r.metrics["fused_nodes"] = static_cast<double>(plan.fused_nodes);
   r.metrics["matrix_passes"] = static_cast<double>(p.passes);
   if (spec.numerics == MatrixNumerics::int8 && options.precision != "default")
-    c.notes.push_back(fmt::format("precision '{}' has no effect on {}: its matrix units are int8", options.precision, spec.name));
+    c.notes.push_back(fmt::format("precision '{}' has no effect on {}: its matrix units are int8",
+                                  options.precision, spec.name));
   if (c.host_cursor > 0 && spec.activations_on_chip)
-    c.notes.push_back(fmt::format("{} bytes of tensors did not fit {} and live in host memory (over {})", c.host_cursor,
-                                  spec.onchip.name, spec.host_link.name));
+    c.notes.push_back(
+        fmt::format("{} bytes of tensors did not fit {} and live in host memory (over {})",
+                    c.host_cursor, spec.onchip.name, spec.host_link.name));
   // Per-op program size (rows in program order of ops).
   Table& ops = r.tables["tpu_ops"];
   ops.columns = {"op", "kernels", "instructions"};

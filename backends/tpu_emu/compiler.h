@@ -24,8 +24,8 @@ struct CompiledProgram {
 // one pass whatever the precision. Throws InvalidArgument for an unknown name.
 int64_t precision_passes(const std::string& precision, const models::tpu::TpuSpec& spec);
 
-CompiledProgram compile_program(const ir::Graph& g, const models::tpu::TpuSpec& spec, const CompileOptions& options,
-                                const std::string& device);
+CompiledProgram compile_program(const ir::Graph& g, const models::tpu::TpuSpec& spec,
+                                const CompileOptions& options, const std::string& device);
 
 // Whether the chip can run node `n` (else it falls back to cpu). `why` gets a short reason.
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why = nullptr);

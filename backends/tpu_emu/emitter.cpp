@@ -1,7 +1,7 @@
 #include "backends/tpu_emu/emitter.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "frontend/ir/error.h"
 
@@ -12,8 +12,12 @@ using tpu::Opcode;
 
 namespace {
 // Slot resources are negative so that they never collide with tensor ids.
-int64_t slot_resource(int core, int half, int id) { return -1 - ((static_cast<int64_t>(core) * 2 + half) << 16) - id; }
-bool is_slot(int64_t r) { return r < 0; }
+int64_t slot_resource(int core, int half, int id) {
+  return -1 - ((static_cast<int64_t>(core) * 2 + half) << 16) - id;
+}
+bool is_slot(int64_t r) {
+  return r < 0;
+}
 }  // namespace
 
 Emitter::Emitter(tpu::Program& program, const tpu::TpuSpec& spec, uint64_t resident_bytes)
@@ -43,10 +47,11 @@ Emitter::Slot Emitter::slot(int core, int id, uint64_t bytes) {
   uint64_t address = resident_ + half * half_bytes_ + slot_cursor_[core];
   slot_cursor_[core] += (bytes + 511) / 512 * 512;
   if (slot_cursor_[core] > half_bytes_)
-    throw CompileError(fmt::format("tpu_emu.compile: internal: kernel {} of '{}' reserves {} bytes of on-chip slots on "
-                                   "core {}, more than its half ({} bytes)",
-                                   kernel_, program_.ops.at(program_.kernels.at(kernel_).op).node, slot_cursor_[core],
-                                   core, half_bytes_));
+    throw CompileError(fmt::format(
+        "tpu_emu.compile: internal: kernel {} of '{}' reserves {} bytes of on-chip slots on "
+        "core {}, more than its half ({} bytes)",
+        kernel_, program_.ops.at(program_.kernels.at(kernel_).op).node, slot_cursor_[core], core,
+        half_bytes_));
   slot_address_[resource] = address;
   return Slot{resource, address};
 }
@@ -55,7 +60,8 @@ void Emitter::add_dep(std::vector<uint32_t>& deps, uint32_t d) {
   if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
 }
 
-uint32_t Emitter::emit(Instruction in, const std::vector<int64_t>& reads, const std::vector<int64_t>& writes) {
+uint32_t Emitter::emit(Instruction in, const std::vector<int64_t>& reads,
+                       const std::vector<int64_t>& writes) {
   const uint32_t index = static_cast<uint32_t>(program_.instructions.size());
   std::vector<uint32_t> deps;
   bool touches_slot = false;
@@ -110,10 +116,12 @@ void Emitter::end_kernel(const std::vector<int32_t>& inputs, const std::vector<i
     s.core = static_cast<uint8_t>(c);
     s.kernel = kernel_;
     s.onchip_free = static_cast<int64_t>(slot_cursor_[c]);
-    program_.instructions[first_instruction_[c]].onchip_alloc = static_cast<int64_t>(slot_cursor_[c]);
+    program_.instructions[first_instruction_[c]].onchip_alloc =
+        static_cast<int64_t>(slot_cursor_[c]);
     s.dep_begin = static_cast<uint32_t>(program_.deps.size());
     s.dep_count = static_cast<uint32_t>(kernel_instructions_[c].size());
-    program_.deps.insert(program_.deps.end(), kernel_instructions_[c].begin(), kernel_instructions_[c].end());
+    program_.deps.insert(program_.deps.end(), kernel_instructions_[c].begin(),
+                         kernel_instructions_[c].end());
     uint32_t index = static_cast<uint32_t>(program_.instructions.size());
     program_.instructions.push_back(s);
     syncs.push_back(index);

@@ -37,7 +37,8 @@ class Emitter {
   // set); `outputs` become readable by later kernels once those syncs complete, and `inputs`
   // record these syncs as their readers (for storage reused by later tensors).
   void end_kernel(const std::vector<int32_t>& inputs, const std::vector<int32_t>& outputs);
-  // Tensor `fresh` reuses the storage of dead tensor `dead`: writes to `fresh` wait for `dead`'s readers.
+  // Tensor `fresh` reuses the storage of dead tensor `dead`: writes to `fresh` wait for `dead`'s
+  // readers.
   void reuse_storage(int32_t fresh, int32_t dead);
 
   // Slot `id` of the current kernel's half on `core` and its address (for TLM transactions). The
@@ -51,7 +52,8 @@ class Emitter {
   int64_t tensor_resource(int32_t tensor) const { return tensor; }
 
   // Emits `in` (core, unit, fields set by the caller) with dependencies from `reads`/`writes`.
-  uint32_t emit(tpu::Instruction in, const std::vector<int64_t>& reads, const std::vector<int64_t>& writes);
+  uint32_t emit(tpu::Instruction in, const std::vector<int64_t>& reads,
+                const std::vector<int64_t>& writes);
 
   uint64_t half_bytes() const { return half_bytes_; }
   uint64_t resident_bytes() const { return resident_; }
@@ -71,8 +73,8 @@ class Emitter {
   int64_t kernels_started_ = 0;
   std::vector<int64_t> first_instruction_;  // per core, in the current kernel (-1: none)
   std::vector<std::vector<uint32_t>> kernel_instructions_;  // per core
-  std::vector<uint64_t> slot_cursor_;                      // per core: bytes of slots reserved
-  std::unordered_map<int64_t, uint64_t> slot_address_;     // current kernel's slots
+  std::vector<uint64_t> slot_cursor_;                       // per core: bytes of slots reserved
+  std::unordered_map<int64_t, uint64_t> slot_address_;      // current kernel's slots
   std::vector<std::vector<int64_t>> half_release_;  // per core, per half: sync of its last user
 };
 

@@ -23,35 +23,84 @@ bool is_fusion_head(const ir::Graph& g, const ir::Node& n) {
   return n.op == OpType::Conv && !is_depthwise(g, n);
 }
 
-bool heads_group(const ir::Graph& g, const ir::Node& n) { return is_fusion_head(g, n) || is_depthwise(g, n); }
+bool heads_group(const ir::Graph& g, const ir::Node& n) {
+  return is_fusion_head(g, n) || is_depthwise(g, n);
+}
 
 bool unary_func(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0, float* p1) {
   const ir::Attributes& a = n.attrs;
   *p0 = 0;
   *p1 = 0;
   switch (n.op) {
-    case OpType::Relu: *f = VectorFunc::relu; return true;
-    case OpType::Sigmoid: *f = VectorFunc::sigmoid; return true;
-    case OpType::Tanh: *f = VectorFunc::tanh; return true;
-    case OpType::Exp: *f = VectorFunc::exp; return true;
-    case OpType::Log: *f = VectorFunc::log; return true;
-    case OpType::Sqrt: *f = VectorFunc::sqrt; return true;
-    case OpType::Reciprocal: *f = VectorFunc::reciprocal; return true;
-    case OpType::Abs: *f = VectorFunc::abs; return true;
-    case OpType::Neg: *f = VectorFunc::neg; return true;
-    case OpType::Erf: *f = VectorFunc::erf; return true;
-    case OpType::Softplus: *f = VectorFunc::softplus; return true;
-    case OpType::Softsign: *f = VectorFunc::softsign; return true;
-    case OpType::Floor: *f = VectorFunc::floor; return true;
-    case OpType::Ceil: *f = VectorFunc::ceil; return true;
-    case OpType::Round: *f = VectorFunc::round; return true;
-    case OpType::Sign: *f = VectorFunc::sign; return true;
-    case OpType::Sin: *f = VectorFunc::sin; return true;
-    case OpType::Cos: *f = VectorFunc::cos; return true;
-    case OpType::Identity: case OpType::Dropout: *f = VectorFunc::identity; return true;
-    case OpType::HardSwish: *f = VectorFunc::hard_swish; return true;
-    case OpType::LeakyRelu: *f = VectorFunc::leaky_relu; *p0 = static_cast<float>(a.get_float("alpha", 0.01)); return true;
-    case OpType::Elu: *f = VectorFunc::elu; *p0 = static_cast<float>(a.get_float("alpha", 1.0)); return true;
+    case OpType::Relu:
+      *f = VectorFunc::relu;
+      return true;
+    case OpType::Sigmoid:
+      *f = VectorFunc::sigmoid;
+      return true;
+    case OpType::Tanh:
+      *f = VectorFunc::tanh;
+      return true;
+    case OpType::Exp:
+      *f = VectorFunc::exp;
+      return true;
+    case OpType::Log:
+      *f = VectorFunc::log;
+      return true;
+    case OpType::Sqrt:
+      *f = VectorFunc::sqrt;
+      return true;
+    case OpType::Reciprocal:
+      *f = VectorFunc::reciprocal;
+      return true;
+    case OpType::Abs:
+      *f = VectorFunc::abs;
+      return true;
+    case OpType::Neg:
+      *f = VectorFunc::neg;
+      return true;
+    case OpType::Erf:
+      *f = VectorFunc::erf;
+      return true;
+    case OpType::Softplus:
+      *f = VectorFunc::softplus;
+      return true;
+    case OpType::Softsign:
+      *f = VectorFunc::softsign;
+      return true;
+    case OpType::Floor:
+      *f = VectorFunc::floor;
+      return true;
+    case OpType::Ceil:
+      *f = VectorFunc::ceil;
+      return true;
+    case OpType::Round:
+      *f = VectorFunc::round;
+      return true;
+    case OpType::Sign:
+      *f = VectorFunc::sign;
+      return true;
+    case OpType::Sin:
+      *f = VectorFunc::sin;
+      return true;
+    case OpType::Cos:
+      *f = VectorFunc::cos;
+      return true;
+    case OpType::Identity:
+    case OpType::Dropout:
+      *f = VectorFunc::identity;
+      return true;
+    case OpType::HardSwish:
+      *f = VectorFunc::hard_swish;
+      return true;
+    case OpType::LeakyRelu:
+      *f = VectorFunc::leaky_relu;
+      *p0 = static_cast<float>(a.get_float("alpha", 0.01));
+      return true;
+    case OpType::Elu:
+      *f = VectorFunc::elu;
+      *p0 = static_cast<float>(a.get_float("alpha", 1.0));
+      return true;
     case OpType::Selu:
       *f = VectorFunc::selu;
       *p0 = static_cast<float>(a.get_float("alpha", 1.67326319217681884765625));
@@ -72,26 +121,45 @@ bool unary_func(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0,
       for (int i : {1, 2}) {
         if (!n.has_input(i)) continue;
         const ir::Value& v = g.value(n.inputs[i]);
-        if (!v.constant || v.constant->dtype() != ir::DType::f32 || v.constant->numel() != 1) return false;
+        if (!v.constant || v.constant->dtype() != ir::DType::f32 || v.constant->numel() != 1)
+          return false;
         (i == 1 ? *p0 : *p1) = v.constant->data<float>()[0];
       }
       return true;
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
 bool binary_func(OpType op, VectorFunc* f) {
   switch (op) {
-    case OpType::Add: *f = VectorFunc::add; return true;
-    case OpType::Sub: *f = VectorFunc::sub; return true;
-    case OpType::Mul: *f = VectorFunc::mul; return true;
-    case OpType::Div: *f = VectorFunc::div; return true;
-    case OpType::Pow: *f = VectorFunc::pow; return true;
-    case OpType::PRelu: *f = VectorFunc::prelu; return true;
-    case OpType::Max: *f = VectorFunc::max; return true;
-    case OpType::Min: *f = VectorFunc::min; return true;
-    default: return false;
+    case OpType::Add:
+      *f = VectorFunc::add;
+      return true;
+    case OpType::Sub:
+      *f = VectorFunc::sub;
+      return true;
+    case OpType::Mul:
+      *f = VectorFunc::mul;
+      return true;
+    case OpType::Div:
+      *f = VectorFunc::div;
+      return true;
+    case OpType::Pow:
+      *f = VectorFunc::pow;
+      return true;
+    case OpType::PRelu:
+      *f = VectorFunc::prelu;
+      return true;
+    case OpType::Max:
+      *f = VectorFunc::max;
+      return true;
+    case OpType::Min:
+      *f = VectorFunc::min;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -120,10 +188,18 @@ bool is_activation(const ir::Graph& g, const ir::Node& n) {
   VectorFunc f;
   float p0, p1;
   switch (n.op) {
-    case OpType::Relu: case OpType::Clip: case OpType::LeakyRelu: case OpType::Sigmoid: case OpType::Tanh:
-    case OpType::HardSwish: case OpType::HardSigmoid: case OpType::Elu: case OpType::Gelu:
+    case OpType::Relu:
+    case OpType::Clip:
+    case OpType::LeakyRelu:
+    case OpType::Sigmoid:
+    case OpType::Tanh:
+    case OpType::HardSwish:
+    case OpType::HardSigmoid:
+    case OpType::Elu:
+    case OpType::Gelu:
       return unary_func(g, n, &f, &p0, &p1);
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -153,13 +229,15 @@ FusionPlan plan_fusion(const ir::Graph& g) {
     std::vector<int> group{i};
     ir::ValueId cur = head.outputs[0];
     const ir::Shape& out = g.value(cur).type.shape;
-    int channel_axis = head.op == OpType::Conv ? (ir::is_channels_last(head) ? out.rank() - 1 : 1) : out.rank() - 1;
+    int channel_axis = head.op == OpType::Conv ? (ir::is_channels_last(head) ? out.rank() - 1 : 1)
+                                               : out.rank() - 1;
     int stage = 0;  // 0: head, 1: after BN, 2: after bias, 3: after residual, 4: after activation
     for (int j; stage < 4 && (j = next(cur)) >= 0 && plan.group_of[j] < 0;) {
       const ir::Node& n = g.node(j);
       int other = n.op == OpType::Add ? (n.inputs[0] == cur ? 1 : 0) : -1;
-      if (stage < 1 && head.op == OpType::Conv && n.op == OpType::BatchNormalization && n.inputs[0] == cur &&
-          all_constant_inputs(g, n, 1) && ir::is_channels_last(n) == ir::is_channels_last(head) && n.outputs.size() == 1) {
+      if (stage < 1 && head.op == OpType::Conv && n.op == OpType::BatchNormalization &&
+          n.inputs[0] == cur && all_constant_inputs(g, n, 1) &&
+          ir::is_channels_last(n) == ir::is_channels_last(head) && n.outputs.size() == 1) {
         stage = 1;
       } else if (stage < 2 && other >= 0 && is_bias_for(g, n.inputs[other], out, channel_axis)) {
         stage = 2;

@@ -32,7 +32,8 @@ FusionPlan plan_fusion(const ir::Graph& g);
 
 // Elementwise functions of the vector unit for unary/activation nodes and binary nodes; false when
 // the op (or its parameters) has no vector-unit equivalent.
-bool unary_func(const ir::Graph& g, const ir::Node& n, models::tpu::VectorFunc* f, float* p0, float* p1);
+bool unary_func(const ir::Graph& g, const ir::Node& n, models::tpu::VectorFunc* f, float* p0,
+                float* p1);
 bool binary_func(ir::OpType op, models::tpu::VectorFunc* f);
 
 }  // namespace mimic::backends::tpu_emu

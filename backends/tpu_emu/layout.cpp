@@ -23,7 +23,8 @@ void for_images(const Window& w, int64_t r0, int64_t r1, Fn fn) {
   int64_t ohw = w.oh * w.ow;
   int64_t first = r0 / ohw, last = (r1 - 1) / ohw;
   for (int64_t img = first; img <= last; ++img) {
-    int64_t a = std::max(r0, img * ohw) - img * ohw, b = std::min(r1, (img + 1) * ohw) - 1 - img * ohw;
+    int64_t a = std::max(r0, img * ohw) - img * ohw,
+            b = std::min(r1, (img + 1) * ohw) - 1 - img * ohw;
     fn(img, a / w.ow, b / w.ow);
   }
 }
@@ -54,8 +55,8 @@ int64_t output_rows_touched(const Window& w, int64_t r0, int64_t r1) {
   return n;
 }
 
-int64_t conv_input_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t channels, int64_t element_bytes,
-                              const VpuSpec& v, int64_t* runs) {
+int64_t conv_input_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t channels,
+                              int64_t element_bytes, const VpuSpec& v, int64_t* runs) {
   int64_t bytes = 0, pieces = 0;
   for_images(w, r0, r1, [&](int64_t, int64_t a, int64_t b) {
     int64_t rows = input_rows_for(w, a, b);
@@ -71,8 +72,8 @@ int64_t conv_input_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t c
   return bytes;
 }
 
-int64_t conv_output_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t channels, int64_t element_bytes,
-                               const VpuSpec& v, int64_t* runs) {
+int64_t conv_output_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t channels,
+                               int64_t element_bytes, const VpuSpec& v, int64_t* runs) {
   int64_t bytes = 0, pieces = 0;
   for_images(w, r0, r1, [&](int64_t, int64_t a, int64_t b) {
     int64_t rows = b - a + 1;

@@ -13,7 +13,9 @@
 
 namespace mimic::backends::tpu_emu {
 
-inline int64_t round_up(int64_t x, int64_t m) { return m <= 1 ? x : (x + m - 1) / m * m; }
+inline int64_t round_up(int64_t x, int64_t m) {
+  return m <= 1 ? x : (x + m - 1) / m * m;
+}
 
 // Elements of a [rows, cols] block once tiled.
 inline int64_t tiled_elements(int64_t rows, int64_t cols, const models::tpu::VpuSpec& v) {
@@ -33,10 +35,12 @@ int64_t output_rows_touched(const models::tpu::Window& w, int64_t r0, int64_t r1
 // Bytes of `channels` input channels of the input tile of conv output rows [r0, r1) as stored
 // (NHWC: image rows of W x channels; NCHW: per channel plane, rows x W), tiled; `runs` gets the
 // contiguous pieces.
-int64_t conv_input_tile_bytes(const models::tpu::Window& w, int64_t r0, int64_t r1, int64_t channels,
-                              int64_t element_bytes, const models::tpu::VpuSpec& v, int64_t* runs);
+int64_t conv_input_tile_bytes(const models::tpu::Window& w, int64_t r0, int64_t r1,
+                              int64_t channels, int64_t element_bytes,
+                              const models::tpu::VpuSpec& v, int64_t* runs);
 // Bytes of output rows [r0, r1) x `channels` channels as stored, tiled; `runs` as above.
-int64_t conv_output_tile_bytes(const models::tpu::Window& w, int64_t r0, int64_t r1, int64_t channels,
-                               int64_t element_bytes, const models::tpu::VpuSpec& v, int64_t* runs);
+int64_t conv_output_tile_bytes(const models::tpu::Window& w, int64_t r0, int64_t r1,
+                               int64_t channels, int64_t element_bytes,
+                               const models::tpu::VpuSpec& v, int64_t* runs);
 
 }  // namespace mimic::backends::tpu_emu

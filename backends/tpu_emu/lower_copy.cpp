@@ -2,8 +2,8 @@
 // path when the minor dimension moves), Concat, Slice, Split, Pad (fill, then copy into the
 // interior) and Expand (zero strides). Copies that keep the minor dimension are single DMAs
 // between the tensors' home memories (DMA engines take strided descriptors).
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "backends/tpu_emu/layout.h"
 #include "backends/tpu_emu/lowering.h"
@@ -30,9 +30,10 @@ int64_t numel(const std::vector<int64_t>& d) {
 }
 
 // One copy kernel: dims iterated, src/dst element strides and offsets.
-void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst, const std::vector<int64_t>& dims,
-                 const std::vector<int64_t>& src_strides, int64_t src_offset, const std::vector<int64_t>& dst_strides,
-                 int64_t dst_offset, bool transpose, float fill = 0) {
+void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
+                 const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
+                 int64_t src_offset, const std::vector<int64_t>& dst_strides, int64_t dst_offset,
+                 bool transpose, float fill = 0) {
   VectorDesc d;
   d.func = src < 0 ? VectorFunc::identity : transpose ? VectorFunc::transpose : VectorFunc::copy;
   d.p0 = fill;
@@ -101,7 +102,8 @@ void lower_copy_node(Context& c, const ir::Node& n) {
       for (int i = 0; i < n.num_inputs(); ++i) {
         int32_t xi = c.tensor(n.inputs[i]);
         std::vector<int64_t> d = c.p.tensors[xi].dims;
-        if (numel(d) > 0) copy_kernel(c, n, xi, y, d, contiguous(d), 0, os, offset * os[axis], false);
+        if (numel(d) > 0)
+          copy_kernel(c, n, xi, y, d, contiguous(d), 0, os, offset * os[axis], false);
         offset += d[axis];
       }
       return;
@@ -116,7 +118,8 @@ void lower_copy_node(Context& c, const ir::Node& n) {
         offset += s.start[i] * in_strides[i];
       }
       std::vector<int64_t> out_dims = c.p.tensors[y].dims;
-      if (numel(out_dims) > 0) copy_kernel(c, n, x, y, out_dims, strides, offset, contiguous(out_dims), 0, false);
+      if (numel(out_dims) > 0)
+        copy_kernel(c, n, x, y, out_dims, strides, offset, contiguous(out_dims), 0, false);
       return;
     }
     case OpType::Split: {
@@ -127,7 +130,8 @@ void lower_copy_node(Context& c, const ir::Node& n) {
         int32_t y = c.produce(n.outputs[i]);
         std::vector<int64_t> out_dims = c.p.tensors[y].dims;
         if (numel(out_dims) > 0)
-          copy_kernel(c, n, x, y, out_dims, in_strides, offset * in_strides[axis], contiguous(out_dims), 0, false);
+          copy_kernel(c, n, x, y, out_dims, in_strides, offset * in_strides[axis],
+                      contiguous(out_dims), 0, false);
         offset += sizes[i];
       }
       return;
@@ -135,7 +139,8 @@ void lower_copy_node(Context& c, const ir::Node& n) {
     case OpType::Pad: {
       ir::PadSpec pads = ir::resolve_pads(g, n);
       float value = 0;
-      if (n.has_input(2) && g.value(n.inputs[2]).constant && g.value(n.inputs[2]).constant->numel() == 1)
+      if (n.has_input(2) && g.value(n.inputs[2]).constant &&
+          g.value(n.inputs[2]).constant->numel() == 1)
         value = g.value(n.inputs[2]).constant->data<float>()[0];
       int32_t y = c.produce(n.outputs[0]);
       std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
@@ -154,7 +159,9 @@ void lower_copy_node(Context& c, const ir::Node& n) {
       return;
     }
     default:
-      throw UnsupportedOpError(fmt::format("tpu_emu.compile: {} has no copy lowering", c.describe(n)), {ir::op_name(n.op)});
+      throw UnsupportedOpError(
+          fmt::format("tpu_emu.compile: {} has no copy lowering", c.describe(n)),
+          {ir::op_name(n.op)});
   }
 }
 

@@ -8,9 +8,9 @@
 // unit, DMA the output tile out. Weights are staged in on-chip memory once per kernel when they
 // fit (v2+), else every fold's tile streams from off-chip memory through the weight FIFO (always
 // on v1/edge, as TPUv1 does).
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "backends/tpu_emu/fusion.h"
 #include "backends/tpu_emu/layout.h"
@@ -45,16 +45,19 @@ std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
 void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
   ir::WindowGeometry wg = ir::window_geometry(g, n);
   Window& w = L.d.conv;
-  w = Window{wg.batch, wg.in_channels, wg.in_size[0], wg.in_size[1], wg.out_channels, wg.out_size[0],
-             wg.out_size[1], wg.kernel[0], wg.kernel[1], wg.strides[0], wg.strides[1], wg.pad_begin[0],
-             wg.pad_begin[1], wg.dilations[0], wg.dilations[1], wg.group, wg.channels_last, false};
+  w = Window{wg.batch,        wg.in_channels,   wg.in_size[0],
+             wg.in_size[1],   wg.out_channels,  wg.out_size[0],
+             wg.out_size[1],  wg.kernel[0],     wg.kernel[1],
+             wg.strides[0],   wg.strides[1],    wg.pad_begin[0],
+             wg.pad_begin[1], wg.dilations[0],  wg.dilations[1],
+             wg.group,        wg.channels_last, false};
   L.d.a_view = GemmDesc::AView::conv;
   L.d.batch = w.groups;
   int64_t cg = w.c / w.groups, ng = w.m / w.groups, kvol = w.kh * w.kw;
   L.d.m = w.n * w.oh * w.ow;
   L.d.k = kvol * cg;
   L.d.n = ng;
-  L.d.w_batch_stride = L.d.k * ng;  // one [K, N] weight matrix per group
+  L.d.w_batch_stride = L.d.k * ng;                           // one [K, N] weight matrix per group
   std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KH, KW]
   L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
   for (int64_t grp = 0; grp < w.groups; ++grp)
@@ -132,8 +135,10 @@ void lower_gemm_node(const ir::Graph& g, const ir::Node& n, Lowered& L) {
 // Folds BatchNormalization y = s * x + t (s = gamma / sqrt(var + eps), t = beta - mean * s) into
 // the weights and bias, per output column.
 void fold_batch_norm(const ir::Graph& g, const ir::Node& bn, Lowered& L) {
-  std::vector<float> gamma = constant_floats(g, bn.inputs[1]), beta = constant_floats(g, bn.inputs[2]);
-  std::vector<float> mean = constant_floats(g, bn.inputs[3]), var = constant_floats(g, bn.inputs[4]);
+  std::vector<float> gamma = constant_floats(g, bn.inputs[1]),
+                     beta = constant_floats(g, bn.inputs[2]);
+  std::vector<float> mean = constant_floats(g, bn.inputs[3]),
+                     var = constant_floats(g, bn.inputs[4]);
   float eps = static_cast<float>(bn.attrs.get_float("epsilon", 1e-5));
   int64_t channels = L.d.batch * L.d.n;
   if (L.bias.empty()) L.bias.assign(channels, 0.0f);
@@ -160,9 +165,12 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   const ir::Node& head = g.node(nodes.front());
   Lowered L;
   L.name = head.name;
-  if (head.op == OpType::Conv) lower_conv(g, head, L);
-  else if (head.op == OpType::MatMul) lower_matmul_node(g, head, L);
-  else lower_gemm_node(g, head, L);
+  if (head.op == OpType::Conv)
+    lower_conv(g, head, L);
+  else if (head.op == OpType::MatMul)
+    lower_matmul_node(g, head, L);
+  else
+    lower_gemm_node(g, head, L);
   ir::ValueId cur = head.outputs[0];
   for (size_t i = 1; i < nodes.size(); ++i) {
     const ir::Node& n = g.node(nodes[i]);
@@ -172,8 +180,10 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
       fold_batch_norm(g, n, L);
     } else if (n.op == OpType::Add) {
       ir::ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[0];
-      if (g.value(other).constant) add_bias(g, other, L);
-      else L.residual = other;
+      if (g.value(other).constant)
+        add_bias(g, other, L);
+      else
+        L.residual = other;
     } else if (unary_func(g, n, &f, &p0, &p1)) {
       L.d.epi.activation = f;
       L.d.epi.p0 = p0;
@@ -186,12 +196,15 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   const bool conv = d.a_view == GemmDesc::AView::conv;
   // Matrix-vector products run on the vector unit in fp32 (jax#16349), when the vector's matrix
   // fits a quarter of on-chip memory; larger ones stream through the matrix units.
-  d.on_vpu = !conv && (d.m == 1 || d.n == 1) && d.batch == 1 &&
-             static_cast<uint64_t>(tiled_elements(d.k, d.n, spec.vpu) * 4) <= c.em->half_bytes() / 2;
+  d.on_vpu =
+      !conv && (d.m == 1 || d.n == 1) && d.batch == 1 &&
+      static_cast<uint64_t>(tiled_elements(d.k, d.n, spec.vpu) * 4) <= c.em->half_bytes() / 2;
   d.a = c.tensor(head.inputs[0]);
   const int64_t parts = c.p.passes >= 6 ? 3 : c.p.passes >= 3 ? 2 : 1;
   const int64_t w_eb = d.on_vpu ? 4 : spec.matrix_element_bytes() * parts;
-  d.w = L.w_constant ? c.add_constant(L.name + ".weights", {d.batch, d.k, d.n}, std::move(L.w), w_eb) : c.tensor(L.w_value);
+  d.w = L.w_constant
+            ? c.add_constant(L.name + ".weights", {d.batch, d.k, d.n}, std::move(L.w), w_eb)
+            : c.tensor(L.w_value);
   if (!L.bias.empty()) {
     int64_t count = static_cast<int64_t>(L.bias.size());
     d.epi.bias = c.add_constant(L.name + ".bias", {count}, std::move(L.bias), 4);

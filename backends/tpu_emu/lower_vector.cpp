@@ -1,9 +1,9 @@
 // Lowering of vector-unit ops: elementwise maps (numpy broadcasting), standalone batch norm,
 // layer norm, softmax, pooling, reductions and depthwise convolution, plus the generic tiler that
 // streams a vector kernel through on-chip memory in double-buffered chunks spread over the cores.
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "backends/tpu_emu/fusion.h"
 #include "backends/tpu_emu/layout.h"
@@ -33,7 +33,8 @@ int64_t product(const std::vector<int64_t>& d, size_t begin, size_t end) {
 }
 
 // Element strides of `in` broadcast to `out` (numpy rules, right-aligned; 0 on broadcast dims).
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
+                                       const std::vector<int64_t>& out) {
   std::vector<int64_t> s(out.size(), 0), cs = contiguous(in);
   size_t off = out.size() - in.size();
   for (size_t i = 0; i < in.size(); ++i) s[off + i] = in[i] == 1 && out[off + i] != 1 ? 0 : cs[i];
@@ -48,7 +49,8 @@ std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
 // Bytes per row of a tensor split into `rows` equal rows, tiled layout included.
 double bytes_per_row(const Context& c, int32_t t, int64_t rows) {
   const TensorInfo& info = c.p.tensors[t];
-  return static_cast<double>(tiled_elements(info.dims, c.spec.vpu) * c.element_bytes(t)) / std::max<int64_t>(rows, 1);
+  return static_cast<double>(tiled_elements(info.dims, c.spec.vpu) * c.element_bytes(t)) /
+         std::max<int64_t>(rows, 1);
 }
 
 Kernel vector_kernel(const VectorDesc& d) {
@@ -60,10 +62,12 @@ Kernel vector_kernel(const VectorDesc& d) {
 
 Window pool_window(const ir::Graph& g, const ir::Node& n) {
   ir::WindowGeometry wg = ir::window_geometry(g, n);
-  return Window{wg.batch, wg.in_channels, wg.in_size[0], wg.in_size[1], wg.out_channels, wg.out_size[0],
-                wg.out_size[1], wg.kernel[0], wg.kernel[1], wg.strides[0], wg.strides[1], wg.pad_begin[0],
-                wg.pad_begin[1], wg.dilations[0], wg.dilations[1], wg.group, wg.channels_last,
-                n.attrs.get_int("count_include_pad", 0) != 0};
+  return Window{wg.batch,        wg.in_channels,   wg.in_size[0],
+                wg.in_size[1],   wg.out_channels,  wg.out_size[0],
+                wg.out_size[1],  wg.kernel[0],     wg.kernel[1],
+                wg.strides[0],   wg.strides[1],    wg.pad_begin[0],
+                wg.pad_begin[1], wg.dilations[0],  wg.dilations[1],
+                wg.group,        wg.channels_last, n.attrs.get_int("count_include_pad", 0) != 0};
 }
 
 }  // namespace
@@ -75,15 +79,19 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
   const Level out_home = c.home(t.output);
   double row_bytes = out_home != Level::onchip && t.vector_instruction ? t.output_bytes_per_row : 0;
   for (size_t i = 0; i < t.inputs.size(); ++i)
-    if (c.home(t.inputs[i]) != Level::onchip && t.vector_instruction) row_bytes += t.input_bytes_per_row[i];
+    if (c.home(t.inputs[i]) != Level::onchip && t.vector_instruction)
+      row_bytes += t.input_bytes_per_row[i];
   uint64_t whole = 0;
   for (int32_t w : t.whole_inputs)
     if (c.home(w) != Level::onchip)
-      whole += static_cast<uint64_t>(tiled_elements(c.p.tensors[w].dims, spec.vpu) * c.element_bytes(w));
+      whole +=
+          static_cast<uint64_t>(tiled_elements(c.p.tensors[w].dims, spec.vpu) * c.element_bytes(w));
   if (whole + 2 * row_bytes > half)
-    c.untileable(n, whole + static_cast<uint64_t>(std::ceil(2 * row_bytes)),
-                 fmt::format("{} rows of {:.0f} bytes each (double-buffered) plus {} bytes of whole operands", t.rows,
-                             row_bytes, whole));
+    c.untileable(
+        n, whole + static_cast<uint64_t>(std::ceil(2 * row_bytes)),
+        fmt::format(
+            "{} rows of {:.0f} bytes each (double-buffered) plus {} bytes of whole operands",
+            t.rows, row_bytes, whole));
   int64_t chunk = row_bytes > 0 ? static_cast<int64_t>((half - whole) / (2 * row_bytes)) : t.rows;
   chunk = std::max<int64_t>(1, std::min(chunk, ceil_div(t.rows, spec.cores)));
   const int dma_in = 0, dma_out = static_cast<int>(1 % spec.dma.engines_per_core);
@@ -91,7 +99,8 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
   std::vector<int64_t> parity(spec.cores, 0);
   std::vector<bool> loaded(spec.cores, false);
   enum { kIn0 = 0, kOut0 = 16, kWhole0 = 32 };
-  auto dma = [&](int core, int unit, Level src, Level dst, uint64_t bytes, uint64_t src_addr, uint64_t dst_addr) {
+  auto dma = [&](int core, int unit, Level src, Level dst, uint64_t bytes, uint64_t src_addr,
+                 uint64_t dst_addr) {
     Instruction in;
     in.opcode = Opcode::dma;
     in.core = static_cast<uint8_t>((src == Level::host || dst == Level::host) ? 0 : core);
@@ -108,14 +117,17 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
     for (size_t i = 0; i < t.inputs.size(); ++i)
       if (c.home(t.inputs[i]) != Level::onchip)
         for (int s = 0; s < 2; ++s)
-          em.slot(core, kIn0 + 2 * static_cast<int>(i) + s, static_cast<uint64_t>(std::ceil(chunk * t.input_bytes_per_row[i])));
+          em.slot(core, kIn0 + 2 * static_cast<int>(i) + s,
+                  static_cast<uint64_t>(std::ceil(chunk * t.input_bytes_per_row[i])));
     if (out_home != Level::onchip)
-      for (int s = 0; s < 2; ++s) em.slot(core, kOut0 + s, static_cast<uint64_t>(std::ceil(chunk * t.output_bytes_per_row)));
+      for (int s = 0; s < 2; ++s)
+        em.slot(core, kOut0 + s, static_cast<uint64_t>(std::ceil(chunk * t.output_bytes_per_row)));
     for (size_t j = 0; j < t.whole_inputs.size(); ++j)
       if (c.home(t.whole_inputs[j]) != Level::onchip)
-        em.slot(core, kWhole0 + static_cast<int>(j),
-                static_cast<uint64_t>(tiled_elements(c.p.tensors[t.whole_inputs[j]].dims, spec.vpu) *
-                                      c.element_bytes(t.whole_inputs[j])));
+        em.slot(
+            core, kWhole0 + static_cast<int>(j),
+            static_cast<uint64_t>(tiled_elements(c.p.tensors[t.whole_inputs[j]].dims, spec.vpu) *
+                                  c.element_bytes(t.whole_inputs[j])));
   }
   int64_t index = 0;
   for (int64_t r0 = 0; r0 < t.rows; r0 += chunk, ++index) {
@@ -126,8 +138,9 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
       // Pure data movement: one DMA from the input's home to the output's home computes the copy.
       int32_t src = t.inputs.empty() ? t.output : t.inputs[0];
       double per_row = t.inputs.empty() ? t.output_bytes_per_row : t.input_bytes_per_row[0];
-      Instruction in = dma(core, dma_in, c.home(src), out_home, static_cast<uint64_t>(std::ceil(rows * per_row)),
-                           c.p.tensors[src].address, c.p.tensors[t.output].address);
+      Instruction in =
+          dma(core, dma_in, c.home(src), out_home, static_cast<uint64_t>(std::ceil(rows * per_row)),
+              c.p.tensors[src].address, c.p.tensors[t.output].address);
       in.runs = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(rows * t.runs_per_row)));
       in.computes = true;
       in.r0 = r0;
@@ -142,14 +155,18 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
         int32_t w = t.whole_inputs[j];
         if (c.home(w) == Level::onchip) continue;
         auto s = em.slot(core, kWhole0 + static_cast<int>(j));
-        uint64_t bytes = static_cast<uint64_t>(tiled_elements(c.p.tensors[w].dims, spec.vpu) * c.element_bytes(w));
-        em.emit(dma(core, dma_in, c.home(w), Level::onchip, bytes, c.p.tensors[w].address, s.address), {w}, {s.resource});
+        uint64_t bytes = static_cast<uint64_t>(tiled_elements(c.p.tensors[w].dims, spec.vpu) *
+                                               c.element_bytes(w));
+        em.emit(
+            dma(core, dma_in, c.home(w), Level::onchip, bytes, c.p.tensors[w].address, s.address),
+            {w}, {s.resource});
       }
       loaded[core] = true;
     }
     for (size_t j = 0; j < t.whole_inputs.size(); ++j)
-      reads.push_back(c.home(t.whole_inputs[j]) == Level::onchip ? int64_t{t.whole_inputs[j]}
-                                                                  : em.slot(core, kWhole0 + static_cast<int>(j)).resource);
+      reads.push_back(c.home(t.whole_inputs[j]) == Level::onchip
+                          ? int64_t{t.whole_inputs[j]}
+                          : em.slot(core, kWhole0 + static_cast<int>(j)).resource);
     for (size_t i = 0; i < t.inputs.size(); ++i) {
       int32_t x = t.inputs[i];
       if (c.home(x) == Level::onchip) {
@@ -158,7 +175,8 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
       }
       auto s = em.slot(core, kIn0 + 2 * static_cast<int>(i) + par);
       uint64_t bytes = static_cast<uint64_t>(std::ceil(rows * t.input_bytes_per_row[i]));
-      em.emit(dma(core, dma_in, c.home(x), Level::onchip, bytes, c.p.tensors[x].address, s.address), {x}, {s.resource});
+      em.emit(dma(core, dma_in, c.home(x), Level::onchip, bytes, c.p.tensors[x].address, s.address),
+              {x}, {s.resource});
       reads.push_back(s.resource);
     }
     Instruction v;
@@ -176,8 +194,9 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
     auto os = em.slot(core, kOut0 + par);
     em.emit(v, reads, {os.resource});
     uint64_t bytes = static_cast<uint64_t>(std::ceil(rows * t.output_bytes_per_row));
-    em.emit(dma(core, dma_out, Level::onchip, out_home, bytes, os.address, c.p.tensors[t.output].address), {os.resource},
-            {t.output});
+    em.emit(dma(core, dma_out, Level::onchip, out_home, bytes, os.address,
+                c.p.tensors[t.output].address),
+            {os.resource}, {t.output});
   }
   std::vector<int32_t> inputs(t.inputs.begin(), t.inputs.end());
   inputs.insert(inputs.end(), t.whole_inputs.begin(), t.whole_inputs.end());
@@ -205,23 +224,26 @@ VectorTiling row_tiling(Context& c, const VectorDesc& d, int64_t rows, double wo
     }
   }
   t.elements_per_row = work_per_row;
-  t.ops = vector_ops_per_element(d.func) + (d.epi.activation != VectorFunc::identity ? vector_ops_per_element(d.epi.activation) : 0);
+  t.ops = vector_ops_per_element(d.func) +
+          (d.epi.activation != VectorFunc::identity ? vector_ops_per_element(d.epi.activation) : 0);
   return t;
 }
 
 double tiled_per_row(const Context& c, int32_t t, int64_t rows) {
-  return static_cast<double>(tiled_elements(c.p.tensors[t].dims, c.spec.vpu)) / std::max<int64_t>(rows, 1);
+  return static_cast<double>(tiled_elements(c.p.tensors[t].dims, c.spec.vpu)) /
+         std::max<int64_t>(rows, 1);
 }
 
 // Vector work per output row (n, oh) of a window op: every output element reads kh x kw inputs.
 double window_work(const Context& c, const VectorDesc& d) {
   int64_t out_c = d.func == VectorFunc::depthwise_conv ? d.window.m : d.window.c;
-  return static_cast<double>(round_up(d.window.ow, c.spec.vpu.sublanes) * round_up(out_c, c.spec.vpu.lanes) *
-                             d.window.kh * d.window.kw);
+  return static_cast<double>(round_up(d.window.ow, c.spec.vpu.sublanes) *
+                             round_up(out_c, c.spec.vpu.lanes) * d.window.kh * d.window.kw);
 }
 
 // Produces `out`, adds the kernel and tiles it.
-void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work, ir::ValueId out);
+void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work,
+                 ir::ValueId out);
 
 }  // namespace
 
@@ -235,8 +257,10 @@ void lower_vector_node(Context& c, const ir::Node& n) {
   int64_t rows = 0;
   double work = 0;  // tiled elements the vector unit processes per row (0: the output's)
   if (n.op == OpType::BatchNormalization) {
-    std::vector<float> gamma = constant_floats(g, n.inputs[1]), beta = constant_floats(g, n.inputs[2]);
-    std::vector<float> mean = constant_floats(g, n.inputs[3]), var = constant_floats(g, n.inputs[4]);
+    std::vector<float> gamma = constant_floats(g, n.inputs[1]),
+                       beta = constant_floats(g, n.inputs[2]);
+    std::vector<float> mean = constant_floats(g, n.inputs[3]),
+                       var = constant_floats(g, n.inputs[4]);
     float eps = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
     std::vector<float> s(gamma.size()), t(gamma.size());
     for (size_t i = 0; i < s.size(); ++i) {
@@ -246,13 +270,15 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     int64_t ch = static_cast<int64_t>(s.size());
     bool last = ir::is_channels_last(n);
     d.func = VectorFunc::scale_shift;
-    d.in = {in(0), c.add_constant(n.name + ".scale", {ch}, std::move(s), 4), c.add_constant(n.name + ".shift", {ch}, std::move(t), 4)};
+    d.in = {in(0), c.add_constant(n.name + ".scale", {ch}, std::move(s), 4),
+            c.add_constant(n.name + ".shift", {ch}, std::move(t), 4)};
     d.axis = ch;
     d.inner = last ? 1 : product(out_dims, 2, out_dims.size());
     d.outer = product(out_dims, 0, out_dims.size()) / (d.axis * d.inner);
     rows = d.outer * d.axis;
   } else if (n.op == OpType::LayerNormalization) {
-    int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(out_dims.size()), "LayerNormalization axis");
+    int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(out_dims.size()),
+                                  "LayerNormalization axis");
     d.func = VectorFunc::layer_norm;
     d.in = {in(0), in(1), n.has_input(2) ? in(2) : -1};
     d.inner = product(out_dims, axis, out_dims.size());
@@ -260,7 +286,8 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     d.epsilon = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
     rows = d.outer;
   } else if (n.op == OpType::Softmax || n.op == OpType::LogSoftmax) {
-    int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(out_dims.size()), "Softmax axis");
+    int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(out_dims.size()),
+                                  "Softmax axis");
     d.func = n.op == OpType::Softmax ? VectorFunc::softmax : VectorFunc::log_softmax;
     d.in = {in(0)};
     d.outer = product(out_dims, 0, axis);
@@ -283,12 +310,18 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     d.outer = last ? x[0] : x[0] * x[1];
     d.inner = last ? x.back() : 1;
     rows = d.outer * d.inner;
-  } else if (ir::op_name(n.op)[0] == 'R' && ir::op_name(n.op)[1] == 'e' && ir::op_name(n.op)[2] == 'd') {
+  } else if (ir::op_name(n.op)[0] == 'R' && ir::op_name(n.op)[1] == 'e' &&
+             ir::op_name(n.op)[2] == 'd') {
     static const std::pair<OpType, VectorFunc> table[] = {
-        {OpType::ReduceSum, VectorFunc::sum}, {OpType::ReduceMean, VectorFunc::mean},
-        {OpType::ReduceMax, VectorFunc::reduce_max}, {OpType::ReduceMin, VectorFunc::reduce_min},
-        {OpType::ReduceProd, VectorFunc::prod}, {OpType::ReduceL1, VectorFunc::l1}, {OpType::ReduceL2, VectorFunc::l2},
-        {OpType::ReduceSumSquare, VectorFunc::sum_square}, {OpType::ReduceLogSum, VectorFunc::log_sum},
+        {OpType::ReduceSum, VectorFunc::sum},
+        {OpType::ReduceMean, VectorFunc::mean},
+        {OpType::ReduceMax, VectorFunc::reduce_max},
+        {OpType::ReduceMin, VectorFunc::reduce_min},
+        {OpType::ReduceProd, VectorFunc::prod},
+        {OpType::ReduceL1, VectorFunc::l1},
+        {OpType::ReduceL2, VectorFunc::l2},
+        {OpType::ReduceSumSquare, VectorFunc::sum_square},
+        {OpType::ReduceLogSum, VectorFunc::log_sum},
         {OpType::ReduceLogSumExp, VectorFunc::log_sum_exp}};
     for (const auto& [op, func] : table)
       if (op == n.op) d.func = func;
@@ -321,8 +354,9 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     for (int32_t x : d.in) d.in_strides.push_back(broadcast_strides(c.p.tensors[x].dims, out_dims));
     rows = product(out_dims, 0, out_dims.size());
   } else {
-    throw UnsupportedOpError(fmt::format("tpu_emu.compile: {} has no vector-unit lowering", c.describe(n)),
-                             {ir::op_name(n.op)});
+    throw UnsupportedOpError(
+        fmt::format("tpu_emu.compile: {} has no vector-unit lowering", c.describe(n)),
+        {ir::op_name(n.op)});
   }
   emit_vector(c, n, d, rows, work, n.outputs[0]);
 }
@@ -344,8 +378,10 @@ void lower_depthwise_group(Context& c, const std::vector<int>& nodes) {
     VectorFunc f;
     float p0, p1;
     if (n.op == OpType::BatchNormalization) {  // fold y = s * x + t into the taps and the bias
-      std::vector<float> gamma = constant_floats(g, n.inputs[1]), beta = constant_floats(g, n.inputs[2]);
-      std::vector<float> mean = constant_floats(g, n.inputs[3]), var = constant_floats(g, n.inputs[4]);
+      std::vector<float> gamma = constant_floats(g, n.inputs[1]),
+                         beta = constant_floats(g, n.inputs[2]);
+      std::vector<float> mean = constant_floats(g, n.inputs[3]),
+                         var = constant_floats(g, n.inputs[4]);
       float eps = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
       for (int64_t oc = 0; oc < m; ++oc) {
         float s = gamma[oc] / std::sqrt(var[oc] + eps);
@@ -364,28 +400,34 @@ void lower_depthwise_group(Context& c, const std::vector<int>& nodes) {
     }
     cur = n.outputs[0];
   }
-  d.in = {c.tensor(head.inputs[0]), c.add_constant(head.name + ".weights", {m, kvol}, std::move(w), 4)};
+  d.in = {c.tensor(head.inputs[0]),
+          c.add_constant(head.name + ".weights", {m, kvol}, std::move(w), 4)};
   if (has_bias) d.in.push_back(c.add_constant(head.name + ".bias", {m}, std::move(bias), 4));
   emit_vector(c, head, d, d.window.n * d.window.oh, window_work(c, d), cur);
 }
 
 namespace {
 
-void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work, ir::ValueId out) {
+void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work,
+                 ir::ValueId out) {
   d.out = c.produce(out);
   d.epi.store = c.store_rounding(out);
   int32_t kid = c.add_kernel(vector_kernel(d));
-  // Reductions, softmax and normalization read every input element; the rest write every output one.
+  // Reductions, softmax and normalization read every input element; the rest write every output
+  // one.
   bool reads_all = d.func == VectorFunc::softmax || d.func == VectorFunc::log_softmax ||
-                   d.func == VectorFunc::layer_norm || (d.func >= VectorFunc::sum && d.func <= VectorFunc::log_sum_exp);
+                   d.func == VectorFunc::layer_norm ||
+                   (d.func >= VectorFunc::sum && d.func <= VectorFunc::log_sum_exp);
   if (work == 0) work = tiled_per_row(c, reads_all ? d.in[0] : d.out, rows);
   VectorTiling t = row_tiling(c, d, rows, work);
   // Pooling and depthwise rows read `stride` input rows per output row (window halos ignored).
-  if (d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool || d.func == VectorFunc::depthwise_conv) {
+  if (d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool ||
+      d.func == VectorFunc::depthwise_conv) {
     double in_row = bytes_per_row(c, d.in[0], d.window.n * d.window.h);
     t.input_bytes_per_row.assign(t.inputs.size(), 0);
     for (size_t i = 0; i < t.inputs.size(); ++i)
-      if (t.inputs[i] == d.in[0]) t.input_bytes_per_row[i] = in_row * std::max<int64_t>(1, d.window.sh);
+      if (t.inputs[i] == d.in[0])
+        t.input_bytes_per_row[i] = in_row * std::max<int64_t>(1, d.window.sh);
   }
   emit_vector_kernel(c, n, kid, t);
 }

@@ -46,7 +46,8 @@ class RangeAllocator {
 
 struct Context {
   Context(const ir::Graph& graph, const models::tpu::TpuSpec& spec, const CompileOptions& options,
-          models::tpu::Program& program, std::vector<std::vector<float>>& constants, const std::string& device);
+          models::tpu::Program& program, std::vector<std::vector<float>>& constants,
+          const std::string& device);
 
   const ir::Graph& g;
   const models::tpu::TpuSpec& spec;
@@ -84,7 +85,8 @@ struct Context {
   [[noreturn]] void untileable(const ir::Node& n, uint64_t needed, const std::string& detail) const;
 
  private:
-  int32_t new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t element_bytes, bool constant);
+  int32_t new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t element_bytes,
+                     bool constant);
   uint64_t storage_bytes(const std::vector<int64_t>& dims, int64_t element_bytes) const;
   std::unordered_map<int32_t, int64_t> element_bytes_;
 };
@@ -96,18 +98,19 @@ void lower_depthwise_group(Context& c, const std::vector<int>& nodes);
 void lower_copy_node(Context& c, const ir::Node& n);
 
 // Tiles `rows` of a vector kernel across cores and chunks that fit half of on-chip memory, with
-// per-row input/output bytes (tiled) and vector work; raises untileable() when one row does not fit.
+// per-row input/output bytes (tiled) and vector work; raises untileable() when one row does not
+// fit.
 struct VectorTiling {
   int64_t rows = 0;
-  std::vector<int32_t> inputs;            // tensors streamed per chunk (by their share of rows)
+  std::vector<int32_t> inputs;  // tensors streamed per chunk (by their share of rows)
   std::vector<double> input_bytes_per_row;
-  std::vector<int32_t> whole_inputs;      // tensors loaded whole once per core (small operands)
+  std::vector<int32_t> whole_inputs;  // tensors loaded whole once per core (small operands)
   int32_t output = -1;
   double output_bytes_per_row = 0;
-  double elements_per_row = 0;            // vector work, tiled elements
+  double elements_per_row = 0;  // vector work, tiled elements
   uint32_t ops = 1;
-  bool vector_instruction = true;         // false: pure data movement (the store computes)
-  double runs_per_row = 0;                // data movement: contiguous pieces per row (strided DMA)
+  bool vector_instruction = true;  // false: pure data movement (the store computes)
+  double runs_per_row = 0;         // data movement: contiguous pieces per row (strided DMA)
 };
 void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t);
 

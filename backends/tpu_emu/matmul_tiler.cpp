@@ -1,8 +1,8 @@
 #include "backends/tpu_emu/matmul_tiler.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstdlib>
-#include <fmt/format.h>
 
 #include "backends/tpu_emu/layout.h"
 #include "models/tpu/dataflow.h"
@@ -17,7 +17,8 @@ namespace {
 enum SlotId { kA0 = 0, kR0 = 2, kO0 = 4, kW = 6, kAcc0 = 16 };
 }  // namespace
 
-MatmulTiler::MatmulTiler(Context& c, const ir::Node& head, const GemmDesc& d, int32_t kernel, int64_t w_eb)
+MatmulTiler::MatmulTiler(Context& c, const ir::Node& head, const GemmDesc& d, int32_t kernel,
+                         int64_t w_eb)
     : c_(c), head_(head), d_(d), kernel_(kernel), w_eb_(w_eb) {
   a_home_ = c.home(d.a);
   y_home_ = c.home(d.y);
@@ -31,17 +32,21 @@ MatmulTiler::MatmulTiler(Context& c, const ir::Node& head, const GemmDesc& d, in
   a_slot_needed_ = a_home_ != Level::onchip || nchw_;
   half_ = c.em->half_bytes();
   acc_rows_ = std::max<int64_t>(8, c.spec.mxu.accumulator_bytes / (c.spec.mxu.cols * 4 * 2));
-  epilogue_ops_ = 1 + (d.epi.bias >= 0) + (d.epi.residual >= 0) + (nchw_ ? 1 : 0) +
-                  (d.epi.store == Rounding::int8 ? 2 : 0) +
-                  (d.epi.activation != VectorFunc::identity ? vector_ops_per_element(d.epi.activation) : 0);
+  epilogue_ops_ =
+      1 + (d.epi.bias >= 0) + (d.epi.residual >= 0) + (nchw_ ? 1 : 0) +
+      (d.epi.store == Rounding::int8 ? 2 : 0) +
+      (d.epi.activation != VectorFunc::identity ? vector_ops_per_element(d.epi.activation) : 0);
   if (c.spec.vpu.fused_epilogue) epilogue_ops_ = 1;  // one pipelined pass (TPUv1 activation unit)
   row_parity_.assign(c.spec.cores, 0);
   col_parity_.assign(c.spec.cores, 0);
 }
 
-int64_t MatmulTiler::full_channels() const { return conv_ ? d_.conv.c / d_.conv.groups : d_.k; }
+int64_t MatmulTiler::full_channels() const {
+  return conv_ ? d_.conv.c / d_.conv.groups : d_.k;
+}
 
-int64_t MatmulTiler::a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs, bool footprint) const {
+int64_t MatmulTiler::a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs,
+                             bool footprint) const {
   if (conv_) {
     Window w = d_.conv;
     if (footprint) w.channels_last = true;
@@ -53,7 +58,8 @@ int64_t MatmulTiler::a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* 
          a_eb_;
 }
 
-int64_t MatmulTiler::y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, int64_t* runs, bool footprint) const {
+int64_t MatmulTiler::y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, int64_t* runs,
+                             bool footprint) const {
   if (conv_) {
     Window w = d_.conv;
     if (footprint) w.channels_last = true;
@@ -64,10 +70,12 @@ int64_t MatmulTiler::y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, i
 }
 
 uint64_t MatmulTiler::staged_weight_bytes(int64_t cols) const {
-  return static_cast<uint64_t>(tiled_elements(d_.k, cols, c_.spec.vpu) * (d_.on_vpu ? 4 : w_eb_) + cols * 4);
+  return static_cast<uint64_t>(tiled_elements(d_.k, cols, c_.spec.vpu) * (d_.on_vpu ? 4 : w_eb_) +
+                               cols * 4);
 }
 
-std::vector<std::pair<int64_t, int64_t>> MatmulTiler::row_tiles(const CorePlan& cp, int64_t tm) const {
+std::vector<std::pair<int64_t, int64_t>> MatmulTiler::row_tiles(const CorePlan& cp,
+                                                                int64_t tm) const {
   std::vector<std::pair<int64_t, int64_t>> tiles;
   // Tiles of (nearly) equal height no taller than tm, heights multiples of `unit`.
   auto balanced = [&](int64_t begin, int64_t end, int64_t unit) {
@@ -105,10 +113,12 @@ MatmulTiler::TileBytes MatmulTiler::tile_bytes(const CorePlan& cp, int64_t tm, i
   TileBytes t;
   int64_t runs;
   for (const auto& [r0, r1] : row_tiles(cp, tm)) {
-    if (a_slot_needed_) t.a = std::max(t.a, static_cast<uint64_t>(a_bytes(r0, r1, cp.chunk_channels, &runs, true)));
+    if (a_slot_needed_)
+      t.a = std::max(t.a, static_cast<uint64_t>(a_bytes(r0, r1, cp.chunk_channels, &runs, true)));
     if (d_.epi.residual >= 0 && r_home_ != Level::onchip)
       t.r = std::max(t.r, static_cast<uint64_t>(y_bytes(r0, r1, tn, r_eb_, &runs, true)));
-    if (y_home_ != Level::onchip) t.y = std::max(t.y, static_cast<uint64_t>(y_bytes(r0, r1, tn, y_eb_, &runs, true)));
+    if (y_home_ != Level::onchip)
+      t.y = std::max(t.y, static_cast<uint64_t>(y_bytes(r0, r1, tn, y_eb_, &runs, true)));
   }
   return t;
 }
@@ -116,12 +126,14 @@ MatmulTiler::TileBytes MatmulTiler::tile_bytes(const CorePlan& cp, int64_t tm, i
 uint64_t MatmulTiler::working_set(const CorePlan& cp, int64_t tm, int64_t tn, bool stage) const {
   TileBytes t = tile_bytes(cp, tm, tn);
   auto slot = [](uint64_t b) { return (b + 511) / 512 * 512; };  // the emitter's slot granularity
-  return 2 * (slot(t.a) + slot(t.r) + slot(t.y)) + (stage ? slot(staged_weight_bytes(cp.c1 - cp.c0)) : 0);
+  return 2 * (slot(t.a) + slot(t.r) + slot(t.y)) +
+         (stage ? slot(staged_weight_bytes(cp.c1 - cp.c0)) : 0);
 }
 
 MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
   const TpuSpec& spec = c_.spec;
-  const int64_t cores = spec.cores, cols_pe = spec.mxu.cols, mxus = d_.on_vpu ? 1 : spec.mxu.per_core;
+  const int64_t cores = spec.cores, cols_pe = spec.mxu.cols,
+                mxus = d_.on_vpu ? 1 : spec.mxu.per_core;
   CorePlan cp;
   if (cores == 1 || d_.m >= cores * 8) {
     // Convolutions split at image boundaries (or output rows when there are fewer images).
@@ -143,46 +155,56 @@ MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
   // Input channels per tile: all, unless a few rows of them already take half of the budget.
   int64_t runs;
   cp.chunk_channels = full_channels();
-  while (a_slot_needed_ && cp.chunk_channels > 1 && 2 * tile_bytes(cp, min_rows, cols_pe).a > half_ / 2)
-    cp.chunk_channels = cp.chunk_channels > 16 ? round_up(cp.chunk_channels / 2, 8) : cp.chunk_channels / 2;
+  while (a_slot_needed_ && cp.chunk_channels > 1 &&
+         2 * tile_bytes(cp, min_rows, cols_pe).a > half_ / 2)
+    cp.chunk_channels =
+        cp.chunk_channels > 16 ? round_up(cp.chunk_channels / 2, 8) : cp.chunk_channels / 2;
   int64_t tn_chunks = ceil_div(ncols, cols_pe);
-  while (tn_chunks > 1 && working_set(cp, min_rows, std::min(ncols, tn_chunks * cols_pe), false) > half_)
+  while (tn_chunks > 1 &&
+         working_set(cp, min_rows, std::min(ncols, tn_chunks * cols_pe), false) > half_)
     tn_chunks = ceil_div(tn_chunks, 2);
   cp.tile_cols = std::min(ncols, tn_chunks * cols_pe);
   if (working_set(cp, min_rows, cp.tile_cols, false) > half_)
     c_.untileable(head_, working_set(cp, min_rows, cp.tile_cols, false),
-                  fmt::format("GEMM M={} K={} N={} batch={}: a tile of {} rows x {} columns x {} input channels needs "
+                  fmt::format("GEMM M={} K={} N={} batch={}: a tile of {} rows x {} columns x {} "
+                              "input channels needs "
                               "{} bytes of input and {} bytes of output, double-buffered",
                               d_.m, d_.k, d_.n, d_.batch, min_rows, cp.tile_cols, cp.chunk_channels,
                               a_bytes(cp.r0, cp.r0 + min_rows, cp.chunk_channels, &runs, true),
                               y_bytes(cp.r0, cp.r0 + min_rows, cp.tile_cols, y_eb_, &runs, true)));
   // v1/edge stream weights from their home through the weight FIFO, never through the UB (TPUv1).
   bool can_stage = !d_.on_vpu && !spec.activations_on_chip && w_home_ != Level::onchip;
-  cp.stage_weights = d_.on_vpu || (can_stage && working_set(cp, min_rows, cp.tile_cols, true) <= half_);
+  cp.stage_weights =
+      d_.on_vpu || (can_stage && working_set(cp, min_rows, cp.tile_cols, true) <= half_);
   if (mxus > 1 && tn_chunks >= mxus) {
-    uint64_t by_cols = gemm_cycles(spec.mxu.dataflow, {rows, d_.k, ceil_div(tn_chunks, mxus) * cols_pe}, spec.mxu.rows,
-                                   cols_pe, spec.mxu.weight_double_buffering, c_.p.passes);
-    uint64_t by_rows = gemm_cycles(spec.mxu.dataflow, {ceil_div(rows, mxus), d_.k, cp.tile_cols}, spec.mxu.rows, cols_pe,
-                                   spec.mxu.weight_double_buffering, c_.p.passes);
+    uint64_t by_cols =
+        gemm_cycles(spec.mxu.dataflow, {rows, d_.k, ceil_div(tn_chunks, mxus) * cols_pe},
+                    spec.mxu.rows, cols_pe, spec.mxu.weight_double_buffering, c_.p.passes);
+    uint64_t by_rows =
+        gemm_cycles(spec.mxu.dataflow, {ceil_div(rows, mxus), d_.k, cp.tile_cols}, spec.mxu.rows,
+                    cols_pe, spec.mxu.weight_double_buffering, c_.p.passes);
     cp.split_columns = by_cols <= by_rows;
   }
   int64_t cap = std::min(rows, acc_rows_ * (cp.split_columns || mxus == 1 ? 1 : mxus));
   int64_t lo = min_rows, hi = std::max(cap, min_rows);
   while (lo < hi) {  // the tallest row tile that fits
     int64_t mid = (lo + hi + 1) / 2;
-    if (working_set(cp, mid, cp.tile_cols, cp.stage_weights) <= half_) lo = mid;
-    else hi = mid - 1;
+    if (working_set(cp, mid, cp.tile_cols, cp.stage_weights) <= half_)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   cp.tile_rows = lo >= rows ? rows : std::max<int64_t>(min_rows, lo / 8 * 8);
   // Tiles that straddle images make the size non-monotonic in the tile height: step down until
   // the rounded height fits too (the smallest height was checked above).
-  while (cp.tile_rows > min_rows && working_set(cp, cp.tile_rows, cp.tile_cols, cp.stage_weights) > half_)
+  while (cp.tile_rows > min_rows &&
+         working_set(cp, cp.tile_rows, cp.tile_cols, cp.stage_weights) > half_)
     cp.tile_rows = std::max(min_rows, cp.tile_rows - 8);
   return cp;
 }
 
-Instruction MatmulTiler::dma(int core, int unit, Level src, Level dst, uint64_t bytes, uint64_t runs,
-                             uint64_t src_address, uint64_t dst_address) const {
+Instruction MatmulTiler::dma(int core, int unit, Level src, Level dst, uint64_t bytes,
+                             uint64_t runs, uint64_t src_address, uint64_t dst_address) const {
   Instruction in;
   in.opcode = Opcode::dma;
   in.core = static_cast<uint8_t>(core);
@@ -212,9 +234,12 @@ void MatmulTiler::run() {
   for (int64_t core = 0; core < c_.spec.cores; ++core) plans.push_back(plan_core(core));
   if (std::getenv("MIMIC_TPU_DEBUG"))
     for (const auto& cp : plans)
-      fmt::print(stderr, "{}: rows [{}, {}) cols [{}, {}) tile {}x{} chunk {} split_cols {} stage {} ws {}\n", head_.name,
-                 cp.r0, cp.r1, cp.c0, cp.c1, cp.tile_rows, cp.tile_cols, cp.chunk_channels, cp.split_columns,
-                 cp.stage_weights, cp.empty() ? 0 : working_set(cp, cp.tile_rows, cp.tile_cols, cp.stage_weights));
+      fmt::print(
+          stderr,
+          "{}: rows [{}, {}) cols [{}, {}) tile {}x{} chunk {} split_cols {} stage {} ws {}\n",
+          head_.name, cp.r0, cp.r1, cp.c0, cp.c1, cp.tile_rows, cp.tile_cols, cp.chunk_channels,
+          cp.split_columns, cp.stage_weights,
+          cp.empty() ? 0 : working_set(cp, cp.tile_rows, cp.tile_cols, cp.stage_weights));
   Emitter& em = *c_.em;
   em.begin_kernel(kernel_);
   for (int core = 0; core < c_.spec.cores; ++core)
@@ -231,9 +256,11 @@ std::vector<int64_t> MatmulTiler::load_input(int core, int64_t r0, int64_t r1, i
   Emitter& em = *c_.em;
   if (!a_slot_needed_) return {d_.a};
   auto as = em.slot(core, kA0 + static_cast<int>(row_parity_[core]++ % 2));
-  int64_t runs = 1, bytes = a_bytes(r0, r1, channels, &runs), on_chip = a_bytes(r0, r1, channels, &runs, true);
+  int64_t runs = 1, bytes = a_bytes(r0, r1, channels, &runs),
+          on_chip = a_bytes(r0, r1, channels, &runs, true);
   if (a_home_ != Level::onchip) {
-    Instruction in = dma(core, 0, a_home_, Level::onchip, bytes, runs, c_.p.tensors[d_.a].address, as.address);
+    Instruction in =
+        dma(core, 0, a_home_, Level::onchip, bytes, runs, c_.p.tensors[d_.a].address, as.address);
     in.dst_bytes = static_cast<uint64_t>(on_chip);  // relaid channels-minor as it lands
     em.emit(in, {d_.a}, {as.resource});
   }
@@ -267,14 +294,14 @@ void MatmulTiler::emit_core(int64_t b, int core, const CorePlan& cp) {
     std::vector<int64_t> a_read;
     if (!split_k) a_read = load_input(core, r0, r1, cp.chunk_channels);
     for (int64_t c0 = cp.c0; c0 < cp.c1; c0 += cp.tile_cols)
-      emit_column_tile(b, core, cp, r0, r1, c0, std::min(cp.c1, c0 + cp.tile_cols), split_k ? nullptr : &a_read, w_read,
-                       w_source, w_address);
+      emit_column_tile(b, core, cp, r0, r1, c0, std::min(cp.c1, c0 + cp.tile_cols),
+                       split_k ? nullptr : &a_read, w_read, w_source, w_address);
   }
 }
 
-void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int64_t r0, int64_t r1, int64_t c0,
-                                   int64_t c1, const std::vector<int64_t>* a_read, int64_t w_read, Level w_source,
-                                   uint64_t w_address) {
+void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int64_t r0, int64_t r1,
+                                   int64_t c0, int64_t c1, const std::vector<int64_t>* a_read,
+                                   int64_t w_read, Level w_source, uint64_t w_address) {
   Emitter& em = *c_.em;
   const TpuSpec& spec = c_.spec;
   const int par = static_cast<int>(col_parity_[core]++ % 2);
@@ -284,7 +311,8 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
     if (r_home_ != Level::onchip) {
       auto rs = em.slot(core, kR0 + par);
       int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, r_eb_, &runs);
-      Instruction in = dma(core, 0, r_home_, Level::onchip, bytes, runs, c_.p.tensors[d_.epi.residual].address, rs.address);
+      Instruction in = dma(core, 0, r_home_, Level::onchip, bytes, runs,
+                           c_.p.tensors[d_.epi.residual].address, rs.address);
       in.dst_bytes = static_cast<uint64_t>(y_bytes(r0, r1, ncols, r_eb_, &runs, true));
       em.emit(in, {d_.epi.residual}, {rs.resource});
       epi_reads.push_back(rs.resource);
@@ -296,48 +324,48 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
   const int64_t all = full_channels();
   std::vector<bool> used(units, false);
   for (int64_t ch0 = 0; ch0 < all; ch0 += cp.chunk_channels) {
-  const int64_t ch1 = std::min(all, ch0 + cp.chunk_channels);
-  const bool last_chunk = ch1 == all;
-  std::vector<int64_t> chunk_read = a_read ? *a_read : load_input(core, r0, r1, ch1 - ch0);
-  for (int64_t j = 0; j < units; ++j) {
-    int64_t mr0 = r0, mr1 = r1, mc0 = c0, mc1 = c1;
-    if (units > 1 && cp.split_columns) {
-      mc0 = c0 + std::min(ncols, chunks * j / units * cols_pe);
-      mc1 = c0 + std::min(ncols, chunks * (j + 1) / units * cols_pe);
-    } else if (units > 1) {
-      mr0 = std::min(r1, r0 + round_up((r1 - r0) * j / units, 8));
-      mr1 = j + 1 == units ? r1 : std::min(r1, r0 + round_up((r1 - r0) * (j + 1) / units, 8));
+    const int64_t ch1 = std::min(all, ch0 + cp.chunk_channels);
+    const bool last_chunk = ch1 == all;
+    std::vector<int64_t> chunk_read = a_read ? *a_read : load_input(core, r0, r1, ch1 - ch0);
+    for (int64_t j = 0; j < units; ++j) {
+      int64_t mr0 = r0, mr1 = r1, mc0 = c0, mc1 = c1;
+      if (units > 1 && cp.split_columns) {
+        mc0 = c0 + std::min(ncols, chunks * j / units * cols_pe);
+        mc1 = c0 + std::min(ncols, chunks * (j + 1) / units * cols_pe);
+      } else if (units > 1) {
+        mr0 = std::min(r1, r0 + round_up((r1 - r0) * j / units, 8));
+        mr1 = j + 1 == units ? r1 : std::min(r1, r0 + round_up((r1 - r0) * (j + 1) / units, 8));
+      }
+      if (mr1 <= mr0 || mc1 <= mc0) continue;
+      Instruction in;
+      in.core = static_cast<uint8_t>(core);
+      in.computes = last_chunk;  // the block's numerics: one GEMM over the whole K range
+      in.batch = b;
+      in.r0 = mr0;
+      in.r1 = mr1;
+      in.c0 = mc0;
+      in.c1 = mc1;
+      if (d_.on_vpu) {  // fp32 matrix-vector product on the vector unit
+        in.opcode = Opcode::vector;
+        in.elements = static_cast<uint64_t>((mr1 - mr0) * d_.k * (mc1 - mc0));
+        in.ops_per_element = vector_ops_per_element(VectorFunc::matvec);
+      } else {
+        in.opcode = Opcode::matmul;
+        in.unit = static_cast<uint16_t>(j);
+        in.m = mr1 - mr0;
+        in.k = k_of(ch1 - ch0);
+        in.n = mc1 - mc0;
+        in.passes = c_.p.passes;
+        in.weight_source = w_source;
+        in.weight_address = w_address;
+      }
+      std::vector<int64_t> reads = chunk_read;
+      reads.push_back(w_read);
+      auto acc = em.slot(core, kAcc0 + static_cast<int>(2 * j) + par);
+      em.emit(in, reads, {acc.resource});
+      if (!used[j]) epi_reads.push_back(acc.resource);
+      used[j] = true;
     }
-    if (mr1 <= mr0 || mc1 <= mc0) continue;
-    Instruction in;
-    in.core = static_cast<uint8_t>(core);
-    in.computes = last_chunk;  // the block's numerics: one GEMM over the whole K range
-    in.batch = b;
-    in.r0 = mr0;
-    in.r1 = mr1;
-    in.c0 = mc0;
-    in.c1 = mc1;
-    if (d_.on_vpu) {  // fp32 matrix-vector product on the vector unit
-      in.opcode = Opcode::vector;
-      in.elements = static_cast<uint64_t>((mr1 - mr0) * d_.k * (mc1 - mc0));
-      in.ops_per_element = vector_ops_per_element(VectorFunc::matvec);
-    } else {
-      in.opcode = Opcode::matmul;
-      in.unit = static_cast<uint16_t>(j);
-      in.m = mr1 - mr0;
-      in.k = k_of(ch1 - ch0);
-      in.n = mc1 - mc0;
-      in.passes = c_.p.passes;
-      in.weight_source = w_source;
-      in.weight_address = w_address;
-    }
-    std::vector<int64_t> reads = chunk_read;
-    reads.push_back(w_read);
-    auto acc = em.slot(core, kAcc0 + static_cast<int>(2 * j) + par);
-    em.emit(in, reads, {acc.resource});
-    if (!used[j]) epi_reads.push_back(acc.resource);
-    used[j] = true;
-  }
   }
   // Epilogue on the vector unit (bias, residual, activation, relayout, requantization), then store.
   Instruction v;
@@ -352,8 +380,9 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
   auto os = em.slot(core, kO0 + par);
   em.emit(v, epi_reads, {os.resource});
   int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, y_eb_, &runs);
-  Instruction out = dma(core, 1, Level::onchip, y_home_, static_cast<uint64_t>(y_bytes(r0, r1, ncols, y_eb_, &runs, true)),
-                        1, os.address, c_.p.tensors[d_.y].address);
+  Instruction out = dma(core, 1, Level::onchip, y_home_,
+                        static_cast<uint64_t>(y_bytes(r0, r1, ncols, y_eb_, &runs, true)), 1,
+                        os.address, c_.p.tensors[d_.y].address);
   out.dst_bytes = static_cast<uint64_t>(bytes);
   out.runs = static_cast<uint64_t>(std::max<int64_t>(runs, 1));
   em.emit(out, {os.resource}, {d_.y});

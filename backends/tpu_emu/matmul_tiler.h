@@ -23,7 +23,8 @@ namespace mimic::backends::tpu_emu {
 
 class MatmulTiler {
  public:
-  MatmulTiler(Context& c, const ir::Node& head, const models::tpu::GemmDesc& d, int32_t kernel, int64_t w_eb);
+  MatmulTiler(Context& c, const ir::Node& head, const models::tpu::GemmDesc& d, int32_t kernel,
+              int64_t w_eb);
   void run();
 
  private:
@@ -45,21 +46,27 @@ class MatmulTiler {
   uint64_t working_set(const CorePlan& cp, int64_t tm, int64_t tn, bool stage) const;
   // Input tile of rows [r0, r1) holding `channels` input channels (conv) or K columns (matrix):
   // bytes moved from the tensor's home in its layout, or (`footprint`) bytes it takes on chip
-  // once relaid channels-minor (NCHW tiles are transposed as they stream in, (8, 128) tile by tile).
-  int64_t a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs, bool footprint = false) const;
+  // once relaid channels-minor (NCHW tiles are transposed as they stream in, (8, 128) tile by
+  // tile).
+  int64_t a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs,
+                  bool footprint = false) const;
   int64_t full_channels() const;  // per group (conv) or K (matrix)
-  int64_t k_of(int64_t channels) const { return conv_ ? channels * d_.conv.kh * d_.conv.kw : channels; }
-  int64_t y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, int64_t* runs, bool footprint = false) const;
+  int64_t k_of(int64_t channels) const {
+    return conv_ ? channels * d_.conv.kh * d_.conv.kw : channels;
+  }
+  int64_t y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, int64_t* runs,
+                  bool footprint = false) const;
   uint64_t staged_weight_bytes(int64_t cols) const;
   void reserve(const CorePlan& cp, int core);
   void emit_core(int64_t batch, int core, const CorePlan& cp);
   // Loads an input tile (and relayouts NCHW); returns what the matrix units read.
   std::vector<int64_t> load_input(int core, int64_t r0, int64_t r1, int64_t channels);
-  void emit_column_tile(int64_t batch, int core, const CorePlan& cp, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-                        const std::vector<int64_t>* a_read, int64_t w_read, models::tpu::Level w_source,
-                        uint64_t w_address);
-  models::tpu::Instruction dma(int core, int unit, models::tpu::Level src, models::tpu::Level dst, uint64_t bytes,
-                               uint64_t runs, uint64_t src_address, uint64_t dst_address) const;
+  void emit_column_tile(int64_t batch, int core, const CorePlan& cp, int64_t r0, int64_t r1,
+                        int64_t c0, int64_t c1, const std::vector<int64_t>* a_read, int64_t w_read,
+                        models::tpu::Level w_source, uint64_t w_address);
+  models::tpu::Instruction dma(int core, int unit, models::tpu::Level src, models::tpu::Level dst,
+                               uint64_t bytes, uint64_t runs, uint64_t src_address,
+                               uint64_t dst_address) const;
 
   Context& c_;
   const ir::Node& head_;

@@ -61,17 +61,22 @@ VectorDesc read_vec(wire::Reader& r) {
   return d;
 }
 
-// Checks the references a corrupt or inconsistent program could get wrong before anything uses them.
+// Checks the references a corrupt or inconsistent program could get wrong before anything uses
+// them.
 void check(const Program& p) {
   const int64_t nt = static_cast<int64_t>(p.tensors.size());
-  auto tensor_ok = [&](int32_t t, bool optional) { return (optional && t < 0) || (t >= 0 && t < nt); };
+  auto tensor_ok = [&](int32_t t, bool optional) {
+    return (optional && t < 0) || (t >= 0 && t < nt);
+  };
   for (const TensorInfo& t : p.tensors)
-    if (t.alias_of >= nt) throw RuntimeError(fmt::format("tpu program: tensor '{}' aliases a missing tensor", t.name));
+    if (t.alias_of >= nt)
+      throw RuntimeError(fmt::format("tpu program: tensor '{}' aliases a missing tensor", t.name));
   for (const Kernel& k : p.kernels) {
     bool ok = k.op >= -1 && k.op < static_cast<int32_t>(p.ops.size());
     if (k.kind == KernelKind::gemm)
-      ok = ok && tensor_ok(k.gemm.a, false) && tensor_ok(k.gemm.w, false) && tensor_ok(k.gemm.y, false) &&
-           tensor_ok(k.gemm.epi.bias, true) && tensor_ok(k.gemm.epi.residual, true);
+      ok = ok && tensor_ok(k.gemm.a, false) && tensor_ok(k.gemm.w, false) &&
+           tensor_ok(k.gemm.y, false) && tensor_ok(k.gemm.epi.bias, true) &&
+           tensor_ok(k.gemm.epi.residual, true);
     else {
       ok = ok && tensor_ok(k.vec.out, false) && k.vec.in_strides.size() <= k.vec.in.size();
       for (int32_t t : k.vec.in) ok = ok && tensor_ok(t, true);
@@ -111,8 +116,10 @@ void write_program(wire::Writer& w, const Program& p) {
   for (const Kernel& k : p.kernels) {
     w.pod(k.kind);
     w.pod(k.op);
-    if (k.kind == KernelKind::gemm) w.pod(k.gemm);
-    else write_vec(w, k.vec);
+    if (k.kind == KernelKind::gemm)
+      w.pod(k.gemm);
+    else
+      write_vec(w, k.vec);
   }
   w.pods(p.instructions);
   w.pods(p.deps);
@@ -147,15 +154,19 @@ Program read_program(wire::Reader& r) {
     t.constant = r.boolean();
     t.address = r.u64();
     for (int64_t d : t.dims)
-      if (d < 0) throw RuntimeError(fmt::format("tpu program: tensor '{}' has a negative dimension", t.name));
+      if (d < 0)
+        throw RuntimeError(
+            fmt::format("tpu program: tensor '{}' has a negative dimension", t.name));
     p.tensors.push_back(std::move(t));
   }
   for (uint64_t i = 0, n = r.u64(); i < n; ++i) {
     Kernel k;
     k.kind = r.pod<KernelKind>();
     k.op = r.pod<int32_t>();
-    if (k.kind == KernelKind::gemm) k.gemm = r.pod<GemmDesc>();
-    else k.vec = read_vec(r);
+    if (k.kind == KernelKind::gemm)
+      k.gemm = r.pod<GemmDesc>();
+    else
+      k.vec = read_vec(r);
     p.kernels.push_back(std::move(k));
   }
   p.instructions = r.pods<Instruction>();

@@ -1,8 +1,8 @@
 #include "backends/tpu_emu/run_report.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <limits>
 
 namespace mimic::backends::tpu_emu {
@@ -18,7 +18,8 @@ struct OpTotals {
   bool any = false;
 };
 
-// Off-chip traffic of one instruction: DMAs touching host or off-chip memory, weight fetches from there.
+// Off-chip traffic of one instruction: DMAs touching host or off-chip memory, weight fetches from
+// there.
 int64_t offchip_bytes(const Instruction& in, const InstructionTiming& t) {
   if (in.opcode == Opcode::dma) {
     int64_t b = 0;
@@ -26,7 +27,8 @@ int64_t offchip_bytes(const Instruction& in, const InstructionTiming& t) {
     if (in.dst != Level::onchip) b += static_cast<int64_t>(in.dst_bytes ? in.dst_bytes : in.bytes);
     return b;
   }
-  if (in.opcode == Opcode::matmul && in.weight_source != Level::onchip) return static_cast<int64_t>(t.fetched_bytes);
+  if (in.opcode == Opcode::matmul && in.weight_source != Level::onchip)
+    return static_cast<int64_t>(t.fetched_bytes);
   return 0;
 }
 
@@ -35,15 +37,19 @@ std::string event_name(const Program& p, const Instruction& in) {
     case Opcode::dma:
       if (in.src == Level::host) return "dma host->" + std::string(level_name(in.dst));
       if (in.dst == Level::host) return "dma " + std::string(level_name(in.src)) + "->host";
-      return in.dst == Level::onchip ? (in.src == Level::onchip ? "dma onchip" : "dma in") : "dma out";
-    case Opcode::matmul: return "matmul";
+      return in.dst == Level::onchip ? (in.src == Level::onchip ? "dma onchip" : "dma in")
+                                     : "dma out";
+    case Opcode::matmul:
+      return "matmul";
     case Opcode::vector:
       if (in.kernel >= 0 && in.computes) {
         const Kernel& k = p.kernels[in.kernel];
         return k.kind == KernelKind::gemm ? "matvec" : vector_func_name(k.vec.func);
       }
-      return in.kernel >= 0 && p.kernels[in.kernel].kind == KernelKind::gemm ? "epilogue" : "relayout";
-    case Opcode::sync: return "sync";
+      return in.kernel >= 0 && p.kernels[in.kernel].kind == KernelKind::gemm ? "epilogue"
+                                                                             : "relayout";
+    case Opcode::sync:
+      return "sync";
   }
   return "?";
 }
@@ -59,15 +65,19 @@ const char* track_kind(const std::string& unit_kind) {
 void dump_op(const Program& p, const TimingResult& t, const char* node) {
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
-    if (in.kernel < 0 || p.kernels[in.kernel].op < 0 || p.ops[p.kernels[in.kernel].op].node != node) continue;
+    if (in.kernel < 0 || p.kernels[in.kernel].op < 0 || p.ops[p.kernels[in.kernel].op].node != node)
+      continue;
     const InstructionTiming& it = t.instructions[i];
-    fmt::print(stderr, "{:6} core{} {:7} unit {:2} [{:9}, {:9}) busy {:8} bytes {:9} m {} k {} n {} elems {} deps {}\n", i,
-               in.core, opcode_name(in.opcode), it.unit, it.start, it.end, it.busy, in.bytes, in.m, in.k, in.n,
-               in.elements, in.dep_count);
+    fmt::print(stderr,
+               "{:6} core{} {:7} unit {:2} [{:9}, {:9}) busy {:8} bytes {:9} m {} k {} n {} elems "
+               "{} deps {}\n",
+               i, in.core, opcode_name(in.opcode), it.unit, it.start, it.end, it.busy, in.bytes,
+               in.m, in.k, in.n, in.elements, in.dep_count);
   }
 }
 
-RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult& t, bool timing_only) {
+RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult& t,
+                       bool timing_only) {
   if (const char* node = std::getenv("MIMIC_TPU_TRACE_OP")) dump_op(p, t, node);
   RunReport r;
   r.device = "tpu-emu:" + spec.name;
@@ -117,18 +127,24 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
       uint64_t begin = std::max(totals[i].first, totals[i].before);
       o.cycles = totals[i].last > begin ? totals[i].last - begin : 0;
       o.device_seconds = static_cast<double>(o.cycles) / r.clock_hz;
-      o.utilization = o.cycles ? static_cast<double>(info.flops) / (peak_flops_per_cycle * static_cast<double>(o.cycles)) : 0;
-      o.intensity = totals[i].offchip_bytes ? static_cast<double>(info.flops) / static_cast<double>(totals[i].offchip_bytes) : 0;
+      o.utilization = o.cycles ? static_cast<double>(info.flops) /
+                                     (peak_flops_per_cycle * static_cast<double>(o.cycles))
+                               : 0;
+      o.intensity = totals[i].offchip_bytes ? static_cast<double>(info.flops) /
+                                                  static_cast<double>(totals[i].offchip_bytes)
+                                            : 0;
       o.bound = totals[i].offchip_bytes && o.intensity < r.ridge_intensity ? "memory" : "compute";
     }
     r.ops.push_back(std::move(o));
   }
-  r.achieved_flops_per_s = r.device_seconds > 0 ? static_cast<double>(total_flops) / r.device_seconds : 0;
+  r.achieved_flops_per_s =
+      r.device_seconds > 0 ? static_cast<double>(total_flops) / r.device_seconds : 0;
   uint64_t mxu_busy = 0;
   int64_t mxus = 0;
   for (const UnitStats& u : t.units) {
     if (u.kind == "sync") continue;
-    UnitReport ur{u.name, u.kind, u.busy_cycles, t.cycles ? static_cast<double>(u.busy_cycles) / t.cycles : 0.0};
+    UnitReport ur{u.name, u.kind, u.busy_cycles,
+                  t.cycles ? static_cast<double>(u.busy_cycles) / t.cycles : 0.0};
     r.units.push_back(ur);
     if (u.kind == "matrix") {
       mxu_busy += u.busy_cycles;
@@ -136,14 +152,18 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
     }
   }
   for (const MemoryStats& m : t.memories) {
-    std::string key = m.level == Level::host ? spec.host_link.name : m.level == Level::offchip ? spec.offchip.name : spec.onchip.name;
+    std::string key = m.level == Level::host      ? spec.host_link.name
+                      : m.level == Level::offchip ? spec.offchip.name
+                                                  : spec.onchip.name;
     r.bytes_moved[key] += static_cast<int64_t>(m.bytes_read + m.bytes_written);
   }
   r.metrics["instructions"] = static_cast<double>(p.instructions.size());
-  r.metrics["mxu_busy_fraction"] = mxus && t.cycles ? static_cast<double>(mxu_busy) / (mxus * static_cast<double>(t.cycles)) : 0;
+  r.metrics["mxu_busy_fraction"] =
+      mxus && t.cycles ? static_cast<double>(mxu_busy) / (mxus * static_cast<double>(t.cycles)) : 0;
   r.metrics["mxu_weight_stall_cycles"] = static_cast<double>(t.weight_stall_cycles);
   r.metrics["simulation_seconds"] = t.host_seconds;
-  r.metrics["simulated_cycles_per_second"] = t.host_seconds > 0 ? static_cast<double>(t.cycles) / t.host_seconds : 0;
+  r.metrics["simulated_cycles_per_second"] =
+      t.host_seconds > 0 ? static_cast<double>(t.cycles) / t.host_seconds : 0;
   int64_t peak = 0;
   for (int64_t b : t.onchip_peak_bytes) peak = std::max(peak, b);
   r.metrics["onchip_peak_bytes"] = static_cast<double>(peak);
@@ -152,26 +172,31 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
   return r;
 }
 
-void record_trace(sim::EventSink& sink, const TpuSpec& spec, const Program& p, const TimingResult& t) {
-  sim::DeviceId dev = sink.add_device(
-      sim::DeviceDesc{"tpu-emu", spec.name, spec.clock_hz, sim::TimeUnit::cycles, spec_to_json(spec)});
+void record_trace(sim::EventSink& sink, const TpuSpec& spec, const Program& p,
+                  const TimingResult& t) {
+  sim::DeviceId dev = sink.add_device(sim::DeviceDesc{"tpu-emu", spec.name, spec.clock_hz,
+                                                      sim::TimeUnit::cycles, spec_to_json(spec)});
   std::vector<sim::TrackId> tracks(t.units.size(), -1);
   for (size_t u = 0; u < t.units.size(); ++u)
-    if (t.units[u].kind != "sync") tracks[u] = sink.add_track(dev, t.units[u].name, track_kind(t.units[u].kind));
+    if (t.units[u].kind != "sync")
+      tracks[u] = sink.add_track(dev, t.units[u].name, track_kind(t.units[u].kind));
   std::vector<sim::OpId> ops;
   for (const OpInfo& o : p.ops)
-    ops.push_back(sink.add_op(sim::OpDesc{o.node, o.op_type, o.shapes, o.dtype, o.flops, o.bytes_in, o.bytes_out,
-                                          "tpu-emu", false}));
+    ops.push_back(sink.add_op(sim::OpDesc{o.node, o.op_type, o.shapes, o.dtype, o.flops, o.bytes_in,
+                                          o.bytes_out, "tpu-emu", false}));
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
     const InstructionTiming& it = t.instructions[i];
     if (in.opcode == Opcode::sync || it.unit < 0 || tracks[it.unit] < 0) continue;
-    sim::OpId op = in.kernel >= 0 && p.kernels[in.kernel].op >= 0 ? ops[p.kernels[in.kernel].op] : sim::kNoOp;
+    sim::OpId op =
+        in.kernel >= 0 && p.kernels[in.kernel].op >= 0 ? ops[p.kernels[in.kernel].op] : sim::kNoOp;
     sink.event(tracks[it.unit], op, event_name(p, in), it.start, it.end - it.start);
   }
   for (size_t c = 0; c < t.onchip_occupancy.size(); ++c) {
-    sim::TrackId track = sink.add_track(dev, fmt::format("core{}_{}", c, spec.onchip.name), "memory");
-    for (const OccupancySample& s : t.onchip_occupancy[c]) sink.counter(track, s.cycle, static_cast<double>(s.bytes));
+    sim::TrackId track =
+        sink.add_track(dev, fmt::format("core{}_{}", c, spec.onchip.name), "memory");
+    for (const OccupancySample& s : t.onchip_occupancy[c])
+      sink.counter(track, s.cycle, static_cast<double>(s.bytes));
   }
 }
 

@@ -17,7 +17,7 @@ namespace mimic::backends::tpu_emu {
 RunReport build_report(const models::tpu::TpuSpec& spec, const models::tpu::Program& program,
                        const models::tpu::TimingResult& timing, bool timing_only);
 
-void record_trace(sim::EventSink& sink, const models::tpu::TpuSpec& spec, const models::tpu::Program& program,
-                  const models::tpu::TimingResult& timing);
+void record_trace(sim::EventSink& sink, const models::tpu::TpuSpec& spec,
+                  const models::tpu::Program& program, const models::tpu::TimingResult& timing);
 
 }  // namespace mimic::backends::tpu_emu

@@ -12,7 +12,9 @@ using ir::OpType;
 
 namespace {
 
-bool is_float(ir::DType t) { return t == ir::DType::f32 || t == ir::DType::bf16; }
+bool is_float(ir::DType t) {
+  return t == ir::DType::f32 || t == ir::DType::bf16;
+}
 
 bool constant_f32(const ir::Graph& g, const ir::Node& n, int i) {
   if (!n.has_input(i)) return true;
@@ -98,17 +100,21 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
   float p0, p1;
   switch (n.op) {
     case OpType::Conv:
-      if (!window_2d(g, n) || !constant_f32(g, n, 1) || !constant_f32(g, n, 2) || g.value(n.inputs[0]).constant) {
+      if (!window_2d(g, n) || !constant_f32(g, n, 1) || !constant_f32(g, n, 2) ||
+          g.value(n.inputs[0]).constant) {
         if (why) *why = "only 2-D convolutions with constant f32 weights";
         return false;
       }
       if (is_depthwise(g, n) && g.value(n.inputs[1]).type.shape[1] != 1) return false;
       return true;
-    case OpType::MatMul: return matmul_ok(g, n, why);
-    case OpType::Gemm: return gemm_ok(g, n, why);
+    case OpType::MatMul:
+      return matmul_ok(g, n, why);
+    case OpType::Gemm:
+      return gemm_ok(g, n, why);
     case OpType::BatchNormalization:
-      return n.outputs.size() == 1 && g.value(n.inputs[0]).type.shape.rank() >= 2 && constant_f32(g, n, 1) &&
-             constant_f32(g, n, 2) && constant_f32(g, n, 3) && constant_f32(g, n, 4);
+      return n.outputs.size() == 1 && g.value(n.inputs[0]).type.shape.rank() >= 2 &&
+             constant_f32(g, n, 1) && constant_f32(g, n, 2) && constant_f32(g, n, 3) &&
+             constant_f32(g, n, 4);
     case OpType::LayerNormalization: {
       if (n.outputs.size() != 1) return false;
       const ir::Shape& x = g.value(n.inputs[0]).type.shape;
@@ -118,21 +124,43 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
         if (n.has_input(i) && g.value(n.inputs[i]).type.shape.numel() != inner) return false;
       return true;
     }
-    case OpType::Softmax: case OpType::LogSoftmax: return true;
-    case OpType::MaxPool: case OpType::AveragePool: return n.outputs.size() == 1 && window_2d(g, n);
-    case OpType::GlobalAveragePool: case OpType::GlobalMaxPool: return window_2d(g, n);
-    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax: case OpType::ReduceMin:
-    case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2: case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+      return true;
+    case OpType::MaxPool:
+    case OpType::AveragePool:
+      return n.outputs.size() == 1 && window_2d(g, n);
+    case OpType::GlobalAveragePool:
+    case OpType::GlobalMaxPool:
+      return window_2d(g, n);
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
       if (!contiguous_reduction(g, n)) {
         if (why) *why = "reductions over non-adjacent axes";
         return false;
       }
       return true;
-    case OpType::Reshape: case OpType::Flatten: case OpType::Squeeze: case OpType::Unsqueeze: case OpType::Identity:
+    case OpType::Reshape:
+    case OpType::Flatten:
+    case OpType::Squeeze:
+    case OpType::Unsqueeze:
+    case OpType::Identity:
       return true;
-    case OpType::Dropout: return n.outputs.size() == 1;
-    case OpType::Transpose: case OpType::Concat: case OpType::Slice: case OpType::Split: case OpType::Expand:
+    case OpType::Dropout:
+      return n.outputs.size() == 1;
+    case OpType::Transpose:
+    case OpType::Concat:
+    case OpType::Slice:
+    case OpType::Split:
+    case OpType::Expand:
       return true;
     case OpType::Pad: {
       if (n.attrs.get_string("mode", "constant") != "constant") return false;
@@ -141,7 +169,9 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
         if (p.before[i] < 0 || p.after[i] < 0) return false;
       return true;
     }
-    case OpType::Max: case OpType::Min: return n.num_inputs() == 2 && binary_func(n.op, &f);
+    case OpType::Max:
+    case OpType::Min:
+      return n.num_inputs() == 2 && binary_func(n.op, &f);
     default:
       if (binary_func(n.op, &f)) return n.num_inputs() == 2;
       if (unary_func(g, n, &f, &p0, &p1)) return true;

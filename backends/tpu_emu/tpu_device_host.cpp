@@ -1,7 +1,7 @@
 #include "backends/tpu_emu/tpu_device_host.h"
 
-#include <chrono>
 #include <fmt/format.h>
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -26,21 +26,28 @@ struct Loaded {
 class TpuDeviceHost final : public DeviceHost {
  public:
   explicit TpuDeviceHost(const std::vector<uint8_t>& config)
-      : spec_(spec_from_json_text(std::string(config.begin(), config.end()), "device configuration")),
+      : spec_(
+            spec_from_json_text(std::string(config.begin(), config.end()), "device configuration")),
         chip_(std::make_unique<TpuChip>("tpu", spec_)) {}
 
   std::vector<uint8_t> handle(const std::vector<uint8_t>& request) override {
-    if (broken_) throw RuntimeError("tpu device: the chip model failed in an earlier run and cannot run again");
+    if (broken_)
+      throw RuntimeError(
+          "tpu device: the chip model failed in an earlier run and cannot run again");
     wire::Reader r(request);
     uint8_t kind = r.u8();
     switch (kind) {
-      case kLoad: return load(r);
-      case kRun: return run(r);
+      case kLoad:
+        return load(r);
+      case kRun:
+        return run(r);
       case kUnload: {
         programs_.erase(r.u64());
         return {};
       }
-      default: throw RuntimeError(fmt::format("tpu device: unknown request '{}'", static_cast<char>(kind)));
+      default:
+        throw RuntimeError(
+            fmt::format("tpu device: unknown request '{}'", static_cast<char>(kind)));
     }
   }
 
@@ -50,7 +57,8 @@ class TpuDeviceHost final : public DeviceHost {
     loaded->program = read_program(r);
     uint64_t n = r.u64();
     if (n != loaded->program.constants.size())
-      throw RuntimeError(fmt::format("tpu device: {} constants for a program that has {}", n, loaded->program.constants.size()));
+      throw RuntimeError(fmt::format("tpu device: {} constants for a program that has {}", n,
+                                     loaded->program.constants.size()));
     for (uint64_t i = 0; i < n; ++i) loaded->constants.push_back(r.pods<float>());
     uint64_t id = next_id_++;
     programs_[id] = std::move(loaded);
@@ -62,7 +70,8 @@ class TpuDeviceHost final : public DeviceHost {
   std::vector<uint8_t> run(wire::Reader& r) {
     uint64_t id = r.u64();
     auto it = programs_.find(id);
-    if (it == programs_.end()) throw RuntimeError(fmt::format("tpu device: no loaded program {}", id));
+    if (it == programs_.end())
+      throw RuntimeError(fmt::format("tpu device: no loaded program {}", id));
     Loaded& l = *it->second;
     RunFlags flags;
     flags.timing_only = r.boolean();
@@ -71,13 +80,15 @@ class TpuDeviceHost final : public DeviceHost {
     std::vector<std::vector<float>> outputs;
     if (!flags.timing_only) {
       uint64_t n = r.u64();
-      if (n != p.inputs.size()) throw InvalidArgument(fmt::format("tpu device: {} inputs for a program that takes {}", n, p.inputs.size()));
+      if (n != p.inputs.size())
+        throw InvalidArgument(
+            fmt::format("tpu device: {} inputs for a program that takes {}", n, p.inputs.size()));
       std::vector<const float*> inputs;
       for (uint64_t i = 0; i < n; ++i) {
         uint64_t count = r.u64();
         if (static_cast<int64_t>(count) != p.tensors[p.inputs[i]].numel())
-          throw InvalidArgument(fmt::format("tpu device: input {} has {} values, expected {}", i, count,
-                                            p.tensors[p.inputs[i]].numel()));
+          throw InvalidArgument(fmt::format("tpu device: input {} has {} values, expected {}", i,
+                                            count, p.tensors[p.inputs[i]].numel()));
         inputs.push_back(reinterpret_cast<const float*>(r.bytes(count * sizeof(float))));
       }
       if (!l.numerics) l.numerics = std::make_unique<Numerics>(p, std::move(l.constants));

@@ -7,17 +7,17 @@
 // Runs are interleaved (cpu, tpu, tpu timing-only, ...) so that load from other processes hits all
 // three alike; medians are reported. Writes DIR/tpu.json and DIR/tpu.md (DIR defaults to
 // benchmarks/results in the source tree) with a description of the machine.
+#include <fmt/format.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <sys/utsname.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "frontend/api/compile.h"
@@ -38,13 +38,20 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model") a.model = v;
-    else if (k == "--device") a.device = v;
-    else if (k == "--layout") a.layout = v;
-    else if (k == "--out") a.out = v;
-    else if (k == "--batch") a.batch = std::stoll(v);
-    else if (k == "--repeat") a.repeat = std::stoll(v);
-    else throw std::runtime_error("unknown argument " + k);
+    if (k == "--model")
+      a.model = v;
+    else if (k == "--device")
+      a.device = v;
+    else if (k == "--layout")
+      a.layout = v;
+    else if (k == "--out")
+      a.out = v;
+    else if (k == "--batch")
+      a.batch = std::stoll(v);
+    else if (k == "--repeat")
+      a.repeat = std::stoll(v);
+    else
+      throw std::runtime_error("unknown argument " + k);
   }
   return a;
 }
@@ -105,49 +112,59 @@ int main(int argc, char** argv) {
       auto out = tpu_timing.run(inputs);
       t_timing.push_back(out.report.wall_seconds);
       t_sim.push_back(out.report.metrics.at("simulation_seconds"));
-      std::fprintf(stderr, "run %lld: cpu %.3f s, %s %.3f s, timing-only %.4f s\n", static_cast<long long>(r),
-                   t_cpu.back(), a.device.c_str(), t_tpu.back(), t_timing.back());
+      std::fprintf(stderr, "run %lld: cpu %.3f s, %s %.3f s, timing-only %.4f s\n",
+                   static_cast<long long>(r), t_cpu.back(), a.device.c_str(), t_tpu.back(),
+                   t_timing.back());
     }
     double cpu_s = median(t_cpu), tpu_s = median(t_tpu), timing_s = median(t_timing);
     const auto& rep = reference.report;
-    nlohmann::json j{{"benchmark", "tpu-emu speed"},
-                     {"model", a.model},
-                     {"batch", a.batch},
-                     {"layout", a.layout},
-                     {"device", a.device},
-                     {"repeat", a.repeat},
-                     {"machine", m},
-                     {"cpu_wall_seconds", {{"median", cpu_s}, {"all", t_cpu}}},
-                     {"tpu_numerics_wall_seconds", {{"median", tpu_s}, {"all", t_tpu}}},
-                     {"tpu_timing_only_wall_seconds", {{"median", timing_s}, {"all", t_timing}}},
-                     {"tpu_timing_only_simulation_seconds", median(t_sim)},
-                     {"numerics_over_cpu", tpu_s / cpu_s},
-                     {"numerics_over_timing_only", tpu_s / timing_s},
-                     {"targets", {{"numerics_over_cpu_at_most", 1.3}, {"numerics_over_timing_only_at_least", 20}}},
-                     {"simulated",
-                      {{"cycles", rep.cycles},
-                       {"device_seconds", rep.device_seconds},
-                       {"achieved_tflops", rep.achieved_flops_per_s * 1e-12},
-                       {"instructions", rep.metrics.at("instructions")}}}};
+    nlohmann::json j{
+        {"benchmark", "tpu-emu speed"},
+        {"model", a.model},
+        {"batch", a.batch},
+        {"layout", a.layout},
+        {"device", a.device},
+        {"repeat", a.repeat},
+        {"machine", m},
+        {"cpu_wall_seconds", {{"median", cpu_s}, {"all", t_cpu}}},
+        {"tpu_numerics_wall_seconds", {{"median", tpu_s}, {"all", t_tpu}}},
+        {"tpu_timing_only_wall_seconds", {{"median", timing_s}, {"all", t_timing}}},
+        {"tpu_timing_only_simulation_seconds", median(t_sim)},
+        {"numerics_over_cpu", tpu_s / cpu_s},
+        {"numerics_over_timing_only", tpu_s / timing_s},
+        {"targets",
+         {{"numerics_over_cpu_at_most", 1.3}, {"numerics_over_timing_only_at_least", 20}}},
+        {"simulated",
+         {{"cycles", rep.cycles},
+          {"device_seconds", rep.device_seconds},
+          {"achieved_tflops", rep.achieved_flops_per_s * 1e-12},
+          {"instructions", rep.metrics.at("instructions")}}}};
     std::string dir = a.out;
     std::ofstream(dir + "/tpu.json") << j.dump(2) << "\n";
     std::ostringstream md;
     md << "# tpu-emu speed\n\n"
-       << fmt::format("{} batch {} ({}) on `{}`, {} interleaved runs after one warm-up, medians.\n\n", a.model, a.batch,
-                      a.layout, a.device, a.repeat)
+       << fmt::format(
+              "{} batch {} ({}) on `{}`, {} interleaved runs after one warm-up, medians.\n\n",
+              a.model, a.batch, a.layout, a.device, a.repeat)
        << "| run | wall time | ratio | target |\n|---|---|---|---|\n"
        << fmt::format("| cpu backend | {:.3f} s | | |\n", cpu_s)
-       << fmt::format("| {} with numerics | {:.3f} s | {:.2f}x cpu | <= 1.3x |\n", a.device, tpu_s, tpu_s / cpu_s)
-       << fmt::format("| {} timing only | {:.4f} s | {:.1f}x faster than numerics | >= 20x |\n\n", a.device, timing_s,
-                      tpu_s / timing_s)
-       << fmt::format("Simulated: {} cycles = {:.3f} ms, {:.2f} TFLOP/s achieved, {} device instructions; "
-                      "timing-only simulation {:.4f} s of the run.\n\n",
-                      rep.cycles, rep.device_seconds * 1e3, rep.achieved_flops_per_s * 1e-12,
-                      rep.metrics.at("instructions"), median(t_sim))
-       << fmt::format("Machine: {}, {} logical CPUs, {} memory, {}; load average at start {:.2f} {:.2f} {:.2f}.\n",
-                      m["cpu"].get<std::string>(), m["logical_cpus"].get<unsigned>(), m["memory"].get<std::string>(),
-                      m["kernel"].get<std::string>(), m["load_average_at_start"][0].get<double>(),
-                      m["load_average_at_start"][1].get<double>(), m["load_average_at_start"][2].get<double>());
+       << fmt::format("| {} with numerics | {:.3f} s | {:.2f}x cpu | <= 1.3x |\n", a.device, tpu_s,
+                      tpu_s / cpu_s)
+       << fmt::format("| {} timing only | {:.4f} s | {:.1f}x faster than numerics | >= 20x |\n\n",
+                      a.device, timing_s, tpu_s / timing_s)
+       << fmt::format(
+              "Simulated: {} cycles = {:.3f} ms, {:.2f} TFLOP/s achieved, {} device instructions; "
+              "timing-only simulation {:.4f} s of the run.\n\n",
+              rep.cycles, rep.device_seconds * 1e3, rep.achieved_flops_per_s * 1e-12,
+              rep.metrics.at("instructions"), median(t_sim))
+       << fmt::format(
+              "Machine: {}, {} logical CPUs, {} memory, {}; load average at start {:.2f} {:.2f} "
+              "{:.2f}.\n",
+              m["cpu"].get<std::string>(), m["logical_cpus"].get<unsigned>(),
+              m["memory"].get<std::string>(), m["kernel"].get<std::string>(),
+              m["load_average_at_start"][0].get<double>(),
+              m["load_average_at_start"][1].get<double>(),
+              m["load_average_at_start"][2].get<double>());
     std::ofstream(dir + "/tpu.md") << md.str();
     std::printf("%s", md.str().c_str());
     return 0;

@@ -45,17 +45,19 @@ struct FoldPlan {
   int64_t outer_chunks = 0, inner_chunks = 0;
 };
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 FoldPlan fold_plan(Dataflow d, const GemmDims& g, int64_t rows, int64_t cols, int64_t passes);
 
 // The closed forms above.
-uint64_t gemm_cycles(Dataflow d, const GemmDims& g, int64_t rows, int64_t cols, bool double_buffering,
-                     int64_t passes);
+uint64_t gemm_cycles(Dataflow d, const GemmDims& g, int64_t rows, int64_t cols,
+                     bool double_buffering, int64_t passes);
 
 // Bytes of weights (W) the array needs for fold `f` (0 <= f < folds): the stationary W block in
 // ws, the W columns streamed in os, the W rows streamed in is.
-uint64_t fold_weight_bytes(Dataflow d, const GemmDims& g, int64_t rows, int64_t cols, int64_t passes, int64_t f,
-                           int64_t element_bytes);
+uint64_t fold_weight_bytes(Dataflow d, const GemmDims& g, int64_t rows, int64_t cols,
+                           int64_t passes, int64_t f, int64_t element_bytes);
 
 }  // namespace mimic::models::tpu

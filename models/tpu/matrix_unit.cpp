@@ -52,11 +52,13 @@ FoldTiming FoldScheduler::finish() const {
   return out;
 }
 
-MatrixUnit::MatrixUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock,
-                       int32_t index, const TpuSpec& spec)
+MatrixUnit::MatrixUnit(sc_core::sc_module_name name, RunContext& ctx,
+                       const sim::systemc::ClockDomain& clock, int32_t index, const TpuSpec& spec)
     : InstructionUnit(name, ctx, clock, "matrix", index, 16),
-      weight_onchip("weight_onchip_socket"), weight_offchip("weight_offchip_socket"),
-      weight_host("weight_host_socket"), spec_(spec) {}
+      weight_onchip("weight_onchip_socket"),
+      weight_offchip("weight_offchip_socket"),
+      weight_host("weight_host_socket"),
+      spec_(spec) {}
 
 sim::systemc::Initiator* MatrixUnit::source(Level l) {
   return l == Level::onchip ? &weight_onchip : l == Level::offchip ? &weight_offchip : &weight_host;

@@ -53,8 +53,8 @@ class FoldScheduler {
 
 class MatrixUnit : public InstructionUnit {
  public:
-  MatrixUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock, int32_t index,
-             const TpuSpec& spec);
+  MatrixUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock,
+             int32_t index, const TpuSpec& spec);
   sim::systemc::Initiator weight_onchip, weight_offchip, weight_host;
   uint64_t stall_cycles = 0;
 

@@ -1,17 +1,18 @@
 // Numerics: tensor storage with reuse, per-run operand caches, instruction dispatch, int8 scales.
 #include "models/tpu/numerics.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fmt/format.h>
 
 #include "frontend/ir/error.h"
 #include "models/common/numeric_formats.h"
 
 namespace mimic::models::tpu {
 
-Numerics::Numerics(const Program& program, std::vector<std::vector<float>> constants) : program_(program) {
+Numerics::Numerics(const Program& program, std::vector<std::vector<float>> constants)
+    : program_(program) {
   const size_t nt = program.tensors.size();
   store_.resize(nt);
   if (constants.size() != program.constants.size())
@@ -21,8 +22,9 @@ Numerics::Numerics(const Program& program, std::vector<std::vector<float>> const
     int32_t t = program.constants[i];
     int64_t n = program.tensors.at(t).numel();
     if (static_cast<int64_t>(constants[i].size()) != n)
-      throw InvalidArgument(fmt::format("tpu numerics: constant '{}' has {} values, its shape needs {}",
-                                        program.tensors[t].name, constants[i].size(), n));
+      throw InvalidArgument(
+          fmt::format("tpu numerics: constant '{}' has {} values, its shape needs {}",
+                      program.tensors[t].name, constants[i].size(), n));
     allocate(t);
     std::memcpy(store_[t].data.get(), constants[i].data(), n * sizeof(float));
   }
@@ -38,7 +40,8 @@ Numerics::Numerics(const Program& program, std::vector<std::vector<float>> const
     kernel_last_[in.kernel] = i;
     const Kernel& k = program.kernels[in.kernel];
     if (k.kind == KernelKind::gemm) {
-      for (int32_t t : {k.gemm.a, k.gemm.w, k.gemm.y, k.gemm.epi.bias, k.gemm.epi.residual}) touch(t, i);
+      for (int32_t t : {k.gemm.a, k.gemm.w, k.gemm.y, k.gemm.epi.bias, k.gemm.epi.residual})
+        touch(t, i);
     } else {
       for (int32_t t : k.vec.in) touch(t, i);
       touch(k.vec.out, i);
@@ -47,7 +50,8 @@ Numerics::Numerics(const Program& program, std::vector<std::vector<float>> const
   for (int32_t t : program.outputs) last_use_[base(t)] = INT32_MAX;
   frees_.assign(program.instructions.size(), {});
   for (int32_t t = 0; t < static_cast<int32_t>(nt); ++t)
-    if (base(t) == t && !program.tensors[t].constant && last_use_[t] >= 0 && last_use_[t] != INT32_MAX)
+    if (base(t) == t && !program.tensors[t].constant && last_use_[t] >= 0 &&
+        last_use_[t] != INT32_MAX)
       frees_[last_use_[t]].push_back(t);
 }
 
@@ -66,7 +70,9 @@ void Numerics::allocate(int32_t t) {
   // Reuse the smallest pooled buffer that fits (no page faults after the first run).
   size_t best = pool_.size();
   for (size_t i = 0; i < pool_.size(); ++i)
-    if (pool_[i].capacity >= need && (best == pool_.size() || pool_[i].capacity < pool_[best].capacity)) best = i;
+    if (pool_[i].capacity >= need &&
+        (best == pool_.size() || pool_[i].capacity < pool_[best].capacity))
+      best = i;
   if (best < pool_.size()) {
     b = std::move(pool_[best]);
     pool_.erase(pool_.begin() + best);
@@ -156,7 +162,8 @@ const float* Numerics::operand(int32_t t, int part, bool channels_last, const Wi
 
 std::vector<std::vector<float>> Numerics::run(const std::vector<const float*>& inputs) {
   if (inputs.size() != program_.inputs.size())
-    throw InvalidArgument(fmt::format("tpu numerics: program takes {} inputs, got {}", program_.inputs.size(), inputs.size()));
+    throw InvalidArgument(fmt::format("tpu numerics: program takes {} inputs, got {}",
+                                      program_.inputs.size(), inputs.size()));
   scales_.clear();
   for (auto& [key, buf] : operands_) pool_.push_back(std::move(buf));
   operands_.clear();
@@ -209,8 +216,10 @@ const float* Numerics::im2col_block(const int64_t key[5], size_t elements, bool*
 
 void Numerics::execute(const Instruction& in) {
   const Kernel& k = program_.kernels.at(in.kernel);
-  if (k.kind == KernelKind::gemm) run_gemm(in, k);
-  else run_vector(in, k);
+  if (k.kind == KernelKind::gemm)
+    run_gemm(in, k);
+  else
+    run_vector(in, k);
 }
 
 void Numerics::run_kernel(int32_t kernel) {
@@ -225,13 +234,16 @@ void Numerics::run_kernel(int32_t kernel) {
     std::vector<int64_t> area(static_cast<size_t>(g.batch), 0);
     for (uint32_t i : items) {
       const Instruction& in = program_.instructions[i];
-      if (in.batch < 0 || in.batch >= g.batch) whole = false;
-      else area[in.batch] += (in.r1 - in.r0) * (in.c1 - in.c0);
+      if (in.batch < 0 || in.batch >= g.batch)
+        whole = false;
+      else
+        area[in.batch] += (in.r1 - in.r0) * (in.c1 - in.c0);
     }
     for (int64_t a : area) whole = whole && a == g.m * g.n;
     if (whole) {
       // Row blocks that keep an im2col block near 32 MiB and GEMMs large.
-      int64_t step = std::max<int64_t>(256, std::min<int64_t>(8192, (int64_t{8} << 20) / std::max<int64_t>(g.k, 1)));
+      int64_t step = std::max<int64_t>(
+          256, std::min<int64_t>(8192, (int64_t{8} << 20) / std::max<int64_t>(g.k, 1)));
       for (int64_t b = 0; b < g.batch; ++b)
         for (int64_t r0 = 0; r0 < g.m; r0 += step) {
           Instruction block;
@@ -247,9 +259,11 @@ void Numerics::run_kernel(int32_t kernel) {
     }
   } else {
     std::vector<std::pair<int64_t, int64_t>> ranges;
-    for (uint32_t i : items) ranges.emplace_back(program_.instructions[i].r0, program_.instructions[i].r1);
+    for (uint32_t i : items)
+      ranges.emplace_back(program_.instructions[i].r0, program_.instructions[i].r1);
     std::sort(ranges.begin(), ranges.end());
-    for (size_t i = 1; i < ranges.size() && whole; ++i) whole = ranges[i].first == ranges[i - 1].second;
+    for (size_t i = 1; i < ranges.size() && whole; ++i)
+      whole = ranges[i].first == ranges[i - 1].second;
     if (whole && !ranges.empty() && ranges.front().first == 0) {
       Instruction all;
       all.kernel = kernel;
@@ -274,7 +288,8 @@ void Numerics::finish_kernel(int32_t kernel) {
   float* p = data(y);
   int64_t n = program_.tensors[y].numel();
 #pragma omp parallel for if (n > 65536) schedule(static)
-  for (int64_t i = 0; i < n; ++i) p[i] = std::clamp(std::nearbyint(p[i] * inv), -127.0f, 127.0f) * s;
+  for (int64_t i = 0; i < n; ++i)
+    p[i] = std::clamp(std::nearbyint(p[i] * inv), -127.0f, 127.0f) * s;
 }
 
 }  // namespace mimic::models::tpu

@@ -34,6 +34,10 @@
 
 namespace mimic::models::tpu {
 
+// The epilogue of a GEMM block over n contiguous outputs (numerics_gemm.cpp).
+void gemm_epilogue(const float* src, int64_t n, const float* bias_vec, float bias,
+                   const float* residual, float* dst, const Epilogue& e);
+
 // A float buffer without initialization (kernels write every element they own).
 struct Buffer {
   std::unique_ptr<float[]> data;
@@ -67,6 +71,7 @@ class Numerics {
   void run_kernel(int32_t kernel);
   void finish_kernel(int32_t kernel);
   void run_gemm(const Instruction& in, const Kernel& k);
+  void store_block(const Instruction& in, const GemmDesc& g, bool transposed);
   void run_vector(const Instruction& in, const Kernel& k);
   // Operand parts of a tensor for matrix passes: part 0 = hi, 1 = mid, 2 = lo; with
   // `channels_last` a rank-4 NCHW tensor is returned as NHWC. int8 chips: part 0 is quantized.
@@ -82,11 +87,11 @@ class Numerics {
   std::vector<std::vector<int32_t>> frees_;  // per instruction: tensors released after it
   std::vector<int32_t> kernel_last_;         // per kernel: its last computing instruction
   std::vector<uint32_t> pending_;            // computing instructions of the kernel in progress
-  std::unordered_map<int64_t, Buffer> operands_;         // key: tensor * 8 + part*2 + layout
-  std::unordered_map<int64_t, Buffer> weights_;                   // key: tensor * 8 + part
+  std::unordered_map<int64_t, Buffer> operands_;  // key: tensor * 8 + part*2 + layout
+  std::unordered_map<int64_t, Buffer> weights_;   // key: tensor * 8 + part
   std::unordered_map<int32_t, std::vector<float>> weight_scales_;  // int8: per column, per W tensor
-  std::unordered_map<int32_t, float> scales_;            // int8: per tensor, this run
-  std::vector<Buffer> pool_;                 // released buffers for reuse
+  std::unordered_map<int32_t, float> scales_;                      // int8: per tensor, this run
+  std::vector<Buffer> pool_;                                       // released buffers for reuse
   // im2col blocks kept between instructions that share them (the matrix units of one row tile,
   // the column tiles of one row tile); a few entries, least recently used replaced.
   struct Im2colEntry {

@@ -19,7 +19,8 @@ struct Pass {
   int a, w;  // operand parts
 };
 
-// Products of bf16 parts per precision, low-order terms first (fp32 accumulation of exact products).
+// Products of bf16 parts per precision, low-order terms first (fp32 accumulation of exact
+// products).
 std::vector<Pass> passes_for(int64_t passes) {
   if (passes >= 6) return {{1, 1}, {2, 0}, {0, 2}, {1, 0}, {0, 1}, {0, 0}};
   if (passes >= 3) return {{1, 0}, {0, 1}, {0, 0}};
@@ -28,19 +29,30 @@ std::vector<Pass> passes_for(int64_t passes) {
 
 float activate(VectorFunc f, float x, float p0, float p1) {
   switch (f) {
-    case VectorFunc::identity: return x;
-    case VectorFunc::relu: return x > 0 ? x : 0.0f;
-    case VectorFunc::clip: return std::min(std::max(x, p0), p1);
-    case VectorFunc::leaky_relu: return x >= 0 ? x : p0 * x;
-    case VectorFunc::sigmoid: return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
-    case VectorFunc::tanh: return std::tanh(x);
-    case VectorFunc::gelu: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752440f));
+    case VectorFunc::identity:
+      return x;
+    case VectorFunc::relu:
+      return x > 0 ? x : 0.0f;
+    case VectorFunc::clip:
+      return std::min(std::max(x, p0), p1);
+    case VectorFunc::leaky_relu:
+      return x >= 0 ? x : p0 * x;
+    case VectorFunc::sigmoid:
+      return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+    case VectorFunc::tanh:
+      return std::tanh(x);
+    case VectorFunc::gelu:
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752440f));
     case VectorFunc::gelu_tanh:
       return 0.5f * x * (1.0f + std::tanh(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-    case VectorFunc::hard_swish: return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
-    case VectorFunc::hard_sigmoid: return std::clamp(p0 * x + p1, 0.0f, 1.0f);
-    case VectorFunc::elu: return x >= 0 ? x : p0 * (std::exp(x) - 1.0f);
-    default: return x;
+    case VectorFunc::hard_swish:
+      return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+    case VectorFunc::hard_sigmoid:
+      return std::clamp(p0 * x + p1, 0.0f, 1.0f);
+    case VectorFunc::elu:
+      return x >= 0 ? x : p0 * (std::exp(x) - 1.0f);
+    default:
+      return x;
   }
 }
 
@@ -56,8 +68,10 @@ void im2col(const float* x, float* col, const Window& w, int64_t g, int64_t r0, 
       int64_t ih = oh * w.sh - w.ph + i * w.dh;
       for (int64_t j = 0; j < w.kw; ++j, dst += cg) {
         int64_t iw = ow * w.sw - w.pw + j * w.dw;
-        if (ih < 0 || ih >= w.h || iw < 0 || iw >= w.w) std::memset(dst, 0, cg * sizeof(float));
-        else std::memcpy(dst, x + ((img * w.h + ih) * w.w + iw) * w.c + g * cg, cg * sizeof(float));
+        if (ih < 0 || ih >= w.h || iw < 0 || iw >= w.w)
+          std::memset(dst, 0, cg * sizeof(float));
+        else
+          std::memcpy(dst, x + ((img * w.h + ih) * w.w + iw) * w.c + g * cg, cg * sizeof(float));
       }
     }
   }
@@ -68,6 +82,32 @@ bool pointwise(const Window& w) {
 }
 
 }  // namespace
+
+// dst[i] = store(act(src[i] * alpha + bias + residual[i])) over n contiguous elements; `bias` is
+// per element when `bias_vec` is given, else the scalar. Simple loops the compiler vectorizes.
+void gemm_epilogue(const float* src, int64_t n, const float* bias_vec, float bias,
+                   const float* residual, float* dst, const Epilogue& e) {
+  const float alpha = e.alpha;
+  if (bias_vec)
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * alpha + bias_vec[i];
+  else
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i] * alpha + bias;
+  if (residual)
+    for (int64_t i = 0; i < n; ++i) dst[i] += residual[i];
+  switch (e.activation) {
+    case VectorFunc::identity:
+      break;
+    case VectorFunc::relu:
+      for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] > 0 ? dst[i] : 0.0f;
+      break;
+    case VectorFunc::clip:
+      for (int64_t i = 0; i < n; ++i) dst[i] = std::min(std::max(dst[i], e.p0), e.p1);
+      break;
+    default:
+      for (int64_t i = 0; i < n; ++i) dst[i] = activate(e.activation, dst[i], e.p0, e.p1);
+  }
+  if (e.store == Rounding::bf16) numeric::round_to_bf16(dst, static_cast<size_t>(n));
+}
 
 const float* Numerics::weight(int32_t t, int part) {
   int64_t key = static_cast<int64_t>(t) * 8 + part;
@@ -83,7 +123,8 @@ const float* Numerics::weight(int32_t t, int part) {
   float* dst = out.data.get();
   if (program_.numerics == MatrixNumerics::int8) {
     // [batch][K][N]: one scale per (batch, column).
-    int64_t cols = info.dims.back(), k = info.dims.size() >= 2 ? info.dims[info.dims.size() - 2] : 1;
+    int64_t cols = info.dims.back(),
+            k = info.dims.size() >= 2 ? info.dims[info.dims.size() - 2] : 1;
     int64_t mats = n / std::max<int64_t>(cols * k, 1);
     std::vector<float> scales(mats * cols);
     for (int64_t m = 0; m < mats; ++m)
@@ -111,13 +152,18 @@ const float* Numerics::weight(int32_t t, int part) {
 
 void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
   const GemmDesc& g = kernel.gemm;
-  const int64_t b = in.batch, r0 = in.r0, rows = in.r1 - in.r0, c0 = in.c0, cols = in.c1 - in.c0, K = g.k;
+  const int64_t b = in.batch, r0 = in.r0, rows = in.r1 - in.r0, c0 = in.c0, cols = in.c1 - in.c0,
+                K = g.k;
   if (rows <= 0 || cols <= 0) return;
   const bool conv = g.a_view == GemmDesc::AView::conv;
   const bool int8 = program_.numerics == MatrixNumerics::int8 && !g.on_vpu;
   const bool w_constant = program_.tensors[base(g.w)].constant;
+  // NCHW outputs are computed transposed ([cols x rows]: one row per output channel), so that the
+  // epilogue writes contiguous runs of each channel plane.
+  const bool out_t = conv && !g.conv.channels_last;
   block_.resize(static_cast<size_t>(rows * cols));
   Map acc(block_.data(), rows, cols, Eigen::OuterStride<>(cols));
+  Map acc_t(block_.data(), cols, rows, Eigen::OuterStride<>(rows));
 
   auto a_block = [&](int part, int64_t& ld) -> const float* {
     if (g.on_vpu) {
@@ -143,35 +189,42 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
   };
   auto w_block = [&](int part, int64_t& ld) -> const float* {
     ld = g.w_transposed ? K : g.n;
-    const float* base_ptr = g.on_vpu ? data(g.w) : w_constant ? weight(g.w, part) : operand(g.w, part, false, nullptr);
+    const float* base_ptr = g.on_vpu     ? data(g.w)
+                            : w_constant ? weight(g.w, part)
+                                         : operand(g.w, part, false, nullptr);
     return base_ptr + b * g.w_batch_stride;
   };
-  auto gemm = [&](const float* a, int64_t lda, const float* w, int64_t ldw, bool first) {
-    int64_t a_rows = g.a_transposed && !conv ? K : rows;
-    // Transposed views address the stored matrices with swapped extents.
-    if (!g.a_transposed || conv) {
-      ConstMap am(a + (conv ? 0 : r0 * lda), rows, K, Eigen::OuterStride<>(lda));
-      if (!g.w_transposed) {
-        ConstMap wm(w + c0, K, cols, Eigen::OuterStride<>(ldw));
-        if (first) acc.noalias() = am * wm;
-        else acc.noalias() += am * wm;
-      } else {
-        ConstMap wm(w + c0 * ldw, cols, K, Eigen::OuterStride<>(ldw));
-        if (first) acc.noalias() = am * wm.transpose();
-        else acc.noalias() += am * wm.transpose();
-      }
+  // acc (+)= A x W, or acc_t (+)= W^T x A^T.
+  auto assign = [&](const auto& a, const auto& w, bool first) {
+    if (out_t) {
+      if (first)
+        acc_t.noalias() = w.transpose() * a.transpose();
+      else
+        acc_t.noalias() += w.transpose() * a.transpose();
     } else {
-      ConstMap am(a + r0, a_rows, rows, Eigen::OuterStride<>(lda));
-      if (!g.w_transposed) {
-        ConstMap wm(w + c0, K, cols, Eigen::OuterStride<>(ldw));
-        if (first) acc.noalias() = am.transpose() * wm;
-        else acc.noalias() += am.transpose() * wm;
-      } else {
-        ConstMap wm(w + c0 * ldw, cols, K, Eigen::OuterStride<>(ldw));
-        if (first) acc.noalias() = am.transpose() * wm.transpose();
-        else acc.noalias() += am.transpose() * wm.transpose();
-      }
+      if (first)
+        acc.noalias() = a * w;
+      else
+        acc.noalias() += a * w;
     }
+  };
+  auto gemm = [&](const float* a, int64_t lda, const float* w, int64_t ldw, bool first) {
+    const bool at = g.a_transposed && !conv;
+    // Transposed views address the stored matrices with swapped extents.
+    ConstMap am(a + (at     ? r0
+                     : conv ? 0
+                            : r0 * lda),
+                at ? K : rows, at ? rows : K, Eigen::OuterStride<>(lda));
+    ConstMap wm(w + (g.w_transposed ? c0 * ldw : c0), g.w_transposed ? cols : K,
+                g.w_transposed ? K : cols, Eigen::OuterStride<>(ldw));
+    if (!at && !g.w_transposed)
+      assign(am, wm, first);
+    else if (!at)
+      assign(am, wm.transpose(), first);
+    else if (!g.w_transposed)
+      assign(am.transpose(), wm, first);
+    else
+      assign(am.transpose(), wm.transpose(), first);
   };
 
   if (int8) {
@@ -185,17 +238,25 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
       RowMatD ad(rows, K), wd(K, cols);
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = 0; j < K; ++j)
-          ad(i, j) = g.a_transposed && !conv ? a[j * lda + r0 + i] : a[(conv ? 0 : r0 * lda) + i * lda + j];
+          ad(i, j) = g.a_transposed && !conv ? a[j * lda + r0 + i]
+                                             : a[(conv ? 0 : r0 * lda) + i * lda + j];
       for (int64_t i = 0; i < K; ++i)
-        for (int64_t j = 0; j < cols; ++j) wd(i, j) = g.w_transposed ? w[(c0 + j) * ldw + i] : w[i * ldw + c0 + j];
-      acc = (ad * wd).cast<float>();
+        for (int64_t j = 0; j < cols; ++j)
+          wd(i, j) = g.w_transposed ? w[(c0 + j) * ldw + i] : w[i * ldw + c0 + j];
+      if (out_t)
+        acc_t = (ad * wd).transpose().cast<float>();
+      else
+        acc = (ad * wd).cast<float>();
     }
     float sa = tensor_scale(g.a);
     const std::vector<float>* sw = w_constant ? &weight_scales_.at(g.w) : nullptr;
     float sw_tensor = w_constant ? 1.0f : tensor_scale(g.w);
     for (int64_t j = 0; j < cols; ++j) {
       float s = sa * (sw ? (*sw)[b * g.n + c0 + j] : sw_tensor);
-      acc.col(j) *= s;
+      if (out_t)
+        acc_t.row(j) *= s;
+      else
+        acc.col(j) *= s;
     }
   } else {
     bool first = true;
@@ -207,30 +268,38 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
       first = false;
     }
   }
+  store_block(in, g, out_t);
+}
 
-  // Epilogue and store.
+// Epilogue (alpha, bias, residual, activation, rounding) of the block in block_, stored into Y.
+void Numerics::store_block(const Instruction& in, const GemmDesc& g, bool transposed) {
   const Epilogue& e = g.epi;
+  const bool conv = g.a_view == GemmDesc::AView::conv;
+  const int64_t b = in.batch, r0 = in.r0, rows = in.r1 - in.r0, c0 = in.c0, cols = in.c1 - in.c0;
   const float* bias = e.bias >= 0 ? data(e.bias) + (conv ? b * g.n : 0) + c0 : nullptr;
   const float* residual = e.residual >= 0 ? data(e.residual) : nullptr;
   float* y = data(g.y);
-  const bool nchw = conv && !g.conv.channels_last;
-  const int64_t out_channels = conv ? g.conv.m : g.n, ohw = conv ? g.conv.oh * g.conv.ow : 0;
-  const int64_t col_base = conv ? b * g.n + c0 : c0;
+  if (transposed) {  // NCHW: channel j of rows [r0, r1) = runs of each image's plane
+    const int64_t ohw = g.conv.oh * g.conv.ow, channels = g.conv.m;
+#pragma omp parallel for if (rows * cols > 65536) schedule(static)
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t ch = b * g.n + c0 + j;
+      for (int64_t row = r0; row < in.r1;) {
+        const int64_t img = row / ohw, p = row % ohw, n = std::min(in.r1 - row, ohw - p);
+        const int64_t at = (img * channels + ch) * ohw + p;
+        gemm_epilogue(block_.data() + j * rows + (row - r0), n, nullptr, bias ? bias[j] : 0.0f,
+                      residual ? residual + at : nullptr, y + at, e);
+        row += n;
+      }
+    }
+    return;
+  }
 #pragma omp parallel for if (rows * cols > 65536) schedule(static)
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t row = r0 + i;
-    for (int64_t j = 0; j < cols; ++j) {
-      float v = block_[i * cols + j] * e.alpha;
-      if (bias) v += bias[j];
-      int64_t at;
-      if (nchw) at = ((row / ohw) * out_channels + col_base + j) * ohw + row % ohw;
-      else if (conv) at = row * out_channels + col_base + j;
-      else at = b * g.y_batch_stride + row * g.n + col_base + j;
-      if (residual) v += residual[at];
-      v = activate(e.activation, v, e.p0, e.p1);
-      if (e.store == Rounding::bf16) v = numeric::round_to_bf16(v);
-      y[at] = v;
-    }
+    const int64_t at = conv ? row * g.conv.m + b * g.n + c0 : b * g.y_batch_stride + row * g.n + c0;
+    gemm_epilogue(block_.data() + i * cols, cols, bias, 0.0f, residual ? residual + at : nullptr,
+                  y + at, e);
   }
 }
 

@@ -37,15 +37,64 @@ enum class Rounding : uint8_t {
 // Elementwise and reduction functions of the vector unit.
 enum class VectorFunc : uint8_t {
   // unary (p0, p1 parameters where noted)
-  identity, relu, clip /*p0 lo, p1 hi*/, leaky_relu /*p0*/, elu /*p0*/, selu /*p0 alpha, p1 gamma*/,
-  sigmoid, hard_sigmoid /*p0 alpha, p1 beta*/, hard_swish, tanh, exp, log, sqrt, reciprocal, abs, neg,
-  erf, gelu, gelu_tanh, softplus, softsign, floor, ceil, round, sign, sin, cos,
+  identity,
+  relu,
+  clip /*p0 lo, p1 hi*/,
+  leaky_relu /*p0*/,
+  elu /*p0*/,
+  selu /*p0 alpha, p1 gamma*/,
+  sigmoid,
+  hard_sigmoid /*p0 alpha, p1 beta*/,
+  hard_swish,
+  tanh,
+  exp,
+  log,
+  sqrt,
+  reciprocal,
+  abs,
+  neg,
+  erf,
+  gelu,
+  gelu_tanh,
+  softplus,
+  softsign,
+  floor,
+  ceil,
+  round,
+  sign,
+  sin,
+  cos,
   // binary
-  add, sub, mul, div, max, min, pow, prelu,
+  add,
+  sub,
+  mul,
+  div,
+  max,
+  min,
+  pow,
+  prelu,
   // reductions
-  sum, mean, reduce_max, reduce_min, prod, l1, l2, sum_square, log_sum, log_sum_exp,
+  sum,
+  mean,
+  reduce_max,
+  reduce_min,
+  prod,
+  l1,
+  l2,
+  sum_square,
+  log_sum,
+  log_sum_exp,
   // others (kernel-specific)
-  softmax, log_softmax, layer_norm, scale_shift, max_pool, avg_pool, depthwise_conv, matvec, copy, transpose,
+  softmax,
+  log_softmax,
+  layer_norm,
+  scale_shift,
+  max_pool,
+  avg_pool,
+  depthwise_conv,
+  matvec,
+  copy,
+  transpose,
 };
 const char* vector_func_name(VectorFunc f);
 bool is_unary(VectorFunc f);
@@ -75,8 +124,8 @@ struct Epilogue {
   int32_t bias = -1;      // tensor of N values added per output column
   int32_t residual = -1;  // tensor with the output's shape, added after the bias
   VectorFunc activation = VectorFunc::identity;
-  float p0 = 0, p1 = 0;   // activation parameters
-  float alpha = 1;        // Gemm's alpha (scales A x W)
+  float p0 = 0, p1 = 0;  // activation parameters
+  float alpha = 1;       // Gemm's alpha (scales A x W)
   Rounding store = Rounding::none;
 };
 
@@ -89,7 +138,8 @@ struct GemmDesc {
   int64_t batch = 1, m = 0, k = 0, n = 0;
   // Element offset between consecutive batch matrices (0: broadcast along the batch).
   int64_t a_batch_stride = 0, w_batch_stride = 0, y_batch_stride = 0;
-  Window conv;  // conv view: implicit GEMM, M = n*oh*ow, K = kh*kw*c/groups, N = m/groups, batch = groups
+  Window conv;  // conv view: implicit GEMM, M = n*oh*ow, K = kh*kw*c/groups, N = m/groups, batch =
+                // groups
   bool on_vpu = false;  // matrix-vector products run on the vector unit in fp32 (jax#16349)
   Epilogue epi;
 };
@@ -127,16 +177,17 @@ struct Kernel {
 struct Instruction {
   Opcode opcode = Opcode::sync;
   uint8_t core = 0;
-  uint16_t unit = 0;        // DMA engine or MXU index within the core
-  int32_t kernel = -1;      // kernel computed (numerics) and op charged (reports); -1 for none
+  uint16_t unit = 0;    // DMA engine or MXU index within the core
+  int32_t kernel = -1;  // kernel computed (numerics) and op charged (reports); -1 for none
   uint32_t dep_begin = 0, dep_count = 0;
   int64_t onchip_alloc = 0;  // bytes of the core's on-chip memory taken when it starts
   int64_t onchip_free = 0;   // ... and released when it ends
   // dma
   Level src = Level::offchip, dst = Level::onchip;
-  uint64_t bytes = 0;      // read at the source, layout padding included
-  uint64_t dst_bytes = 0;  // written at the destination when it differs (relayout on the way); 0: same
-  uint64_t runs = 1;       // contiguous pieces (each costs at least the memory's access granule)
+  uint64_t bytes = 0;  // read at the source, layout padding included
+  uint64_t dst_bytes =
+      0;              // written at the destination when it differs (relayout on the way); 0: same
+  uint64_t runs = 1;  // contiguous pieces (each costs at least the memory's access granule)
   uint64_t src_address = 0, dst_address = 0;
   // matmul: this instruction's GEMM block on its MXU
   int64_t m = 0, k = 0, n = 0, passes = 1;
@@ -166,8 +217,8 @@ struct Program {
   std::vector<Instruction> instructions;
   std::vector<uint32_t> deps;
   std::vector<OpInfo> ops;
-  std::vector<int32_t> inputs, outputs;  // tensors, in graph order
-  std::vector<int32_t> constants;        // tensors whose data ships with the program
+  std::vector<int32_t> inputs, outputs;        // tensors, in graph order
+  std::vector<int32_t> constants;              // tensors whose data ships with the program
   std::vector<int64_t> resident_onchip_bytes;  // per core: tensors homed on chip (occupancy floor)
 };
 

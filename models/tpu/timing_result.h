@@ -13,9 +13,9 @@ namespace mimic::models::tpu {
 
 struct InstructionTiming {
   uint64_t start = 0, end = 0;  // cycles from the start of the run
-  uint64_t busy = 0;            // cycles the unit did useful work (matrix units exclude weight stalls)
-  uint64_t fetched_bytes = 0;   // weight bytes a matmul fetched from its weight source
-  int32_t unit = -1;            // index into TimingResult::units
+  uint64_t busy = 0;  // cycles the unit did useful work (matrix units exclude weight stalls)
+  uint64_t fetched_bytes = 0;  // weight bytes a matmul fetched from its weight source
+  int32_t unit = -1;           // index into TimingResult::units
 };
 
 struct UnitStats {

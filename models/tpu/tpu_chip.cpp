@@ -1,7 +1,7 @@
 #include "models/tpu/tpu_chip.h"
 
-#include <chrono>
 #include <fmt/format.h>
+#include <chrono>
 #include <stdexcept>
 
 #include "sim/systemc/kernel.h"
@@ -40,17 +40,21 @@ TpuChip::TpuChip(sc_core::sc_module_name name, const TpuSpec& spec)
     : sc_module(name), spec_(spec), clock_("core", sim::Clock{spec.clock_hz}) {
   validate(spec_);
   if (sim::systemc::elaborated())
-    throw std::runtime_error("TpuChip: the SystemC design is already elaborated (one chip per process)");
+    throw std::runtime_error(
+        "TpuChip: the SystemC design is already elaborated (one chip per process)");
   sim::systemc::set_global_quantum_ps(clock_.to_time(sim::Cycles(spec_.quantum_cycles)).value());
   host_link_ = std::make_unique<MemoryTarget>(
-      spec_.host_link.name.c_str(), clock_, target_spec(spec_.host_link, kHostAddressSpace, spec_.host_link.bytes_per_s));
+      spec_.host_link.name.c_str(), clock_,
+      target_spec(spec_.host_link, kHostAddressSpace, spec_.host_link.bytes_per_s));
   if (spec_.offchip.bytes > 0) {
     int64_t parts = spec_.offchip_per_core ? spec_.cores : 1;
     for (int64_t i = 0; i < parts; ++i) {
-      std::string n = parts > 1 ? fmt::format("core{}_{}", i, spec_.offchip.name) : spec_.offchip.name;
-      offchip_.push_back(std::make_unique<MemoryTarget>(
-          n.c_str(), clock_,
-          target_spec(spec_.offchip, spec_.offchip.bytes / parts, spec_.offchip.bytes_per_s / parts)));
+      std::string n =
+          parts > 1 ? fmt::format("core{}_{}", i, spec_.offchip.name) : spec_.offchip.name;
+      offchip_.push_back(
+          std::make_unique<MemoryTarget>(n.c_str(), clock_,
+                                         target_spec(spec_.offchip, spec_.offchip.bytes / parts,
+                                                     spec_.offchip.bytes_per_s / parts)));
     }
   }
   host_dma_ = std::make_unique<DmaEngine>("host_dma", ctx_, clock_, 0, spec_.dma, spec_.cores);
@@ -63,15 +67,19 @@ TpuChip::TpuChip(sc_core::sc_module_name name, const TpuSpec& spec)
   for (int64_t c = 0; c < spec_.cores; ++c) {
     auto core = std::make_unique<Core>();
     std::string prefix = fmt::format("core{}_", c);
-    MemoryTarget* offchip = offchip_.empty() ? host_link_.get() : offchip_[spec_.offchip_per_core ? c : 0].get();
-    core->onchip = std::make_unique<MemoryTarget>((prefix + spec_.onchip.name).c_str(), clock_,
-                                                  target_spec(spec_.onchip, spec_.onchip.bytes, spec_.onchip.bytes_per_s));
+    MemoryTarget* offchip =
+        offchip_.empty() ? host_link_.get() : offchip_[spec_.offchip_per_core ? c : 0].get();
+    core->onchip = std::make_unique<MemoryTarget>(
+        (prefix + spec_.onchip.name).c_str(), clock_,
+        target_spec(spec_.onchip, spec_.onchip.bytes, spec_.onchip.bytes_per_s));
     host_dma_->onchip_read[c]->initiator_socket.bind(core->onchip->target_socket);
     host_dma_->onchip_write[c]->initiator_socket.bind(core->onchip->target_socket);
-    core->sequencer = std::make_unique<Sequencer>((prefix + "sequencer").c_str(), ctx_, static_cast<int>(c));
+    core->sequencer =
+        std::make_unique<Sequencer>((prefix + "sequencer").c_str(), ctx_, static_cast<int>(c));
     for (int64_t e = 0; e < spec_.dma.engines_per_core; ++e) {
-      auto dma = std::make_unique<DmaEngine>(fmt::format("{}dma{}", prefix, e).c_str(), ctx_, clock_,
-                                             static_cast<int32_t>(units_.size()), spec_.dma, 1);
+      auto dma =
+          std::make_unique<DmaEngine>(fmt::format("{}dma{}", prefix, e).c_str(), ctx_, clock_,
+                                      static_cast<int32_t>(units_.size()), spec_.dma, 1);
       units_.push_back(dma.get());
       dma->host_read.initiator_socket.bind(host_link_->target_socket);
       dma->host_write.initiator_socket.bind(host_link_->target_socket);
@@ -83,8 +91,8 @@ TpuChip::TpuChip(sc_core::sc_module_name name, const TpuSpec& spec)
       core->dma.push_back(std::move(dma));
     }
     for (int64_t m = 0; m < spec_.mxu.per_core; ++m) {
-      auto mxu = std::make_unique<MatrixUnit>(fmt::format("{}mxu{}", prefix, m).c_str(), ctx_, clock_,
-                                              static_cast<int32_t>(units_.size()), spec_);
+      auto mxu = std::make_unique<MatrixUnit>(fmt::format("{}mxu{}", prefix, m).c_str(), ctx_,
+                                              clock_, static_cast<int32_t>(units_.size()), spec_);
       units_.push_back(mxu.get());
       mxu->weight_onchip.initiator_socket.bind(core->onchip->target_socket);
       mxu->weight_offchip.initiator_socket.bind(offchip->target_socket);
@@ -95,7 +103,8 @@ TpuChip::TpuChip(sc_core::sc_module_name name, const TpuSpec& spec)
     core->vpu = std::make_unique<VectorUnit>((prefix + "vpu").c_str(), ctx_, clock_,
                                              static_cast<int32_t>(units_.size()), spec_.vpu);
     units_.push_back(core->vpu.get());
-    core->sync = std::make_unique<SyncUnit>((prefix + "sync").c_str(), ctx_, clock_, static_cast<int32_t>(units_.size()));
+    core->sync = std::make_unique<SyncUnit>((prefix + "sync").c_str(), ctx_, clock_,
+                                            static_cast<int32_t>(units_.size()));
     units_.push_back(core->sync.get());
     core->sequencer->vpu = core->vpu.get();
     core->sequencer->sync = core->sync.get();
@@ -110,14 +119,19 @@ void TpuChip::check(const Program& p) const {
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
     if (in.core >= spec_.cores)
-      throw std::runtime_error(fmt::format("program: instruction {} runs on core {}, the chip has {}", i, in.core, spec_.cores));
+      throw std::runtime_error(fmt::format(
+          "program: instruction {} runs on core {}, the chip has {}", i, in.core, spec_.cores));
     if (in.dep_begin + static_cast<uint64_t>(in.dep_count) > p.deps.size())
-      throw std::runtime_error(fmt::format("program: instruction {} has dependencies out of range", i));
+      throw std::runtime_error(
+          fmt::format("program: instruction {} has dependencies out of range", i));
     for (uint32_t d = in.dep_begin; d < in.dep_begin + in.dep_count; ++d)
       if (p.deps[d] >= i)
-        throw std::runtime_error(fmt::format("program: instruction {} depends on later instruction {}", i, p.deps[d]));
-    if (in.opcode == Opcode::dma && (in.src == Level::host || in.dst == Level::host) && in.core != 0)
-      throw std::runtime_error(fmt::format("program: host transfer {} must be issued by core 0", i));
+        throw std::runtime_error(
+            fmt::format("program: instruction {} depends on later instruction {}", i, p.deps[d]));
+    if (in.opcode == Opcode::dma && (in.src == Level::host || in.dst == Level::host) &&
+        in.core != 0)
+      throw std::runtime_error(
+          fmt::format("program: host transfer {} must be issued by core 0", i));
   }
 }
 
@@ -146,9 +160,10 @@ TimingResult TpuChip::run(const Program& program) {
   if (ctx_.board.completed() != program.instructions.size()) {
     size_t stuck = 0;
     while (stuck < program.instructions.size() && ctx_.board.done(stuck)) ++stuck;
-    throw std::runtime_error(fmt::format("program deadlocked: {} of {} instructions completed; instruction {} ({}) never ran",
-                                         ctx_.board.completed(), program.instructions.size(), stuck,
-                                         opcode_name(program.instructions[stuck].opcode)));
+    throw std::runtime_error(fmt::format(
+        "program deadlocked: {} of {} instructions completed; instruction {} ({}) never ran",
+        ctx_.board.completed(), program.instructions.size(), stuck,
+        opcode_name(program.instructions[stuck].opcode)));
   }
   uint64_t end = start;
   for (const auto& t : ctx_.timing) end = std::max(end, start + t.end);

@@ -22,18 +22,19 @@ namespace mimic::models::tpu {
 
 // Which operand stays in the array while the other streams through (Kung; SCALE-Sim's names).
 enum class Dataflow { weight_stationary, output_stationary, input_stationary };
-// Arithmetic of the matrix units: bf16 x bf16 -> fp32 (v2 and later), int8 x int8 -> int32 (v1, edge).
+// Arithmetic of the matrix units: bf16 x bf16 -> fp32 (v2 and later), int8 x int8 -> int32 (v1,
+// edge).
 enum class MatrixNumerics { bf16, int8 };
 
 const char* dataflow_name(Dataflow d);  // "ws" | "os" | "is"
 const char* numerics_name(MatrixNumerics n);
 
 struct MxuSpec {
-  int64_t rows = 128, cols = 128;   // PEs; in WS rows take the reduction (K) dimension
+  int64_t rows = 128, cols = 128;  // PEs; in WS rows take the reduction (K) dimension
   int64_t per_core = 1;
   Dataflow dataflow = Dataflow::weight_stationary;
   bool weight_double_buffering = true;  // next fold's weights shift in while the current computes
-  int64_t weight_fifo_tiles = 4;        // weight tiles staged between the weight source and the array
+  int64_t weight_fifo_tiles = 4;  // weight tiles staged between the weight source and the array
   int64_t accumulator_bytes = 4 << 20;  // per MXU: fp32/int32 partial sums of the streamed rows
 };
 
@@ -69,12 +70,13 @@ struct TpuSpec {
   MxuSpec mxu;
   VpuSpec vpu;
   DmaSpec dma;
-  MemorySpec host_link;            // host <-> chip
-  MemorySpec offchip;              // HBM or DDR; bytes == 0: the chip has none (edge)
-  bool offchip_per_core = false;   // v2/v3: each core owns 1/cores of capacity and bandwidth
-  MemorySpec onchip;               // per core: VMEM (v2+) or the Unified Buffer (v1)
+  MemorySpec host_link;              // host <-> chip
+  MemorySpec offchip;                // HBM or DDR; bytes == 0: the chip has none (edge)
+  bool offchip_per_core = false;     // v2/v3: each core owns 1/cores of capacity and bandwidth
+  MemorySpec onchip;                 // per core: VMEM (v2+) or the Unified Buffer (v1)
   bool activations_on_chip = false;  // v1/edge: activations live in on-chip memory when they fit
-  uint64_t quantum_cycles = 2000;    // global tlm_quantumkeeper quantum (units also sync after every instruction)
+  uint64_t quantum_cycles =
+      2000;  // global tlm_quantumkeeper quantum (units also sync after every instruction)
   std::map<std::string, std::string> sources;  // field -> where its value comes from
 
   // Derived figures (floating point only for reports).
@@ -89,7 +91,8 @@ struct TpuSpec {
   std::string summary() const;  // "4x128x128 MXU x 2 cores, 1050 MHz, 275 TFLOP/s, HBM 1200 GB/s"
 };
 
-// Throws InvalidArgument naming the first inconsistent field ("tpu spec 'x': mxu.rows must be > 0").
+// Throws InvalidArgument naming the first inconsistent field ("tpu spec 'x': mxu.rows must be >
+// 0").
 void validate(const TpuSpec& spec);
 
 // The built-in presets: v1, v2, v3, v4, v5e, v6e, edge.

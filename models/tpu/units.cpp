@@ -37,9 +37,14 @@ void RunContext::release(const Instruction& in, uint64_t now) {
 }
 
 InstructionUnit::InstructionUnit(sc_core::sc_module_name name, RunContext& ctx,
-                                 const sim::systemc::ClockDomain& clock, std::string kind, int32_t index,
-                                 size_t queue_depth)
-    : sc_module(name), ctx_(ctx), clock_(clock), local_(clock), kind_(std::move(kind)), index_(index),
+                                 const sim::systemc::ClockDomain& clock, std::string kind,
+                                 int32_t index, size_t queue_depth)
+    : sc_module(name),
+      ctx_(ctx),
+      clock_(clock),
+      local_(clock),
+      kind_(std::move(kind)),
+      index_(index),
       queue_(queue_depth) {
   stats.name = basename();
   stats.kind = kind_;
@@ -51,7 +56,8 @@ void InstructionUnit::loop() {
     uint32_t index = queue_.pop();
     const Program& p = *ctx_.program;
     const Instruction& in = p.instructions[index];
-    for (uint32_t d = in.dep_begin; d < in.dep_begin + in.dep_count; ++d) ctx_.board.wait_for(p.deps[d]);
+    for (uint32_t d = in.dep_begin; d < in.dep_begin + in.dep_count; ++d)
+      ctx_.board.wait_for(p.deps[d]);
     uint64_t start = clock_.now().count();
     ctx_.take(in, start);
     InstructionTiming& t = ctx_.timing[index];
@@ -67,13 +73,18 @@ void InstructionUnit::loop() {
   }
 }
 
-DmaEngine::DmaEngine(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock,
-                     int32_t index, const DmaSpec& spec, size_t onchip_ports)
+DmaEngine::DmaEngine(sc_core::sc_module_name name, RunContext& ctx,
+                     const sim::systemc::ClockDomain& clock, int32_t index, const DmaSpec& spec,
+                     size_t onchip_ports)
     : InstructionUnit(name, ctx, clock, "dma", index, 16),
-      host_read("host_read_socket"), host_write("host_write_socket"),
-      offchip_read("offchip_read_socket"), offchip_write("offchip_write_socket"), spec_(spec) {
+      host_read("host_read_socket"),
+      host_write("host_write_socket"),
+      offchip_read("offchip_read_socket"),
+      offchip_write("offchip_write_socket"),
+      spec_(spec) {
   for (size_t i = 0; i < onchip_ports; ++i) {
-    std::string r = "onchip" + std::to_string(i) + "_read_socket", w = "onchip" + std::to_string(i) + "_write_socket";
+    std::string r = "onchip" + std::to_string(i) + "_read_socket",
+                w = "onchip" + std::to_string(i) + "_write_socket";
     onchip_read.push_back(std::make_unique<Initiator>(r.c_str()));
     onchip_write.push_back(std::make_unique<Initiator>(w.c_str()));
   }
@@ -81,8 +92,10 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, RunContext& ctx, const sim::s
 
 Initiator& DmaEngine::port(Level level, bool write, int core) {
   switch (level) {
-    case Level::host: return write ? host_write : host_read;
-    case Level::offchip: return write ? offchip_write : offchip_read;
+    case Level::host:
+      return write ? host_write : host_read;
+    case Level::offchip:
+      return write ? offchip_write : offchip_read;
     case Level::onchip: {
       size_t i = onchip_read.size() == 1 ? 0 : static_cast<size_t>(core);
       return write ? *onchip_write.at(i) : *onchip_read.at(i);
@@ -98,10 +111,12 @@ uint64_t DmaEngine::execute(const Instruction& in, InstructionTiming&) {
     // Source read and destination write stream concurrently; the slower side sets completion.
     sc_core::sc_time start = local_.offset();
     sc_core::sc_time read_done =
-        port(in.src, false, in.core).transport(tlm::TLM_READ_COMMAND, in.src_address, in.bytes, start, in.runs);
+        port(in.src, false, in.core)
+            .transport(tlm::TLM_READ_COMMAND, in.src_address, in.bytes, start, in.runs);
     uint64_t written = in.dst_bytes ? in.dst_bytes : in.bytes;
     sc_core::sc_time write_done =
-        port(in.dst, true, in.core).transport(tlm::TLM_WRITE_COMMAND, in.dst_address, written, start, in.runs);
+        port(in.dst, true, in.core)
+            .transport(tlm::TLM_WRITE_COMMAND, in.dst_address, written, start, in.runs);
     local_.advance_to(std::max(read_done, write_done));
   }
   uint64_t busy = local_.now().count() - before;
@@ -109,8 +124,8 @@ uint64_t DmaEngine::execute(const Instruction& in, InstructionTiming&) {
   return busy;
 }
 
-VectorUnit::VectorUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock,
-                       int32_t index, const VpuSpec& spec)
+VectorUnit::VectorUnit(sc_core::sc_module_name name, RunContext& ctx,
+                       const sim::systemc::ClockDomain& clock, int32_t index, const VpuSpec& spec)
     : InstructionUnit(name, ctx, clock, "vector", index, 16), spec_(spec) {}
 
 uint64_t VectorUnit::cycles(const VpuSpec& spec, uint64_t elements, uint32_t ops_per_element) {
@@ -126,8 +141,8 @@ uint64_t VectorUnit::execute(const Instruction& in, InstructionTiming&) {
   return c;
 }
 
-SyncUnit::SyncUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock,
-                   int32_t index)
+SyncUnit::SyncUnit(sc_core::sc_module_name name, RunContext& ctx,
+                   const sim::systemc::ClockDomain& clock, int32_t index)
     : InstructionUnit(name, ctx, clock, "sync", index, 64) {}
 
 Sequencer::Sequencer(sc_core::sc_module_name name, RunContext& ctx, int core)
@@ -140,9 +155,12 @@ InstructionUnit* Sequencer::route(const Instruction& in) const {
     case Opcode::dma:
       if (in.src == Level::host || in.dst == Level::host) return host_dma;
       return dma.at(in.unit % dma.size());
-    case Opcode::matmul: return mxu.at(in.unit % mxu.size());
-    case Opcode::vector: return vpu;
-    case Opcode::sync: return sync;
+    case Opcode::matmul:
+      return mxu.at(in.unit % mxu.size());
+    case Opcode::vector:
+      return vpu;
+    case Opcode::sync:
+      return sync;
   }
   return sync;
 }

@@ -47,8 +47,9 @@ struct RunContext {
 class InstructionUnit : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(InstructionUnit);
-  InstructionUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock,
-                  std::string kind, int32_t index, size_t queue_depth);
+  InstructionUnit(sc_core::sc_module_name name, RunContext& ctx,
+                  const sim::systemc::ClockDomain& clock, std::string kind, int32_t index,
+                  size_t queue_depth);
 
   // Called by a sequencer's thread; blocks while the queue is full.
   void enqueue(uint32_t instruction) { queue_.push(instruction); }
@@ -83,8 +84,8 @@ struct MemoryPorts {
 
 class DmaEngine : public InstructionUnit {
  public:
-  DmaEngine(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock, int32_t index,
-            const DmaSpec& spec, size_t onchip_ports);
+  DmaEngine(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock,
+            int32_t index, const DmaSpec& spec, size_t onchip_ports);
   // One read and one write port per level; the host DMA engine reaches every core's on-chip memory.
   sim::systemc::Initiator host_read, host_write, offchip_read, offchip_write;
   std::vector<std::unique_ptr<sim::systemc::Initiator>> onchip_read, onchip_write;
@@ -99,8 +100,8 @@ class DmaEngine : public InstructionUnit {
 
 class VectorUnit : public InstructionUnit {
  public:
-  VectorUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock, int32_t index,
-             const VpuSpec& spec);
+  VectorUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock,
+             int32_t index, const VpuSpec& spec);
   // Closed form: latency + ceil(elements * ops / (lanes * sublanes * alus)).
   static uint64_t cycles(const VpuSpec& spec, uint64_t elements, uint32_t ops_per_element);
 
@@ -114,7 +115,8 @@ class VectorUnit : public InstructionUnit {
 // Completes when its dependencies have: joins many producers into one dependency.
 class SyncUnit : public InstructionUnit {
  public:
-  SyncUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock, int32_t index);
+  SyncUnit(sc_core::sc_module_name name, RunContext& ctx, const sim::systemc::ClockDomain& clock,
+           int32_t index);
 
  protected:
   uint64_t execute(const Instruction&, InstructionTiming&) override { return 0; }

@@ -11,21 +11,29 @@ ClockDomain::ClockDomain(std::string name, Clock clock)
   ensure_time_resolution();
 }
 
-sc_time ClockDomain::to_time(Cycles c) const { return from_ps(c.count() * period_ps_); }
+sc_time ClockDomain::to_time(Cycles c) const {
+  return from_ps(c.count() * period_ps_);
+}
 
-Cycles ClockDomain::to_cycles(const sc_time& t) const { return Cycles(to_ps(t) / period_ps_); }
+Cycles ClockDomain::to_cycles(const sc_time& t) const {
+  return Cycles(to_ps(t) / period_ps_);
+}
 
 Cycles ClockDomain::ceil_cycles(const sc_time& t) const {
   return Cycles((to_ps(t) + period_ps_ - 1) / period_ps_);
 }
 
-Cycles ClockDomain::now() const { return to_cycles(sc_core::sc_time_stamp()); }
+Cycles ClockDomain::now() const {
+  return to_cycles(sc_core::sc_time_stamp());
+}
 
 void ClockDomain::wait(Cycles c) const {
   if (c.count() > 0) sc_core::wait(to_time(c));
 }
 
-sc_time ClockDomain::next_edge(const sc_time& t) const { return to_time(ceil_cycles(t)); }
+sc_time ClockDomain::next_edge(const sc_time& t) const {
+  return to_time(ceil_cycles(t));
+}
 
 uint64_t transfer_ps(uint64_t bytes, uint64_t bytes_per_s) {
   if (bytes_per_s == 0 || bytes == 0) return 0;

@@ -9,7 +9,8 @@ namespace mimic::sim::systemc {
 Initiator::Initiator(const char* socket_name) : initiator_socket(socket_name) {}
 
 sc_core::sc_time Initiator::transport(tlm::tlm_command cmd, uint64_t address, uint64_t bytes,
-                                      const sc_core::sc_time& start_offset, uint64_t runs, uint8_t* data) {
+                                      const sc_core::sc_time& start_offset, uint64_t runs,
+                                      uint8_t* data) {
   payload_.set_command(cmd);
   payload_.set_address(address);
   payload_.set_data_ptr(data ? data : &dummy_);
@@ -25,16 +26,22 @@ sc_core::sc_time Initiator::transport(tlm::tlm_command cmd, uint64_t address, ui
   if (runs > 1) payload_.clear_extension(&pattern_);
   if (payload_.is_response_error())
     throw std::runtime_error(std::string(initiator_socket.name()) + ": " +
-                             payload_.get_response_string() + " at address " + std::to_string(address) +
-                             " (" + std::to_string(bytes) + " bytes)");
+                             payload_.get_response_string() + " at address " +
+                             std::to_string(address) + " (" + std::to_string(bytes) + " bytes)");
   return delay;
 }
 
-LocalTime::LocalTime(const ClockDomain& domain) : domain_(domain) { keeper_.reset(); }
+LocalTime::LocalTime(const ClockDomain& domain) : domain_(domain) {
+  keeper_.reset();
+}
 
-Cycles LocalTime::now() const { return domain_.to_cycles(sc_core::sc_time_stamp() + keeper_.get_local_time()); }
+Cycles LocalTime::now() const {
+  return domain_.to_cycles(sc_core::sc_time_stamp() + keeper_.get_local_time());
+}
 
-void LocalTime::advance(Cycles c) { keeper_.inc(domain_.to_time(c)); }
+void LocalTime::advance(Cycles c) {
+  keeper_.inc(domain_.to_time(c));
+}
 
 void LocalTime::advance_to(const sc_core::sc_time& offset) {
   sc_core::sc_time absolute = domain_.next_edge(sc_core::sc_time_stamp() + offset);
@@ -43,8 +50,10 @@ void LocalTime::advance_to(const sc_core::sc_time& offset) {
 }
 
 void LocalTime::sync() {
-  if (keeper_.get_local_time() > sc_core::SC_ZERO_TIME) keeper_.sync();  // no delta cycle when in step
-  else keeper_.reset();
+  if (keeper_.get_local_time() > sc_core::SC_ZERO_TIME)
+    keeper_.sync();  // no delta cycle when in step
+  else
+    keeper_.reset();
 }
 
 void LocalTime::sync_if_needed() {

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include <systemc>
-#include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/tlm_quantumkeeper.h>
+#include <systemc>
+#include <tlm>
 
 #include "sim/systemc/clock_domain.h"
 #include "sim/systemc/memory_target.h"
@@ -41,7 +41,8 @@ class Initiator {
   // data unless `data` is given (timing-only targets ignore it). Throws std::runtime_error naming
   // the socket when the target answers with an error (e.g. an address outside its capacity).
   sc_core::sc_time transport(tlm::tlm_command cmd, uint64_t address, uint64_t bytes,
-                             const sc_core::sc_time& start_offset, uint64_t runs = 1, uint8_t* data = nullptr);
+                             const sc_core::sc_time& start_offset, uint64_t runs = 1,
+                             uint8_t* data = nullptr);
 
  private:
   tlm::tlm_generic_payload payload_;

@@ -21,7 +21,8 @@ void ensure_time_resolution() {
     return sc_core::sc_get_time_resolution() == sc_core::sc_time(1, sc_core::SC_PS);
   }();
   if (!ok)
-    throw std::runtime_error("SystemC time resolution is not 1 ps (fixed elsewhere before mimic's models)");
+    throw std::runtime_error(
+        "SystemC time resolution is not 1 ps (fixed elsewhere before mimic's models)");
 }
 
 sc_core::sc_time run_until_idle() {
@@ -31,7 +32,9 @@ sc_core::sc_time run_until_idle() {
   return sc_core::sc_time_stamp() - start;
 }
 
-bool elaborated() { return sc_core::sc_get_status() != sc_core::SC_ELABORATION; }
+bool elaborated() {
+  return sc_core::sc_get_status() != sc_core::SC_ELABORATION;
+}
 
 void start_if_needed() {
   ensure_time_resolution();
@@ -47,4 +50,6 @@ void set_global_quantum_ps(uint64_t ps) {
 
 // libsystemc's own main() calls sc_main; mimic never enters SystemC that way (its executables have
 // their own main and drive the kernel through run_until_idle), but the symbol must exist.
-int sc_main(int, char**) { return 1; }
+int sc_main(int, char**) {
+  return 1;
+}

@@ -24,8 +24,12 @@ namespace mimic::sim::systemc {
 void ensure_time_resolution();
 
 // Exact conversions at 1 ps resolution.
-inline uint64_t to_ps(const sc_core::sc_time& t) { return t.value(); }
-inline sc_core::sc_time from_ps(uint64_t ps) { return sc_core::sc_time::from_value(ps); }
+inline uint64_t to_ps(const sc_core::sc_time& t) {
+  return t.value();
+}
+inline sc_core::sc_time from_ps(uint64_t ps) {
+  return sc_core::sc_time::from_value(ps);
+}
 
 // Runs the simulation until no event is pending and returns the simulated time that elapsed.
 // The first call elaborates the design. Exceptions thrown by processes propagate to the caller;

@@ -7,7 +7,8 @@
 
 namespace mimic::sim::systemc {
 
-MemoryTarget::MemoryTarget(sc_core::sc_module_name name, const ClockDomain& domain, MemoryTargetSpec spec)
+MemoryTarget::MemoryTarget(sc_core::sc_module_name name, const ClockDomain& domain,
+                           MemoryTargetSpec spec)
     : sc_module(name), target_socket("target_socket"), domain_(domain), spec_(spec) {
   target_socket.register_b_transport(this, &MemoryTarget::b_transport);
   if (spec_.store_data) store_.assign(spec_.capacity_bytes, 0);
@@ -28,7 +29,8 @@ uint64_t MemoryTarget::reserve(uint64_t arrival_ps, uint64_t occupied_ps) {
     }
     uint64_t gap_end = it == busy_.end() ? UINT64_MAX : it->first;
     uint64_t take = std::min(remaining, gap_end - t);
-    // Insert [t, t + take), merged with the interval before (ending at t) and after (starting at its end).
+    // Insert [t, t + take), merged with the interval before (ending at t) and after (starting at
+    // its end).
     uint64_t begin = t, end = t + take;
     auto prev = busy_.lower_bound(begin);
     if (prev != busy_.begin() && std::prev(prev)->second == begin) {
@@ -56,22 +58,28 @@ void MemoryTarget::b_transport(int, tlm::tlm_generic_payload& trans, sc_core::sc
   }
   tlm::tlm_command cmd = trans.get_command();
   if (spec_.store_data && trans.get_data_ptr()) {
-    if (cmd == tlm::TLM_READ_COMMAND) std::memcpy(trans.get_data_ptr(), store_.data() + address, length);
-    else if (cmd == tlm::TLM_WRITE_COMMAND) std::memcpy(store_.data() + address, trans.get_data_ptr(), length);
+    if (cmd == tlm::TLM_READ_COMMAND)
+      std::memcpy(trans.get_data_ptr(), store_.data() + address, length);
+    else if (cmd == tlm::TLM_WRITE_COMMAND)
+      std::memcpy(store_.data() + address, trans.get_data_ptr(), length);
   }
   uint64_t runs = 1;
-  if (auto* pattern = trans.get_extension<AccessPattern>()) runs = std::max<uint64_t>(1, std::min(pattern->runs, length));
+  if (auto* pattern = trans.get_extension<AccessPattern>())
+    runs = std::max<uint64_t>(1, std::min(pattern->runs, length));
   uint64_t run_bytes = (length + runs - 1) / runs;
   uint64_t granule = spec_.min_access_bytes;
-  uint64_t occupied_ps = transfer_ps(runs * ((run_bytes + granule - 1) / granule) * granule, spec_.bytes_per_s);
+  uint64_t occupied_ps =
+      transfer_ps(runs * ((run_bytes + granule - 1) / granule) * granule, spec_.bytes_per_s);
   uint64_t arrival_ps = to_ps(sc_core::sc_time_stamp() + delay);
   uint64_t transferred_ps = spec_.bytes_per_s ? reserve(arrival_ps, occupied_ps) : arrival_ps;
   uint64_t done_ps = transferred_ps + to_ps(domain_.to_time(Cycles(spec_.latency_cycles)));
   delay += from_ps(done_ps - arrival_ps);
   counters_.transactions++;
   counters_.busy_ps += occupied_ps;
-  if (cmd == tlm::TLM_READ_COMMAND) counters_.bytes_read += length;
-  else if (cmd == tlm::TLM_WRITE_COMMAND) counters_.bytes_written += length;
+  if (cmd == tlm::TLM_READ_COMMAND)
+    counters_.bytes_read += length;
+  else if (cmd == tlm::TLM_WRITE_COMMAND)
+    counters_.bytes_written += length;
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 

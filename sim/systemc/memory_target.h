@@ -26,9 +26,9 @@
 #include <string>
 #include <vector>
 
+#include <tlm_utils/multi_passthrough_target_socket.h>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "sim/systemc/clock_domain.h"
 
@@ -45,10 +45,10 @@ struct AccessPattern : tlm::tlm_extension<AccessPattern> {
 };
 
 struct MemoryTargetSpec {
-  uint64_t capacity_bytes = 0;   // address range [0, capacity)
-  uint64_t bytes_per_s = 0;      // pipe bandwidth; 0 = unlimited
-  uint64_t latency_cycles = 0;   // per transaction, in the target's clock domain
-  uint64_t min_access_bytes = 1; // access granularity
+  uint64_t capacity_bytes = 0;    // address range [0, capacity)
+  uint64_t bytes_per_s = 0;       // pipe bandwidth; 0 = unlimited
+  uint64_t latency_cycles = 0;    // per transaction, in the target's clock domain
+  uint64_t min_access_bytes = 1;  // access granularity
   bool store_data = false;
 };
 

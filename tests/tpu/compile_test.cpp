@@ -34,7 +34,8 @@ TEST(TpuCompile, LayerThatCannotBeTiledNamesLayerAndSizes) {
   std::string e = error_of<OutOfMemoryError>([&] { compile(g, Device("tpu-emu:v4"), o); });
   EXPECT_NE(e.find("Softmax 'scores' cannot be tiled"), std::string::npos) << e;
   EXPECT_NE(e.find("131072 bytes per kernel"), std::string::npos) << e;
-  EXPECT_NE(e.find("4 rows of 1601536 bytes"), std::string::npos) << e;  // 2 x 100000 floats, padded to (8, 128) tiles
+  EXPECT_NE(e.find("4 rows of 1601536 bytes"), std::string::npos)
+      << e;  // 2 x 100000 floats, padded to (8, 128) tiles
   try {
     compile(g, Device("tpu-emu:v4"), o);
   } catch (const OutOfMemoryError& err) {
@@ -42,22 +43,27 @@ TEST(TpuCompile, LayerThatCannotBeTiledNamesLayerAndSizes) {
     EXPECT_EQ(err.op(), "scores");
     EXPECT_GT(err.bytes_used(), err.bytes_available());
   }
-  std::string conv = error_of<OutOfMemoryError>(
-      [&] { compile(tpu_test::conv_graph(1, 512, 64, 64), Device("tpu-emu:v4"), options({{"onchip.bytes", "65536"}})); });
+  std::string conv = error_of<OutOfMemoryError>([&] {
+    compile(tpu_test::conv_graph(1, 512, 64, 64), Device("tpu-emu:v4"),
+            options({{"onchip.bytes", "65536"}}));
+  });
   EXPECT_NE(conv.find("Conv 'conv' cannot be tiled"), std::string::npos) << conv;
   EXPECT_NE(conv.find("GEMM M=4096 K=4608 N=64"), std::string::npos) << conv;
 }
 
 TEST(TpuCompile, WeightsThatDoNotFitOffChipMemory) {
-  std::string e = error_of<OutOfMemoryError>(
-      [&] { compile(tpu_test::matmul_graph(8, 2048, 2048), Device("tpu-emu:v4"), options({{"offchip.bytes", "1048576"}})); });
+  std::string e = error_of<OutOfMemoryError>([&] {
+    compile(tpu_test::matmul_graph(8, 2048, 2048), Device("tpu-emu:v4"),
+            options({{"offchip.bytes", "1048576"}}));
+  });
   EXPECT_NE(e.find("does not fit hbm"), std::string::npos) << e;
   EXPECT_NE(e.find("1048576 bytes"), std::string::npos) << e;
 }
 
 TEST(TpuCompile, BadOptionsAreRejected) {
   ir::Graph g = tpu_test::matmul_graph(8, 8, 8);
-  std::string p = error_of<InvalidArgument>([&] { compile(g, Device("tpu-emu:v4"), options({}, "extreme")); });
+  std::string p =
+      error_of<InvalidArgument>([&] { compile(g, Device("tpu-emu:v4"), options({}, "extreme")); });
   EXPECT_NE(p.find("unknown precision 'extreme'"), std::string::npos) << p;
   CompileOptions o;
   o.options["num_ipus"] = "2";
@@ -100,7 +106,8 @@ TEST(TpuCompile, PaddingToTheArrayIsLostUtilization) {
   auto util = [](int64_t n) {
     auto o = options({{"cores", "1"}, {"mxu.per_core", "1"}}, "default", true);
     auto r = tpu_test::run(tpu_test::matmul_graph(1024, 1024, n), "tpu-emu:v4", o).report;
-    return static_cast<double>(r.total_flops()) / (2.0 * 128 * 128 * tpu_test::unit(r, "core0_mxu0")->busy_cycles);
+    return static_cast<double>(r.total_flops()) /
+           (2.0 * 128 * 128 * tpu_test::unit(r, "core0_mxu0")->busy_cycles);
   };
   double exact = util(128), padded = util(129);
   EXPECT_GT(exact, 0.8);

@@ -29,7 +29,9 @@ double layer_flops_per_s(const backends::RunReport& r, uint64_t* cycles = nullpt
 
 TEST(TpuRoofline, MlpAt200MacsPerWeightByteIsMemoryBoundOnV1) {
   // Batch 200: every int8 weight byte is used by 200 multiply-adds (MLP0 in S1 Table 1).
-  auto r = tpu_test::run(tpu_test::mlp_graph(200, 1024, 3), "tpu-emu:v1", tpu_test::options({}, "default", true)).report;
+  auto r = tpu_test::run(tpu_test::mlp_graph(200, 1024, 3), "tpu-emu:v1",
+                         tpu_test::options({}, "default", true))
+               .report;
   double ridge = models::tpu::preset("v1").ridge_flops_per_byte();
   EXPECT_NEAR(r.ridge_intensity, ridge, 1);
   int matmuls = 0;
@@ -49,7 +51,9 @@ TEST(TpuRoofline, MlpAt200MacsPerWeightByteIsMemoryBoundOnV1) {
 }
 
 TEST(TpuRoofline, LargeConvolutionIsComputeBoundOnV1) {
-  auto r = tpu_test::run(tpu_test::conv_graph(8, 256, 28, 256, true), "tpu-emu:v1", tpu_test::options({}, "default", true)).report;
+  auto r = tpu_test::run(tpu_test::conv_graph(8, 256, 28, 256, true), "tpu-emu:v1",
+                         tpu_test::options({}, "default", true))
+               .report;
   ASSERT_EQ(r.ops.size(), 1u);
   EXPECT_EQ(r.ops[0].bound, "compute");
   EXPECT_GT(r.ops[0].intensity, r.ridge_intensity);
@@ -60,12 +64,15 @@ TEST(TpuRoofline, MlpThroughputRisesWithBatchUntilTheRidgeThenFlattens) {
   const int64_t batches[] = {64, 128, 256, 512, 1024, 2048, 4096};
   std::vector<double> tput;
   for (int64_t b : batches) {
-    auto r = tpu_test::run(tpu_test::mlp_graph(b, 1024, 2), "tpu-emu:v1", tpu_test::options({}, "default", true)).report;
+    auto r = tpu_test::run(tpu_test::mlp_graph(b, 1024, 2), "tpu-emu:v1",
+                           tpu_test::options({}, "default", true))
+                 .report;
     tput.push_back(layer_flops_per_s(r));
   }
   double peak = models::tpu::preset("v1").peak_flops_per_s();
   std::string table;
-  for (size_t i = 0; i < tput.size(); ++i) table += fmt::format(" b{}={:.1f}T", batches[i], tput[i] * 1e-12);
+  for (size_t i = 0; i < tput.size(); ++i)
+    table += fmt::format(" b{}={:.1f}T", batches[i], tput[i] * 1e-12);
   // Below the ridge (1350 MACs/byte) doubling the batch nearly doubles throughput.
   for (size_t i = 1; i < 4; ++i) EXPECT_NEAR(tput[i] / tput[i - 1], 2.0, 0.3) << table;
   // Past it, throughput flattens near the peak.

@@ -30,8 +30,9 @@ std::string error_of(const std::function<void()>& fn) {
 
 TEST(TpuPresets, PeakFiguresMatchTheSheet) {
   // Published peaks: v1 92 TOPS, v2 45-46, v3 123, v4 275, v5e 197, v6e 918 TFLOP/s, edge 4 TOPS.
-  const std::map<std::string, double> peak{{"v1", 92e12}, {"v2", 45.9e12}, {"v3", 123e12}, {"v4", 275e12},
-                                           {"v5e", 197e12}, {"v6e", 918e12}, {"edge", 4e12}};
+  const std::map<std::string, double> peak{{"v1", 92e12},  {"v2", 45.9e12}, {"v3", 123e12},
+                                           {"v4", 275e12}, {"v5e", 197e12}, {"v6e", 918e12},
+                                           {"edge", 4e12}};
   for (const auto& [name, expected] : peak) {
     TpuSpec s = tpu::preset(name);
     EXPECT_NEAR(s.peak_flops_per_s() / expected, 1.0, 0.02) << name;
@@ -66,7 +67,8 @@ TEST(TpuPresets, UnknownPresetListsTheKnownOnes) {
 }
 
 TEST(TpuSpecJson, OverridesAPresetField) {
-  TpuSpec s = tpu::spec_from_json_text(R"({"base": "v4", "name": "small", "mxu": {"rows": 64, "dataflow": "os"}})", "x.json");
+  TpuSpec s = tpu::spec_from_json_text(
+      R"({"base": "v4", "name": "small", "mxu": {"rows": 64, "dataflow": "os"}})", "x.json");
   EXPECT_EQ(s.name, "small");
   EXPECT_EQ(s.mxu.rows, 64);
   EXPECT_EQ(s.mxu.cols, 128);
@@ -90,18 +92,33 @@ TEST(TpuSpecJson, DefinesAChipWithoutBase) {
 }
 
 TEST(TpuSpecJson, ErrorsNameTheField) {
-  auto err = [](const std::string& text) { return error_of([&] { tpu::spec_from_json_text(text, "chip.json"); }); };
-  EXPECT_NE(err(R"({"base": "v4", "mxu": {"rowz": 3}})").find("unknown field 'mxu.rowz'"), std::string::npos);
-  EXPECT_NE(err(R"({"base": "v4", "mxu": {"rows": "big"}})").find("field 'mxu.rows' must be an integer"), std::string::npos);
-  EXPECT_NE(err(R"({"base": "v4", "mxu": {"rows": -3}})").find("field 'mxu.rows' must be >= 1, got -3"), std::string::npos);
-  EXPECT_NE(err(R"({"base": "v4", "mxu": {"rows": 2.5}})").find("field 'mxu.rows'"), std::string::npos);
-  EXPECT_NE(err(R"({"base": "v4", "mxu": {"dataflow": "xs"}})").find("'mxu.dataflow' must be ws, os or is"), std::string::npos);
-  EXPECT_NE(err(R"({"base": "v4", "activations_on_chip": 1})").find("'activations_on_chip' must be true or false"),
+  auto err = [](const std::string& text) {
+    return error_of([&] { tpu::spec_from_json_text(text, "chip.json"); });
+  };
+  EXPECT_NE(err(R"({"base": "v4", "mxu": {"rowz": 3}})").find("unknown field 'mxu.rowz'"),
+            std::string::npos);
+  EXPECT_NE(
+      err(R"({"base": "v4", "mxu": {"rows": "big"}})").find("field 'mxu.rows' must be an integer"),
+      std::string::npos);
+  EXPECT_NE(
+      err(R"({"base": "v4", "mxu": {"rows": -3}})").find("field 'mxu.rows' must be >= 1, got -3"),
+      std::string::npos);
+  EXPECT_NE(err(R"({"base": "v4", "mxu": {"rows": 2.5}})").find("field 'mxu.rows'"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"base": "v4", "mxu": {"dataflow": "xs"}})")
+                .find("'mxu.dataflow' must be ws, os or is"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"base": "v4", "activations_on_chip": 1})")
+                .find("'activations_on_chip' must be true or false"),
             std::string::npos);
   EXPECT_NE(err(R"({"base": "v9"})").find("field 'base' names no preset: 'v9'"), std::string::npos);
-  EXPECT_NE(err(R"({"name": "x", "cores": 1})").find("field 'clock_hz' is required"), std::string::npos);
-  EXPECT_NE(err(R"({"base": "v4", "mxu": {"accumulator_bytes": 16}})").find("mxu.accumulator_bytes"), std::string::npos);
-  EXPECT_NE(err(R"({"base": "v4", "offchip": {"bytes_per_s": 0}})").find("offchip.bytes_per_s"), std::string::npos);
+  EXPECT_NE(err(R"({"name": "x", "cores": 1})").find("field 'clock_hz' is required"),
+            std::string::npos);
+  EXPECT_NE(
+      err(R"({"base": "v4", "mxu": {"accumulator_bytes": 16}})").find("mxu.accumulator_bytes"),
+      std::string::npos);
+  EXPECT_NE(err(R"({"base": "v4", "offchip": {"bytes_per_s": 0}})").find("offchip.bytes_per_s"),
+            std::string::npos);
   EXPECT_NE(err("{not json").find("invalid JSON"), std::string::npos);
   EXPECT_NE(err("[1, 2]").find("must be a JSON object"), std::string::npos);
   EXPECT_THROW(tpu::spec_from_json_file("/nonexistent/chip.json"), IoError);
@@ -109,7 +126,9 @@ TEST(TpuSpecJson, ErrorsNameTheField) {
 
 TEST(TpuSpecOverrides, ParsePerFieldTypeAndRevalidate) {
   TpuSpec s = tpu::preset("v4");
-  tpu::apply_overrides(s, {{"mxu.rows", "64"}, {"mxu.dataflow", "is"}, {"mxu.weight_double_buffering", "false"},
+  tpu::apply_overrides(s, {{"mxu.rows", "64"},
+                           {"mxu.dataflow", "is"},
+                           {"mxu.weight_double_buffering", "false"},
                            {"offchip.bytes_per_s", "2.4e12"}});
   EXPECT_EQ(s.mxu.rows, 64);
   EXPECT_EQ(s.mxu.dataflow, Dataflow::input_stationary);
@@ -123,9 +142,11 @@ TEST(TpuSpecOverrides, ParsePerFieldTypeAndRevalidate) {
     });
   };
   EXPECT_NE(err({{"mxu.rowz", "1"}}).find("unknown field 'mxu.rowz'"), std::string::npos);
-  EXPECT_NE(err({{"mxu.rows", "many"}}).find("field 'mxu.rows' must be an integer, got 'many'"), std::string::npos);
+  EXPECT_NE(err({{"mxu.rows", "many"}}).find("field 'mxu.rows' must be an integer, got 'many'"),
+            std::string::npos);
   EXPECT_NE(err({{"mxu.rows", "0"}}).find("field 'mxu.rows' must be >= 1"), std::string::npos);
-  EXPECT_NE(err({{"mxu.weight_double_buffering", "maybe"}}).find("must be true or false"), std::string::npos);
+  EXPECT_NE(err({{"mxu.weight_double_buffering", "maybe"}}).find("must be true or false"),
+            std::string::npos);
 }
 
 TEST(TpuSpecJson, CanonicalJsonRoundTrips) {
@@ -157,14 +178,16 @@ TEST(TpuDevices, ChipFileAndOverridesDriveCompilation) {
   EXPECT_EQ(out.report.device, "tpu-emu:v4-64");
   EXPECT_NEAR(out.report.peak_flops_per_s, 2.0 * 64 * 64 * 8 * 1.05e9, 1e9);
   auto o = tpu_test::options({{"mxu.rows", "32"}, {"mxu.cols", "32"}});
-  EXPECT_NEAR(tpu_test::run(tpu_test::matmul_graph(64, 64, 64), "tpu-emu:v4", o).report.peak_flops_per_s,
-              2.0 * 32 * 32 * 8 * 1.05e9, 1e9);
+  EXPECT_NEAR(
+      tpu_test::run(tpu_test::matmul_graph(64, 64, 64), "tpu-emu:v4", o).report.peak_flops_per_s,
+      2.0 * 32 * 32 * 8 * 1.05e9, 1e9);
   std::string bad = ::testing::TempDir() + "tpu_bad_chip.json";
   {
     std::ofstream f(bad);
     f << R"({"base": "v4", "vpu": {"lanes": "wide"}})";
   }
-  std::string e = error_of([&] { tpu_test::run(tpu_test::matmul_graph(8, 8, 8), "tpu-emu:" + bad); });
+  std::string e =
+      error_of([&] { tpu_test::run(tpu_test::matmul_graph(8, 8, 8), "tpu-emu:" + bad); });
   EXPECT_NE(e.find("field 'vpu.lanes' must be an integer"), std::string::npos) << e;
   std::remove(path.c_str());
   std::remove(bad.c_str());

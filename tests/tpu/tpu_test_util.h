@@ -25,7 +25,8 @@ inline ir::HostTensor random_tensor(ir::Shape shape, uint64_t seed, float scale 
 inline ir::Graph matmul_graph(int64_t m, int64_t k, int64_t n, uint64_t seed = 1) {
   ir::Graph g("matmul");
   auto x = g.add_input("x", ir::DType::f32, ir::Shape({m, k}));
-  auto w = g.add_constant("w", random_tensor(ir::Shape({k, n}), seed, 1.0f / std::sqrt(static_cast<float>(k))));
+  auto w = g.add_constant(
+      "w", random_tensor(ir::Shape({k, n}), seed, 1.0f / std::sqrt(static_cast<float>(k))));
   g.add_output(g.add_node(ir::OpType::MatMul, "mm", {x, w})[0]);
   return g;
 }
@@ -36,7 +37,8 @@ inline ir::Graph mlp_graph(int64_t batch, int64_t width, int layers, uint64_t se
   auto x = g.add_input("x", ir::DType::f32, ir::Shape({batch, width}));
   for (int l = 0; l < layers; ++l) {
     auto w = g.add_constant("w" + std::to_string(l),
-                            random_tensor(ir::Shape({width, width}), seed + l, 1.0f / std::sqrt(static_cast<float>(width))));
+                            random_tensor(ir::Shape({width, width}), seed + l,
+                                          1.0f / std::sqrt(static_cast<float>(width))));
     x = g.add_node(ir::OpType::MatMul, "fc" + std::to_string(l), {x, w})[0];
     x = g.add_node(ir::OpType::Relu, "relu" + std::to_string(l), {x})[0];
   }
@@ -45,19 +47,21 @@ inline ir::Graph mlp_graph(int64_t batch, int64_t width, int layers, uint64_t se
 }
 
 // 3x3 same-padded convolution, NCHW or NHWC.
-inline ir::Graph conv_graph(int64_t n, int64_t c, int64_t hw, int64_t m, bool nhwc = false, uint64_t seed = 3) {
+inline ir::Graph conv_graph(int64_t n, int64_t c, int64_t hw, int64_t m, bool nhwc = false,
+                            uint64_t seed = 3) {
   ir::Graph g("conv");
   ir::Shape xs = nhwc ? ir::Shape({n, hw, hw, c}) : ir::Shape({n, c, hw, hw});
   auto x = g.add_input("x", ir::DType::f32, xs);
-  auto w = g.add_constant("w", random_tensor(ir::Shape({m, c, 3, 3}), seed, 1.0f / std::sqrt(9.0f * c)));
+  auto w =
+      g.add_constant("w", random_tensor(ir::Shape({m, c, 3, 3}), seed, 1.0f / std::sqrt(9.0f * c)));
   ir::Attributes a{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
   if (nhwc) a.set("layout", std::string("NHWC"));
   g.add_output(g.add_node(ir::OpType::Conv, "conv", {x, w}, a)[0]);
   return g;
 }
 
-inline CompileOptions options(std::map<std::string, std::string> overrides = {}, std::string precision = "default",
-                              bool timing_only = false) {
+inline CompileOptions options(std::map<std::string, std::string> overrides = {},
+                              std::string precision = "default", bool timing_only = false) {
   CompileOptions o;
   o.overrides = std::move(overrides);
   o.precision = std::move(precision);
@@ -65,7 +69,8 @@ inline CompileOptions options(std::map<std::string, std::string> overrides = {},
   return o;
 }
 
-inline RunOutput run(const ir::Graph& g, const std::string& device, const CompileOptions& o = {}, uint64_t seed = 7) {
+inline RunOutput run(const ir::Graph& g, const std::string& device, const CompileOptions& o = {},
+                     uint64_t seed = 7) {
   Executable e = compile(g, Device(device), o);
   return e.run(random_inputs(e.graph(), seed));
 }

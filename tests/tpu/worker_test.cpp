@@ -3,10 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <map>
-#include <set>
 #include <chrono>
 #include <csignal>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "backends/device_worker/worker_process.h"
@@ -25,7 +25,8 @@ pid_t worker_pid(const std::string& preset) {
 
 TEST(TpuWorkers, SeveralPresetsInOneProcessInAnyOrderManyTimes) {
   ir::Graph g = tpu_test::mlp_graph(16, 128, 2);
-  const std::vector<std::string> order[] = {{"v4", "v1", "v5e", "edge", "v2"}, {"edge", "v2", "v4", "v1", "v6e", "v3"},
+  const std::vector<std::string> order[] = {{"v4", "v1", "v5e", "edge", "v2"},
+                                            {"edge", "v2", "v4", "v1", "v6e", "v3"},
                                             {"v3", "v6e", "v1", "v4", "v5e", "edge", "v2"}};
   std::map<std::string, uint64_t> cycles;
   std::map<std::string, pid_t> pids;
@@ -33,7 +34,8 @@ TEST(TpuWorkers, SeveralPresetsInOneProcessInAnyOrderManyTimes) {
   for (const auto& round : order)
     for (const auto& preset : round) {
       auto it = executables.find(preset);
-      if (it == executables.end()) it = executables.emplace(preset, compile(g, Device("tpu-emu:" + preset))).first;
+      if (it == executables.end())
+        it = executables.emplace(preset, compile(g, Device("tpu-emu:" + preset))).first;
       RunOutput out = it->second.run(random_inputs(it->second.graph(), 3));
       EXPECT_EQ(out.report.device, "tpu-emu:" + preset);
       if (cycles.count(preset)) {
