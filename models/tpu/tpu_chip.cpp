@@ -165,6 +165,10 @@ TimingResult TpuChip::run(const Program& program) {
         ctx_.board.completed(), program.instructions.size(), stuck,
         opcode_name(program.instructions[stuck].opcode)));
   }
+  for (int64_t c = 0; c < spec_.cores; ++c)
+    if (ctx_.peak[c] > static_cast<int64_t>(spec_.onchip.bytes))
+      throw std::runtime_error(fmt::format("program overflows core {}'s {}: {} bytes in use at the peak, {} available", c,
+                                           spec_.onchip.name, ctx_.peak[c], spec_.onchip.bytes));
   uint64_t end = start;
   for (const auto& t : ctx_.timing) end = std::max(end, start + t.end);
   TimingResult r = collect(end);

@@ -42,7 +42,8 @@ uint64_t MemoryTarget::reserve(uint64_t arrival_ps, uint64_t occupied_ps) {
       end = it->second;
       it = busy_.erase(it);
     }
-    busy_.emplace(begin, end);
+    // Continue from the merged interval: if it reaches past t + take, that part is busy.
+    it = busy_.emplace(begin, end).first;
     remaining -= take;
     t += take;
   }
