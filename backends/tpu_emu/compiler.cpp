@@ -103,8 +103,13 @@ Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions&
   em = std::make_unique<Emitter>(p, spec, resident);
 }
 
-uint64_t Context::storage_bytes(const std::vector<int64_t>& dims, int64_t eb) const {
-  return static_cast<uint64_t>(tiled_elements(dims, spec.vpu) * eb);
+uint64_t Context::storage_bytes(const std::vector<int64_t>& dims, int64_t eb, Level home) const {
+  if (home != Level::onchip) return static_cast<uint64_t>(tiled_elements(dims, spec.vpu) * eb);
+  // Tensors resident on chip are packed in vector-register rows in whatever order the units want
+  // (TPUv1's UB: 256-byte rows), not in the (8, 128) tiles of their graph layout.
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return static_cast<uint64_t>(round_up(std::max<int64_t>(n, 1), spec.vpu.lanes * spec.vpu.sublanes) * eb);
 }
 
 int32_t Context::new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb,
@@ -129,9 +134,10 @@ int32_t Context::add_constant(const std::string& name, std::vector<int64_t> dims
                               std::vector<float> data, int64_t stored_element_bytes) {
   int32_t t = new_tensor(name, std::move(dims), stored_element_bytes, true);
   TensorInfo& info = p.tensors[t];
-  uint64_t bytes = storage_bytes(info.dims, stored_element_bytes);
+  uint64_t bytes = storage_bytes(info.dims, stored_element_bytes, Level::offchip);
   weight_bytes += bytes;
   uint64_t address = 0;
+  uint64_t packed = storage_bytes(info.dims, stored_element_bytes, Level::onchip);
   if (spec.offchip.bytes > 0) {
     if (!offchip.allocate(bytes, &address))
       throw OutOfMemoryError(
@@ -141,7 +147,7 @@ int32_t Context::add_constant(const std::string& name, std::vector<int64_t> dims
               name, bytes, spec.offchip.name, weight_bytes, spec.name, offchip.capacity()),
           -1, static_cast<int64_t>(weight_bytes), static_cast<int64_t>(offchip.capacity()), name);
     info.home = Level::offchip;
-  } else if (onchip.allocate(bytes, &address)) {
+  } else if (onchip.allocate(packed, &address)) {
     info.home = Level::onchip;  // Edge TPU: parameters cached on chip while they fit
   } else {
     info.home = Level::host;  // ... and streamed from host memory otherwise
@@ -181,11 +187,12 @@ int32_t Context::produce(ir::ValueId v) {
                    : static_cast<int64_t>(ir::dtype_size(val.type.dtype));
   int32_t t = new_tensor(val.name, val.type.shape.dims(), eb, false);
   TensorInfo& info = p.tensors[t];
-  uint64_t bytes = storage_bytes(info.dims, eb);
+  uint64_t bytes = storage_bytes(info.dims, eb, Level::offchip);
   uint64_t address = 0;
   RangeAllocator* used = nullptr;
-  if (spec.activations_on_chip && onchip.allocate(bytes, &address)) {
+  if (spec.activations_on_chip && onchip.allocate(storage_bytes(info.dims, eb, Level::onchip), &address)) {
     info.home = Level::onchip;
+    bytes = storage_bytes(info.dims, eb, Level::onchip);
     used = &onchip;
   } else if (spec.offchip.bytes > 0 && !spec.activations_on_chip) {
     if (!offchip.allocate(bytes, &address))
@@ -226,7 +233,7 @@ int32_t Context::alias(ir::ValueId v, int32_t of) {
 void Context::release(int32_t t) {
   const TensorInfo& info = p.tensors[t];
   if (info.alias_of >= 0 || info.constant) return;
-  uint64_t bytes = storage_bytes(info.dims, element_bytes(t));
+  uint64_t bytes = storage_bytes(info.dims, element_bytes(t), info.home);
   if (info.home == Level::onchip)
     onchip.release(info.address, bytes, t);
   else if (info.home == Level::offchip)

@@ -87,7 +87,8 @@ struct Context {
  private:
   int32_t new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t element_bytes,
                      bool constant);
-  uint64_t storage_bytes(const std::vector<int64_t>& dims, int64_t element_bytes) const;
+  uint64_t storage_bytes(const std::vector<int64_t>& dims, int64_t element_bytes,
+                         models::tpu::Level home) const;
   std::unordered_map<int32_t, int64_t> element_bytes_;
 };
 
