@@ -207,7 +207,8 @@ Instruction MatmulTiler::dma(int core, int unit, Level src, Level dst, uint64_t 
                              uint64_t runs, uint64_t src_address, uint64_t dst_address) const {
   Instruction in;
   in.opcode = Opcode::dma;
-  in.core = static_cast<uint8_t>(core);
+  // Host transfers go through the chip's host DMA engine, which core 0 drives.
+  in.core = static_cast<uint8_t>(src == Level::host || dst == Level::host ? 0 : core);
   in.unit = static_cast<uint16_t>(unit % c_.spec.dma.engines_per_core);
   in.src = src;
   in.dst = dst;

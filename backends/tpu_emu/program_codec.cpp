@@ -31,7 +31,6 @@ void write_vec(wire::Writer& w, const VectorDesc& d) {
   w.i64(d.outer);
   w.i64(d.axis);
   w.i64(d.inner);
-  w.pods(d.reduce_mask);
   w.pod(d.epsilon);
   w.pod(d.window);
   w.pod(d.epi);
@@ -54,7 +53,6 @@ VectorDesc read_vec(wire::Reader& r) {
   d.outer = r.i64();
   d.axis = r.i64();
   d.inner = r.i64();
-  d.reduce_mask = r.pods<uint8_t>();
   d.epsilon = r.pod<float>();
   d.window = r.pod<Window>();
   d.epi = r.pod<Epilogue>();

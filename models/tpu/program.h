@@ -156,10 +156,8 @@ struct VectorDesc {
   std::vector<int64_t> out_strides;
   std::vector<int64_t> in_offsets;
   int64_t out_offset = 0;
-  // Reductions/softmax/normalization over a [outer, axis, inner] view; reductions over several
-  // axes use `dims` (input shape) and `reduce_mask` instead.
+  // Reductions/softmax/normalization over a [outer, axis, inner] view (reduced axes adjacent).
   int64_t outer = 1, axis = 1, inner = 1;
-  std::vector<uint8_t> reduce_mask;
   float epsilon = 0;
   Window window;  // pooling, depthwise convolution
   Epilogue epi;   // depthwise convolution, rounding of every vector kernel's output
