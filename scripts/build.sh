@@ -1,19 +1,32 @@
 #!/usr/bin/env bash
-# Configures and builds mimic. Usage: scripts/build.sh [BUILD_DIR] [extra cmake args...]
-# BUILD_DIR defaults to build/ (Release). Quiet unless the build fails.
+# Configures and builds mimic. Usage: scripts/build.sh [BUILD_DIR] [cmake args...] [--target-unit-tests]
+# BUILD_DIR defaults to build/ (Release). --target-unit-tests builds only what the unit tests need.
+# Quiet unless the build fails.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-"$root/build"}
 shift || true
+target=()
+cmake_args=()
+for a in "$@"; do
+  if [[ "$a" == "--target-unit-tests" ]]; then target=(--target unit_tests); else cmake_args+=("$a"); fi
+done
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 if [[ ! -f "$dir/CMakeCache.txt" ]]; then
-  cmake -S "$root" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "$@" >"$dir.configure.log" 2>&1 ||
+  cmake -S "$root" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" >"$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log" >&2; exit 1; }
 fi
 log="$dir.build.log"
-if ! cmake --build "$dir" -j "$(nproc)" >"$log" 2>&1; then
+if ! cmake --build "$dir" -j "$(nproc)" "${target[@]}" >"$log" 2>&1; then
   grep -E "error|Error" -A3 "$log" | head -60 >&2
   echo "build: failed, full log in $log" >&2
   exit 1
+fi
+# Make `import mimic` work for Debian's python3: a .pth file pointing at the build's package folder.
+if [[ "$dir" == "$root/build" && -d "$dir/python/mimic" && -x /usr/bin/python3 ]]; then
+  site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+  if mkdir -p "$site" 2>/dev/null && echo "$dir/python" >"$site/mimic.pth" 2>/dev/null; then :; else
+    echo "build: could not register $dir/python in $site (not root?); use PYTHONPATH=$dir/python" >&2
+  fi
 fi

@@ -21,6 +21,7 @@ struct Command {
 
 Command add_devices_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
+Command add_sweep_command(CLI::App& app);
 
 // Exit status for an error kind: 2 bad input, 3 unsupported op, 4 compile/out of memory,
 // 5 device unavailable, 6 files, 7 run-time failure.

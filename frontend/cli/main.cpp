@@ -1,6 +1,7 @@
 // The `mimic` command. Every failure is one line on stderr ("mimic: error: ...") and a nonzero exit
 // status that tells the kind of error (see exit_code in cli_common.h).
 #include <iostream>
+#include <string>
 
 #include "frontend/cli/cli_common.h"
 #include "frontend/ir/error.h"
@@ -10,7 +11,19 @@ int main(int argc, char** argv) {
   CLI::App app{"mimic: run ML models on emulated TPUs and IPUs and on real devices"};
   app.set_version_flag("--version", MIMIC_VERSION);
   app.require_subcommand(1);
-  std::vector<Command> commands{add_devices_command(app), add_run_command(app)};
+  std::vector<Command> commands{add_devices_command(app), add_run_command(app), add_sweep_command(app)};
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const Command& c : commands) {
+      known = known || c.app->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + c.app->get_name();
+    }
+    if (!known) {
+      std::cerr << "mimic: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

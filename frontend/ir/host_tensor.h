@@ -35,7 +35,7 @@ class HostTensor {
     return t;
   }
 
-  bool defined() const { return data_ != nullptr || numel_ == 0; }
+  bool defined() const { return data_ != nullptr; }
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   TensorType type() const { return {dtype_, shape_}; }

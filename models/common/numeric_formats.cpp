@@ -37,12 +37,12 @@ void f16_to_f32(const uint16_t* in, float* out, size_t n) {
 }
 
 void round_to_bf16(float* data, size_t n) {
+  // Branch-free so that the loop vectorizes: NaNs keep their bits.
   uint32_t* u = reinterpret_cast<uint32_t*>(data);
   for (size_t i = 0; i < n; ++i) {
     uint32_t x = u[i];
-    if ((x & 0x7fffffffu) > 0x7f800000u) continue;
-    x += 0x7fffu + ((x >> 16) & 1u);
-    u[i] = x & 0xffff0000u;
+    uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) & 0xffff0000u;
+    u[i] = (x & 0x7fffffffu) > 0x7f800000u ? x : rounded;
   }
 }
 

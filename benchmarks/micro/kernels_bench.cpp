@@ -1,0 +1,105 @@
+// Micro-benchmarks of the cpu backend's hot kernels and of the numeric-format conversions that the
+// emulators apply to every operand. Run: build/benchmarks/micro_kernels --benchmark_out=...json
+#include <benchmark/benchmark.h>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/gemm.h"
+#include "frontend/api/random.h"
+#include "frontend/ir/shape_inference.h"
+#include "models/common/numeric_formats.h"
+
+namespace mimic {
+namespace {
+
+void BM_GemmF32(benchmark::State& state) {
+  int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  Random rng(1);
+  ir::HostTensor a = rng.tensor(ir::DType::f32, ir::Shape({m, k})), b = rng.tensor(ir::DType::f32, ir::Shape({k, n}));
+  ir::HostTensor c(ir::DType::f32, ir::Shape({m, n}));
+  for (auto _ : state)
+    backends::cpu::gemm_f32(m, n, k, 1.0f, {a.data<float>(), k, false}, {b.data<float>(), n, false}, 0.0f, c.data<float>(), n);
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_GemmF32)->Args({512, 512, 512})->Args({1024, 1024, 1024})->Args({3136, 64, 576})->Args({49, 512, 4608})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A MatMul node on the cpu backend per dtype (16-bit floats are widened to f32, i8 accumulates in i32).
+void BM_MatMulNode(benchmark::State& state) {
+  auto dtype = static_cast<ir::DType>(state.range(0));
+  int64_t n = 512;
+  Random rng(2);
+  ir::Graph g;
+  auto a = g.add_input("a", dtype, ir::Shape({n, n}));
+  auto b = g.add_input("b", dtype, ir::Shape({n, n}));
+  g.add_output(g.add_node(ir::OpType::MatMul, "mm", {a, b})[0]);
+  ir::infer_shapes(g);
+  std::vector<ir::HostTensor> in{rng.tensor(dtype, ir::Shape({n, n})), rng.tensor(dtype, ir::Shape({n, n}))};
+  for (auto _ : state) benchmark::DoNotOptimize(backends::cpu::run_node(g, g.node(0), in));
+  state.SetLabel(ir::dtype_name(dtype));
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_MatMulNode)
+    ->Arg(static_cast<int>(ir::DType::f32))->Arg(static_cast<int>(ir::DType::f16))
+    ->Arg(static_cast<int>(ir::DType::bf16))->Arg(static_cast<int>(ir::DType::i8))
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A 3x3 convolution of ResNet-50's layer1 at batch 8, both layouts.
+void BM_Conv3x3(benchmark::State& state) {
+  bool nhwc = state.range(0) != 0;
+  Random rng(3);
+  ir::Shape xs = nhwc ? ir::Shape({8, 56, 56, 64}) : ir::Shape({8, 64, 56, 56});
+  ir::Graph g;
+  auto x = g.add_input("x", ir::DType::f32, xs);
+  auto w = g.add_constant("w", rng.tensor(ir::DType::f32, ir::Shape({64, 64, 3, 3})));
+  g.add_output(g.add_node(ir::OpType::Conv, "conv", {x, w},
+                          {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"layout", std::string(nhwc ? "NHWC" : "NCHW")}})[0]);
+  ir::infer_shapes(g);
+  std::vector<ir::HostTensor> in{rng.tensor(ir::DType::f32, xs), *g.value(w).constant};
+  for (auto _ : state) benchmark::DoNotOptimize(backends::cpu::run_node(g, g.node(0), in));
+  state.SetLabel(nhwc ? "NHWC" : "NCHW");
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * 8 * 56 * 56 * 64 * 64 * 9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Conv3x3)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_RoundToBf16(benchmark::State& state) {
+  std::vector<float> v(1 << 20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 1.0001f;
+  for (auto _ : state) {
+    numeric::round_to_bf16(v.data(), v.size());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(v.size()));
+}
+BENCHMARK(BM_RoundToBf16);
+
+void BM_RoundToF16(benchmark::State& state) {
+  std::vector<float> v(1 << 20);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 60000) * 1.0001f;
+  for (auto _ : state) {
+    numeric::round_to_f16(v.data(), v.size());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(v.size()));
+}
+BENCHMARK(BM_RoundToF16);
+
+void BM_SplitBf16ThreeWay(benchmark::State& state) {
+  std::vector<float> v(1 << 18), hi(v.size()), mid(v.size()), lo(v.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.37f;
+  for (auto _ : state) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      numeric::Bf16Split s = numeric::split_bf16(v[i]);
+      hi[i] = s.hi;
+      mid[i] = s.mid;
+      lo[i] = s.lo;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(v.size()));
+}
+BENCHMARK(BM_SplitBf16ThreeWay);
+
+}  // namespace
+}  // namespace mimic
+
+BENCHMARK_MAIN();

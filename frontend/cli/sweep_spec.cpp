@@ -1,0 +1,129 @@
+#include "frontend/cli/sweep_spec.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <functional>
+#include <sstream>
+
+#include "frontend/ir/error.h"
+
+namespace mimic::cli::sweep {
+
+std::string Point::key() const {
+  std::string k = fmt::format("{}|b{}|{}|{}", device, batch, layout, precision);
+  for (const auto& [f, v] : overrides) k += "|" + f + "=" + v;
+  return k;
+}
+
+std::string Point::config() const {
+  std::string k = fmt::format("{} {} {}", device, layout, precision);
+  for (const auto& [f, v] : overrides) k += " " + f + "=" + v;
+  return k;
+}
+
+std::vector<std::string> parse_list(const std::string& text, const std::string& what) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) throw InvalidArgument(fmt::format("{} '{}' has an empty item", what, text));
+    out.push_back(item);
+  }
+  if (out.empty()) throw InvalidArgument(fmt::format("{} is empty", what));
+  return out;
+}
+
+std::vector<int64_t> parse_batches(const std::string& text) {
+  std::vector<std::string> items = parse_list(text, "--batch");
+  std::vector<int64_t> out;
+  auto number = [&](const std::string& s) {
+    try {
+      size_t used = 0;
+      int64_t v = std::stoll(s, &used);
+      if (used != s.size() || v <= 0) throw std::invalid_argument(s);
+      return v;
+    } catch (const std::exception&) {
+      throw InvalidArgument(fmt::format("--batch '{}': '{}' is not a positive integer", text, s));
+    }
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i] != "...") {
+      out.push_back(number(items[i]));
+      continue;
+    }
+    if (out.empty() || i + 1 >= items.size())
+      throw InvalidArgument(fmt::format("--batch '{}': '...' needs a value on each side", text));
+    int64_t end = number(items[i + 1]);
+    for (int64_t b = out.back() * 2; b < end; b *= 2) out.push_back(b);
+  }
+  return out;
+}
+
+double parse_duration(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  double scale = unit == "s" ? 1 : unit == "ms" ? 1e-3 : unit == "us" ? 1e-6 : unit == "ns" ? 1e-9 : -1;
+  if (used == 0 || scale < 0 || v <= 0)
+    throw InvalidArgument(fmt::format("duration '{}' must be a positive number with a unit (s, ms, us, ns), e.g. 7ms", text));
+  return v * scale;
+}
+
+std::vector<Point> enumerate(const Spec& spec) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> override_sets{{}};
+  for (const auto& [field, values] : spec.overrides) {
+    std::vector<std::vector<std::pair<std::string, std::string>>> next;
+    for (const auto& set : override_sets)
+      for (const auto& v : values) {
+        auto s = set;
+        s.emplace_back(field, v);
+        next.push_back(s);
+      }
+    override_sets = next;
+  }
+  std::vector<Point> points;
+  for (const auto& device : spec.devices)
+    for (const auto& layout : spec.layouts)
+      for (const auto& precision : spec.precisions)
+        for (const auto& ov : override_sets)
+          for (int64_t batch : spec.batches) points.push_back(Point{device, layout, precision, batch, ov});
+  return points;
+}
+
+std::string sweep_id(const Spec& spec) {
+  std::string text = spec.model + "|" + spec.onnx + "|" + fmt::format("{}", fmt::join(spec.model_args, ",")) + "|" +
+                     (spec.timing_only ? "timing" : "numerics") + "|" + std::to_string(spec.seed);
+  for (const auto& p : enumerate(spec)) text += ";" + p.key();
+  // FNV-1a, 64 bits: stable across runs and machines.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+std::vector<std::string> run_arguments(const Spec& spec, const Point& p) {
+  std::vector<std::string> args{"run", "--device", p.device, "--batch", std::to_string(p.batch), "--layout", p.layout,
+                                "--precision", p.precision, "--json", "--no-compare", "--seed",
+                                std::to_string(spec.seed)};
+  if (!spec.onnx.empty()) {
+    args.insert(args.end(), {"--onnx", spec.onnx});
+  } else {
+    args.insert(args.end(), {"--model", spec.model});
+  }
+  for (const auto& a : spec.model_args) args.insert(args.end(), {"--model-arg", a});
+  for (const auto& [f, v] : p.overrides) args.insert(args.end(), {"--set", f + "=" + v});
+  if (spec.timing_only) args.push_back("--timing-only");
+  // Measured devices are timed (noisy): warm up and keep the best of three. Emulators' device time is
+  // deterministic, one run is exact.
+  if (p.device.find("-emu") == std::string::npos) args.insert(args.end(), {"--warmup", "1", "--repeat", "3"});
+  return args;
+}
+
+}  // namespace mimic::cli::sweep

@@ -1,0 +1,44 @@
+"""mimic.compile(): graphs, zoo models and nn modules to executables."""
+import numpy as np
+
+from . import _mimic
+from .errors import InvalidArgument
+
+_KNOWN = {"precision", "strict", "timing_only", "compile_only", "overrides", "batch", "example_inputs", "name"}
+
+
+def _graph_of(model, example_inputs, device):
+    """The graph to compile and its batch (0 when the graph's batch is fixed)."""
+    from .zoo import ZooModel
+    if isinstance(model, _mimic.Graph):
+        return model, 0, model.name
+    if isinstance(model, ZooModel):
+        return model.graph, model.batch, model.name
+    if not callable(model):
+        raise TypeError(f"compile() takes a mimic.Graph, a zoo model or an nn module, not {type(model).__name__}")
+    if example_inputs is None:
+        raise InvalidArgument(f"compiling a {type(model).__name__} needs example_inputs (arrays with the input shapes)")
+    if not isinstance(example_inputs, (list, tuple)):
+        example_inputs = [example_inputs]
+    if len(example_inputs) != 1:
+        raise InvalidArgument(f"modules take one input, got {len(example_inputs)} example inputs")
+    x = np.asarray(example_inputs[0])
+    holder = _mimic.placeholder("input", list(x.shape), x.dtype, str(model.device) if hasattr(model, "device") else device)
+    return _mimic.trace([model(holder)], type(model).__name__), 0, type(model).__name__
+
+
+def compile(model, device="cpu", *, batch=None, example_inputs=None, precision="default", strict=False,
+            timing_only=False, compile_only=False, overrides=None, **options):
+    """Compiles a mimic.Graph, a zoo model or an nn module for `device`.
+
+    Keyword options other than the named ones are device options (e.g. num_ipus=2,
+    memory_proportion=0.6 for ipu-emu); `overrides` changes preset fields (e.g. {"mxu.rows": 64}).
+    Returns an Executable: call it with numpy arrays; `.report` describes the last run.
+    """
+    if not isinstance(device, (str, _mimic.Device)):
+        raise TypeError(f"device must be a str or mimic.Device, not {type(device).__name__}")
+    if batch is not None and (not isinstance(batch, int) or batch <= 0):
+        raise InvalidArgument(f"batch must be a positive int, got {batch!r}")
+    graph, default_batch, name = _graph_of(model, example_inputs, str(device))
+    return _mimic._compile(graph, str(device), batch or default_batch, str(precision), bool(strict),
+                           bool(timing_only), bool(compile_only), dict(options), dict(overrides or {}), name)

@@ -1,0 +1,113 @@
+// The `mimic` command end to end: listing devices, running zoo models, JSON output, and every bad
+// input giving one line on stderr and the documented exit status.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+  int status;
+  std::string out, err;
+};
+
+Result mimic(const std::string& args) {
+  std::string err_file = ::testing::TempDir() + "/mimic_stderr.txt";
+  std::string cmd = std::string(MIMIC_BIN) + " " + args + " 2>" + err_file;
+  Result r{0, "", ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  FILE* e = fopen(err_file.c_str(), "r");
+  while (e && (n = fread(buf.data(), 1, buf.size(), e)) > 0) r.err.append(buf.data(), n);
+  if (e) fclose(e);
+  return r;
+}
+
+int lines(const std::string& s) {
+  int n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+TEST(Cli, DevicesListsCpuAndWhyOthersAreUnavailable) {
+  Result r = mimic("devices");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("cpu "), std::string::npos);
+  EXPECT_NE(r.out.find("cuda:0"), std::string::npos);
+  Result j = mimic("devices --json");
+  auto devices = nlohmann::json::parse(j.out);
+  for (const auto& d : devices) {
+    if (d["name"] == "cpu") EXPECT_TRUE(d["available"].get<bool>());
+    if (!d["available"].get<bool>()) EXPECT_FALSE(d["reason"].get<std::string>().empty()) << d.dump();
+  }
+}
+
+TEST(Cli, RunPrintsASummary) {
+  Result r = mimic("run --model mlp --batch 4 --model-arg layers=2 --model-arg hidden=64 --repeat 2");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("checksum sum="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("f32[4,10]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("top 5 ops by wall time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fc1.matmul"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RunJsonIsParseable) {
+  Result r = mimic("run --model resnet18 --model-arg image_size=32 --layout nhwc --batch 2 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["outputs"][0]["type"], "f32[2,1000]");
+  EXPECT_EQ(j["layout"], "nhwc");
+  EXPECT_GT(j["report"]["ops"].size(), 20u);
+}
+
+TEST(Cli, HelpOnEverySubcommand) {
+  for (const char* sub : {"", "devices ", "run "}) {
+    Result r = mimic(std::string(sub) + "--help");
+    EXPECT_EQ(r.status, 0) << sub;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
+  }
+}
+
+struct BadInput {
+  const char* args;
+  int status;
+  const char* message;
+};
+
+class CliBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(CliBadInput, OneLineErrorAndExitStatus) {
+  BadInput b = GetParam();
+  Result r = mimic(b.args);
+  EXPECT_EQ(r.status, b.status) << b.args << "\n" << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("mimic: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(b.message), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Errors, CliBadInput,
+    ::testing::Values(BadInput{"run --model mlp --device gpu:0", 2, "unknown device 'gpu:0'"},
+                      BadInput{"run --model resnet51", 2, "unknown model 'resnet51'"},
+                      BadInput{"run --model mlp --batch 0", 2, "--batch must be positive, got 0"},
+                      BadInput{"run --model mlp --batch -3", 2, "--batch must be positive, got -3"},
+                      BadInput{"run --model mlp --model-arg layers", 2, "--model-arg 'layers' must look like key=value"},
+                      BadInput{"run --model mlp --model-arg layers=two", 2, "needs an integer value"},
+                      BadInput{"run --model mlp --model-arg hidden=-4", 2, "must be positive"},
+                      BadInput{"run --model resnet18 --layout nwhc", 2, "unknown layout 'nwhc'"},
+                      BadInput{"run --model mlp --device cuda:0", 5, "cuda:0' is unavailable"},
+                      BadInput{"run --model mlp --option threads=4", 2, "cpu: unknown option 'threads'"},
+                      BadInput{"run", 2, "give a model"},
+                      BadInput{"run --model mlp --batch x", 2, "--batch"},
+                      BadInput{"", 2, "subcommand"},
+                      BadInput{"frobnicate", 2, "frobnicate"}));
+
+}  // namespace
