@@ -23,7 +23,9 @@ double offchip_bytes(const nlohmann::json& report) {
   const auto& metrics = report.value("metrics", nlohmann::json::object());
   if (metrics.contains("offchip_bytes")) return metrics["offchip_bytes"].get<double>();
   double total = 0;
-  for (const auto& [level, bytes] : report.value("bytes_moved", nlohmann::json::object()).items())
+  // Keep the object alive while iterating (items() only references it).
+  const nlohmann::json levels = report.value("bytes_moved", nlohmann::json::object());
+  for (const auto& [level, bytes] : levels.items())
     if (level == "hbm" || level == "ddr" || level == "dram" || level == "host" || level == "offchip" ||
         level == "streaming")
       total += bytes.get<double>();
