@@ -12,7 +12,9 @@
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -77,10 +79,18 @@ nlohmann::json machine() {
   uname(&u);
   double load[3] = {0, 0, 0};
   getloadavg(load, 3);
+  double mem_kb = std::atof(read_first("/proc/meminfo", "MemTotal").c_str());
+  // The same fields as benchmarks/machine.py, plus the load when the run started.
   return {{"cpu", read_first("/proc/cpuinfo", "model name")},
-          {"logical_cpus", std::thread::hardware_concurrency()},
-          {"memory", read_first("/proc/meminfo", "MemTotal")},
-          {"kernel", std::string(u.sysname) + " " + u.release},
+          {"cores", std::thread::hardware_concurrency()},
+          {"memory_gib", std::round(mem_kb / (1 << 20) * 10) / 10},
+          {"os", std::string(u.sysname) + " " + u.release},
+          {"compiler", std::string("g++ ") + __VERSION__},
+#ifdef NDEBUG
+          {"build", "release (NDEBUG)"},
+#else
+          {"build", "debug"},
+#endif
           {"load_average_at_start", {load[0], load[1], load[2]}}};
 }
 
@@ -158,10 +168,12 @@ int main(int argc, char** argv) {
               rep.cycles, rep.device_seconds * 1e3, rep.achieved_flops_per_s * 1e-12,
               rep.metrics.at("instructions"), median(t_sim))
        << fmt::format(
-              "Machine: {}, {} logical CPUs, {} memory, {}; load average at start {:.2f} {:.2f} "
-              "{:.2f}.\n",
-              m["cpu"].get<std::string>(), m["logical_cpus"].get<unsigned>(),
-              m["memory"].get<std::string>(), m["kernel"].get<std::string>(),
+              "Machine: {}, {} cores, {} GiB memory, {}, {}, {} build; load average at start "
+              "{:.2f} {:.2f} {:.2f}. The machine is shared with other work: compare the ratios "
+              "(runs are interleaved so that load hits all three alike), not absolute times.\n",
+              m["cpu"].get<std::string>(), m["cores"].get<unsigned>(),
+              m["memory_gib"].get<double>(), m["os"].get<std::string>(),
+              m["compiler"].get<std::string>(), m["build"].get<std::string>(),
               m["load_average_at_start"][0].get<double>(),
               m["load_average_at_start"][1].get<double>(),
               m["load_average_at_start"][2].get<double>());

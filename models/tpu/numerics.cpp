@@ -62,24 +62,30 @@ int32_t Numerics::base(int32_t t) const {
   return t;
 }
 
+Buffer Numerics::take(size_t elements) {
+  // Reuse the smallest pooled buffer that fits (no page faults after the first run).
+  size_t best = pool_.size();
+  for (size_t i = 0; i < pool_.size(); ++i)
+    if (pool_[i].capacity >= elements &&
+        (best == pool_.size() || pool_[i].capacity < pool_[best].capacity))
+      best = i;
+  Buffer b;
+  if (best < pool_.size()) {
+    b = std::move(pool_[best]);
+    pool_.erase(pool_.begin() + static_cast<std::ptrdiff_t>(best));
+  } else {
+    b.data.reset(new float[std::max<size_t>(elements, 1)]);
+    b.capacity = elements;
+  }
+  return b;
+}
+
 void Numerics::allocate(int32_t t) {
   t = base(t);
   size_t need = static_cast<size_t>(std::max<int64_t>(program_.tensors[t].numel(), 1));
   Buffer& b = store_[t];
   if (b.data && b.capacity >= need) return;
-  // Reuse the smallest pooled buffer that fits (no page faults after the first run).
-  size_t best = pool_.size();
-  for (size_t i = 0; i < pool_.size(); ++i)
-    if (pool_[i].capacity >= need &&
-        (best == pool_.size() || pool_[i].capacity < pool_[best].capacity))
-      best = i;
-  if (best < pool_.size()) {
-    b = std::move(pool_[best]);
-    pool_.erase(pool_.begin() + best);
-  } else {
-    b.data.reset(new float[need]);
-    b.capacity = need;
-  }
+  b = take(need);
 }
 
 void Numerics::release(int32_t t) {
@@ -121,6 +127,28 @@ float Numerics::tensor_scale(int32_t t) {
   return s;
 }
 
+namespace {
+
+// dst[img][p][c] = src[img][c][p]: NCHW -> NHWC, in cache-friendly 32 x 32 blocks.
+void to_channels_last(const float* src, float* dst, int64_t images, int64_t channels,
+                      int64_t plane) {
+  constexpr int64_t kBlock = 32;
+#pragma omp parallel for collapse(2) if (images * channels * plane > 65536) schedule(static)
+  for (int64_t img = 0; img < images; ++img)
+    for (int64_t c0 = 0; c0 < channels; c0 += kBlock) {
+      const float* s = src + img * channels * plane;
+      float* d = dst + img * channels * plane;
+      int64_t c1 = std::min(channels, c0 + kBlock);
+      for (int64_t p0 = 0; p0 < plane; p0 += kBlock) {
+        int64_t p1 = std::min(plane, p0 + kBlock);
+        for (int64_t c = c0; c < c1; ++c)
+          for (int64_t p = p0; p < p1; ++p) d[p * channels + c] = s[c * plane + p];
+      }
+    }
+}
+
+}  // namespace
+
 const float* Numerics::operand(int32_t t, int part, bool channels_last, const Window* conv) {
   int32_t b = base(t);
   bool relayout = channels_last && conv && !conv->channels_last;
@@ -130,29 +158,25 @@ const float* Numerics::operand(int32_t t, int part, bool channels_last, const Wi
   const TensorInfo& info = program_.tensors[b];
   int64_t n = info.numel();
   const float* src = data(b);
-  Buffer out;
-  out.data.reset(new float[std::max<int64_t>(n, 1)]);
-  out.capacity = n;
+  Buffer out = take(static_cast<size_t>(n));
   float* dst = out.data.get();
   if (relayout) {
-    int64_t N = conv->n, C = conv->c, HW = conv->h * conv->w;
-#pragma omp parallel for collapse(2) if (n > 65536)
-    for (int64_t img = 0; img < N; ++img)
-      for (int64_t p = 0; p < HW; ++p)
-        for (int64_t c = 0; c < C; ++c) dst[(img * HW + p) * C + c] = src[(img * C + c) * HW + p];
+    to_channels_last(src, dst, conv->n, conv->c, conv->h * conv->w);
     src = dst;
   }
-  const bool int8 = program_.numerics == MatrixNumerics::int8;
-  float scale = int8 ? tensor_scale(b) : 1.0f;
-  float inv = 1.0f / scale;
+  if (program_.numerics == MatrixNumerics::int8) {
+    float inv = 1.0f / tensor_scale(b);
 #pragma omp parallel for if (n > 65536) schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    float x = src[i];
-    if (int8) {
-      dst[i] = std::clamp(std::nearbyint(x * inv), -127.0f, 127.0f);
-    } else {
-      numeric::Bf16Split s = numeric::split_bf16(x);
-      dst[i] = part == 0 ? s.hi : part == 1 ? s.mid : s.lo;
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = std::clamp(std::nearbyint(src[i] * inv), -127.0f, 127.0f);
+  } else if (part == 0) {  // the high bf16 part is the operand rounded once (vectorized)
+    if (src != dst) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    numeric::round_to_bf16(dst, static_cast<size_t>(n));
+  } else {
+#pragma omp parallel for if (n > 65536) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      numeric::Bf16Split s = numeric::split_bf16(src[i]);
+      dst[i] = part == 1 ? s.mid : s.lo;
     }
   }
   auto& slot = operands_[key];

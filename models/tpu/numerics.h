@@ -63,6 +63,7 @@ class Numerics {
   friend struct VectorRunner;
 
   int32_t base(int32_t t) const;
+  Buffer take(size_t elements);  // from the pool, or new
   float* data(int32_t t);
   void allocate(int32_t t);
   void release(int32_t t);

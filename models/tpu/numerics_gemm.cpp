@@ -161,6 +161,9 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
   // NCHW outputs are computed transposed ([cols x rows]: one row per output channel), so that the
   // epilogue writes contiguous runs of each channel plane.
   const bool out_t = conv && !g.conv.channels_last;
+  // NCHW pointwise convolutions read the planes in place: per image, Y^T[cols x p] = W^T x X[c x
+  // p].
+  const bool planar = out_t && pointwise(g.conv);
   block_.resize(static_cast<size_t>(rows * cols));
   Map acc(block_.data(), rows, cols, Eigen::OuterStride<>(cols));
   Map acc_t(block_.data(), cols, rows, Eigen::OuterStride<>(rows));
@@ -175,6 +178,10 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
       return operand(g.a, part, false, nullptr) + b * g.a_batch_stride;
     }
     const Window& w = g.conv;
+    if (planar) {
+      ld = w.h * w.w;
+      return operand(g.a, part, false, nullptr);
+    }
     const float* x = operand(g.a, part, true, &w);
     if (pointwise(w)) {
       ld = w.c;
@@ -209,6 +216,22 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
     }
   };
   auto gemm = [&](const float* a, int64_t lda, const float* w, int64_t ldw, bool first) {
+    if (planar) {
+      const int64_t plane = lda, channels = g.conv.c, cg = channels / g.conv.groups;
+      ConstMap wm(w + c0, K, cols, Eigen::OuterStride<>(ldw));
+      for (int64_t row = r0; row < in.r1;) {
+        const int64_t img = row / plane, p = row % plane, len = std::min(in.r1 - row, plane - p);
+        ConstMap xm(a + (img * channels + b * cg) * plane + p, cg, len,
+                    Eigen::OuterStride<>(plane));
+        auto out = acc_t.block(0, row - r0, cols, len);
+        if (first)
+          out.noalias() = wm.transpose() * xm;
+        else
+          out.noalias() += wm.transpose() * xm;
+        row += len;
+      }
+      return;
+    }
     const bool at = g.a_transposed && !conv;
     // Transposed views address the stored matrices with swapped extents.
     ConstMap am(a + (at     ? r0
@@ -237,9 +260,14 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
       using RowMatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
       RowMatD ad(rows, K), wd(K, cols);
       for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < K; ++j)
-          ad(i, j) = g.a_transposed && !conv ? a[j * lda + r0 + i]
-                                             : a[(conv ? 0 : r0 * lda) + i * lda + j];
+        for (int64_t j = 0; j < K; ++j) {
+          const int64_t row = r0 + i;
+          if (planar)
+            ad(i, j) = a[((row / lda) * g.conv.c + b * K + j) * lda + row % lda];
+          else
+            ad(i, j) = g.a_transposed && !conv ? a[j * lda + r0 + i]
+                                               : a[(conv ? 0 : r0 * lda) + i * lda + j];
+        }
       for (int64_t i = 0; i < K; ++i)
         for (int64_t j = 0; j < cols; ++j)
           wd(i, j) = g.w_transposed ? w[(c0 + j) * ldw + i] : w[i * ldw + c0 + j];
