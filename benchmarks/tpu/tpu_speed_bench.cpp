@@ -91,6 +91,8 @@ nlohmann::json machine() {
 #else
           {"build", "debug"},
 #endif
+          {"omp_num_threads",
+           std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "unset (all cores)"},
           {"load_average_at_start", {load[0], load[1], load[2]}}};
 }
 
@@ -168,13 +170,15 @@ int main(int argc, char** argv) {
               rep.cycles, rep.device_seconds * 1e3, rep.achieved_flops_per_s * 1e-12,
               rep.metrics.at("instructions"), median(t_sim))
        << fmt::format(
-              "Machine: {}, {} cores, {} GiB memory, {}, {}, {} build; load average at start "
-              "{:.2f} {:.2f} {:.2f}. The machine is shared with other work: compare the ratios "
-              "(runs are interleaved so that load hits all three alike), not absolute times.\n",
+              "Machine: {}, {} cores, {} GiB memory, {}, {}, {} build, OMP_NUM_THREADS {}; load "
+              "average at start {:.2f} {:.2f} {:.2f}. The machine is shared with other work: "
+              "compare "
+              "the ratios (runs are interleaved so that load hits all three alike), not absolute "
+              "times.\n",
               m["cpu"].get<std::string>(), m["cores"].get<unsigned>(),
               m["memory_gib"].get<double>(), m["os"].get<std::string>(),
               m["compiler"].get<std::string>(), m["build"].get<std::string>(),
-              m["load_average_at_start"][0].get<double>(),
+              m["omp_num_threads"].get<std::string>(), m["load_average_at_start"][0].get<double>(),
               m["load_average_at_start"][1].get<double>(),
               m["load_average_at_start"][2].get<double>());
     std::ofstream(dir + "/tpu.md") << md.str();
