@@ -39,22 +39,20 @@ uint64_t gemm_cycles(Dataflow d, const GemmDims& g, int64_t rows, int64_t cols,
 uint64_t fold_weight_bytes(Dataflow d, const GemmDims& g, int64_t rows, int64_t cols,
                            int64_t passes, int64_t f, int64_t element_bytes) {
   FoldPlan p = fold_plan(d, g, rows, cols, passes);
-  if (p.folds == 0) return 0;
-  int64_t grid = f / passes;  // folds of one grid cell are consecutive, one per pass
-  int64_t outer = grid / p.inner_chunks, inner = grid % p.inner_chunks;
-  auto chunk = [](int64_t total, int64_t size, int64_t index) {
-    return std::min(size, total - index * size);
-  };
+  if (p.folds == 0 || f < 0 || f >= p.folds) return 0;
+  // Weights are stored padded to the array in both dimensions (S1: 64 KiB tiles of 256x256 in the
+  // weight memory; S3: "weight matrices are padded to 128 (256 on v6e)"), so a fold moves a whole
+  // tile along the dimensions the array holds.
   int64_t elements = 0;
   switch (d) {
     case Dataflow::weight_stationary:
-      elements = chunk(g.k, rows, inner) * chunk(g.n, cols, outer);
+      elements = rows * cols;
       break;
     case Dataflow::output_stationary:
-      elements = g.k * chunk(g.n, cols, inner);
+      elements = g.k * cols;
       break;
     case Dataflow::input_stationary:
-      elements = chunk(g.k, rows, inner) * g.n;
+      elements = rows * g.n;
       break;
   }
   return static_cast<uint64_t>(elements * element_bytes);

@@ -16,7 +16,7 @@
 // Approximated: the streamed operand (activations from VMEM/UB) is always available (S3: VMEM
 // bandwidth to the MXU is ~22x HBM; S1: 167 GiB/s UB path); the stationary transfer of os is
 // scheduled like a load before streaming, which gives the same totals as an unload after it;
-// per-fold weight bytes are the fold's real (unpadded) block.
+// per-fold weight bytes are a whole array tile (weights are stored padded).
 #pragma once
 
 #include <cstdint>

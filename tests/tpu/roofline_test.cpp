@@ -81,5 +81,18 @@ TEST(TpuRoofline, MlpThroughputRisesWithBatchUntilTheRidgeThenFlattens) {
   EXPECT_LT(tput[3], 0.5 * peak) << table;
 }
 
+// S1's sensitivity study (sheet A.4): a 600x600 layer (LSTM1, batch 96) takes 9 steps on the
+// 256x256 MXU, 18 us in all, bound by shifting 64 KiB weight tiles in from DDR3; on a 512x512 MXU
+// it takes 4 steps of 4x the weights, 32 us, so a bigger array does not help.
+TEST(TpuRoofline, V1WeightStepsMatchThePapersSensitivityStudy) {
+  auto o = tpu_test::options({}, "default", true);
+  auto small = tpu_test::run(tpu_test::matmul_graph(96, 600, 600), "tpu-emu:v1", o).report;
+  EXPECT_NEAR(small.ops[0].device_seconds * 1e6, 18.0, 1.8);
+  auto big_o = tpu_test::options({{"mxu.rows", "512"}, {"mxu.cols", "512"}}, "default", true);
+  auto big = tpu_test::run(tpu_test::matmul_graph(96, 600, 600), "tpu-emu:v1", big_o).report;
+  EXPECT_NEAR(big.ops[0].device_seconds * 1e6, 32.0, 3.2);
+  EXPECT_GT(big.ops[0].device_seconds, small.ops[0].device_seconds);
+}
+
 }  // namespace
 }  // namespace mimic
