@@ -168,30 +168,5 @@ TEST(TpuDevices, ProbeReportsBadArguments) {
   EXPECT_THROW(Device("tpu-emu:v9").require_available(), DeviceUnavailableError);
 }
 
-TEST(TpuDevices, ChipFileAndOverridesDriveCompilation) {
-  std::string path = ::testing::TempDir() + "tpu_small_chip.json";
-  {
-    std::ofstream f(path);
-    f << R"({"base": "v4", "name": "v4-64", "mxu": {"rows": 64, "cols": 64}})";
-  }
-  auto out = tpu_test::run(tpu_test::matmul_graph(64, 64, 64), "tpu-emu:" + path);
-  EXPECT_EQ(out.report.device, "tpu-emu:v4-64");
-  EXPECT_NEAR(out.report.peak_flops_per_s, 2.0 * 64 * 64 * 8 * 1.05e9, 1e9);
-  auto o = tpu_test::options({{"mxu.rows", "32"}, {"mxu.cols", "32"}});
-  EXPECT_NEAR(
-      tpu_test::run(tpu_test::matmul_graph(64, 64, 64), "tpu-emu:v4", o).report.peak_flops_per_s,
-      2.0 * 32 * 32 * 8 * 1.05e9, 1e9);
-  std::string bad = ::testing::TempDir() + "tpu_bad_chip.json";
-  {
-    std::ofstream f(bad);
-    f << R"({"base": "v4", "vpu": {"lanes": "wide"}})";
-  }
-  std::string e =
-      error_of([&] { tpu_test::run(tpu_test::matmul_graph(8, 8, 8), "tpu-emu:" + bad); });
-  EXPECT_NE(e.find("field 'vpu.lanes' must be an integer"), std::string::npos) << e;
-  std::remove(path.c_str());
-  std::remove(bad.c_str());
-}
-
 }  // namespace
 }  // namespace mimic
