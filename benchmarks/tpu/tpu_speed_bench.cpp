@@ -3,10 +3,11 @@
 // Targets (issue 10): numerics <= 1.3x cpu, timing-only >= 20x faster than numerics.
 //
 //   bench_tpu_speed [--model resnet50] [--batch 8] [--device tpu-emu:v4] [--layout nchw]
-//                   [--repeat 5] [--out DIR]
+//                   [--repeat 5] [--out DIR] [--append]
 // Runs are interleaved (cpu, tpu, tpu timing-only, ...) so that load from other processes hits all
 // three alike; medians are reported. Writes DIR/tpu.json and DIR/tpu.md (DIR defaults to
-// benchmarks/results in the source tree) with a description of the machine.
+// benchmarks/results in the source tree) with a description of the machine; --append adds this
+// configuration (e.g. another OMP_NUM_THREADS) to the runs already in DIR/tpu.json.
 #include <fmt/format.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -34,12 +35,20 @@ using mimic::Executable;
 struct Args {
   std::string model = "resnet50", device = "tpu-emu:v4", layout = "nchw", out = MIMIC_BENCH_RESULTS;
   int64_t batch = 8, repeat = 5;
+  bool append = false;
 };
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
+  for (int i = 1; i < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--append") {
+      a.append = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) throw std::runtime_error("missing value for " + k);
+    std::string v = argv[i + 1];
     if (k == "--model")
       a.model = v;
     else if (k == "--device")
@@ -96,6 +105,52 @@ nlohmann::json machine() {
           {"load_average_at_start", {load[0], load[1], load[2]}}};
 }
 
+std::string markdown(const nlohmann::json& all) {
+  std::ostringstream md;
+  md << "# tpu-emu speed\n\nTargets (issue 10): numerics <= 1.3x the cpu backend's wall time in "
+        "the same "
+        "run; timing-only >= 20x faster than with numerics. Runs are interleaved (cpu, emulator, "
+        "emulator timing-only, ...) after one warm-up; medians. The machine is shared with other "
+        "work: compare the ratios, which interleaving keeps fair, not absolute times.\n";
+  for (const auto& r : all["runs"]) {
+    const auto& m = r["machine"];
+    std::string dev = r["device"];
+    double cpu_s = r["cpu_wall_seconds"]["median"],
+           tpu_s = r["tpu_numerics_wall_seconds"]["median"];
+    double timing_s = r["tpu_timing_only_wall_seconds"]["median"];
+    md << fmt::format("\n## {} batch {} ({}) on `{}`, OMP_NUM_THREADS {}\n\n",
+                      r["model"].get<std::string>(), r["batch"].get<int64_t>(),
+                      r["layout"].get<std::string>(), dev, m["omp_num_threads"].get<std::string>())
+       << "| run | wall time | ratio | target |\n|---|---|---|---|\n"
+       << fmt::format("| cpu backend | {:.3f} s | | |\n", cpu_s)
+       << fmt::format("| {} with numerics | {:.3f} s | {:.2f}x cpu | <= 1.3x |\n", dev, tpu_s,
+                      tpu_s / cpu_s)
+       << fmt::format("| {} timing only | {:.4f} s | {:.0f}x faster than numerics | >= 20x |\n\n",
+                      dev, timing_s, tpu_s / timing_s)
+       << fmt::format(
+              "Simulated: {} cycles = {:.3f} ms, {:.2f} TFLOP/s achieved, {} device "
+              "instructions; the timing-only simulation took {:.4f} s of its run.\n\n",
+              r["simulated"]["cycles"].get<uint64_t>(),
+              r["simulated"]["device_seconds"].get<double>() * 1e3,
+              r["simulated"]["achieved_tflops"].get<double>(),
+              r["simulated"]["instructions"].get<double>(),
+              r["tpu_timing_only_simulation_seconds"].get<double>())
+       << fmt::format(
+              "Machine: {}, {} cores, {} GiB memory, {}, {}, {} build; load average at "
+              "start {:.2f} {:.2f} {:.2f}. All runs (s): cpu {}, numerics {}, timing-only "
+              "{}.\n",
+              m["cpu"].get<std::string>(), m["cores"].get<unsigned>(),
+              m["memory_gib"].get<double>(), m["os"].get<std::string>(),
+              m["compiler"].get<std::string>(), m["build"].get<std::string>(),
+              m["load_average_at_start"][0].get<double>(),
+              m["load_average_at_start"][1].get<double>(),
+              m["load_average_at_start"][2].get<double>(), r["cpu_wall_seconds"]["all"].dump(),
+              r["tpu_numerics_wall_seconds"]["all"].dump(),
+              r["tpu_timing_only_wall_seconds"]["all"].dump());
+  }
+  return md.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -130,59 +185,39 @@ int main(int argc, char** argv) {
     }
     double cpu_s = median(t_cpu), tpu_s = median(t_tpu), timing_s = median(t_timing);
     const auto& rep = reference.report;
-    nlohmann::json j{
+    nlohmann::json run{{"model", a.model},
+                       {"batch", a.batch},
+                       {"layout", a.layout},
+                       {"device", a.device},
+                       {"repeat", a.repeat},
+                       {"machine", m},
+                       {"cpu_wall_seconds", {{"median", cpu_s}, {"all", t_cpu}}},
+                       {"tpu_numerics_wall_seconds", {{"median", tpu_s}, {"all", t_tpu}}},
+                       {"tpu_timing_only_wall_seconds", {{"median", timing_s}, {"all", t_timing}}},
+                       {"tpu_timing_only_simulation_seconds", median(t_sim)},
+                       {"numerics_over_cpu", tpu_s / cpu_s},
+                       {"numerics_over_timing_only", tpu_s / timing_s},
+                       {"simulated",
+                        {{"cycles", rep.cycles},
+                         {"device_seconds", rep.device_seconds},
+                         {"achieved_tflops", rep.achieved_flops_per_s * 1e-12},
+                         {"instructions", rep.metrics.at("instructions")}}}};
+    // One file for all configurations measured (--append adds this one to the existing file).
+    std::string path = a.out + "/tpu.json";
+    nlohmann::json all{
         {"benchmark", "tpu-emu speed"},
-        {"model", a.model},
-        {"batch", a.batch},
-        {"layout", a.layout},
-        {"device", a.device},
-        {"repeat", a.repeat},
-        {"machine", m},
-        {"cpu_wall_seconds", {{"median", cpu_s}, {"all", t_cpu}}},
-        {"tpu_numerics_wall_seconds", {{"median", tpu_s}, {"all", t_tpu}}},
-        {"tpu_timing_only_wall_seconds", {{"median", timing_s}, {"all", t_timing}}},
-        {"tpu_timing_only_simulation_seconds", median(t_sim)},
-        {"numerics_over_cpu", tpu_s / cpu_s},
-        {"numerics_over_timing_only", tpu_s / timing_s},
         {"targets",
          {{"numerics_over_cpu_at_most", 1.3}, {"numerics_over_timing_only_at_least", 20}}},
-        {"simulated",
-         {{"cycles", rep.cycles},
-          {"device_seconds", rep.device_seconds},
-          {"achieved_tflops", rep.achieved_flops_per_s * 1e-12},
-          {"instructions", rep.metrics.at("instructions")}}}};
-    std::string dir = a.out;
-    std::ofstream(dir + "/tpu.json") << j.dump(2) << "\n";
-    std::ostringstream md;
-    md << "# tpu-emu speed\n\n"
-       << fmt::format(
-              "{} batch {} ({}) on `{}`, {} interleaved runs after one warm-up, medians.\n\n",
-              a.model, a.batch, a.layout, a.device, a.repeat)
-       << "| run | wall time | ratio | target |\n|---|---|---|---|\n"
-       << fmt::format("| cpu backend | {:.3f} s | | |\n", cpu_s)
-       << fmt::format("| {} with numerics | {:.3f} s | {:.2f}x cpu | <= 1.3x |\n", a.device, tpu_s,
-                      tpu_s / cpu_s)
-       << fmt::format("| {} timing only | {:.4f} s | {:.1f}x faster than numerics | >= 20x |\n\n",
-                      a.device, timing_s, tpu_s / timing_s)
-       << fmt::format(
-              "Simulated: {} cycles = {:.3f} ms, {:.2f} TFLOP/s achieved, {} device instructions; "
-              "timing-only simulation {:.4f} s of the run.\n\n",
-              rep.cycles, rep.device_seconds * 1e3, rep.achieved_flops_per_s * 1e-12,
-              rep.metrics.at("instructions"), median(t_sim))
-       << fmt::format(
-              "Machine: {}, {} cores, {} GiB memory, {}, {}, {} build, OMP_NUM_THREADS {}; load "
-              "average at start {:.2f} {:.2f} {:.2f}. The machine is shared with other work: "
-              "compare "
-              "the ratios (runs are interleaved so that load hits all three alike), not absolute "
-              "times.\n",
-              m["cpu"].get<std::string>(), m["cores"].get<unsigned>(),
-              m["memory_gib"].get<double>(), m["os"].get<std::string>(),
-              m["compiler"].get<std::string>(), m["build"].get<std::string>(),
-              m["omp_num_threads"].get<std::string>(), m["load_average_at_start"][0].get<double>(),
-              m["load_average_at_start"][1].get<double>(),
-              m["load_average_at_start"][2].get<double>());
-    std::ofstream(dir + "/tpu.md") << md.str();
-    std::printf("%s", md.str().c_str());
+        {"runs", nlohmann::json::array()}};
+    if (a.append) {
+      std::ifstream in(path);
+      if (in) all = nlohmann::json::parse(in);
+    }
+    all["runs"].push_back(run);
+    std::ofstream(path) << all.dump(2) << "\n";
+    std::string md = markdown(all);
+    std::ofstream(a.out + "/tpu.md") << md;
+    std::printf("%s", md.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_tpu_speed: %s\n", e.what());

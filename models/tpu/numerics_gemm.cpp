@@ -77,6 +77,33 @@ void im2col(const float* x, float* col, const Window& w, int64_t g, int64_t r0, 
   }
 }
 
+// The same block transposed, [K x (r1 - r0)], from a channels-first input x[N, C, H, W] (NCHW
+// convolutions: no relayout, and Y^T = W^T x col is a plain GEMM).
+void im2col_columns(const float* x, float* col, const Window& w, int64_t g, int64_t r0,
+                    int64_t r1) {
+  const int64_t cg = w.c / w.groups, k_total = w.kh * w.kw * cg, ohw = w.oh * w.ow, rows = r1 - r0;
+#pragma omp parallel for if (rows * k_total > 65536) schedule(static)
+  for (int64_t k = 0; k < k_total; ++k) {
+    const int64_t c = k % cg, i = (k / cg) / w.kw, j = (k / cg) % w.kw;
+    float* dst = col + k * rows;
+    for (int64_t row = r0; row < r1;) {
+      const int64_t img = row / ohw, p = row % ohw, oh = p / w.ow, ow0 = p % w.ow;
+      const int64_t n = std::min(r1 - row, w.ow - ow0), ih = oh * w.sh - w.ph + i * w.dh;
+      float* out = dst + (row - r0);
+      if (ih < 0 || ih >= w.h) {
+        std::memset(out, 0, static_cast<size_t>(n) * sizeof(float));
+      } else {
+        const float* src = x + ((img * w.c + g * cg + c) * w.h + ih) * w.w;
+        for (int64_t t = 0; t < n; ++t) {
+          int64_t iw = (ow0 + t) * w.sw - w.pw + j * w.dw;
+          out[t] = iw < 0 || iw >= w.w ? 0.0f : src[iw];
+        }
+      }
+      row += n;
+    }
+  }
+}
+
 bool pointwise(const Window& w) {
   return w.kh == 1 && w.kw == 1 && w.sh == 1 && w.sw == 1 && w.ph == 0 && w.pw == 0;
 }
@@ -164,6 +191,8 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
   // NCHW pointwise convolutions read the planes in place: per image, Y^T[cols x p] = W^T x X[c x
   // p].
   const bool planar = out_t && pointwise(g.conv);
+  // Other NCHW convolutions build their im2col block transposed ([K x rows]) from the planes.
+  const bool columns = out_t && !planar;
   block_.resize(static_cast<size_t>(rows * cols));
   Map acc(block_.data(), rows, cols, Eigen::OuterStride<>(cols));
   Map acc_t(block_.data(), cols, rows, Eigen::OuterStride<>(rows));
@@ -181,6 +210,16 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
     if (planar) {
       ld = w.h * w.w;
       return operand(g.a, part, false, nullptr);
+    }
+    if (columns) {
+      int64_t key[5] = {in.kernel, b, r0, in.r1, part};
+      bool fresh = false;
+      const float* block = im2col_block(key, static_cast<size_t>(rows * K), &fresh);
+      if (fresh)
+        im2col_columns(operand(g.a, part, false, nullptr), const_cast<float*>(block), w, b, r0,
+                       in.r1);
+      ld = rows;
+      return block;
     }
     const float* x = operand(g.a, part, true, &w);
     if (pointwise(w)) {
@@ -232,6 +271,15 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
       }
       return;
     }
+    if (columns) {
+      ConstMap colm(a, K, rows, Eigen::OuterStride<>(lda));
+      ConstMap wm(w + c0, K, cols, Eigen::OuterStride<>(ldw));
+      if (first)
+        acc_t.noalias() = wm.transpose() * colm;
+      else
+        acc_t.noalias() += wm.transpose() * colm;
+      return;
+    }
     const bool at = g.a_transposed && !conv;
     // Transposed views address the stored matrices with swapped extents.
     ConstMap am(a + (at     ? r0
@@ -264,6 +312,8 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
           const int64_t row = r0 + i;
           if (planar)
             ad(i, j) = a[((row / lda) * g.conv.c + b * K + j) * lda + row % lda];
+          else if (columns)
+            ad(i, j) = a[j * lda + i];
           else
             ad(i, j) = g.a_transposed && !conv ? a[j * lda + r0 + i]
                                                : a[(conv ? 0 : r0 * lda) + i * lda + j];
