@@ -42,7 +42,7 @@ void print_ops(std::ostream& os, const backends::RunReport& r, int top) {
   bool cycles = r.cycles > 0;
   os << fmt::format("\ntop {} ops by {}\n", std::min<size_t>(top, ops.size()), cycles ? "device time" : "wall time");
   os << fmt::format("  {:<36} {:<20} {:>10} {:>6} {:>10} {:>9}{}\n", "node", "op", "time", "%", "GFLOP", "GFLOP/s",
-                    cycles ? "    cycles  util  bound" : "");
+                    cycles ? "    cycles  util  FLOP/B  bound" : "");
   for (int i = 0; i < top && i < static_cast<int>(ops.size()); ++i) {
     const auto& op = *ops[i];
     double s = op_seconds(op);
@@ -50,7 +50,8 @@ void print_ops(std::ostream& os, const backends::RunReport& r, int top) {
     std::string type = op.op_type + (op.fallback ? " (cpu)" : "");
     os << fmt::format("  {:<36} {:<20} {:>10} {:>6.1f} {:>10.3f} {:>9.1f}", name, type, format_seconds(s),
                       total > 0 ? 100 * s / total : 0, op.flops * 1e-9, s > 0 ? op.flops / s * 1e-9 : 0);
-    if (cycles) os << fmt::format(" {:>9} {:>5.0f}% {:>6}", op.cycles, op.utilization * 100, op.bound);
+    if (cycles)
+      os << fmt::format(" {:>9} {:>5.0f}% {:>7.0f} {:>6}", op.cycles, op.utilization * 100, op.intensity, op.bound);
     os << "\n";
   }
 }

@@ -1,0 +1,414 @@
+// Compiler driver: fusion groups, tensor homes and storage, input/output staging, dispatch of
+// every node to its lowering, capacity checks and the compile report.
+#include "backends/tpu_emu/compiler.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <chrono>
+
+#include "backends/common.h"
+#include "backends/tpu_emu/fusion.h"
+#include "backends/tpu_emu/layout.h"
+#include "backends/tpu_emu/lowering.h"
+#include "frontend/ir/error.h"
+
+namespace mimic::backends::tpu_emu {
+
+using namespace models::tpu;
+
+int64_t precision_passes(const std::string& precision, const TpuSpec& spec) {
+  int64_t passes;
+  if (precision == "default" || precision == "fastest" || precision == "bfloat16")
+    passes = 1;
+  else if (precision == "high" || precision == "bf16_3x")
+    passes = 3;
+  else if (precision == "highest" || precision == "float32")
+    passes = 6;
+  else
+    throw InvalidArgument(
+        fmt::format("tpu-emu: unknown precision '{}' (use default, high or highest)", precision));
+  return spec.numerics == MatrixNumerics::int8 ? 1 : passes;
+}
+
+// ---- RangeAllocator
+// ------------------------------------------------------------------------------
+
+bool RangeAllocator::allocate(uint64_t bytes, uint64_t* address) {
+  bytes = std::max<uint64_t>(round_up(static_cast<int64_t>(bytes), 512), 512);
+  for (size_t i = 0; i < free_.size(); ++i) {
+    if (free_[i].end - free_[i].begin < bytes) continue;
+    *address = free_[i].begin;
+    free_[i].begin += bytes;
+    if (free_[i].begin == free_[i].end) free_.erase(free_.begin() + i);
+    used_ += bytes;
+    peak_ = std::max(peak_, used_);
+    return true;
+  }
+  if (top_ + bytes > capacity_) return false;
+  *address = top_;
+  top_ += bytes;
+  used_ += bytes;
+  peak_ = std::max(peak_, used_);
+  return true;
+}
+
+void RangeAllocator::release(uint64_t address, uint64_t bytes, int32_t tensor) {
+  bytes = std::max<uint64_t>(round_up(static_cast<int64_t>(bytes), 512), 512);
+  used_ -= std::min(used_, bytes);
+  dead_.push_back({address, address + bytes, tensor});
+  Range r{address, address + bytes};
+  auto it = std::lower_bound(free_.begin(), free_.end(), r,
+                             [](const Range& a, const Range& b) { return a.begin < b.begin; });
+  it = free_.insert(it, r);
+  // Coalesce with neighbours.
+  if (it + 1 != free_.end() && it->end == (it + 1)->begin) {
+    it->end = (it + 1)->end;
+    free_.erase(it + 1);
+  }
+  if (it != free_.begin() && (it - 1)->end == it->begin) {
+    (it - 1)->end = it->end;
+    free_.erase(it);
+  }
+  if (!free_.empty() && free_.back().end == top_) {
+    top_ = free_.back().begin;
+    free_.pop_back();
+  }
+}
+
+std::vector<int32_t> RangeAllocator::previous_occupants(uint64_t address, uint64_t bytes) {
+  std::vector<int32_t> out;
+  uint64_t end = address + bytes;
+  for (auto it = dead_.begin(); it != dead_.end();) {
+    if (it->begin < end && address < it->end) {
+      out.push_back(it->tensor);
+      it = dead_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+// ---- Context
+// --------------------------------------------------------------------------------------
+
+Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions& o,
+                 Program& program, std::vector<std::vector<float>>& consts, const std::string& dev)
+    : g(graph), spec(s), options(o), p(program), constants(consts), device(dev) {
+  uint64_t offchip_capacity = spec.offchip.bytes / (spec.offchip_per_core ? spec.cores : 1);
+  offchip = RangeAllocator(offchip_capacity);
+  // Chips that keep activations on chip reserve 3/4 of it for resident tensors, the rest for tiles.
+  uint64_t resident = spec.activations_on_chip ? spec.onchip.bytes / 4 * 3 : 0;
+  onchip = RangeAllocator(resident);
+  em = std::make_unique<Emitter>(p, spec, resident);
+}
+
+uint64_t Context::storage_bytes(const std::vector<int64_t>& dims, int64_t eb, Level home) const {
+  if (home != Level::onchip) return static_cast<uint64_t>(tiled_elements(dims, spec.vpu) * eb);
+  // Tensors resident on chip are packed in vector-register rows in whatever order the units want
+  // (TPUv1's UB: 256-byte rows), not in the (8, 128) tiles of their graph layout.
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return static_cast<uint64_t>(round_up(std::max<int64_t>(n, 1), spec.vpu.lanes * spec.vpu.sublanes) * eb);
+}
+
+int32_t Context::new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb,
+                            bool constant) {
+  TensorInfo t;
+  t.name = name;
+  t.dims = std::move(dims);
+  t.constant = constant;
+  p.tensors.push_back(std::move(t));
+  int32_t id = static_cast<int32_t>(p.tensors.size() - 1);
+  element_bytes_[id] = eb;
+  return id;
+}
+
+int64_t Context::element_bytes(int32_t t) const {
+  while (p.tensors[t].alias_of >= 0) t = p.tensors[t].alias_of;
+  auto it = element_bytes_.find(t);
+  return it == element_bytes_.end() ? 4 : it->second;
+}
+
+int32_t Context::add_constant(const std::string& name, std::vector<int64_t> dims,
+                              std::vector<float> data, int64_t stored_element_bytes) {
+  int32_t t = new_tensor(name, std::move(dims), stored_element_bytes, true);
+  TensorInfo& info = p.tensors[t];
+  uint64_t bytes = storage_bytes(info.dims, stored_element_bytes, Level::offchip);
+  weight_bytes += bytes;
+  uint64_t address = 0;
+  uint64_t packed = storage_bytes(info.dims, stored_element_bytes, Level::onchip);
+  if (spec.offchip.bytes > 0) {
+    if (!offchip.allocate(bytes, &address))
+      throw OutOfMemoryError(
+          fmt::format(
+              "tpu_emu.compile: constant '{}' ({} bytes) does not fit {}: constants need {} "
+              "bytes so far, preset {} has {} bytes",
+              name, bytes, spec.offchip.name, weight_bytes, spec.name, offchip.capacity()),
+          -1, static_cast<int64_t>(weight_bytes), static_cast<int64_t>(offchip.capacity()), name);
+    info.home = Level::offchip;
+  } else if (onchip.allocate(packed, &address)) {
+    info.home = Level::onchip;  // Edge TPU: parameters cached on chip while they fit
+  } else {
+    info.home = Level::host;  // ... and streamed from host memory otherwise
+    address = host_cursor;
+    host_cursor += bytes;
+  }
+  info.address = address;
+  p.constants.push_back(t);
+  constants.push_back(std::move(data));
+  return t;
+}
+
+int32_t Context::tensor(ir::ValueId v) {
+  auto it = tensor_of.find(v);
+  if (it != tensor_of.end()) return it->second;
+  const ir::Value& val = g.value(v);
+  if (!val.constant)
+    throw CompileError(
+        fmt::format("tpu_emu.compile: internal: value '{}' has no tensor", val.name));
+  ir::HostTensor f32 = *val.constant;
+  std::vector<float> data(f32.numel());
+  if (f32.dtype() == ir::DType::f32)
+    std::copy(f32.data<float>(), f32.data<float>() + f32.numel(), data.begin());
+  else
+    throw CompileError(fmt::format(
+        "tpu_emu.compile: constant '{}' has dtype {}, the chip takes f32 constants here", val.name,
+        ir::dtype_name(f32.dtype())));
+  int32_t t = add_constant(val.name, val.type.shape.dims(), std::move(data), 4);
+  tensor_of[v] = t;
+  return t;
+}
+
+int32_t Context::produce(ir::ValueId v) {
+  const ir::Value& val = g.value(v);
+  int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip
+                   ? 1
+                   : static_cast<int64_t>(ir::dtype_size(val.type.dtype));
+  int32_t t = new_tensor(val.name, val.type.shape.dims(), eb, false);
+  TensorInfo& info = p.tensors[t];
+  uint64_t bytes = storage_bytes(info.dims, eb, Level::offchip);
+  uint64_t address = 0;
+  RangeAllocator* used = nullptr;
+  if (spec.activations_on_chip && onchip.allocate(storage_bytes(info.dims, eb, Level::onchip), &address)) {
+    info.home = Level::onchip;
+    bytes = storage_bytes(info.dims, eb, Level::onchip);
+    used = &onchip;
+  } else if (spec.offchip.bytes > 0 && !spec.activations_on_chip) {
+    if (!offchip.allocate(bytes, &address))
+      throw OutOfMemoryError(
+          fmt::format(
+              "tpu_emu.compile: tensor '{}' ({} bytes) does not fit {}: {} of {} bytes in use",
+              val.name, bytes, spec.offchip.name, offchip.used(), offchip.capacity()),
+          -1, static_cast<int64_t>(offchip.used() + bytes),
+          static_cast<int64_t>(offchip.capacity()), val.name);
+    info.home = Level::offchip;
+    used = &offchip;
+  } else {
+    info.home =
+        Level::host;  // v1/edge spill: activations that do not fit on chip stay in host memory
+    address = host_cursor;
+    host_cursor += bytes;
+  }
+  info.address = address;
+  if (used)
+    for (int32_t dead : used->previous_occupants(address, bytes)) em->reuse_storage(t, dead);
+  tensor_of[v] = t;
+  return t;
+}
+
+int32_t Context::alias(ir::ValueId v, int32_t of) {
+  TensorInfo t;
+  t.name = g.value(v).name;
+  t.dims = g.value(v).type.shape.dims();
+  t.alias_of = of;
+  t.home = p.tensors[of].home;
+  t.address = p.tensors[of].address;
+  p.tensors.push_back(std::move(t));
+  int32_t id = static_cast<int32_t>(p.tensors.size() - 1);
+  tensor_of[v] = id;
+  return id;
+}
+
+void Context::release(int32_t t) {
+  const TensorInfo& info = p.tensors[t];
+  if (info.alias_of >= 0 || info.constant) return;
+  uint64_t bytes = storage_bytes(info.dims, element_bytes(t), info.home);
+  if (info.home == Level::onchip)
+    onchip.release(info.address, bytes, t);
+  else if (info.home == Level::offchip)
+    offchip.release(info.address, bytes, t);
+}
+
+Rounding Context::store_rounding(ir::ValueId v) const {
+  if (spec.numerics == MatrixNumerics::int8) return Rounding::int8;
+  return g.value(v).type.dtype == ir::DType::bf16 ? Rounding::bf16 : Rounding::none;
+}
+
+int32_t Context::add_kernel(Kernel k) {
+  k.op = current_op;
+  p.kernels.push_back(std::move(k));
+  return static_cast<int32_t>(p.kernels.size() - 1);
+}
+
+std::string Context::describe(const ir::Node& n) const {
+  return fmt::format("{} '{}'", ir::op_name(n.op), n.name);
+}
+
+void Context::untileable(const ir::Node& n, uint64_t needed, const std::string& detail) const {
+  throw OutOfMemoryError(
+      fmt::format("tpu_emu.compile: {} cannot be tiled: its smallest tile needs {} bytes of {} per "
+                  "core, {} has {} "
+                  "bytes per kernel (half of the {} bytes not holding resident tensors) [{}]",
+                  describe(n), needed, spec.onchip.name, device, em->half_bytes(),
+                  spec.onchip.bytes - em->resident_bytes(), detail),
+      -1, static_cast<int64_t>(needed), static_cast<int64_t>(em->half_bytes()), n.name);
+}
+
+// ---- driver
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+bool is_alias_op(ir::OpType op) {
+  using ir::OpType;
+  return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze ||
+         op == OpType::Unsqueeze || op == OpType::Identity || op == OpType::Dropout;
+}
+
+bool is_copy_op(ir::OpType op) {
+  using ir::OpType;
+  return op == OpType::Transpose || op == OpType::Concat || op == OpType::Slice ||
+         op == OpType::Split || op == OpType::Pad || op == OpType::Expand;
+}
+
+OpInfo op_info(const ir::Graph& g, const std::vector<int>& nodes) {
+  const ir::Node& first = g.node(nodes.front());
+  const ir::Node& last = g.node(nodes.back());
+  OpInfo o;
+  o.node = first.name;
+  for (int i : nodes) {
+    o.op_type += std::string(o.op_type.empty() ? "" : "+") + ir::op_name(g.node(i).op);
+    o.flops += ir::node_flops(g, g.node(i));
+  }
+  o.shapes = node_shapes(g, first);
+  o.dtype = ir::dtype_name(g.value(last.outputs[0]).type.dtype);
+  o.bytes_in = ir::node_bytes_in(g, first);
+  o.bytes_out = ir::node_bytes_out(g, last);
+  return o;
+}
+
+// Host <-> home staging of graph inputs and outputs (issued by core 0). The host sends and
+// receives dense row-major bytes; the (8, 128) tiling is the chip's business.
+void stage(Context& c, int32_t t, bool to_device) {
+  const TensorInfo& info = c.p.tensors[t];
+  if (info.home == Level::host) return;
+  Instruction in;
+  in.opcode = Opcode::dma;
+  in.core = 0;
+  in.src = to_device ? Level::host : info.home;
+  in.dst = to_device ? info.home : Level::host;
+  in.bytes = static_cast<uint64_t>(std::max<int64_t>(1, info.numel() * c.element_bytes(t)));
+  in.src_address = to_device ? 0 : info.address;
+  in.dst_address = to_device ? info.address : 0;
+  if (to_device)
+    c.em->emit(in, {}, {t});
+  else
+    c.em->emit(in, {t}, {});
+}
+
+}  // namespace
+
+CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
+                                const CompileOptions& options, const std::string& device) {
+  auto t0 = std::chrono::steady_clock::now();
+  CompiledProgram out;
+  Program& p = out.program;
+  p.name = g.name();
+  p.precision = options.precision;
+  p.passes = precision_passes(options.precision, spec);
+  p.numerics = spec.numerics;
+  Context c(g, spec, options, p, out.constants, device);
+  FusionPlan plan = plan_fusion(g);
+  // Last emission step that reads each value (aliases extend their source's life).
+  std::vector<int> last_use(g.num_values(), -1);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (ir::ValueId v : g.node(i).inputs)
+      if (v != ir::kNoValue) last_use[v] = std::max(last_use[v], plan.emit_at[i]);
+  for (ir::ValueId v : g.outputs()) last_use[v] = g.num_nodes();
+  for (int i = g.num_nodes() - 1; i >= 0; --i) {
+    const ir::Node& n = g.node(i);
+    if (is_alias_op(n.op) && n.has_input(0))
+      last_use[n.inputs[0]] = std::max(last_use[n.inputs[0]], last_use[n.outputs[0]]);
+  }
+  std::vector<std::vector<ir::ValueId>> dies_after(g.num_nodes() + 1);
+  for (ir::ValueId v = 0; v < g.num_values(); ++v)
+    if (last_use[v] >= 0 && last_use[v] < g.num_nodes()) dies_after[last_use[v]].push_back(v);
+
+  for (ir::ValueId v : g.inputs()) stage(c, c.produce(v), true);
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const ir::Node& n = g.node(i);
+    if (is_folded(g, n)) continue;
+    if (plan.emit_at[i] == i) {
+      const std::vector<int>& nodes =
+          plan.group_of[i] >= 0 ? plan.groups[plan.group_of[i]] : std::vector<int>{i};
+      p.ops.push_back(op_info(g, nodes));
+      c.current_op = static_cast<int32_t>(p.ops.size() - 1);
+      if (is_fusion_head(g, g.node(nodes.front())))
+        lower_matmul_group(c, nodes);
+      else if (is_depthwise(g, g.node(nodes.front())))
+        lower_depthwise_group(c, nodes);
+      else if (is_alias_op(n.op))
+        c.alias(n.outputs[0], c.tensor(n.inputs[0]));
+      else if (is_copy_op(n.op))
+        lower_copy_node(c, n);
+      else
+        lower_vector_node(c, n);
+    }
+    for (ir::ValueId v : dies_after[i]) {
+      auto it = c.tensor_of.find(v);
+      if (it != c.tensor_of.end()) c.release(it->second);
+    }
+  }
+  for (ir::ValueId v : g.outputs()) {
+    int32_t t = c.tensor(v);
+    p.outputs.push_back(t);
+    stage(c, t, false);
+  }
+  for (ir::ValueId v : g.inputs()) p.inputs.push_back(c.tensor_of.at(v));
+  p.resident_onchip_bytes.assign(spec.cores, 0);
+  p.resident_onchip_bytes[0] = static_cast<int64_t>(c.onchip.peak());
+
+  CompileReport& r = out.report;
+  r.device = device;
+  r.metrics["program_instructions"] = static_cast<double>(p.instructions.size());
+  r.metrics["program_kernels"] = static_cast<double>(p.kernels.size());
+  r.metrics["program_dependencies"] = static_cast<double>(p.deps.size());
+  r.metrics["weight_bytes"] = static_cast<double>(c.weight_bytes);
+  r.metrics["offchip_peak_bytes"] = static_cast<double>(c.offchip.peak());
+  r.metrics["onchip_resident_peak_bytes"] = static_cast<double>(c.onchip.peak());
+  r.metrics["fused_nodes"] = static_cast<double>(plan.fused_nodes);
+  r.metrics["matrix_passes"] = static_cast<double>(p.passes);
+  if (spec.numerics == MatrixNumerics::int8 && options.precision != "default")
+    c.notes.push_back(fmt::format("precision '{}' has no effect on {}: its matrix units are int8",
+                                  options.precision, spec.name));
+  if (c.host_cursor > 0 && spec.activations_on_chip)
+    c.notes.push_back(
+        fmt::format("{} bytes of tensors did not fit {} and live in host memory (over {})",
+                    c.host_cursor, spec.onchip.name, spec.host_link.name));
+  // Per-op program size (rows in program order of ops).
+  Table& ops = r.tables["tpu_ops"];
+  ops.columns = {"op", "kernels", "instructions"};
+  std::vector<std::vector<double>> rows(p.ops.size(), std::vector<double>{0, 0, 0});
+  for (size_t i = 0; i < rows.size(); ++i) rows[i][0] = static_cast<double>(i);
+  for (const Kernel& k : p.kernels)
+    if (k.op >= 0) rows[k.op][1] += 1;
+  for (const Instruction& in : p.instructions)
+    if (in.kernel >= 0 && p.kernels[in.kernel].op >= 0) rows[p.kernels[in.kernel].op][2] += 1;
+  ops.rows = std::move(rows);
+  r.notes = c.notes;
+  r.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace mimic::backends::tpu_emu

@@ -1,0 +1,266 @@
+#include "backends/tpu_emu/fusion.h"
+
+#include <cmath>
+
+#include "backends/common.h"
+#include "frontend/ir/nn_geometry.h"
+
+namespace mimic::backends::tpu_emu {
+
+using ir::OpType;
+using models::tpu::VectorFunc;
+
+bool is_depthwise(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != OpType::Conv) return false;
+  int64_t group = n.attrs.get_int("group", 1);
+  const ir::Shape& x = g.value(n.inputs[0]).type.shape;
+  int64_t c = ir::is_channels_last(n) ? x.dim(-1) : x[1];
+  return group > 1 && group == c;
+}
+
+bool is_fusion_head(const ir::Graph& g, const ir::Node& n) {
+  if (n.op == OpType::MatMul || n.op == OpType::Gemm) return true;
+  return n.op == OpType::Conv && !is_depthwise(g, n);
+}
+
+bool heads_group(const ir::Graph& g, const ir::Node& n) {
+  return is_fusion_head(g, n) || is_depthwise(g, n);
+}
+
+bool unary_func(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0, float* p1) {
+  const ir::Attributes& a = n.attrs;
+  *p0 = 0;
+  *p1 = 0;
+  switch (n.op) {
+    case OpType::Relu:
+      *f = VectorFunc::relu;
+      return true;
+    case OpType::Sigmoid:
+      *f = VectorFunc::sigmoid;
+      return true;
+    case OpType::Tanh:
+      *f = VectorFunc::tanh;
+      return true;
+    case OpType::Exp:
+      *f = VectorFunc::exp;
+      return true;
+    case OpType::Log:
+      *f = VectorFunc::log;
+      return true;
+    case OpType::Sqrt:
+      *f = VectorFunc::sqrt;
+      return true;
+    case OpType::Reciprocal:
+      *f = VectorFunc::reciprocal;
+      return true;
+    case OpType::Abs:
+      *f = VectorFunc::abs;
+      return true;
+    case OpType::Neg:
+      *f = VectorFunc::neg;
+      return true;
+    case OpType::Erf:
+      *f = VectorFunc::erf;
+      return true;
+    case OpType::Softplus:
+      *f = VectorFunc::softplus;
+      return true;
+    case OpType::Softsign:
+      *f = VectorFunc::softsign;
+      return true;
+    case OpType::Floor:
+      *f = VectorFunc::floor;
+      return true;
+    case OpType::Ceil:
+      *f = VectorFunc::ceil;
+      return true;
+    case OpType::Round:
+      *f = VectorFunc::round;
+      return true;
+    case OpType::Sign:
+      *f = VectorFunc::sign;
+      return true;
+    case OpType::Sin:
+      *f = VectorFunc::sin;
+      return true;
+    case OpType::Cos:
+      *f = VectorFunc::cos;
+      return true;
+    case OpType::Identity:
+    case OpType::Dropout:
+      *f = VectorFunc::identity;
+      return true;
+    case OpType::HardSwish:
+      *f = VectorFunc::hard_swish;
+      return true;
+    case OpType::LeakyRelu:
+      *f = VectorFunc::leaky_relu;
+      *p0 = static_cast<float>(a.get_float("alpha", 0.01));
+      return true;
+    case OpType::Elu:
+      *f = VectorFunc::elu;
+      *p0 = static_cast<float>(a.get_float("alpha", 1.0));
+      return true;
+    case OpType::Selu:
+      *f = VectorFunc::selu;
+      *p0 = static_cast<float>(a.get_float("alpha", 1.67326319217681884765625));
+      *p1 = static_cast<float>(a.get_float("gamma", 1.05070102214813232421875));
+      return true;
+    case OpType::HardSigmoid:
+      *f = VectorFunc::hard_sigmoid;
+      *p0 = static_cast<float>(a.get_float("alpha", 0.2));
+      *p1 = static_cast<float>(a.get_float("beta", 0.5));
+      return true;
+    case OpType::Gelu:
+      *f = a.get_string("approximate", "none") == "tanh" ? VectorFunc::gelu_tanh : VectorFunc::gelu;
+      return true;
+    case OpType::Clip: {
+      *f = VectorFunc::clip;
+      *p0 = -INFINITY;
+      *p1 = INFINITY;
+      for (int i : {1, 2}) {
+        if (!n.has_input(i)) continue;
+        const ir::Value& v = g.value(n.inputs[i]);
+        if (!v.constant || v.constant->dtype() != ir::DType::f32 || v.constant->numel() != 1)
+          return false;
+        (i == 1 ? *p0 : *p1) = v.constant->data<float>()[0];
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+bool binary_func(OpType op, VectorFunc* f) {
+  switch (op) {
+    case OpType::Add:
+      *f = VectorFunc::add;
+      return true;
+    case OpType::Sub:
+      *f = VectorFunc::sub;
+      return true;
+    case OpType::Mul:
+      *f = VectorFunc::mul;
+      return true;
+    case OpType::Div:
+      *f = VectorFunc::div;
+      return true;
+    case OpType::Pow:
+      *f = VectorFunc::pow;
+      return true;
+    case OpType::PRelu:
+      *f = VectorFunc::prelu;
+      return true;
+    case OpType::Max:
+      *f = VectorFunc::max;
+      return true;
+    case OpType::Min:
+      *f = VectorFunc::min;
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+bool all_constant_inputs(const ir::Graph& g, const ir::Node& n, int from) {
+  for (int i = from; i < n.num_inputs(); ++i)
+    if (n.has_input(i) && !g.value(n.inputs[i]).constant) return false;
+  return true;
+}
+
+// A constant that broadcasts along one axis of `out` only (a per-channel or per-column bias).
+bool is_bias_for(const ir::Graph& g, ir::ValueId bias, const ir::Shape& out, int axis) {
+  const ir::Value& b = g.value(bias);
+  if (!b.constant || b.type.dtype != ir::DType::f32) return false;
+  const ir::Shape& s = b.type.shape;
+  if (s.rank() > out.rank()) return false;
+  for (int i = 0; i < s.rank(); ++i) {
+    int o = out.rank() - s.rank() + i;
+    if (s[i] != 1 && !(o == axis && s[i] == out[o])) return false;
+  }
+  return true;
+}
+
+bool is_activation(const ir::Graph& g, const ir::Node& n) {
+  VectorFunc f;
+  float p0, p1;
+  switch (n.op) {
+    case OpType::Relu:
+    case OpType::Clip:
+    case OpType::LeakyRelu:
+    case OpType::Sigmoid:
+    case OpType::Tanh:
+    case OpType::HardSwish:
+    case OpType::HardSigmoid:
+    case OpType::Elu:
+    case OpType::Gelu:
+      return unary_func(g, n, &f, &p0, &p1);
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+FusionPlan plan_fusion(const ir::Graph& g) {
+  FusionPlan plan;
+  const int nn = g.num_nodes();
+  plan.group_of.assign(nn, -1);
+  plan.emit_at.resize(nn);
+  for (int i = 0; i < nn; ++i) plan.emit_at[i] = i;
+  std::vector<int> consumers(g.num_values(), 0), consumer(g.num_values(), -1);
+  for (int i = 0; i < nn; ++i) {
+    if (is_folded(g, g.node(i))) continue;
+    for (ir::ValueId v : g.node(i).inputs)
+      if (v != ir::kNoValue) {
+        consumers[v]++;
+        consumer[v] = i;
+      }
+  }
+  for (ir::ValueId v : g.outputs()) consumers[v] += 2;  // never fuse away a graph output
+  auto next = [&](ir::ValueId v) { return consumers[v] == 1 ? consumer[v] : -1; };
+  for (int i = 0; i < nn; ++i) {
+    const ir::Node& head = g.node(i);
+    if (plan.group_of[i] >= 0 || is_folded(g, head) || !heads_group(g, head)) continue;
+    const bool depthwise = is_depthwise(g, head);
+    std::vector<int> group{i};
+    ir::ValueId cur = head.outputs[0];
+    const ir::Shape& out = g.value(cur).type.shape;
+    int channel_axis = head.op == OpType::Conv ? (ir::is_channels_last(head) ? out.rank() - 1 : 1)
+                                               : out.rank() - 1;
+    int stage = 0;  // 0: head, 1: after BN, 2: after bias, 3: after residual, 4: after activation
+    for (int j; stage < 4 && (j = next(cur)) >= 0 && plan.group_of[j] < 0;) {
+      const ir::Node& n = g.node(j);
+      int other = n.op == OpType::Add ? (n.inputs[0] == cur ? 1 : 0) : -1;
+      if (stage < 1 && head.op == OpType::Conv && n.op == OpType::BatchNormalization &&
+          n.inputs[0] == cur && all_constant_inputs(g, n, 1) &&
+          ir::is_channels_last(n) == ir::is_channels_last(head) && n.outputs.size() == 1) {
+        stage = 1;
+      } else if (stage < 2 && other >= 0 && is_bias_for(g, n.inputs[other], out, channel_axis)) {
+        stage = 2;
+      } else if (stage < 3 && !depthwise && other >= 0 && !g.value(n.inputs[other]).constant &&
+                 g.value(n.inputs[other]).type == g.value(cur).type && n.inputs[0] != n.inputs[1]) {
+        stage = 3;
+      } else if (is_activation(g, n)) {
+        stage = 4;
+      } else {
+        break;
+      }
+      group.push_back(j);
+      cur = n.outputs[0];
+    }
+    int id = static_cast<int>(plan.groups.size());
+    for (int n : group) {
+      plan.group_of[n] = id;
+      plan.emit_at[n] = group.back();
+    }
+    plan.fused_nodes += static_cast<int>(group.size()) - 1;
+    plan.groups.push_back(std::move(group));
+  }
+  return plan;
+}
+
+}  // namespace mimic::backends::tpu_emu

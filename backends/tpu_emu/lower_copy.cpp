@@ -1,0 +1,168 @@
+// Lowering of data-movement ops as strided copies: Transpose (through the vector unit's transpose
+// path when the minor dimension moves), Concat, Slice, Split, Pad (fill, then copy into the
+// interior) and Expand (zero strides). Copies that keep the minor dimension are single DMAs
+// between the tensors' home memories (DMA engines take strided descriptors).
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "backends/tpu_emu/layout.h"
+#include "backends/tpu_emu/lowering.h"
+#include "frontend/ir/error.h"
+#include "frontend/ir/op_helpers.h"
+
+namespace mimic::backends::tpu_emu {
+
+using namespace models::tpu;
+using ir::OpType;
+
+namespace {
+
+std::vector<int64_t> contiguous(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+int64_t numel(const std::vector<int64_t>& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+// One copy kernel: dims iterated, src/dst element strides and offsets.
+void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
+                 const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
+                 int64_t src_offset, const std::vector<int64_t>& dst_strides, int64_t dst_offset,
+                 bool transpose, float fill = 0) {
+  VectorDesc d;
+  d.func = src < 0 ? VectorFunc::identity : transpose ? VectorFunc::transpose : VectorFunc::copy;
+  d.p0 = fill;
+  if (src >= 0) {
+    d.in = {src};
+    d.in_strides = {src_strides};
+    d.in_offsets = {src_offset};
+  }
+  d.out = dst;
+  d.dims = dims;
+  d.out_strides = dst_strides;
+  d.out_offset = dst_offset;
+  d.epi.store = Rounding::none;
+  Kernel k;
+  k.kind = KernelKind::vector;
+  k.vec = d;
+  int32_t kid = c.add_kernel(k);
+  VectorTiling t;
+  t.rows = numel(dims);
+  t.output = dst;
+  double out_eb = static_cast<double>(c.element_bytes(dst));
+  // Tiled bytes of the region, spread over its elements.
+  double region_tiled = static_cast<double>(tiled_elements(dims, c.spec.vpu));
+  t.output_bytes_per_row = region_tiled * out_eb / std::max<int64_t>(t.rows, 1);
+  if (src >= 0) {
+    t.inputs = {src};
+    t.input_bytes_per_row = {region_tiled * c.element_bytes(src) / std::max<int64_t>(t.rows, 1)};
+  }
+  t.elements_per_row = region_tiled / std::max<int64_t>(t.rows, 1);
+  // Contiguous pieces: the innermost dimensions that are contiguous on both sides form one run.
+  int64_t extent = 1;
+  for (int i = static_cast<int>(dims.size()) - 1; i >= 0; --i) {
+    bool src_ok = src < 0 || src_strides[i] == extent;
+    if (!src_ok || dst_strides[i] != extent) break;
+    extent *= dims[i];
+  }
+  t.runs_per_row = 1.0 / static_cast<double>(std::max<int64_t>(extent, 1));
+  t.ops = vector_ops_per_element(VectorFunc::transpose);
+  t.vector_instruction = transpose || src < 0;
+  emit_vector_kernel(c, n, kid, t);
+}
+
+}  // namespace
+
+void lower_copy_node(Context& c, const ir::Node& n) {
+  const ir::Graph& g = c.g;
+  const std::vector<int64_t> in_dims = g.value(n.inputs[0]).type.shape.dims();
+  const int32_t x = c.tensor(n.inputs[0]);
+  const std::vector<int64_t> in_strides = contiguous(in_dims);
+  const int rank = static_cast<int>(in_dims.size());
+  switch (n.op) {
+    case OpType::Transpose: {
+      std::vector<int64_t> perm = ir::resolve_perm(n, rank);
+      int32_t y = c.produce(n.outputs[0]);
+      std::vector<int64_t> out_dims = c.p.tensors[y].dims, s(rank);
+      for (int i = 0; i < rank; ++i) s[i] = in_strides[perm[i]];
+      bool minor_moves = rank > 0 && perm[rank - 1] != rank - 1;
+      copy_kernel(c, n, x, y, out_dims, s, 0, contiguous(out_dims), 0, minor_moves);
+      return;
+    }
+    case OpType::Concat: {
+      int32_t y = c.produce(n.outputs[0]);
+      std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
+      int axis = ir::normalize_axis(n.attrs.get_int("axis", 0), rank, "Concat axis");
+      int64_t offset = 0;
+      for (int i = 0; i < n.num_inputs(); ++i) {
+        int32_t xi = c.tensor(n.inputs[i]);
+        std::vector<int64_t> d = c.p.tensors[xi].dims;
+        if (numel(d) > 0)
+          copy_kernel(c, n, xi, y, d, contiguous(d), 0, os, offset * os[axis], false);
+        offset += d[axis];
+      }
+      return;
+    }
+    case OpType::Slice: {
+      ir::SliceSpec s = ir::resolve_slice(g, n);
+      int32_t y = c.produce(n.outputs[0]);
+      std::vector<int64_t> strides(rank);
+      int64_t offset = 0;
+      for (int i = 0; i < rank; ++i) {
+        strides[i] = in_strides[i] * s.step[i];
+        offset += s.start[i] * in_strides[i];
+      }
+      std::vector<int64_t> out_dims = c.p.tensors[y].dims;
+      if (numel(out_dims) > 0)
+        copy_kernel(c, n, x, y, out_dims, strides, offset, contiguous(out_dims), 0, false);
+      return;
+    }
+    case OpType::Split: {
+      int axis = ir::normalize_axis(n.attrs.get_int("axis", 0), rank, "Split axis");
+      std::vector<int64_t> sizes = ir::resolve_split(g, n);
+      int64_t offset = 0;
+      for (size_t i = 0; i < n.outputs.size(); ++i) {
+        int32_t y = c.produce(n.outputs[i]);
+        std::vector<int64_t> out_dims = c.p.tensors[y].dims;
+        if (numel(out_dims) > 0)
+          copy_kernel(c, n, x, y, out_dims, in_strides, offset * in_strides[axis],
+                      contiguous(out_dims), 0, false);
+        offset += sizes[i];
+      }
+      return;
+    }
+    case OpType::Pad: {
+      ir::PadSpec pads = ir::resolve_pads(g, n);
+      float value = 0;
+      if (n.has_input(2) && g.value(n.inputs[2]).constant &&
+          g.value(n.inputs[2]).constant->numel() == 1)
+        value = g.value(n.inputs[2]).constant->data<float>()[0];
+      int32_t y = c.produce(n.outputs[0]);
+      std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
+      copy_kernel(c, n, -1, y, out_dims, {}, 0, os, 0, false, value);
+      int64_t offset = 0;
+      for (int i = 0; i < rank; ++i) offset += pads.before[i] * os[i];
+      if (numel(in_dims) > 0) copy_kernel(c, n, x, y, in_dims, in_strides, 0, os, offset, false);
+      return;
+    }
+    case OpType::Expand: {
+      int32_t y = c.produce(n.outputs[0]);
+      std::vector<int64_t> out_dims = c.p.tensors[y].dims, s(out_dims.size(), 0);
+      size_t off = out_dims.size() - in_dims.size();
+      for (size_t i = 0; i < in_dims.size(); ++i) s[off + i] = in_dims[i] == 1 ? 0 : in_strides[i];
+      copy_kernel(c, n, x, y, out_dims, s, 0, contiguous(out_dims), 0, false);
+      return;
+    }
+    default:
+      throw UnsupportedOpError(
+          fmt::format("tpu_emu.compile: {} has no copy lowering", c.describe(n)),
+          {ir::op_name(n.op)});
+  }
+}
+
+}  // namespace mimic::backends::tpu_emu

@@ -1,0 +1,222 @@
+// Lowering of Conv (implicit GEMM: M = n*oh*ow, K = kh*kw*c/groups, N = out channels/groups,
+// one GEMM per group), MatMul (batched when B is not a constant matrix) and Gemm, with their fused
+// followers (fusion.h): BatchNormalization folds into the weights and bias, bias/residual/
+// activation become the epilogue. Weights are stored as [batch][K][N] in bf16 parts (one per
+// matrix pass) or int8. MatmulTiler then tiles and emits it. Per tile: DMA the input rows (conv:
+// the input image rows the window needs, halo included), relayout NCHW tiles to channels-minor on
+// the vector unit, one matmul per matrix unit over the whole K range, the epilogue on the vector
+// unit, DMA the output tile out. Weights are staged in on-chip memory once per kernel when they
+// fit (v2+), else every fold's tile streams from off-chip memory through the weight FIFO (always
+// on v1/edge, as TPUv1 does).
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+
+#include "backends/tpu_emu/fusion.h"
+#include "backends/tpu_emu/layout.h"
+#include "backends/tpu_emu/lowering.h"
+#include "backends/tpu_emu/matmul_tiler.h"
+#include "frontend/ir/error.h"
+#include "frontend/ir/nn_geometry.h"
+#include "models/tpu/dataflow.h"
+
+namespace mimic::backends::tpu_emu {
+
+using namespace models::tpu;
+using ir::OpType;
+
+namespace {
+
+struct Lowered {
+  GemmDesc d;
+  std::vector<float> w, bias;  // constant weights [batch][K][N] (empty: dynamic W), per-column bias
+  ir::ValueId out = ir::kNoValue, residual = ir::kNoValue, w_value = ir::kNoValue;
+  bool w_constant = true;
+  std::string name;
+};
+
+std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
+  const ir::HostTensor& t = *g.value(v).constant;
+  if (t.dtype() != ir::DType::f32)
+    throw CompileError(fmt::format("tpu_emu.compile: constant '{}' must be f32", g.value(v).name));
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  ir::WindowGeometry wg = ir::window_geometry(g, n);
+  Window& w = L.d.conv;
+  w = Window{wg.batch,        wg.in_channels,   wg.in_size[0],
+             wg.in_size[1],   wg.out_channels,  wg.out_size[0],
+             wg.out_size[1],  wg.kernel[0],     wg.kernel[1],
+             wg.strides[0],   wg.strides[1],    wg.pad_begin[0],
+             wg.pad_begin[1], wg.dilations[0],  wg.dilations[1],
+             wg.group,        wg.channels_last, false};
+  L.d.a_view = GemmDesc::AView::conv;
+  L.d.batch = w.groups;
+  int64_t cg = w.c / w.groups, ng = w.m / w.groups, kvol = w.kh * w.kw;
+  L.d.m = w.n * w.oh * w.ow;
+  L.d.k = kvol * cg;
+  L.d.n = ng;
+  L.d.w_batch_stride = L.d.k * ng;                           // one [K, N] weight matrix per group
+  std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KH, KW]
+  L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
+  for (int64_t grp = 0; grp < w.groups; ++grp)
+    for (int64_t o = 0; o < ng; ++o)
+      for (int64_t c = 0; c < cg; ++c)
+        for (int64_t p = 0; p < kvol; ++p)
+          L.w[(grp * L.d.k + p * cg + c) * ng + o] = raw[((grp * ng + o) * cg + c) * kvol + p];
+  if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
+}
+
+void lower_matmul_node(const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  const ir::Shape& a = g.value(n.inputs[0]).type.shape;
+  const ir::Shape& b = g.value(n.inputs[1]).type.shape;
+  const ir::Shape& y = g.value(n.outputs[0]).type.shape;
+  int64_t k = a.dim(-1);
+  int64_t nn = b.rank() == 1 ? 1 : b.dim(-1);
+  bool b_constant = g.value(n.inputs[1]).constant != nullptr;
+  if (b_constant && b.rank() <= 2) {
+    L.d.m = a.numel() / k;
+    L.d.k = k;
+    L.d.n = nn;
+    L.w = constant_floats(g, n.inputs[1]);
+    return;
+  }
+  int64_t m = a.rank() == 1 ? 1 : a.dim(-2);
+  int64_t batch = 1;
+  for (int i = 0; i + 2 < y.rank(); ++i) batch *= y[i];
+  L.d.batch = batch;
+  L.d.m = m;
+  L.d.k = k;
+  L.d.n = nn;
+  L.d.a_batch_stride = a.rank() > 2 && a.numel() / (m * k) == batch ? m * k : 0;
+  L.d.w_batch_stride = b.rank() > 2 && b.numel() / (k * nn) == batch ? k * nn : 0;
+  L.d.y_batch_stride = m * nn;
+  L.w_constant = false;
+  L.w_value = n.inputs[1];
+}
+
+void lower_gemm_node(const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  bool ta = n.attrs.get_int("transA", 0) != 0, tb = n.attrs.get_int("transB", 0) != 0;
+  const ir::Shape& a = g.value(n.inputs[0]).type.shape;
+  const ir::Shape& b = g.value(n.inputs[1]).type.shape;
+  L.d.m = ta ? a[1] : a[0];
+  L.d.k = ta ? a[0] : a[1];
+  L.d.n = tb ? b[0] : b[1];
+  L.d.a_transposed = ta;
+  L.d.epi.alpha = static_cast<float>(n.attrs.get_float("alpha", 1.0));
+  if (g.value(n.inputs[1]).constant) {
+    std::vector<float> raw = constant_floats(g, n.inputs[1]);
+    if (!tb) {
+      L.w = std::move(raw);
+    } else {
+      L.w.resize(raw.size());
+      for (int64_t i = 0; i < L.d.k; ++i)
+        for (int64_t j = 0; j < L.d.n; ++j) L.w[i * L.d.n + j] = raw[j * L.d.k + i];
+    }
+  } else {
+    L.w_constant = false;
+    L.w_value = n.inputs[1];
+    L.d.w_transposed = tb;
+  }
+  if (n.has_input(2)) {
+    float beta = static_cast<float>(n.attrs.get_float("beta", 1.0));
+    const ir::Value& cv = g.value(n.inputs[2]);
+    if (cv.constant && cv.type.shape.numel() <= L.d.n) {
+      std::vector<float> c = constant_floats(g, n.inputs[2]);
+      L.bias.assign(L.d.n, 0.0f);
+      for (int64_t j = 0; j < L.d.n; ++j) L.bias[j] = beta * c[c.size() == 1 ? 0 : j];
+    } else {
+      L.residual = n.inputs[2];  // [M, N], beta == 1 (supports_node checks)
+    }
+  }
+}
+
+// Folds BatchNormalization y = s * x + t (s = gamma / sqrt(var + eps), t = beta - mean * s) into
+// the weights and bias, per output column.
+void fold_batch_norm(const ir::Graph& g, const ir::Node& bn, Lowered& L) {
+  std::vector<float> gamma = constant_floats(g, bn.inputs[1]),
+                     beta = constant_floats(g, bn.inputs[2]);
+  std::vector<float> mean = constant_floats(g, bn.inputs[3]),
+                     var = constant_floats(g, bn.inputs[4]);
+  float eps = static_cast<float>(bn.attrs.get_float("epsilon", 1e-5));
+  int64_t channels = L.d.batch * L.d.n;
+  if (L.bias.empty()) L.bias.assign(channels, 0.0f);
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    float s = gamma[ch] / std::sqrt(var[ch] + eps);
+    L.bias[ch] = L.bias[ch] * s + beta[ch] - mean[ch] * s;
+    int64_t grp = ch / L.d.n, col = ch % L.d.n;
+    for (int64_t r = 0; r < L.d.k; ++r) L.w[(grp * L.d.k + r) * L.d.n + col] *= s;
+  }
+}
+
+void add_bias(const ir::Graph& g, ir::ValueId v, Lowered& L) {
+  std::vector<float> c = constant_floats(g, v);
+  int64_t channels = L.d.batch * L.d.n;
+  if (L.bias.empty()) L.bias.assign(channels, 0.0f);
+  for (int64_t ch = 0; ch < channels; ++ch) L.bias[ch] += c[c.size() == 1 ? 0 : ch];
+}
+
+}  // namespace
+
+void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
+  const ir::Graph& g = c.g;
+  const TpuSpec& spec = c.spec;
+  const ir::Node& head = g.node(nodes.front());
+  Lowered L;
+  L.name = head.name;
+  if (head.op == OpType::Conv)
+    lower_conv(g, head, L);
+  else if (head.op == OpType::MatMul)
+    lower_matmul_node(g, head, L);
+  else
+    lower_gemm_node(g, head, L);
+  ir::ValueId cur = head.outputs[0];
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    const ir::Node& n = g.node(nodes[i]);
+    VectorFunc f;
+    float p0, p1;
+    if (n.op == OpType::BatchNormalization) {
+      fold_batch_norm(g, n, L);
+    } else if (n.op == OpType::Add) {
+      ir::ValueId other = n.inputs[0] == cur ? n.inputs[1] : n.inputs[0];
+      if (g.value(other).constant)
+        add_bias(g, other, L);
+      else
+        L.residual = other;
+    } else if (unary_func(g, n, &f, &p0, &p1)) {
+      L.d.epi.activation = f;
+      L.d.epi.p0 = p0;
+      L.d.epi.p1 = p1;
+    }
+    cur = n.outputs[0];
+  }
+  L.out = cur;
+  GemmDesc& d = L.d;
+  const bool conv = d.a_view == GemmDesc::AView::conv;
+  // Matrix-vector products run on the vector unit in fp32 (jax#16349), when the vector's matrix
+  // fits a quarter of on-chip memory; larger ones stream through the matrix units.
+  d.on_vpu =
+      !conv && (d.m == 1 || d.n == 1) && d.batch == 1 &&
+      static_cast<uint64_t>(tiled_elements(d.k, d.n, spec.vpu) * 4) <= c.em->half_bytes() / 2;
+  d.a = c.tensor(head.inputs[0]);
+  const int64_t parts = c.p.passes >= 6 ? 3 : c.p.passes >= 3 ? 2 : 1;
+  const int64_t w_eb = d.on_vpu ? 4 : spec.matrix_element_bytes() * parts;
+  d.w = L.w_constant
+            ? c.add_constant(L.name + ".weights", {d.batch, d.k, d.n}, std::move(L.w), w_eb)
+            : c.tensor(L.w_value);
+  if (!L.bias.empty()) {
+    int64_t count = static_cast<int64_t>(L.bias.size());
+    d.epi.bias = c.add_constant(L.name + ".bias", {count}, std::move(L.bias), 4);
+  }
+  if (L.residual != ir::kNoValue) d.epi.residual = c.tensor(L.residual);
+  d.y = c.produce(L.out);
+  d.epi.store = c.store_rounding(L.out);
+  Kernel kernel;
+  kernel.kind = KernelKind::gemm;
+  kernel.gemm = d;
+  int32_t kid = c.add_kernel(kernel);
+  MatmulTiler(c, head, d, kid, w_eb).run();
+}
+
+}  // namespace mimic::backends::tpu_emu

@@ -1,0 +1,437 @@
+// Lowering of vector-unit ops: elementwise maps (numpy broadcasting), standalone batch norm,
+// layer norm, softmax, pooling, reductions and depthwise convolution, plus the generic tiler that
+// streams a vector kernel through on-chip memory in double-buffered chunks spread over the cores.
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+
+#include "backends/tpu_emu/fusion.h"
+#include "backends/tpu_emu/layout.h"
+#include "backends/tpu_emu/lowering.h"
+#include "frontend/ir/error.h"
+#include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/op_helpers.h"
+#include "models/tpu/dataflow.h"
+
+namespace mimic::backends::tpu_emu {
+
+using namespace models::tpu;
+using ir::OpType;
+
+namespace {
+
+std::vector<int64_t> contiguous(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+int64_t product(const std::vector<int64_t>& d, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < d.size(); ++i) p *= d[i];
+  return p;
+}
+
+// Element strides of `in` broadcast to `out` (numpy rules, right-aligned; 0 on broadcast dims).
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
+                                       const std::vector<int64_t>& out) {
+  std::vector<int64_t> s(out.size(), 0), cs = contiguous(in);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) s[off + i] = in[i] == 1 && out[off + i] != 1 ? 0 : cs[i];
+  return s;
+}
+
+std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
+  const ir::HostTensor& t = *g.value(v).constant;
+  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+// Bytes per row of a tensor split into `rows` equal rows, tiled layout included.
+double bytes_per_row(const Context& c, int32_t t, int64_t rows) {
+  const TensorInfo& info = c.p.tensors[t];
+  return static_cast<double>(tiled_elements(info.dims, c.spec.vpu) * c.element_bytes(t)) /
+         std::max<int64_t>(rows, 1);
+}
+
+Kernel vector_kernel(const VectorDesc& d) {
+  Kernel k;
+  k.kind = KernelKind::vector;
+  k.vec = d;
+  return k;
+}
+
+Window pool_window(const ir::Graph& g, const ir::Node& n) {
+  ir::WindowGeometry wg = ir::window_geometry(g, n);
+  return Window{wg.batch,        wg.in_channels,   wg.in_size[0],
+                wg.in_size[1],   wg.out_channels,  wg.out_size[0],
+                wg.out_size[1],  wg.kernel[0],     wg.kernel[1],
+                wg.strides[0],   wg.strides[1],    wg.pad_begin[0],
+                wg.pad_begin[1], wg.dilations[0],  wg.dilations[1],
+                wg.group,        wg.channels_last, n.attrs.get_int("count_include_pad", 0) != 0};
+}
+
+}  // namespace
+
+void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t) {
+  Emitter& em = *c.em;
+  const TpuSpec& spec = c.spec;
+  const uint64_t half = em.half_bytes();
+  const Level out_home = c.home(t.output);
+  double row_bytes = out_home != Level::onchip && t.vector_instruction ? t.output_bytes_per_row : 0;
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    if (c.home(t.inputs[i]) != Level::onchip && t.vector_instruction)
+      row_bytes += t.input_bytes_per_row[i];
+  uint64_t whole = 0;
+  for (int32_t w : t.whole_inputs)
+    if (c.home(w) != Level::onchip)
+      whole +=
+          static_cast<uint64_t>(tiled_elements(c.p.tensors[w].dims, spec.vpu) * c.element_bytes(w));
+  if (whole + 2 * row_bytes > half)
+    c.untileable(
+        n, whole + static_cast<uint64_t>(std::ceil(2 * row_bytes)),
+        fmt::format(
+            "{} rows of {:.0f} bytes each (double-buffered) plus {} bytes of whole operands",
+            t.rows, row_bytes, whole));
+  int64_t chunk = row_bytes > 0 ? static_cast<int64_t>((half - whole) / (2 * row_bytes)) : t.rows;
+  chunk = std::max<int64_t>(1, std::min(chunk, ceil_div(t.rows, spec.cores)));
+  const int dma_in = 0, dma_out = static_cast<int>(1 % spec.dma.engines_per_core);
+  em.begin_kernel(kernel);
+  std::vector<int64_t> parity(spec.cores, 0);
+  std::vector<bool> loaded(spec.cores, false);
+  enum { kIn0 = 0, kOut0 = 16, kWhole0 = 32 };
+  auto dma = [&](int core, int unit, Level src, Level dst, uint64_t bytes, uint64_t src_addr,
+                 uint64_t dst_addr) {
+    Instruction in;
+    in.opcode = Opcode::dma;
+    in.core = static_cast<uint8_t>((src == Level::host || dst == Level::host) ? 0 : core);
+    in.unit = static_cast<uint16_t>(unit);
+    in.src = src;
+    in.dst = dst;
+    in.bytes = std::max<uint64_t>(bytes, 1);
+    in.src_address = src_addr;
+    in.dst_address = dst_addr;
+    return in;
+  };
+  // Reserve slots first (the working set is their sum).
+  for (int core = 0; core < spec.cores && t.vector_instruction; ++core) {
+    for (size_t i = 0; i < t.inputs.size(); ++i)
+      if (c.home(t.inputs[i]) != Level::onchip)
+        for (int s = 0; s < 2; ++s)
+          em.slot(core, kIn0 + 2 * static_cast<int>(i) + s,
+                  static_cast<uint64_t>(std::ceil(chunk * t.input_bytes_per_row[i])));
+    if (out_home != Level::onchip)
+      for (int s = 0; s < 2; ++s)
+        em.slot(core, kOut0 + s, static_cast<uint64_t>(std::ceil(chunk * t.output_bytes_per_row)));
+    for (size_t j = 0; j < t.whole_inputs.size(); ++j)
+      if (c.home(t.whole_inputs[j]) != Level::onchip)
+        em.slot(
+            core, kWhole0 + static_cast<int>(j),
+            static_cast<uint64_t>(tiled_elements(c.p.tensors[t.whole_inputs[j]].dims, spec.vpu) *
+                                  c.element_bytes(t.whole_inputs[j])));
+  }
+  int64_t index = 0;
+  for (int64_t r0 = 0; r0 < t.rows; r0 += chunk, ++index) {
+    const int64_t r1 = std::min(t.rows, r0 + chunk), rows = r1 - r0;
+    const int core = static_cast<int>(index % spec.cores);
+    const int par = static_cast<int>(parity[core]++ % 2);
+    if (!t.vector_instruction) {
+      // Pure data movement: one DMA from the input's home to the output's home computes the copy.
+      int32_t src = t.inputs.empty() ? t.output : t.inputs[0];
+      double per_row = t.inputs.empty() ? t.output_bytes_per_row : t.input_bytes_per_row[0];
+      Instruction in =
+          dma(core, dma_in, c.home(src), out_home, static_cast<uint64_t>(std::ceil(rows * per_row)),
+              c.p.tensors[src].address, c.p.tensors[t.output].address);
+      in.runs = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(rows * t.runs_per_row)));
+      in.computes = true;
+      in.r0 = r0;
+      in.r1 = r1;
+      std::vector<int64_t> reads(t.inputs.begin(), t.inputs.end());
+      em.emit(in, reads, {t.output});
+      continue;
+    }
+    std::vector<int64_t> reads;
+    if (!loaded[core]) {
+      for (size_t j = 0; j < t.whole_inputs.size(); ++j) {
+        int32_t w = t.whole_inputs[j];
+        if (c.home(w) == Level::onchip) continue;
+        auto s = em.slot(core, kWhole0 + static_cast<int>(j));
+        uint64_t bytes = static_cast<uint64_t>(tiled_elements(c.p.tensors[w].dims, spec.vpu) *
+                                               c.element_bytes(w));
+        em.emit(
+            dma(core, dma_in, c.home(w), Level::onchip, bytes, c.p.tensors[w].address, s.address),
+            {w}, {s.resource});
+      }
+      loaded[core] = true;
+    }
+    for (size_t j = 0; j < t.whole_inputs.size(); ++j)
+      reads.push_back(c.home(t.whole_inputs[j]) == Level::onchip
+                          ? int64_t{t.whole_inputs[j]}
+                          : em.slot(core, kWhole0 + static_cast<int>(j)).resource);
+    for (size_t i = 0; i < t.inputs.size(); ++i) {
+      int32_t x = t.inputs[i];
+      if (c.home(x) == Level::onchip) {
+        reads.push_back(x);
+        continue;
+      }
+      auto s = em.slot(core, kIn0 + 2 * static_cast<int>(i) + par);
+      uint64_t bytes = static_cast<uint64_t>(std::ceil(rows * t.input_bytes_per_row[i]));
+      em.emit(dma(core, dma_in, c.home(x), Level::onchip, bytes, c.p.tensors[x].address, s.address),
+              {x}, {s.resource});
+      reads.push_back(s.resource);
+    }
+    Instruction v;
+    v.opcode = Opcode::vector;
+    v.core = static_cast<uint8_t>(core);
+    v.elements = static_cast<uint64_t>(std::ceil(rows * t.elements_per_row));
+    v.ops_per_element = t.ops;
+    v.computes = true;
+    v.r0 = r0;
+    v.r1 = r1;
+    if (out_home == Level::onchip) {
+      em.emit(v, reads, {t.output});
+      continue;
+    }
+    auto os = em.slot(core, kOut0 + par);
+    em.emit(v, reads, {os.resource});
+    uint64_t bytes = static_cast<uint64_t>(std::ceil(rows * t.output_bytes_per_row));
+    em.emit(dma(core, dma_out, Level::onchip, out_home, bytes, os.address,
+                c.p.tensors[t.output].address),
+            {os.resource}, {t.output});
+  }
+  std::vector<int32_t> inputs(t.inputs.begin(), t.inputs.end());
+  inputs.insert(inputs.end(), t.whole_inputs.begin(), t.whole_inputs.end());
+  em.end_kernel(inputs, {t.output});
+}
+
+namespace {
+
+// Standard tiling for a kernel whose output has `rows` rows and whose inputs are split by the
+// same rows (inputs smaller than a row's share, e.g. broadcast operands, load whole).
+VectorTiling row_tiling(Context& c, const VectorDesc& d, int64_t rows, double work_per_row) {
+  VectorTiling t;
+  t.rows = rows;
+  t.output = d.out;
+  t.output_bytes_per_row = bytes_per_row(c, d.out, rows);
+  int64_t out_elems = c.p.tensors[d.out].numel();
+  for (int32_t x : d.in) {
+    if (x < 0) continue;
+    int64_t elems = c.p.tensors[x].numel();
+    if (elems < out_elems && elems * 4 <= static_cast<int64_t>(c.em->half_bytes() / 8)) {
+      t.whole_inputs.push_back(x);
+    } else {
+      t.inputs.push_back(x);
+      t.input_bytes_per_row.push_back(bytes_per_row(c, x, rows));
+    }
+  }
+  t.elements_per_row = work_per_row;
+  t.ops = vector_ops_per_element(d.func) +
+          (d.epi.activation != VectorFunc::identity ? vector_ops_per_element(d.epi.activation) : 0);
+  return t;
+}
+
+double tiled_per_row(const Context& c, int32_t t, int64_t rows) {
+  return static_cast<double>(tiled_elements(c.p.tensors[t].dims, c.spec.vpu)) /
+         std::max<int64_t>(rows, 1);
+}
+
+// Vector work per output row (n, oh) of a window op: every output element reads kh x kw inputs.
+double window_work(const Context& c, const VectorDesc& d) {
+  int64_t out_c = d.func == VectorFunc::depthwise_conv ? d.window.m : d.window.c;
+  return static_cast<double>(round_up(d.window.ow, c.spec.vpu.sublanes) *
+                             round_up(out_c, c.spec.vpu.lanes) * d.window.kh * d.window.kw);
+}
+
+// Produces `out`, adds the kernel and tiles it.
+void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work,
+                 ir::ValueId out);
+
+}  // namespace
+
+void lower_vector_node(Context& c, const ir::Node& n) {
+  const ir::Graph& g = c.g;
+  VectorDesc d;
+  VectorFunc f;
+  float p0, p1;
+  const std::vector<int64_t> out_dims = g.value(n.outputs[0]).type.shape.dims();
+  auto in = [&](int i) { return c.tensor(n.inputs[i]); };
+  int64_t rows = 0;
+  double work = 0;  // tiled elements the vector unit processes per row (0: the output's)
+  if (n.op == OpType::BatchNormalization) {
+    std::vector<float> gamma = constant_floats(g, n.inputs[1]),
+                       beta = constant_floats(g, n.inputs[2]);
+    std::vector<float> mean = constant_floats(g, n.inputs[3]),
+                       var = constant_floats(g, n.inputs[4]);
+    float eps = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
+    std::vector<float> s(gamma.size()), t(gamma.size());
+    for (size_t i = 0; i < s.size(); ++i) {
+      s[i] = gamma[i] / std::sqrt(var[i] + eps);
+      t[i] = beta[i] - mean[i] * s[i];
+    }
+    int64_t ch = static_cast<int64_t>(s.size());
+    bool last = ir::is_channels_last(n);
+    d.func = VectorFunc::scale_shift;
+    d.in = {in(0), c.add_constant(n.name + ".scale", {ch}, std::move(s), 4),
+            c.add_constant(n.name + ".shift", {ch}, std::move(t), 4)};
+    d.axis = ch;
+    d.inner = last ? 1 : product(out_dims, 2, out_dims.size());
+    d.outer = product(out_dims, 0, out_dims.size()) / (d.axis * d.inner);
+    rows = d.outer * d.axis;
+  } else if (n.op == OpType::LayerNormalization) {
+    int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(out_dims.size()),
+                                  "LayerNormalization axis");
+    d.func = VectorFunc::layer_norm;
+    d.in = {in(0), in(1), n.has_input(2) ? in(2) : -1};
+    d.inner = product(out_dims, axis, out_dims.size());
+    d.outer = product(out_dims, 0, axis);
+    d.epsilon = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
+    rows = d.outer;
+  } else if (n.op == OpType::Softmax || n.op == OpType::LogSoftmax) {
+    int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(out_dims.size()),
+                                  "Softmax axis");
+    d.func = n.op == OpType::Softmax ? VectorFunc::softmax : VectorFunc::log_softmax;
+    d.in = {in(0)};
+    d.outer = product(out_dims, 0, axis);
+    d.axis = out_dims[axis];
+    d.inner = product(out_dims, axis + 1, out_dims.size());
+    rows = d.outer;
+  } else if (n.op == OpType::MaxPool || n.op == OpType::AveragePool) {
+    d.window = pool_window(g, n);
+    d.in = {in(0)};
+    d.func = n.op == OpType::MaxPool ? VectorFunc::max_pool : VectorFunc::avg_pool;
+    rows = d.window.n * d.window.oh;
+    work = window_work(c, d);
+  } else if (n.op == OpType::GlobalAveragePool || n.op == OpType::GlobalMaxPool) {
+    d.func = n.op == OpType::GlobalAveragePool ? VectorFunc::mean : VectorFunc::reduce_max;
+    d.in = {in(0)};
+    const std::vector<int64_t>& x = c.p.tensors[d.in[0]].dims;
+    bool last = ir::is_channels_last(n);
+    int64_t spatial = last ? product(x, 1, x.size() - 1) : product(x, 2, x.size());
+    d.axis = spatial;
+    d.outer = last ? x[0] : x[0] * x[1];
+    d.inner = last ? x.back() : 1;
+    rows = d.outer * d.inner;
+  } else if (ir::op_name(n.op)[0] == 'R' && ir::op_name(n.op)[1] == 'e' &&
+             ir::op_name(n.op)[2] == 'd') {
+    static const std::pair<OpType, VectorFunc> table[] = {
+        {OpType::ReduceSum, VectorFunc::sum},
+        {OpType::ReduceMean, VectorFunc::mean},
+        {OpType::ReduceMax, VectorFunc::reduce_max},
+        {OpType::ReduceMin, VectorFunc::reduce_min},
+        {OpType::ReduceProd, VectorFunc::prod},
+        {OpType::ReduceL1, VectorFunc::l1},
+        {OpType::ReduceL2, VectorFunc::l2},
+        {OpType::ReduceSumSquare, VectorFunc::sum_square},
+        {OpType::ReduceLogSum, VectorFunc::log_sum},
+        {OpType::ReduceLogSumExp, VectorFunc::log_sum_exp}};
+    for (const auto& [op, func] : table)
+      if (op == n.op) d.func = func;
+    d.in = {in(0)};
+    const std::vector<int64_t>& x = c.p.tensors[d.in[0]].dims;
+    std::vector<bool> mask = ir::resolve_reduce_axes(g, n);
+    int first = -1, last = -1;
+    for (int i = 0; i < static_cast<int>(mask.size()); ++i)
+      if (mask[i] && x[i] != 1) {
+        if (first < 0) first = i;
+        last = i;
+      }
+    if (first < 0) first = last = 0;
+    d.outer = product(x, 0, first);
+    d.axis = product(x, first, last + 1);
+    d.inner = product(x, last + 1, x.size());
+    rows = d.outer * d.inner;
+  } else if (unary_func(g, n, &f, &p0, &p1)) {
+    d.func = f;
+    d.p0 = p0;
+    d.p1 = p1;
+    d.in = {in(0)};
+    d.dims = out_dims;
+    d.in_strides = {broadcast_strides(c.p.tensors[d.in[0]].dims, out_dims)};
+    rows = product(out_dims, 0, out_dims.size());
+  } else if (binary_func(n.op, &f)) {
+    d.func = f;
+    d.in = {in(0), in(1)};
+    d.dims = out_dims;
+    for (int32_t x : d.in) d.in_strides.push_back(broadcast_strides(c.p.tensors[x].dims, out_dims));
+    rows = product(out_dims, 0, out_dims.size());
+  } else {
+    throw UnsupportedOpError(
+        fmt::format("tpu_emu.compile: {} has no vector-unit lowering", c.describe(n)),
+        {ir::op_name(n.op)});
+  }
+  emit_vector(c, n, d, rows, work, n.outputs[0]);
+}
+
+void lower_depthwise_group(Context& c, const std::vector<int>& nodes) {
+  const ir::Graph& g = c.g;
+  const ir::Node& head = g.node(nodes.front());
+  VectorDesc d;
+  d.func = VectorFunc::depthwise_conv;
+  d.window = pool_window(g, head);
+  const int64_t m = d.window.m, kvol = d.window.kh * d.window.kw;
+  std::vector<float> w = constant_floats(g, head.inputs[1]);  // [M, 1, KH, KW]
+  std::vector<float> bias(m, 0.0f);
+  bool has_bias = head.has_input(2);
+  if (has_bias) bias = constant_floats(g, head.inputs[2]);
+  ir::ValueId cur = head.outputs[0];
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    const ir::Node& n = g.node(nodes[i]);
+    VectorFunc f;
+    float p0, p1;
+    if (n.op == OpType::BatchNormalization) {  // fold y = s * x + t into the taps and the bias
+      std::vector<float> gamma = constant_floats(g, n.inputs[1]),
+                         beta = constant_floats(g, n.inputs[2]);
+      std::vector<float> mean = constant_floats(g, n.inputs[3]),
+                         var = constant_floats(g, n.inputs[4]);
+      float eps = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
+      for (int64_t oc = 0; oc < m; ++oc) {
+        float s = gamma[oc] / std::sqrt(var[oc] + eps);
+        for (int64_t p = 0; p < kvol; ++p) w[oc * kvol + p] *= s;
+        bias[oc] = bias[oc] * s + beta[oc] - mean[oc] * s;
+      }
+      has_bias = true;
+    } else if (n.op == OpType::Add) {
+      std::vector<float> add = constant_floats(g, n.inputs[0] == cur ? n.inputs[1] : n.inputs[0]);
+      for (int64_t oc = 0; oc < m; ++oc) bias[oc] += add[add.size() == 1 ? 0 : oc];
+      has_bias = true;
+    } else if (unary_func(g, n, &f, &p0, &p1)) {
+      d.epi.activation = f;
+      d.epi.p0 = p0;
+      d.epi.p1 = p1;
+    }
+    cur = n.outputs[0];
+  }
+  d.in = {c.tensor(head.inputs[0]),
+          c.add_constant(head.name + ".weights", {m, kvol}, std::move(w), 4)};
+  if (has_bias) d.in.push_back(c.add_constant(head.name + ".bias", {m}, std::move(bias), 4));
+  emit_vector(c, head, d, d.window.n * d.window.oh, window_work(c, d), cur);
+}
+
+namespace {
+
+void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work,
+                 ir::ValueId out) {
+  d.out = c.produce(out);
+  d.epi.store = c.store_rounding(out);
+  int32_t kid = c.add_kernel(vector_kernel(d));
+  // Reductions, softmax and normalization read every input element; the rest write every output
+  // one.
+  bool reads_all = d.func == VectorFunc::softmax || d.func == VectorFunc::log_softmax ||
+                   d.func == VectorFunc::layer_norm ||
+                   (d.func >= VectorFunc::sum && d.func <= VectorFunc::log_sum_exp);
+  if (work == 0) work = tiled_per_row(c, reads_all ? d.in[0] : d.out, rows);
+  VectorTiling t = row_tiling(c, d, rows, work);
+  // Pooling and depthwise rows read `stride` input rows per output row (window halos ignored).
+  if (d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool ||
+      d.func == VectorFunc::depthwise_conv) {
+    double in_row = bytes_per_row(c, d.in[0], d.window.n * d.window.h);
+    t.input_bytes_per_row.assign(t.inputs.size(), 0);
+    for (size_t i = 0; i < t.inputs.size(); ++i)
+      if (t.inputs[i] == d.in[0])
+        t.input_bytes_per_row[i] = in_row * std::max<int64_t>(1, d.window.sh);
+  }
+  emit_vector_kernel(c, n, kid, t);
+}
+
+}  // namespace
+
+}  // namespace mimic::backends::tpu_emu

@@ -1,0 +1,118 @@
+// Internal state of one compilation, shared by the lowering files (compiler.cpp drives; matmul,
+// vector and copy lowering emit kernels through it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/tpu_emu/emitter.h"
+#include "frontend/ir/graph.h"
+#include "models/tpu/program.h"
+#include "models/tpu/tpu_spec.h"
+
+namespace mimic::backends::tpu_emu {
+
+// First-fit allocation of one memory's address range, with reuse of freed ranges; remembers which
+// dead tensors occupied a range so that writes to a new tensor can wait for their readers.
+class RangeAllocator {
+ public:
+  explicit RangeAllocator(uint64_t capacity = 0) : capacity_(capacity) {}
+  // Returns false when no free range is large enough.
+  bool allocate(uint64_t bytes, uint64_t* address);
+  void release(uint64_t address, uint64_t bytes, int32_t tensor);
+  // Dead tensors whose ranges overlap [address, address + bytes) (forgotten once returned).
+  std::vector<int32_t> previous_occupants(uint64_t address, uint64_t bytes);
+  uint64_t capacity() const { return capacity_; }
+  uint64_t used() const { return used_; }
+  uint64_t peak() const { return peak_; }
+
+ private:
+  struct Range {
+    uint64_t begin, end;
+  };
+  struct Dead {
+    uint64_t begin, end;
+    int32_t tensor;
+  };
+  uint64_t capacity_;
+  std::vector<Range> free_;  // sorted, coalesced; beyond `top_` everything is free
+  uint64_t top_ = 0, used_ = 0, peak_ = 0;
+  std::vector<Dead> dead_;
+};
+
+struct Context {
+  Context(const ir::Graph& graph, const models::tpu::TpuSpec& spec, const CompileOptions& options,
+          models::tpu::Program& program, std::vector<std::vector<float>>& constants,
+          const std::string& device);
+
+  const ir::Graph& g;
+  const models::tpu::TpuSpec& spec;
+  const CompileOptions& options;
+  models::tpu::Program& p;
+  std::vector<std::vector<float>>& constants;
+  std::string device;
+  std::unique_ptr<Emitter> em;
+  std::unordered_map<ir::ValueId, int32_t> tensor_of;
+  RangeAllocator offchip, onchip;  // onchip: the resident region of core 0 (v1/edge)
+  uint64_t host_cursor = 0;
+  uint64_t weight_bytes = 0;  // constants as stored for the matrix units
+  std::vector<std::string> notes;
+  int32_t current_op = -1;
+
+  // Tensor of a value: constants get one on first use (home per chip), others must exist.
+  int32_t tensor(ir::ValueId v);
+  // Creates the tensor of a produced value, homed by the chip's rule (on chip when it fits for
+  // v1/edge, else off-chip, else host), waiting for readers of any storage it reuses.
+  int32_t produce(ir::ValueId v);
+  int32_t alias(ir::ValueId v, int32_t of);
+  // A constant tensor with the given data (weights prepared by the compiler).
+  int32_t add_constant(const std::string& name, std::vector<int64_t> dims, std::vector<float> data,
+                       int64_t stored_element_bytes);
+  void release(int32_t tensor);
+  // Bytes per element of a tensor in its home memory.
+  int64_t element_bytes(int32_t tensor) const;
+  models::tpu::Level home(int32_t tensor) const { return p.tensors.at(tensor).home; }
+  // Rounding applied when a kernel stores value v.
+  models::tpu::Rounding store_rounding(ir::ValueId v) const;
+  int32_t add_kernel(models::tpu::Kernel k);
+  // "Conv 'layer1.0.conv1'" for messages.
+  std::string describe(const ir::Node& n) const;
+  // Raises OutOfMemoryError: node cannot be tiled into one half of on-chip memory.
+  [[noreturn]] void untileable(const ir::Node& n, uint64_t needed, const std::string& detail) const;
+
+ private:
+  int32_t new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t element_bytes,
+                     bool constant);
+  uint64_t storage_bytes(const std::vector<int64_t>& dims, int64_t element_bytes,
+                         models::tpu::Level home) const;
+  std::unordered_map<int32_t, int64_t> element_bytes_;
+};
+
+// Lowering entry points. `nodes` is a fused group (matmul-like node first).
+void lower_matmul_group(Context& c, const std::vector<int>& nodes);
+void lower_vector_node(Context& c, const ir::Node& n);
+void lower_depthwise_group(Context& c, const std::vector<int>& nodes);
+void lower_copy_node(Context& c, const ir::Node& n);
+
+// Tiles `rows` of a vector kernel across cores and chunks that fit half of on-chip memory, with
+// per-row input/output bytes (tiled) and vector work; raises untileable() when one row does not
+// fit.
+struct VectorTiling {
+  int64_t rows = 0;
+  std::vector<int32_t> inputs;  // tensors streamed per chunk (by their share of rows)
+  std::vector<double> input_bytes_per_row;
+  std::vector<int32_t> whole_inputs;  // tensors loaded whole once per core (small operands)
+  int32_t output = -1;
+  double output_bytes_per_row = 0;
+  double elements_per_row = 0;  // vector work, tiled elements
+  uint32_t ops = 1;
+  bool vector_instruction = true;  // false: pure data movement (the store computes)
+  double runs_per_row = 0;         // data movement: contiguous pieces per row (strided DMA)
+};
+void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t);
+
+}  // namespace mimic::backends::tpu_emu

@@ -1,0 +1,203 @@
+#include "backends/tpu_emu/run_report.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+
+namespace mimic::backends::tpu_emu {
+
+using namespace models::tpu;
+
+namespace {
+
+struct OpTotals {
+  uint64_t first = std::numeric_limits<uint64_t>::max(), last = 0;
+  uint64_t before = 0;  // latest end of the instructions issued before this op's first one
+  int64_t offchip_bytes = 0;
+  bool any = false;
+};
+
+// Off-chip traffic of one instruction: DMAs touching host or off-chip memory, weight fetches from
+// there.
+int64_t offchip_bytes(const Instruction& in, const InstructionTiming& t) {
+  if (in.opcode == Opcode::dma) {
+    int64_t b = 0;
+    if (in.src != Level::onchip) b += static_cast<int64_t>(in.bytes);
+    if (in.dst != Level::onchip) b += static_cast<int64_t>(in.dst_bytes ? in.dst_bytes : in.bytes);
+    return b;
+  }
+  if (in.opcode == Opcode::matmul && in.weight_source != Level::onchip)
+    return static_cast<int64_t>(t.fetched_bytes);
+  return 0;
+}
+
+std::string event_name(const Program& p, const Instruction& in) {
+  switch (in.opcode) {
+    case Opcode::dma:
+      if (in.src == Level::host) return "dma host->" + std::string(level_name(in.dst));
+      if (in.dst == Level::host) return "dma " + std::string(level_name(in.src)) + "->host";
+      return in.dst == Level::onchip ? (in.src == Level::onchip ? "dma onchip" : "dma in")
+                                     : "dma out";
+    case Opcode::matmul:
+      return "matmul";
+    case Opcode::vector:
+      if (in.kernel >= 0 && in.computes) {
+        const Kernel& k = p.kernels[in.kernel];
+        return k.kind == KernelKind::gemm ? "matvec" : vector_func_name(k.vec.func);
+      }
+      return in.kernel >= 0 && p.kernels[in.kernel].kind == KernelKind::gemm ? "epilogue"
+                                                                             : "relayout";
+    case Opcode::sync:
+      return "sync";
+  }
+  return "?";
+}
+
+const char* track_kind(const std::string& unit_kind) {
+  if (unit_kind == "matrix") return "compute";
+  return unit_kind == "vector" ? "vector" : "dma";
+}
+
+}  // namespace
+
+// Debugging aid: MIMIC_TPU_TRACE_OP=<node> prints that op's instructions with their timing.
+void dump_op(const Program& p, const TimingResult& t, const char* node) {
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const Instruction& in = p.instructions[i];
+    if (in.kernel < 0 || p.kernels[in.kernel].op < 0 || p.ops[p.kernels[in.kernel].op].node != node)
+      continue;
+    const InstructionTiming& it = t.instructions[i];
+    fmt::print(stderr,
+               "{:6} core{} {:7} unit {:2} [{:9}, {:9}) busy {:8} bytes {:9} m {} k {} n {} elems "
+               "{} deps {}\n",
+               i, in.core, opcode_name(in.opcode), it.unit, it.start, it.end, it.busy, in.bytes,
+               in.m, in.k, in.n, in.elements, in.dep_count);
+  }
+}
+
+RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult& t,
+                       bool timing_only) {
+  if (const char* node = std::getenv("MIMIC_TPU_TRACE_OP")) dump_op(p, t, node);
+  RunReport r;
+  r.device = "tpu-emu:" + spec.name;
+  r.backend = "tpu-emu";
+  r.precision = p.precision;
+  r.cycles = t.cycles;
+  r.clock_hz = static_cast<double>(spec.clock_hz);
+  r.device_seconds = static_cast<double>(t.cycles) / r.clock_hz;
+  r.peak_flops_per_s = spec.peak_flops_per_s();
+  r.ridge_intensity = spec.ridge_flops_per_byte();
+  std::vector<OpTotals> totals(p.ops.size());
+  uint64_t issued_end = 0;  // latest end among the instructions so far in program order
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const Instruction& in = p.instructions[i];
+    uint64_t end = t.instructions[i].end;
+    int32_t op = in.kernel >= 0 ? p.kernels[in.kernel].op : -1;
+    if (op < 0 || in.opcode == Opcode::sync) {
+      issued_end = std::max(issued_end, end);
+      continue;
+    }
+    OpTotals& o = totals[op];
+    if (!o.any) o.before = issued_end;
+    issued_end = std::max(issued_end, end);
+    o.first = std::min(o.first, t.instructions[i].start);
+    o.last = std::max(o.last, t.instructions[i].end);
+    o.offchip_bytes += offchip_bytes(in, t.instructions[i]);
+    o.any = true;
+  }
+  const double peak_flops_per_cycle = 2.0 * static_cast<double>(spec.peak_macs_per_cycle());
+  int64_t total_flops = 0;
+  // Ops overlap a little (a kernel prefetches its weights while the previous one computes): each
+  // op is charged from when everything issued before it (earlier ops, input transfers) finished,
+  // or from its own first instruction if later, to its last instruction, so that op cycles add up
+  // to at most the run.
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const OpInfo& info = p.ops[i];
+    OpReport o;
+    o.node = info.node;
+    o.op_type = info.op_type;
+    o.backend = "tpu-emu";
+    o.shapes = info.shapes;
+    o.flops = info.flops;
+    o.bytes_in = info.bytes_in;
+    o.bytes_out = info.bytes_out;
+    total_flops += info.flops;
+    if (totals[i].any) {
+      uint64_t begin = std::max(totals[i].first, totals[i].before);
+      o.cycles = totals[i].last > begin ? totals[i].last - begin : 0;
+      o.device_seconds = static_cast<double>(o.cycles) / r.clock_hz;
+      o.utilization = o.cycles ? static_cast<double>(info.flops) /
+                                     (peak_flops_per_cycle * static_cast<double>(o.cycles))
+                               : 0;
+      o.intensity = totals[i].offchip_bytes ? static_cast<double>(info.flops) /
+                                                  static_cast<double>(totals[i].offchip_bytes)
+                                            : 0;
+      o.bound = totals[i].offchip_bytes && o.intensity < r.ridge_intensity ? "memory" : "compute";
+    }
+    r.ops.push_back(std::move(o));
+  }
+  r.achieved_flops_per_s =
+      r.device_seconds > 0 ? static_cast<double>(total_flops) / r.device_seconds : 0;
+  uint64_t mxu_busy = 0;
+  int64_t mxus = 0;
+  for (const UnitStats& u : t.units) {
+    if (u.kind == "sync") continue;
+    UnitReport ur{u.name, u.kind, u.busy_cycles,
+                  t.cycles ? static_cast<double>(u.busy_cycles) / t.cycles : 0.0};
+    r.units.push_back(ur);
+    if (u.kind == "matrix") {
+      mxu_busy += u.busy_cycles;
+      ++mxus;
+    }
+  }
+  for (const MemoryStats& m : t.memories) {
+    std::string key = m.level == Level::host      ? spec.host_link.name
+                      : m.level == Level::offchip ? spec.offchip.name
+                                                  : spec.onchip.name;
+    r.bytes_moved[key] += static_cast<int64_t>(m.bytes_read + m.bytes_written);
+  }
+  r.metrics["instructions"] = static_cast<double>(p.instructions.size());
+  r.metrics["mxu_busy_fraction"] =
+      mxus && t.cycles ? static_cast<double>(mxu_busy) / (mxus * static_cast<double>(t.cycles)) : 0;
+  r.metrics["mxu_weight_stall_cycles"] = static_cast<double>(t.weight_stall_cycles);
+  r.metrics["simulation_seconds"] = t.host_seconds;
+  r.metrics["simulated_cycles_per_second"] =
+      t.host_seconds > 0 ? static_cast<double>(t.cycles) / t.host_seconds : 0;
+  int64_t peak = 0;
+  for (int64_t b : t.onchip_peak_bytes) peak = std::max(peak, b);
+  r.metrics["onchip_peak_bytes"] = static_cast<double>(peak);
+  r.metrics["matrix_passes"] = static_cast<double>(p.passes);
+  if (timing_only) r.notes.push_back("timing only: numerics skipped, outputs are zeros");
+  return r;
+}
+
+void record_trace(sim::EventSink& sink, const TpuSpec& spec, const Program& p,
+                  const TimingResult& t) {
+  sim::DeviceId dev = sink.add_device(sim::DeviceDesc{"tpu-emu", spec.name, spec.clock_hz,
+                                                      sim::TimeUnit::cycles, spec_to_json(spec)});
+  std::vector<sim::TrackId> tracks(t.units.size(), -1);
+  for (size_t u = 0; u < t.units.size(); ++u)
+    if (t.units[u].kind != "sync")
+      tracks[u] = sink.add_track(dev, t.units[u].name, track_kind(t.units[u].kind));
+  std::vector<sim::OpId> ops;
+  for (const OpInfo& o : p.ops)
+    ops.push_back(sink.add_op(sim::OpDesc{o.node, o.op_type, o.shapes, o.dtype, o.flops, o.bytes_in,
+                                          o.bytes_out, "tpu-emu", false}));
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const Instruction& in = p.instructions[i];
+    const InstructionTiming& it = t.instructions[i];
+    if (in.opcode == Opcode::sync || it.unit < 0 || tracks[it.unit] < 0) continue;
+    sim::OpId op =
+        in.kernel >= 0 && p.kernels[in.kernel].op >= 0 ? ops[p.kernels[in.kernel].op] : sim::kNoOp;
+    sink.event(tracks[it.unit], op, event_name(p, in), it.start, it.end - it.start);
+  }
+  for (size_t c = 0; c < t.onchip_occupancy.size(); ++c) {
+    sim::TrackId track =
+        sink.add_track(dev, fmt::format("core{}_{}", c, spec.onchip.name), "memory");
+    for (const OccupancySample& s : t.onchip_occupancy[c])
+      sink.counter(track, s.cycle, static_cast<double>(s.bytes));
+  }
+}
+
+}  // namespace mimic::backends::tpu_emu

@@ -1,0 +1,183 @@
+// Which graph nodes the TPU can run; the rest fall back to the cpu backend (placement.cpp).
+#include <fmt/format.h>
+
+#include "backends/tpu_emu/compiler.h"
+#include "backends/tpu_emu/fusion.h"
+#include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/op_helpers.h"
+
+namespace mimic::backends::tpu_emu {
+
+using ir::OpType;
+
+namespace {
+
+bool is_float(ir::DType t) {
+  return t == ir::DType::f32 || t == ir::DType::bf16;
+}
+
+bool constant_f32(const ir::Graph& g, const ir::Node& n, int i) {
+  if (!n.has_input(i)) return true;
+  const ir::Value& v = g.value(n.inputs[i]);
+  return v.constant && v.constant->dtype() == ir::DType::f32;
+}
+
+bool window_2d(const ir::Graph& g, const ir::Node& n) {
+  return g.value(n.inputs[0]).type.shape.rank() == 4;
+}
+
+// Reduced axes (ignoring size-1 dimensions) must form one contiguous block.
+bool contiguous_reduction(const ir::Graph& g, const ir::Node& n) {
+  std::vector<bool> mask = ir::resolve_reduce_axes(g, n);
+  const ir::Shape& x = g.value(n.inputs[0]).type.shape;
+  int first = -1, last = -1;
+  for (int i = 0; i < x.rank(); ++i)
+    if (mask[i] && x[i] != 1) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  if (first < 0) return false;
+  for (int i = first; i <= last; ++i)
+    if (!mask[i] && x[i] != 1) return false;
+  return true;
+}
+
+bool batch_ok(const ir::Shape& s, int64_t batch, int64_t matrix) {
+  return s.rank() <= 2 || s.numel() / matrix == 1 || s.numel() / matrix == batch;
+}
+
+bool matmul_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  const ir::Shape& a = g.value(n.inputs[0]).type.shape;
+  const ir::Shape& b = g.value(n.inputs[1]).type.shape;
+  const ir::Shape& y = g.value(n.outputs[0]).type.shape;
+  bool b_constant = g.value(n.inputs[1]).constant != nullptr;
+  if (b_constant && b.rank() <= 2) return constant_f32(g, n, 1);
+  if (a.rank() < 2 || b.rank() < 2) {
+    if (why) *why = "batched matrix-vector products";
+    return false;
+  }
+  int64_t batch = 1;
+  for (int i = 0; i + 2 < y.rank(); ++i) batch *= y[i];
+  if (!batch_ok(a, batch, a.dim(-2) * a.dim(-1)) || !batch_ok(b, batch, b.dim(-2) * b.dim(-1))) {
+    if (why) *why = "partially broadcast batch dimensions";
+    return false;
+  }
+  return true;
+}
+
+bool gemm_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  if (!n.has_input(2)) return true;
+  const ir::Value& c = g.value(n.inputs[2]);
+  const ir::Shape& y = g.value(n.outputs[0]).type.shape;
+  if (c.constant && c.constant->dtype() == ir::DType::f32) {
+    const ir::Shape& s = c.type.shape;
+    bool row = s.numel() == 1 || (s.numel() == y[1] && s.dim(-1) == y[1]);
+    if (row) return true;
+  }
+  if (c.type.shape == y && n.attrs.get_float("beta", 1.0) == 1.0) return true;
+  if (why) *why = "C operand that is neither a row bias nor an [M,N] addend with beta=1";
+  return false;
+}
+
+}  // namespace
+
+bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  for (ir::ValueId v : n.outputs)
+    if (!is_float(g.value(v).type.dtype)) {
+      if (why) *why = fmt::format("{} outputs", ir::dtype_name(g.value(v).type.dtype));
+      return false;
+    }
+  // Data inputs must be floating point; integer inputs are allowed only as constant parameters.
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    if (!n.has_input(i)) continue;
+    const ir::Value& v = g.value(n.inputs[i]);
+    if (!is_float(v.type.dtype) && !v.constant) {
+      if (why) *why = fmt::format("{} input '{}'", ir::dtype_name(v.type.dtype), v.name);
+      return false;
+    }
+  }
+  models::tpu::VectorFunc f;
+  float p0, p1;
+  switch (n.op) {
+    case OpType::Conv:
+      if (!window_2d(g, n) || !constant_f32(g, n, 1) || !constant_f32(g, n, 2) ||
+          g.value(n.inputs[0]).constant) {
+        if (why) *why = "only 2-D convolutions with constant f32 weights";
+        return false;
+      }
+      if (is_depthwise(g, n) && g.value(n.inputs[1]).type.shape[1] != 1) return false;
+      return true;
+    case OpType::MatMul:
+      return matmul_ok(g, n, why);
+    case OpType::Gemm:
+      return gemm_ok(g, n, why);
+    case OpType::BatchNormalization:
+      return n.outputs.size() == 1 && g.value(n.inputs[0]).type.shape.rank() >= 2 &&
+             constant_f32(g, n, 1) && constant_f32(g, n, 2) && constant_f32(g, n, 3) &&
+             constant_f32(g, n, 4);
+    case OpType::LayerNormalization: {
+      if (n.outputs.size() != 1) return false;
+      const ir::Shape& x = g.value(n.inputs[0]).type.shape;
+      int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), x.rank(), "axis");
+      int64_t inner = x.product(axis, x.rank());
+      for (int i : {1, 2})
+        if (n.has_input(i) && g.value(n.inputs[i]).type.shape.numel() != inner) return false;
+      return true;
+    }
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+      return true;
+    case OpType::MaxPool:
+    case OpType::AveragePool:
+      return n.outputs.size() == 1 && window_2d(g, n);
+    case OpType::GlobalAveragePool:
+    case OpType::GlobalMaxPool:
+      return window_2d(g, n);
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
+      if (!contiguous_reduction(g, n)) {
+        if (why) *why = "reductions over non-adjacent axes";
+        return false;
+      }
+      return true;
+    case OpType::Reshape:
+    case OpType::Flatten:
+    case OpType::Squeeze:
+    case OpType::Unsqueeze:
+    case OpType::Identity:
+      return true;
+    case OpType::Dropout:
+      return n.outputs.size() == 1;
+    case OpType::Transpose:
+    case OpType::Concat:
+    case OpType::Slice:
+    case OpType::Split:
+    case OpType::Expand:
+      return true;
+    case OpType::Pad: {
+      if (n.attrs.get_string("mode", "constant") != "constant") return false;
+      ir::PadSpec p = ir::resolve_pads(g, n);
+      for (size_t i = 0; i < p.before.size(); ++i)
+        if (p.before[i] < 0 || p.after[i] < 0) return false;
+      return true;
+    }
+    case OpType::Max:
+    case OpType::Min:
+      return n.num_inputs() == 2 && binary_func(n.op, &f);
+    default:
+      if (binary_func(n.op, &f)) return n.num_inputs() == 2;
+      if (unary_func(g, n, &f, &p0, &p1)) return true;
+      if (why) *why = "no TPU lowering";
+      return false;
+  }
+}
+
+}  // namespace mimic::backends::tpu_emu

@@ -1,0 +1,201 @@
+#include "backends/tpu_emu/tpu_emu_backend.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+#include <chrono>
+
+#include "backends/device_worker/recording_sink.h"
+#include "backends/device_worker/wire.h"
+#include "backends/device_worker/worker_process.h"
+#include "backends/tpu_emu/compiler.h"
+#include "backends/tpu_emu/program_codec.h"
+#include "frontend/ir/error.h"
+#include "models/common/numeric_formats.h"
+
+namespace mimic::backends {
+namespace {
+
+using namespace models::tpu;
+using tpu_emu::CompiledProgram;
+
+bool looks_like_file(const std::string& arg) {
+  return arg.find('/') != std::string::npos ||
+         (arg.size() > 5 && arg.substr(arg.size() - 5) == ".json");
+}
+
+// The chip for a device argument plus overrides (validated once; errors name the field).
+TpuSpec resolve_spec(const std::string& arg, const std::map<std::string, std::string>& overrides) {
+  if (arg.empty())
+    throw InvalidArgument(
+        "tpu-emu needs a preset or a chip file, e.g. tpu-emu:v4 or tpu-emu:chip.json");
+  TpuSpec spec = looks_like_file(arg) ? spec_from_json_file(arg) : preset(arg);
+  if (!overrides.empty()) apply_overrides(spec, overrides);
+  return spec;
+}
+
+class TpuExecutable final : public Executable {
+ public:
+  TpuExecutable(const ir::Graph& g, TpuSpec spec, CompiledProgram compiled,
+                const CompileOptions& options)
+      : spec_(std::move(spec)), options_(options), report_(std::move(compiled.report)) {
+    std::string json = spec_to_json(spec_);
+    config_.assign(json.begin(), json.end());
+    for (ir::ValueId v : g.inputs()) input_types_.push_back(g.value(v).type);
+    for (ir::ValueId v : g.outputs()) output_types_.push_back(g.value(v).type);
+    wire::Writer w;
+    w.u8(tpu_emu::kLoad);
+    tpu_emu::write_program(w, compiled.program);
+    w.u64(compiled.constants.size());
+    for (const auto& c : compiled.constants) w.pods(c);
+    load_ = std::move(w.data());
+  }
+
+  ~TpuExecutable() override {
+    if (auto worker = worker_.lock(); worker && worker->alive()) {
+      try {
+        wire::Writer w;
+        w.u8(tpu_emu::kUnload);
+        w.u64(program_id_);
+        worker->call(w.data());
+      } catch (const std::exception&) {
+        // The worker is gone or failing: nothing left to free.
+      }
+    }
+  }
+
+  RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    auto start = std::chrono::steady_clock::now();
+    if (options_.compile_only)
+      throw InvalidArgument(
+          fmt::format("tpu-emu:{}: compiled with compile_only, it cannot run", spec_.name));
+    if (inputs.size() != input_types_.size())
+      throw InvalidArgument(fmt::format("tpu-emu: the program takes {} inputs, got {}",
+                                        input_types_.size(), inputs.size()));
+    std::shared_ptr<WorkerProcess> worker = shared_worker("tpu", config_);
+    if (worker !=
+        worker_.lock()) {  // first run, or the previous worker died: load the program there
+      std::vector<uint8_t> answer = worker->call(load_);
+      wire::Reader r(answer);
+      program_id_ = r.u64();
+      worker_ = worker;
+    }
+    const bool record = dynamic_cast<sim::NullSink*>(&sink) == nullptr;
+    wire::Writer w;
+    w.u8(tpu_emu::kRun);
+    w.u64(program_id_);
+    w.boolean(options_.timing_only);
+    w.boolean(record);
+    if (!options_.timing_only) {
+      w.u64(inputs.size());
+      for (size_t i = 0; i < inputs.size(); ++i) write_f32(w, inputs[i], i);
+    }
+    std::vector<uint8_t> response = worker->call(w.data());
+    wire::Reader r(response);
+    RunResult result;
+    uint64_t n = r.u64();
+    for (size_t i = 0; i < output_types_.size(); ++i)
+      result.outputs.push_back(
+          i < n ? read_output(r, output_types_[i])
+                : ir::HostTensor(output_types_[i].dtype, output_types_[i].shape));
+    result.report = wire::read_report(r);
+    if (r.boolean()) RecordingSink::replay(r, sink);
+    result.report.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  }
+
+  const CompileReport& compile_report() const override { return report_; }
+
+ private:
+  void write_f32(wire::Writer& w, const ir::HostTensor& t, size_t i) const {
+    if (t.type() != input_types_[i])
+      throw InvalidArgument(fmt::format("tpu-emu: input {} must be {}, got {}", i,
+                                        input_types_[i].str(), t.type().str()));
+    w.u64(static_cast<uint64_t>(t.numel()));
+    if (t.dtype() == ir::DType::f32) {
+      w.bytes(t.raw(), t.nbytes());
+      return;
+    }
+    std::vector<float> f(t.numel());
+    numeric::bf16_to_f32(static_cast<const uint16_t*>(t.raw()), f.data(), f.size());
+    w.bytes(f.data(), f.size() * sizeof(float));
+  }
+
+  static ir::HostTensor read_output(wire::Reader& r, const ir::TensorType& type) {
+    std::vector<float> v = r.pods<float>();
+    ir::HostTensor t(type.dtype, type.shape);
+    if (static_cast<int64_t>(v.size()) != t.numel())
+      throw RuntimeError(fmt::format("tpu-emu: device returned {} values for an output of type {}",
+                                     v.size(), type.str()));
+    if (type.dtype == ir::DType::f32)
+      std::copy(v.begin(), v.end(), t.data<float>());
+    else
+      numeric::f32_to_bf16(v.data(), static_cast<uint16_t*>(t.raw()), v.size());
+    return t;
+  }
+
+  TpuSpec spec_;
+  CompileOptions options_;
+  CompileReport report_;
+  std::vector<uint8_t> config_, load_;
+  std::vector<ir::TensorType> input_types_, output_types_;
+  std::weak_ptr<WorkerProcess> worker_;
+  uint64_t program_id_ = 0;
+};
+
+class TpuEmuBackend final : public Backend {
+ public:
+  std::string name() const override { return "tpu-emu"; }
+
+  std::vector<DeviceInfo> enumerate() const override {
+    std::vector<DeviceInfo> out;
+    for (const auto& p : preset_names()) out.push_back(probe(p));
+    return out;
+  }
+
+  DeviceInfo probe(const std::string& arg) const override {
+    DeviceInfo info{"tpu-emu" + (arg.empty() ? std::string() : ":" + arg), "tpu-emu", false, "",
+                    ""};
+    try {
+      TpuSpec spec = resolve_spec(arg, {});
+      std::string exe = worker_executable();
+      if (access(exe.c_str(), X_OK) != 0) {
+        info.reason =
+            fmt::format("the device worker '{}' is missing (set MIMIC_DEVICE_WORKER)", exe);
+        return info;
+      }
+      info.available = true;
+      info.description = fmt::format(
+          "{} [{}]", spec.description.empty() ? spec.name : spec.description, spec.summary());
+    } catch (const Error& e) {
+      info.reason = e.what();
+    }
+    return info;
+  }
+
+  bool supports_op(const ir::Graph& g, const ir::Node& n, const std::string&,
+                   const CompileOptions&) const override {
+    return tpu_emu::supports_node(g, n);
+  }
+
+  std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
+                                      const CompileOptions& options) const override {
+    if (!options.options.empty())
+      throw InvalidArgument(
+          fmt::format("tpu-emu: unknown option '{}' (tpu-emu takes none; chip fields are set with "
+                      "overrides, e.g. --set mxu.rows=64)",
+                      options.options.begin()->first));
+    TpuSpec spec = resolve_spec(arg, options.overrides);
+    tpu_emu::precision_passes(options.precision, spec);  // rejects unknown precisions
+    CompiledProgram compiled = tpu_emu::compile_program(g, spec, options, "tpu-emu:" + arg);
+    return std::make_unique<TpuExecutable>(g, std::move(spec), std::move(compiled), options);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_tpu_emu_backend() {
+  return std::make_unique<TpuEmuBackend>();
+}
+
+}  // namespace mimic::backends

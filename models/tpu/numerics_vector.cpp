@@ -1,0 +1,378 @@
+// Numerics of vector-unit instructions (fp32): elementwise maps with broadcasting, strided copies,
+// reductions, softmax, layer normalization, per-channel scale/shift, pooling, depthwise
+// convolution. Each instruction computes its region [r0, r1) (see VectorDesc in program.h).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "models/common/numeric_formats.h"
+#include "models/tpu/numerics.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace mimic::models::tpu {
+namespace {
+
+float unary(VectorFunc f, float x, float p0, float p1) {
+  switch (f) {
+    case VectorFunc::identity:
+    case VectorFunc::copy:
+    case VectorFunc::transpose:
+      return x;
+    case VectorFunc::relu:
+      return x > 0 ? x : 0.0f;
+    case VectorFunc::clip:
+      return std::min(std::max(x, p0), p1);
+    case VectorFunc::leaky_relu:
+      return x >= 0 ? x : p0 * x;
+    case VectorFunc::elu:
+      return x >= 0 ? x : p0 * (std::exp(x) - 1.0f);
+    case VectorFunc::selu:
+      return p1 * (x > 0 ? x : p0 * (std::exp(x) - 1.0f));
+    case VectorFunc::sigmoid:
+      return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+    case VectorFunc::hard_sigmoid:
+      return std::clamp(p0 * x + p1, 0.0f, 1.0f);
+    case VectorFunc::hard_swish:
+      return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+    case VectorFunc::tanh:
+      return std::tanh(x);
+    case VectorFunc::exp:
+      return std::exp(x);
+    case VectorFunc::log:
+      return std::log(x);
+    case VectorFunc::sqrt:
+      return std::sqrt(x);
+    case VectorFunc::reciprocal:
+      return 1.0f / x;
+    case VectorFunc::abs:
+      return std::fabs(x);
+    case VectorFunc::neg:
+      return -x;
+    case VectorFunc::erf:
+      return std::erf(x);
+    case VectorFunc::gelu:
+      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752440f));
+    case VectorFunc::gelu_tanh:
+      return 0.5f * x * (1.0f + std::tanh(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case VectorFunc::softplus:
+      return x > 20 ? x : std::log1p(std::exp(x));
+    case VectorFunc::softsign:
+      return x / (1.0f + std::fabs(x));
+    case VectorFunc::floor:
+      return std::floor(x);
+    case VectorFunc::ceil:
+      return std::ceil(x);
+    case VectorFunc::round:
+      return std::nearbyint(x);
+    case VectorFunc::sign:
+      return static_cast<float>((x > 0) - (x < 0));
+    case VectorFunc::sin:
+      return std::sin(x);
+    case VectorFunc::cos:
+      return std::cos(x);
+    default:
+      return x;
+  }
+}
+
+float binary(VectorFunc f, float a, float b) {
+  switch (f) {
+    case VectorFunc::add:
+      return a + b;
+    case VectorFunc::sub:
+      return a - b;
+    case VectorFunc::mul:
+      return a * b;
+    case VectorFunc::div:
+      return a / b;
+    case VectorFunc::max:
+      return std::max(a, b);
+    case VectorFunc::min:
+      return std::min(a, b);
+    case VectorFunc::pow:
+      return std::pow(a, b);
+    case VectorFunc::prelu:
+      return a >= 0 ? a : a * b;
+    default:
+      return a;
+  }
+}
+
+float store(const Epilogue& e, float v) {
+  if (e.activation != VectorFunc::identity) v = unary(e.activation, v, e.p0, e.p1);
+  return e.store == Rounding::bf16 ? numeric::round_to_bf16(v) : v;
+}
+
+// Elementwise over `dims` for output elements [r0, r1): strided inputs, strided or contiguous
+// output.
+void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float* out, int64_t r0,
+                 int64_t r1) {
+  const int rank = static_cast<int>(d.dims.size());
+  const int64_t inner = rank ? d.dims.back() : 1;
+  std::vector<int64_t> idx(rank, 0);
+  int64_t rem = r0;
+  for (int i = rank - 1; i >= 0; --i) {
+    idx[i] = rem % d.dims[i];
+    rem /= d.dims[i];
+  }
+  const size_t nin = in.size();
+  const bool contiguous_out = d.out_strides.empty();
+  for (int64_t e = r0; e < r1;) {
+    int64_t run = std::min(inner - (rank ? idx[rank - 1] : 0), r1 - e);
+    int64_t off[2] = {0, 0}, out_off = d.out_offset;
+    for (size_t k = 0; k < nin; ++k) {
+      off[k] = d.in_offsets.empty() ? 0 : d.in_offsets[k];
+      for (int i = 0; i < rank; ++i) off[k] += idx[i] * d.in_strides[k][i];
+    }
+    if (contiguous_out)
+      out_off += e;
+    else
+      for (int i = 0; i < rank; ++i) out_off += idx[i] * d.out_strides[i];
+    const int64_t s0 = nin > 0 && rank ? d.in_strides[0][rank - 1] : 0;
+    const int64_t s1 = nin > 1 && rank ? d.in_strides[1][rank - 1] : 0;
+    const int64_t so = contiguous_out ? 1 : (rank ? d.out_strides[rank - 1] : 0);
+    float* y = out + out_off;
+    if (nin == 0) {
+      for (int64_t j = 0; j < run; ++j) y[j * so] = store(d.epi, d.p0);
+    } else if (nin == 1) {
+      const float* x = in[0] + off[0];
+      for (int64_t j = 0; j < run; ++j)
+        y[j * so] = store(d.epi, unary(d.func, x[j * s0], d.p0, d.p1));
+    } else {
+      const float* a = in[0] + off[0];
+      const float* b = in[1] + off[1];
+      for (int64_t j = 0; j < run; ++j)
+        y[j * so] = store(d.epi, binary(d.func, a[j * s0], b[j * s1]));
+    }
+    e += run;
+    if (rank) idx[rank - 1] += run;
+    for (int i = rank - 1; i > 0 && idx[i] >= d.dims[i]; --i) {
+      idx[i] = 0;
+      idx[i - 1]++;
+    }
+  }
+}
+
+// Reduction of [outer, axis, inner] to [outer, inner]; output elements [r0, r1).
+void reduce(const VectorDesc& d, const float* x, float* y, int64_t r0, int64_t r1) {
+#pragma omp parallel for if ((r1 - r0) * d.axis > 65536) schedule(static)
+  for (int64_t o = r0; o < r1; ++o) {
+    int64_t outer = o / d.inner, inner = o % d.inner;
+    const float* p = x + outer * d.axis * d.inner + inner;
+    double acc;
+    switch (d.func) {
+      case VectorFunc::reduce_max:
+        acc = -std::numeric_limits<double>::infinity();
+        break;
+      case VectorFunc::reduce_min:
+        acc = std::numeric_limits<double>::infinity();
+        break;
+      case VectorFunc::prod:
+        acc = 1;
+        break;
+      default:
+        acc = 0;
+    }
+    double mx = -std::numeric_limits<double>::infinity();
+    if (d.func == VectorFunc::log_sum_exp)
+      for (int64_t a = 0; a < d.axis; ++a) mx = std::max<double>(mx, p[a * d.inner]);
+    for (int64_t a = 0; a < d.axis; ++a) {
+      double v = p[a * d.inner];
+      switch (d.func) {
+        case VectorFunc::reduce_max:
+          acc = std::max(acc, v);
+          break;
+        case VectorFunc::reduce_min:
+          acc = std::min(acc, v);
+          break;
+        case VectorFunc::prod:
+          acc *= v;
+          break;
+        case VectorFunc::l1:
+          acc += std::fabs(v);
+          break;
+        case VectorFunc::l2:
+        case VectorFunc::sum_square:
+          acc += v * v;
+          break;
+        case VectorFunc::log_sum_exp:
+          acc += std::exp(v - mx);
+          break;
+        default:
+          acc += v;
+      }
+    }
+    if (d.func == VectorFunc::mean)
+      acc /= static_cast<double>(d.axis);
+    else if (d.func == VectorFunc::l2)
+      acc = std::sqrt(acc);
+    else if (d.func == VectorFunc::log_sum)
+      acc = std::log(acc);
+    else if (d.func == VectorFunc::log_sum_exp)
+      acc = mx + std::log(acc);
+    y[o] = store(d.epi, static_cast<float>(acc));
+  }
+}
+
+void softmax(const VectorDesc& d, const float* x, float* y, int64_t r0, int64_t r1) {
+  const bool log_form = d.func == VectorFunc::log_softmax;
+#pragma omp parallel for collapse(2) if ((r1 - r0) * d.axis * d.inner > 65536) schedule(static)
+  for (int64_t o = r0; o < r1; ++o)
+    for (int64_t i = 0; i < d.inner; ++i) {
+      const float* p = x + o * d.axis * d.inner + i;
+      float* q = y + o * d.axis * d.inner + i;
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t a = 0; a < d.axis; ++a) mx = std::max(mx, p[a * d.inner]);
+      float sum = 0;
+      for (int64_t a = 0; a < d.axis; ++a) sum += std::exp(p[a * d.inner] - mx);
+      float log_sum = std::log(sum);
+      for (int64_t a = 0; a < d.axis; ++a) {
+        float v = p[a * d.inner] - mx;
+        q[a * d.inner] = store(d.epi, log_form ? v - log_sum : std::exp(v) / sum);
+      }
+    }
+}
+
+void layer_norm(const VectorDesc& d, const float* x, const float* scale, const float* bias,
+                float* y, int64_t r0, int64_t r1) {
+  const int64_t n = d.inner;
+#pragma omp parallel for if ((r1 - r0) * n > 65536) schedule(static)
+  for (int64_t o = r0; o < r1; ++o) {
+    const float* p = x + o * n;
+    float* q = y + o * n;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += p[i];
+    mean /= static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) var += (p[i] - mean) * (p[i] - mean);
+    var /= static_cast<double>(n);
+    float inv = 1.0f / std::sqrt(static_cast<float>(var) + d.epsilon);
+    for (int64_t i = 0; i < n; ++i) {
+      float v = (p[i] - static_cast<float>(mean)) * inv;
+      if (scale) v *= scale[i];
+      if (bias) v += bias[i];
+      q[i] = store(d.epi, v);
+    }
+  }
+}
+
+// y = x * s[c] + t[c] over [outer, C, inner]; rows (outer, c) in [r0, r1).
+void scale_shift(const VectorDesc& d, const float* x, const float* s, const float* t, float* y,
+                 int64_t r0, int64_t r1) {
+#pragma omp parallel for if ((r1 - r0) * d.inner > 65536) schedule(static)
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t c = r % d.axis;
+    const float* p = x + r * d.inner;
+    float* q = y + r * d.inner;
+    for (int64_t i = 0; i < d.inner; ++i) q[i] = store(d.epi, p[i] * s[c] + (t ? t[c] : 0.0f));
+  }
+}
+
+// Max/average pooling and depthwise convolution over image rows (n, oh) in [r0, r1).
+void window_op(const VectorDesc& d, const float* x, const float* w, const float* bias, float* y,
+               int64_t r0, int64_t r1) {
+  const Window& g = d.window;
+  const bool dw = d.func == VectorFunc::depthwise_conv;
+  const int64_t out_c = dw ? g.m : g.c, mult = dw ? g.m / g.c : 1;
+#pragma omp parallel for collapse(2) if ((r1 - r0) * g.ow * out_c > 16384) schedule(static)
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t oc = 0; oc < out_c; ++oc) {
+      int64_t img = r / g.oh, oh = r % g.oh, ic = oc / mult;
+      for (int64_t ow = 0; ow < g.ow; ++ow) {
+        float acc = d.func == VectorFunc::max_pool ? -std::numeric_limits<float>::infinity() : 0.0f;
+        int64_t count = 0;
+        for (int64_t i = 0; i < g.kh; ++i) {
+          int64_t ih = oh * g.sh - g.ph + i * g.dh;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            int64_t iw = ow * g.sw - g.pw + j * g.dw;
+            bool inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
+            if (!inside) {
+              if (g.count_include_pad) ++count;
+              continue;
+            }
+            float v = g.channels_last ? x[((img * g.h + ih) * g.w + iw) * g.c + ic]
+                                      : x[((img * g.c + ic) * g.h + ih) * g.w + iw];
+            if (dw)
+              acc += v * w[oc * g.kh * g.kw + i * g.kw + j];
+            else if (d.func == VectorFunc::max_pool)
+              acc = std::max(acc, v);
+            else
+              acc += v;
+            ++count;
+          }
+        }
+        if (d.func == VectorFunc::avg_pool) acc = count ? acc / static_cast<float>(count) : 0.0f;
+        if (dw && bias) acc += bias[oc];
+        int64_t at = g.channels_last ? ((img * g.oh + oh) * g.ow + ow) * out_c + oc
+                                     : ((img * out_c + oc) * g.oh + oh) * g.ow + ow;
+        y[at] = store(d.epi, acc);
+      }
+    }
+}
+
+}  // namespace
+
+void Numerics::run_vector(const Instruction& in, const Kernel& k) {
+  const VectorDesc& d = k.vec;
+  std::vector<const float*> inputs;
+  for (int32_t t : d.in) inputs.push_back(t >= 0 ? data(t) : nullptr);
+  float* y = data(d.out);
+  const int64_t r0 = in.r0, r1 = in.r1;
+  if (r1 <= r0) return;
+  switch (d.func) {
+    case VectorFunc::sum:
+    case VectorFunc::mean:
+    case VectorFunc::reduce_max:
+    case VectorFunc::reduce_min:
+    case VectorFunc::prod:
+    case VectorFunc::l1:
+    case VectorFunc::l2:
+    case VectorFunc::sum_square:
+    case VectorFunc::log_sum:
+    case VectorFunc::log_sum_exp:
+      reduce(d, inputs.at(0), y, r0, r1);
+      return;
+    case VectorFunc::softmax:
+    case VectorFunc::log_softmax:
+      softmax(d, inputs.at(0), y, r0, r1);
+      return;
+    case VectorFunc::layer_norm:
+      layer_norm(d, inputs.at(0), inputs.size() > 1 ? inputs[1] : nullptr,
+                 inputs.size() > 2 ? inputs[2] : nullptr, y, r0, r1);
+      return;
+    case VectorFunc::scale_shift:
+      scale_shift(d, inputs.at(0), inputs.at(1), inputs.size() > 2 ? inputs[2] : nullptr, y, r0,
+                  r1);
+      return;
+    case VectorFunc::max_pool:
+    case VectorFunc::avg_pool:
+    case VectorFunc::depthwise_conv:
+      window_op(d, inputs.at(0), inputs.size() > 1 ? inputs[1] : nullptr,
+                inputs.size() > 2 ? inputs[2] : nullptr, y, r0, r1);
+      return;
+    default:
+      break;
+  }
+  // Elementwise and copies: split the region across threads.
+  const int64_t n = r1 - r0;
+  const int threads = n > 65536 ? 0 : 1;
+  if (threads == 1) {
+    elementwise(d, inputs, y, r0, r1);
+    return;
+  }
+#pragma omp parallel
+  {
+#ifdef _OPENMP
+    int nt = omp_get_num_threads(), id = omp_get_thread_num();
+#else
+    int nt = 1, id = 0;
+#endif
+    int64_t chunk = (n + nt - 1) / nt, a = r0 + id * chunk, b = std::min(r1, a + chunk);
+    if (a < b) elementwise(d, inputs, y, a, b);
+  }
+}
+
+}  // namespace mimic::models::tpu

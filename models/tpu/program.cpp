@@ -1,0 +1,148 @@
+// Names and vector-unit costs of the program's enums.
+//
+// Vector costs are ALU operations per element, issued at vpu.alus per (lane, sublane) per cycle.
+// [assumed] values: adds, multiplies, compares and selects are one operation (S3: "most ops issue
+// once per cycle"); divisions and reciprocals are Newton iterations (~4); exp/log/tanh/sigmoid/erf
+// go through a transcendental unit at a quarter rate plus a few fix-up operations (~8). Reductions
+// cost one operation per element plus a cross-lane tree paid once per instruction.
+#include "models/tpu/program.h"
+
+namespace mimic::models::tpu {
+
+const char* level_name(Level l) {
+  switch (l) {
+    case Level::host:
+      return "host";
+    case Level::offchip:
+      return "offchip";
+    case Level::onchip:
+      return "onchip";
+  }
+  return "?";
+}
+
+const char* opcode_name(Opcode o) {
+  switch (o) {
+    case Opcode::dma:
+      return "dma";
+    case Opcode::matmul:
+      return "matmul";
+    case Opcode::vector:
+      return "vector";
+    case Opcode::sync:
+      return "sync";
+  }
+  return "?";
+}
+
+const char* vector_func_name(VectorFunc f) {
+  switch (f) {
+#define MIMIC_NAME(x) \
+  case VectorFunc::x: \
+    return #x;
+    MIMIC_NAME(identity)
+    MIMIC_NAME(relu) MIMIC_NAME(clip) MIMIC_NAME(leaky_relu) MIMIC_NAME(elu) MIMIC_NAME(
+        selu) MIMIC_NAME(sigmoid) MIMIC_NAME(hard_sigmoid) MIMIC_NAME(hard_swish) MIMIC_NAME(tanh)
+        MIMIC_NAME(exp) MIMIC_NAME(log) MIMIC_NAME(sqrt) MIMIC_NAME(reciprocal) MIMIC_NAME(abs)
+            MIMIC_NAME(neg) MIMIC_NAME(erf) MIMIC_NAME(gelu) MIMIC_NAME(gelu_tanh) MIMIC_NAME(
+                softplus) MIMIC_NAME(softsign) MIMIC_NAME(floor) MIMIC_NAME(ceil) MIMIC_NAME(round)
+                MIMIC_NAME(sign) MIMIC_NAME(sin) MIMIC_NAME(cos) MIMIC_NAME(add) MIMIC_NAME(sub)
+                    MIMIC_NAME(mul) MIMIC_NAME(div) MIMIC_NAME(max) MIMIC_NAME(min) MIMIC_NAME(pow)
+                        MIMIC_NAME(prelu) MIMIC_NAME(sum) MIMIC_NAME(mean) MIMIC_NAME(reduce_max)
+                            MIMIC_NAME(reduce_min) MIMIC_NAME(prod) MIMIC_NAME(l1) MIMIC_NAME(l2)
+                                MIMIC_NAME(sum_square) MIMIC_NAME(log_sum) MIMIC_NAME(log_sum_exp)
+                                    MIMIC_NAME(softmax) MIMIC_NAME(log_softmax)
+                                        MIMIC_NAME(layer_norm) MIMIC_NAME(scale_shift)
+                                            MIMIC_NAME(max_pool) MIMIC_NAME(avg_pool)
+                                                MIMIC_NAME(depthwise_conv) MIMIC_NAME(matvec)
+                                                    MIMIC_NAME(copy) MIMIC_NAME(transpose)
+#undef MIMIC_NAME
+  }
+  return "?";
+}
+
+bool is_unary(VectorFunc f) {
+  return f <= VectorFunc::cos;
+}
+bool is_binary(VectorFunc f) {
+  return f >= VectorFunc::add && f <= VectorFunc::prelu;
+}
+
+uint32_t vector_ops_per_element(VectorFunc f) {
+  switch (f) {
+    case VectorFunc::identity:
+    case VectorFunc::copy:
+    case VectorFunc::relu:
+    case VectorFunc::abs:
+    case VectorFunc::neg:
+    case VectorFunc::floor:
+    case VectorFunc::ceil:
+    case VectorFunc::round:
+    case VectorFunc::sign:
+    case VectorFunc::add:
+    case VectorFunc::sub:
+    case VectorFunc::mul:
+    case VectorFunc::max:
+    case VectorFunc::min:
+    case VectorFunc::sum:
+    case VectorFunc::mean:
+    case VectorFunc::reduce_max:
+    case VectorFunc::reduce_min:
+    case VectorFunc::prod:
+    case VectorFunc::l1:
+    case VectorFunc::transpose:
+      return 1;
+    case VectorFunc::clip:
+    case VectorFunc::leaky_relu:
+    case VectorFunc::prelu:
+    case VectorFunc::sum_square:
+    case VectorFunc::scale_shift:
+    case VectorFunc::hard_sigmoid:
+    case VectorFunc::l2:
+      return 2;
+    case VectorFunc::hard_swish:
+      return 4;
+    case VectorFunc::div:
+    case VectorFunc::reciprocal:
+    case VectorFunc::sqrt:
+    case VectorFunc::softsign:
+      return 4;
+    case VectorFunc::exp:
+    case VectorFunc::log:
+    case VectorFunc::tanh:
+    case VectorFunc::sigmoid:
+    case VectorFunc::erf:
+    case VectorFunc::elu:
+    case VectorFunc::selu:
+    case VectorFunc::softplus:
+    case VectorFunc::sin:
+    case VectorFunc::cos:
+    case VectorFunc::log_sum:
+    case VectorFunc::log_sum_exp:
+    case VectorFunc::pow:
+      return 8;
+    case VectorFunc::gelu:
+    case VectorFunc::gelu_tanh:
+      return 12;
+    case VectorFunc::softmax:
+    case VectorFunc::log_softmax:
+      return 12;  // max, exp, sum, scale
+    case VectorFunc::layer_norm:
+      return 8;  // mean, variance, normalize, affine
+    case VectorFunc::max_pool:
+    case VectorFunc::avg_pool:
+      return 1;  // per window element
+    case VectorFunc::depthwise_conv:
+    case VectorFunc::matvec:
+      return 2;  // multiply + add per tap
+  }
+  return 1;
+}
+
+int64_t TensorInfo::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+}  // namespace mimic::models::tpu

@@ -1,0 +1,227 @@
+// The device program: the contract between the TPU compiler (backends/tpu_emu) and the chip
+// model. It knows nothing of the graph IR.
+//
+// A program is a list of tile-level instructions, each issued by one core's sequencer to one
+// unit: a DMA engine (move `bytes` between memory levels), a matrix unit (stream a GEMM block
+// through the systolic array), the vector unit (elementwise, reductions, pooling, ...) or the
+// sync unit (wait for dependencies). Dependencies are explicit (`deps`: instruction indices that
+// must complete first), computed by the compiler from buffer hazards, so units run as far ahead
+// as the data allows. Timing uses the instruction fields; numerics use the kernel descriptor the
+// instruction points at plus the instruction's region, so both results come from the same stream.
+//
+// Tensors live in a home memory level between kernels (host, off-chip HBM/DDR, or on chip);
+// staging copies in VMEM/UB are implied by DMA instructions and are views for numerics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/tpu/tpu_spec.h"
+
+namespace mimic::models::tpu {
+
+enum class Level : uint8_t { host, offchip, onchip };
+const char* level_name(Level l);
+
+enum class Opcode : uint8_t { dma, matmul, vector, sync };
+const char* opcode_name(Opcode o);
+
+// How values are rounded when a kernel stores its output.
+enum class Rounding : uint8_t {
+  none,
+  bf16,  // the graph tensor is bf16
+  int8,  // int8 chips: activations are requantized to int8 with a per-tensor scale (fake-quant)
+};
+
+// Elementwise and reduction functions of the vector unit.
+enum class VectorFunc : uint8_t {
+  // unary (p0, p1 parameters where noted)
+  identity,
+  relu,
+  clip /*p0 lo, p1 hi*/,
+  leaky_relu /*p0*/,
+  elu /*p0*/,
+  selu /*p0 alpha, p1 gamma*/,
+  sigmoid,
+  hard_sigmoid /*p0 alpha, p1 beta*/,
+  hard_swish,
+  tanh,
+  exp,
+  log,
+  sqrt,
+  reciprocal,
+  abs,
+  neg,
+  erf,
+  gelu,
+  gelu_tanh,
+  softplus,
+  softsign,
+  floor,
+  ceil,
+  round,
+  sign,
+  sin,
+  cos,
+  // binary
+  add,
+  sub,
+  mul,
+  div,
+  max,
+  min,
+  pow,
+  prelu,
+  // reductions
+  sum,
+  mean,
+  reduce_max,
+  reduce_min,
+  prod,
+  l1,
+  l2,
+  sum_square,
+  log_sum,
+  log_sum_exp,
+  // others (kernel-specific)
+  softmax,
+  log_softmax,
+  layer_norm,
+  scale_shift,
+  max_pool,
+  avg_pool,
+  depthwise_conv,
+  matvec,
+  copy,
+  transpose,
+};
+const char* vector_func_name(VectorFunc f);
+bool is_unary(VectorFunc f);
+bool is_binary(VectorFunc f);
+
+// 2-D window geometry of convolutions and pools (one image row-major, ONNX semantics).
+struct Window {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  int64_t m = 0, oh = 0, ow = 0;       // output channels and size
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;  // ph/pw: begin padding
+  int64_t groups = 1;
+  bool channels_last = false;
+  bool count_include_pad = false;  // average pooling
+};
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> dims;
+  Level home = Level::offchip;
+  int32_t alias_of = -1;  // shares storage (and dims' element count) with another tensor
+  bool constant = false;  // data shipped once with the program
+  uint64_t address = 0;   // in its home memory (per core for on-chip homes)
+  int64_t numel() const;
+};
+
+struct Epilogue {
+  int32_t bias = -1;      // tensor of N values added per output column
+  int32_t residual = -1;  // tensor with the output's shape, added after the bias
+  VectorFunc activation = VectorFunc::identity;
+  float p0 = 0, p1 = 0;  // activation parameters
+  float alpha = 1;       // Gemm's alpha (scales A x W)
+  Rounding store = Rounding::none;
+};
+
+// Y = A x W (per batch) with the epilogue, as a GEMM of [batch][M x K] x [K x N].
+struct GemmDesc {
+  enum class AView : uint8_t { matrix, conv };
+  int32_t a = -1, w = -1, y = -1;
+  AView a_view = AView::matrix;
+  bool a_transposed = false, w_transposed = false;  // matrix views: stored [.., K, M] / [.., N, K]
+  int64_t batch = 1, m = 0, k = 0, n = 0;
+  // Element offset between consecutive batch matrices (0: broadcast along the batch).
+  int64_t a_batch_stride = 0, w_batch_stride = 0, y_batch_stride = 0;
+  Window conv;  // conv view: implicit GEMM, M = n*oh*ow, K = kh*kw*c/groups, N = m/groups, batch =
+                // groups
+  bool on_vpu = false;  // matrix-vector products run on the vector unit in fp32 (jax#16349)
+  Epilogue epi;
+};
+
+// Everything the vector unit and the copy engine compute.
+struct VectorDesc {
+  VectorFunc func = VectorFunc::identity;
+  float p0 = 0, p1 = 0;
+  std::vector<int32_t> in;  // tensors
+  int32_t out = -1;
+  // Elementwise/copy: iteration shape and per-input element strides (0 broadcasts), plus offsets.
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> in_strides;
+  std::vector<int64_t> out_strides;
+  std::vector<int64_t> in_offsets;
+  int64_t out_offset = 0;
+  // Reductions/softmax/normalization over a [outer, axis, inner] view (reduced axes adjacent).
+  int64_t outer = 1, axis = 1, inner = 1;
+  float epsilon = 0;
+  Window window;  // pooling, depthwise convolution
+  Epilogue epi;   // depthwise convolution, rounding of every vector kernel's output
+};
+
+enum class KernelKind : uint8_t { gemm, vector };
+
+struct Kernel {
+  KernelKind kind = KernelKind::vector;
+  int32_t op = -1;  // program.ops index
+  GemmDesc gemm;
+  VectorDesc vec;
+};
+
+struct Instruction {
+  Opcode opcode = Opcode::sync;
+  uint8_t core = 0;
+  uint16_t unit = 0;    // DMA engine or MXU index within the core
+  int32_t kernel = -1;  // kernel computed (numerics) and op charged (reports); -1 for none
+  uint32_t dep_begin = 0, dep_count = 0;
+  int64_t onchip_alloc = 0;  // bytes of the core's on-chip memory taken when it starts
+  int64_t onchip_free = 0;   // ... and released when it ends
+  // dma
+  Level src = Level::offchip, dst = Level::onchip;
+  uint64_t bytes = 0;  // read at the source, layout padding included
+  uint64_t dst_bytes =
+      0;              // written at the destination when it differs (relayout on the way); 0: same
+  uint64_t runs = 1;  // contiguous pieces (each costs at least the memory's access granule)
+  uint64_t src_address = 0, dst_address = 0;
+  // matmul: this instruction's GEMM block on its MXU
+  int64_t m = 0, k = 0, n = 0, passes = 1;
+  Level weight_source = Level::onchip;
+  uint64_t weight_address = 0;
+  // vector
+  uint64_t elements = 0;  // 32-bit elements processed, padded to vreg tiles
+  uint32_t ops_per_element = 1;
+  // numerics: the region of the kernel this instruction computes (meaning per kernel: GEMM
+  // batch/rows/cols [r0, r1) x [c0, c1) with `batch`; vector element or outer ranges [r0, r1)).
+  int64_t batch = 0, r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+  bool computes = false;  // false for DMA/sync and for instructions that only model time
+};
+
+// Graph-level information carried for reports and traces (one per graph node).
+struct OpInfo {
+  std::string node, op_type, shapes, dtype;
+  int64_t flops = 0, bytes_in = 0, bytes_out = 0;
+};
+
+struct Program {
+  std::string name, precision = "default";
+  int64_t passes = 1;
+  MatrixNumerics numerics = MatrixNumerics::bf16;
+  std::vector<TensorInfo> tensors;
+  std::vector<Kernel> kernels;
+  std::vector<Instruction> instructions;
+  std::vector<uint32_t> deps;
+  std::vector<OpInfo> ops;
+  std::vector<int32_t> inputs, outputs;        // tensors, in graph order
+  std::vector<int32_t> constants;              // tensors whose data ships with the program
+  std::vector<int64_t> resident_onchip_bytes;  // per core: tensors homed on chip (occupancy floor)
+};
+
+// Vector-unit ALU operations per element of `f` (relative costs; transcendental functions run on
+// a multi-cycle unit). [assumed] values, documented in vector_costs.cpp.
+uint32_t vector_ops_per_element(VectorFunc f);
+
+}  // namespace mimic::models::tpu
