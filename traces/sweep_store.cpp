@@ -57,6 +57,25 @@ std::vector<SweepPointRecord> SweepStore::points(const std::string& sweep_id) co
   return out;
 }
 
+int64_t SweepStore::retag_unrecorded_runs(const std::string& sweep_id) {
+  int64_t changed = 0;
+  with_write_transaction(
+      db_, options_.lock_give_up,
+      [&] {
+        db_.prepare(
+               "UPDATE run SET tag = tag || ' interrupted' "
+               "WHERE substr(tag, 1, length(?1)) = ?1 AND substr(tag, -12) != ' interrupted' "
+               "AND id NOT IN (SELECT run_id FROM sweep_point WHERE sweep_id = ?2 AND run_id IS NOT NULL)",
+               "re-tag interrupted sweep runs")
+            .bind(1, "sweep=" + sweep_id + " point=")
+            .bind(2, sweep_id)
+            .run();
+        changed = db_.changes();
+      },
+      [] {});
+  return changed;
+}
+
 std::vector<SweepRecord> SweepStore::sweeps() const {
   Stmt s = db_.prepare(
       "SELECT s.id, s.spec_json, s.created_utc, (SELECT COUNT(*) FROM sweep_point p WHERE p.sweep_id = s.id) "

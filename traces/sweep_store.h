@@ -30,6 +30,10 @@ class SweepStore {
   void begin(const std::string& sweep_id, const std::string& spec_json);
   void record(const std::string& sweep_id, const SweepPointRecord& point);
   std::vector<SweepPointRecord> points(const std::string& sweep_id) const;
+  // A sweep killed between a point's run finishing and the point being recorded leaves a run tagged
+  // with that point but no point row. Before resuming, such runs are re-tagged "... interrupted" so
+  // that each point keeps exactly one run under its tag. Returns how many were re-tagged.
+  int64_t retag_unrecorded_runs(const std::string& sweep_id);
   std::vector<SweepRecord> sweeps() const;
   const std::string& path() const { return db_.path(); }
 

@@ -124,7 +124,10 @@ int run(const SweepArgs& a) {
   if (!a.trace.empty()) {
     store.emplace(a.trace);
     store->begin(id, spec_json(spec).dump());
-    if (a.resume) finished = finished_points(*store, id);
+    if (a.resume) {
+      finished = finished_points(*store, id);
+      store->retag_unrecorded_runs(id);
+    }
   }
   // Points still to run, and their `mimic run` arguments.
   std::vector<size_t> todo;

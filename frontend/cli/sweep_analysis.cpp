@@ -18,17 +18,20 @@ std::string first_line(const std::string& s) {
 }
 
 // Off-chip traffic of a run: the report's "offchip_bytes" metric when the device defines one, else
-// the bytes moved through its off-chip levels.
+// the bytes moved through its off-chip levels (hbm, ddr3, lpddr4, host streaming memory, ...).
 double offchip_bytes(const nlohmann::json& report) {
   const auto& metrics = report.value("metrics", nlohmann::json::object());
   if (metrics.contains("offchip_bytes")) return metrics["offchip_bytes"].get<double>();
   double total = 0;
   // Bound to a local: a range-for over items() of value()'s temporary would dangle.
   const nlohmann::json moved = report.value("bytes_moved", nlohmann::json::object());
+  static const char* const kOffchipPrefixes[] = {"hbm", "ddr", "dram", "gddr", "lpddr", "host", "offchip", "streaming"};
   for (const auto& [level, bytes] : moved.items())
-    if (level == "hbm" || level == "ddr" || level == "dram" || level == "host" || level == "offchip" ||
-        level == "streaming")
-      total += bytes.get<double>();
+    for (const char* prefix : kOffchipPrefixes)
+      if (level.rfind(prefix, 0) == 0) {
+        total += bytes.get<double>();
+        break;
+      }
   return total;
 }
 

@@ -24,5 +24,6 @@ py::dict compile_report_dict(const backends::CompileReport& r);
 void register_errors(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_compile(py::module_& m);
+void bind_traces(py::module_& m);
 
 }  // namespace mimic::python

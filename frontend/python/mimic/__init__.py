@@ -10,10 +10,12 @@ from . import _mimic
 from ._mimic import (Device, DeviceInfo, Executable, Graph, Tensor, add, avg_pool2d, batch_norm, cast, concat,
                      constant, conv2d, devices, div, erf, exp, flatten, gelu, global_avg_pool, layer_norm, log,
                      log_softmax, matmul, max_pool2d, mul, placeholder, reduce_max, reduce_mean, reduce_sum, relu,
-                     relu6, reshape, sigmoid, softmax, sqrt, sub, tanh, tensor, trace, transpose)
+                     relu6, reshape, sigmoid, softmax, sqrt, sub, tanh, tensor, transpose)
+from ._mimic import trace as trace_graph
 from .errors import (CompileError, DeviceUnavailableError, Error, ExecutionError, InvalidArgument, IoError,
                      OutOfMemoryError, ShapeError, UnsupportedOpError)
-from . import nn, zoo, tpu, ipu
+from . import nn, zoo, tpu, ipu, onnx, traces
 from ._compile import compile
+from ._trace import trace as trace
 
 __version__ = _mimic.__version__
