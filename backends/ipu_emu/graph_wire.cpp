@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+
 #include "frontend/ir/error.h"
 
 namespace mimic::backends::ipu_emu {
@@ -126,8 +128,8 @@ ir::Graph read_graph(wire::Reader& r) {
   for (auto& v : values) {
     v.name = r.str();
     uint8_t dtype = r.u8();
-    if (dtype > static_cast<uint8_t>(ir::DType::boolean))
-      throw RuntimeError("ipu-emu: bad dtype in graph");
+    if (dtype >= std::size(ir::kAllDTypes))
+      throw RuntimeError(fmt::format("ipu-emu: value '{}' has unknown dtype code {} in the graph sent to the device", v.name, dtype));
     v.type = {static_cast<ir::DType>(dtype), read_shape(r)};
     v.producer = r.pod<int32_t>();
     if (r.boolean()) v.constant = r.tensor();

@@ -79,8 +79,8 @@ bool ipu_supports(const ir::Graph& g, const ir::Node& n) {
     if (!n.has_input(i)) continue;
     DType t = g.value(n.inputs[i]).type.dtype;
     bool data = is_data_input(g, n, i);
-    if (t == DType::bf16 || t == DType::i8)
-      return false;  // no bf16 or int8 arithmetic on GC2/GC200
+    if (t == DType::bf16 || t == DType::i8 || t == DType::f64)
+      return false;  // no bf16, int8 or float64 arithmetic on GC2/GC200
     // 64-bit indices are streamed as int32 (as IPU frameworks do); other int64 data is not
     // supported.
     bool index = (n.op == OpType::Gather || n.op == OpType::GatherElements) && i == 1;
@@ -88,7 +88,7 @@ bool ipu_supports(const ir::Graph& g, const ir::Node& n) {
   }
   for (ir::ValueId v : n.outputs) {
     DType t = g.value(v).type.dtype;
-    if (t == DType::bf16 || t == DType::i8 || t == DType::i64) return false;
+    if (t == DType::bf16 || t == DType::i8 || t == DType::i64 || t == DType::f64) return false;
   }
   if (is_matrix_op(n.op) && !ir::is_floating(g.value(n.outputs[0]).type.dtype)) return false;
   return true;

@@ -164,6 +164,14 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
       return true;
     case OpType::Pad: {
       if (n.attrs.get_string("mode", "constant") != "constant") return false;
+      if (n.has_input(2)) {
+        const auto& fill = g.value(n.inputs[2]);
+        // The fill value is baked into the fill kernel: a runtime or non-f32 value stays on the host.
+        if (!fill.constant || fill.constant->numel() != 1 || fill.type.dtype != ir::DType::f32) {
+          if (why) *why = "Pad fill value that is not a constant f32 scalar";
+          return false;
+        }
+      }
       ir::PadSpec p = ir::resolve_pads(g, n);
       for (size_t i = 0; i < p.before.size(); ++i)
         if (p.before[i] < 0 || p.after[i] < 0) return false;
