@@ -41,7 +41,8 @@ nlohmann::json to_json(const conformance::TestResult& r) {
           {"detail", r.detail},       {"max_abs_error", r.max_abs_error},
           {"data_sets", r.data_sets}, {"rtol", r.tolerance.rtol},
           {"atol", r.tolerance.atol}, {"tolerance_basis", r.tolerance.basis},
-          {"seconds", r.seconds}};
+          {"seconds", r.seconds},     {"device_ops", r.device_ops},
+          {"fallback_ops", r.fallback_ops}};
 }
 
 int run(const ConformanceArgs& a) {
@@ -54,7 +55,8 @@ int run(const ConformanceArgs& a) {
   if (a.json) {
     nlohmann::json j{{"device", a.device},   {"precision", a.precision},
                      {"passed", s.passed},   {"failed", s.failed},
-                     {"skipped", s.skipped}, {"tests", nlohmann::json::array()}};
+                     {"skipped", s.skipped}, {"passed_with_fallback", s.passed_with_fallback},
+                     {"tests", nlohmann::json::array()}};
     for (const auto& r : s.results) j["tests"].push_back(to_json(r));
     std::cout << j.dump(2) << "\n";
   } else {

@@ -182,6 +182,10 @@ std::string run_data_set(const ir::Graph& model, const fs::path& dir, const Runn
   Executable exe = compile(g, Device(options.device), co);
   RunOutput out = exe.run(inputs);
   r.tolerance = tolerance_for(out.report.precision, options.precision);
+  if (r.data_sets == 0) {
+    r.fallback_ops = out.report.fallback_count();
+    r.device_ops = static_cast<int>(out.report.ops.size()) - r.fallback_ops;
+  }
   if (out.outputs.size() != expected.size())
     return fmt::format("{} output(s), expected {}", out.outputs.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
@@ -349,6 +353,7 @@ Summary run_tests(const std::vector<TestCase>& tests, const RunnerOptions& optio
   for (const TestCase& t : tests) {
     TestResult r = run_test(t, options);
     (r.status == Status::passed ? s.passed : r.status == Status::failed ? s.failed : s.skipped)++;
+    if (r.status == Status::passed && r.fallback_ops > 0) ++s.passed_with_fallback;
     if (on_result) on_result(r);
     s.results.push_back(std::move(r));
   }
@@ -357,13 +362,19 @@ Summary run_tests(const std::vector<TestCase>& tests, const RunnerOptions& optio
 
 std::string format_result(const TestResult& r) {
   std::string line = fmt::format("{}  {}", status_name(r.status), r.name);
+  if (r.status == Status::passed && r.fallback_ops > 0)
+    return line + fmt::format("  (max abs error {:.3g}; cpu fallback for {} of {} ops)", r.max_abs_error,
+                              r.fallback_ops, r.fallback_ops + r.device_ops);
   if (r.status == Status::passed)
     return line + fmt::format("  (max abs error {:.3g})", r.max_abs_error);
   return line + ": " + r.detail;
 }
 
 std::string format_summary(const Summary& s) {
-  return fmt::format("{} passed, {} failed, {} skipped", s.passed, s.failed, s.skipped);
+  std::string line = fmt::format("{} passed, {} failed, {} skipped", s.passed, s.failed, s.skipped);
+  if (s.passed_with_fallback > 0)
+    line += fmt::format(" ({} of the passed with ops on the cpu fallback)", s.passed_with_fallback);
+  return line;
 }
 
 }  // namespace mimic::conformance

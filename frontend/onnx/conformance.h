@@ -75,6 +75,9 @@ struct TestResult {
   int data_sets = 0;
   Tolerance tolerance;
   double seconds = 0;
+  // Ops of the compiled model (first data set) that ran on the device and that fell back to the
+  // cpu backend because the device cannot run them.
+  int device_ops = 0, fallback_ops = 0;
 };
 
 struct RunnerOptions {
@@ -86,14 +89,15 @@ TestResult run_test(const TestCase& test, const RunnerOptions& options);
 
 struct Summary {
   int passed = 0, failed = 0, skipped = 0;
+  int passed_with_fallback = 0;  // passed, but some ops ran on the cpu backend
   std::vector<TestResult> results;
 };
 Summary run_tests(const std::vector<TestCase>& tests, const RunnerOptions& options,
                   const std::function<void(const TestResult&)>& on_result = {});
 
-// "pass  node/test_abs" / "FAIL  node/test_x: ..." / "skip  node/test_y: unsupported ...".
+// "pass  node/test_abs" (with "cpu fallback for N of M ops" when some fell back) / "FAIL  node/test_x: ..." / "skip  node/test_y: unsupported ...".
 std::string format_result(const TestResult& r);
-// "N passed, N failed, N skipped".
+// "N passed, N failed, N skipped", and "(K of them with ops on the cpu fallback)" when K > 0.
 std::string format_summary(const Summary& s);
 
 }  // namespace mimic::conformance
