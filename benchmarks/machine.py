@@ -47,6 +47,13 @@ def _build_flags(build_dir):
     return flags
 
 
+def _load_average():
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def describe(build_dir):
     return {
         "cpu": _cpu_model(),
@@ -55,10 +62,12 @@ def describe(build_dir):
         "os": platform.platform(),
         "compiler": _compiler(),
         "build": _build_flags(build_dir),
+        "load_average": _load_average(),
     }
 
 
 def markdown(machine):
     build = ", ".join(f"{k}={v}" for k, v in machine["build"].items())
     return (f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gib']} GiB, "
-            f"{machine['os']}; {machine['compiler']}; build {build}.")
+            f"{machine['os']}; {machine['compiler']}; build {build}; "
+            f"load average at start {machine.get('load_average')}.")
