@@ -242,6 +242,7 @@ FusionPlan plan_fusion(const ir::Graph& g) {
       } else if (stage < 2 && other >= 0 && is_bias_for(g, n.inputs[other], out, channel_axis)) {
         stage = 2;
       } else if (stage < 3 && !depthwise && other >= 0 && !g.value(n.inputs[other]).constant &&
+                 !(head.op == OpType::Gemm && head.has_input(2)) &&  // C may be the residual
                  g.value(n.inputs[other]).type == g.value(cur).type && n.inputs[0] != n.inputs[1]) {
         stage = 3;
       } else if (is_activation(g, n)) {
