@@ -93,6 +93,46 @@ bool unary_func(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0,
     case OpType::HardSwish:
       *f = VectorFunc::hard_swish;
       return true;
+    case OpType::Tan:
+      *f = VectorFunc::tan;
+      return true;
+    case OpType::Asin:
+      *f = VectorFunc::asin;
+      return true;
+    case OpType::Acos:
+      *f = VectorFunc::acos;
+      return true;
+    case OpType::Atan:
+      *f = VectorFunc::atan;
+      return true;
+    case OpType::Sinh:
+      *f = VectorFunc::sinh;
+      return true;
+    case OpType::Cosh:
+      *f = VectorFunc::cosh;
+      return true;
+    case OpType::Asinh:
+      *f = VectorFunc::asinh;
+      return true;
+    case OpType::Acosh:
+      *f = VectorFunc::acosh;
+      return true;
+    case OpType::Atanh:
+      *f = VectorFunc::atanh;
+      return true;
+    case OpType::ThresholdedRelu:
+      *f = VectorFunc::thresholded_relu;
+      *p0 = static_cast<float>(a.get_float("alpha", 1.0));
+      return true;
+    case OpType::Celu:
+      *f = VectorFunc::celu;
+      *p0 = static_cast<float>(a.get_float("alpha", 1.0));
+      return true;
+    case OpType::Shrink:
+      *f = VectorFunc::shrink;
+      *p0 = static_cast<float>(a.get_float("bias", 0.0));
+      *p1 = static_cast<float>(a.get_float("lambd", 0.5));
+      return true;
     case OpType::LeakyRelu:
       *f = VectorFunc::leaky_relu;
       *p0 = static_cast<float>(a.get_float("alpha", 0.01));

@@ -3,7 +3,7 @@
 // runtime bounds (selects), variadic Sum/Mean/Max/Min (one loop fusion over all operands, as XLA
 // fuses the chain of binary ops), Cast (bf16 rounding on store, truncation toward zero for integer
 // targets, != 0 for bool), ArgMax/ArgMin (a reduction that carries the index, XLA's variadic
-// reduce), Mod, IsNaN/IsInf/Not/Tan, LayerNormalization's Mean and InvStdDev outputs, and Gather
+// reduce), Mod, IsNaN/IsInf/Not, LayerNormalization's Mean and InvStdDev outputs, and Gather
 // (embedding lookups: one DMA per gathered row, XLA's dynamic-slice gather on TPU).
 //
 // Integer values (indices, casts, ArgMax results) live in fp32 lanes and are exact up to 2^24
@@ -217,9 +217,6 @@ bool lower_select_node(Context& c, const ir::Node& n) {
       elementwise(c, n, VectorFunc::is_inf, {in(0)},
                   n.attrs.get_int("detect_positive", 1) ? 1.0f : 0.0f,
                   n.attrs.get_int("detect_negative", 1) ? 1.0f : 0.0f);
-      return true;
-    case OpType::Tan:
-      elementwise(c, n, VectorFunc::tan, {in(0)});
       return true;
     case OpType::Cast:
       elementwise(c, n,

@@ -234,7 +234,6 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::Mod:
     case OpType::IsNaN:
     case OpType::IsInf:
-    case OpType::Tan:
     case OpType::ArgMax:
     case OpType::ArgMin:
       return n.num_inputs() >= 1 && n.num_inputs() <= 16;

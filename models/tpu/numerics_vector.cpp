@@ -90,6 +90,28 @@ float unary(VectorFunc f, float x, float p0, float p1) {
       return std::isnan(x) ? 1.0f : 0.0f;
     case VectorFunc::is_inf:
       return (p0 != 0 && x == INFINITY) || (p1 != 0 && x == -INFINITY) ? 1.0f : 0.0f;
+    case VectorFunc::asin:
+      return std::asin(x);
+    case VectorFunc::acos:
+      return std::acos(x);
+    case VectorFunc::atan:
+      return std::atan(x);
+    case VectorFunc::sinh:
+      return std::sinh(x);
+    case VectorFunc::cosh:
+      return std::cosh(x);
+    case VectorFunc::asinh:
+      return std::asinh(x);
+    case VectorFunc::acosh:
+      return std::acosh(x);
+    case VectorFunc::atanh:
+      return std::atanh(x);
+    case VectorFunc::thresholded_relu:
+      return x > p0 ? x : 0.0f;
+    case VectorFunc::celu:
+      return std::max(0.0f, x) + std::min(0.0f, p0 * (std::exp(x / p0) - 1.0f));
+    case VectorFunc::shrink:
+      return x < -p1 ? x + p0 : x > p1 ? x - p0 : 0.0f;
     default:
       return x;
   }

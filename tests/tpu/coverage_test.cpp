@@ -229,5 +229,24 @@ TEST(TpuCoverage, ModIsNanIsInfAndTan) {
   expect_on_chip(g, 1e-6, {a, b});
 }
 
+TEST(TpuCoverage, TrigonometricAndShrinkFunctionsRunOnTheVectorUnit) {
+  ir::Graph g("trig");
+  auto x = f32_input(g, "x", Shape({3, 40}));  // in (-1, 1)
+  auto y = f32_input(g, "y", Shape({3, 40}));  // >= 1
+  for (OpType op : {OpType::Asin, OpType::Acos, OpType::Atan, OpType::Sinh, OpType::Cosh,
+                    OpType::Asinh, OpType::Atanh, OpType::Tan})
+    g.add_output(g.add_node(op, ir::op_name(op), {x})[0]);
+  g.add_output(g.add_node(OpType::Acosh, "acosh", {y})[0]);
+  g.add_output(g.add_node(OpType::ThresholdedRelu, "trelu", {x}, {{"alpha", 0.25}})[0]);
+  g.add_output(g.add_node(OpType::Celu, "celu", {x}, {{"alpha", 2.0}})[0]);
+  g.add_output(g.add_node(OpType::Shrink, "shrink", {x}, {{"bias", 0.1}, {"lambd", 0.3}})[0]);
+  ir::HostTensor a(DType::f32, Shape({3, 40})), b(DType::f32, Shape({3, 40}));
+  for (int64_t i = 0; i < 120; ++i) {
+    a.data<float>()[i] = -0.95f + 1.9f * static_cast<float>(i) / 119.0f;
+    b.data<float>()[i] = 1.0f + 0.25f * static_cast<float>(i);
+  }
+  expect_on_chip(g, 1e-6, {a, b});
+}
+
 }  // namespace
 }  // namespace mimic
