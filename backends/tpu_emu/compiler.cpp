@@ -11,6 +11,7 @@
 #include "backends/tpu_emu/layout.h"
 #include "backends/tpu_emu/lowering.h"
 #include "frontend/ir/error.h"
+#include "models/common/numeric_formats.h"
 
 namespace mimic::backends::tpu_emu {
 
@@ -92,6 +93,37 @@ std::vector<int32_t> RangeAllocator::previous_occupants(uint64_t address, uint64
 // ---- Context
 // --------------------------------------------------------------------------------------
 
+std::vector<float> constant_as_floats(const ir::HostTensor& t, const std::string& name) {
+  std::vector<float> data(t.numel());
+  switch (t.dtype()) {
+    case ir::DType::f32:
+      std::copy(t.data<float>(), t.data<float>() + t.numel(), data.begin());
+      return data;
+    case ir::DType::bf16:
+      numeric::bf16_to_f32(static_cast<const uint16_t*>(t.raw()), data.data(), data.size());
+      return data;
+    case ir::DType::boolean:
+      for (int64_t i = 0; i < t.numel(); ++i) data[i] = t.data<bool>()[i] ? 1.0f : 0.0f;
+      return data;
+    case ir::DType::i32:
+    case ir::DType::i64:
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        int64_t v = t.dtype() == ir::DType::i32 ? t.data<int32_t>()[i] : t.data<int64_t>()[i];
+        if (v > kExactIntegerLimit || v < -kExactIntegerLimit)
+          throw CompileError(fmt::format(
+              "tpu_emu.compile: constant '{}' holds the integer {}, beyond the +-2^24 the chip's "
+              "fp32 vector lanes hold exactly",
+              name, v));
+        data[i] = static_cast<float>(v);
+      }
+      return data;
+    default:
+      throw CompileError(fmt::format("tpu_emu.compile: constant '{}' has dtype {}, which the chip "
+                                     "does not hold",
+                                     name, ir::dtype_name(t.dtype())));
+  }
+}
+
 Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions& o,
                  Program& program, std::vector<std::vector<float>>& consts, const std::string& dev)
     : g(graph), spec(s), options(o), p(program), constants(consts), device(dev) {
@@ -167,14 +199,7 @@ int32_t Context::tensor(ir::ValueId v) {
   if (!val.constant)
     throw CompileError(
         fmt::format("tpu_emu.compile: internal: value '{}' has no tensor", val.name));
-  ir::HostTensor f32 = *val.constant;
-  std::vector<float> data(f32.numel());
-  if (f32.dtype() == ir::DType::f32)
-    std::copy(f32.data<float>(), f32.data<float>() + f32.numel(), data.begin());
-  else
-    throw CompileError(fmt::format(
-        "tpu_emu.compile: constant '{}' has dtype {}, the chip takes f32 constants here", val.name,
-        ir::dtype_name(f32.dtype())));
+  std::vector<float> data = constant_as_floats(*val.constant, val.name);
   int32_t t = add_constant(val.name, val.type.shape.dims(), std::move(data), 4);
   tensor_of[v] = t;
   return t;
@@ -185,7 +210,18 @@ int32_t Context::produce(ir::ValueId v) {
   int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip
                    ? 1
                    : static_cast<int64_t>(ir::dtype_size(val.type.dtype));
-  int32_t t = new_tensor(val.name, val.type.shape.dims(), eb, false);
+  int32_t t = produce_tensor(val.name, val.type.shape.dims(), eb);
+  tensor_of[v] = t;
+  return t;
+}
+
+int32_t Context::scratch(const std::string& name, std::vector<int64_t> dims) {
+  int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip ? 1 : 4;
+  return produce_tensor(name, std::move(dims), eb);
+}
+
+int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb) {
+  int32_t t = new_tensor(name, std::move(dims), eb, false);
   TensorInfo& info = p.tensors[t];
   uint64_t bytes = storage_bytes(info.dims, eb, Level::offchip);
   uint64_t address = 0;
@@ -199,9 +235,9 @@ int32_t Context::produce(ir::ValueId v) {
       throw OutOfMemoryError(
           fmt::format(
               "tpu_emu.compile: tensor '{}' ({} bytes) does not fit {}: {} of {} bytes in use",
-              val.name, bytes, spec.offchip.name, offchip.used(), offchip.capacity()),
+              name, bytes, spec.offchip.name, offchip.used(), offchip.capacity()),
           -1, static_cast<int64_t>(offchip.used() + bytes),
-          static_cast<int64_t>(offchip.capacity()), val.name);
+          static_cast<int64_t>(offchip.capacity()), name);
     info.home = Level::offchip;
     used = &offchip;
   } else {
@@ -213,7 +249,6 @@ int32_t Context::produce(ir::ValueId v) {
   info.address = address;
   if (used)
     for (int32_t dead : used->previous_occupants(address, bytes)) em->reuse_storage(t, dead);
-  tensor_of[v] = t;
   return t;
 }
 
@@ -241,6 +276,8 @@ void Context::release(int32_t t) {
 }
 
 Rounding Context::store_rounding(ir::ValueId v) const {
+  ir::DType t = g.value(v).type.dtype;
+  if (t != ir::DType::f32 && t != ir::DType::bf16) return Rounding::none;  // bool/int: exact
   if (spec.numerics == MatrixNumerics::int8) return Rounding::int8;
   return g.value(v).type.dtype == ir::DType::bf16 ? Rounding::bf16 : Rounding::none;
 }

@@ -14,6 +14,9 @@
 
 namespace mimic::backends::tpu_emu {
 
+// Integers the chip holds exactly in its fp32 lanes (indices, booleans, casts): |v| <= 2^24.
+constexpr int64_t kExactIntegerLimit = int64_t{1} << 24;
+
 struct CompiledProgram {
   models::tpu::Program program;
   std::vector<std::vector<float>> constants;  // data of program.constants, in that order

@@ -93,6 +93,46 @@ bool unary_func(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0,
     case OpType::HardSwish:
       *f = VectorFunc::hard_swish;
       return true;
+    case OpType::Tan:
+      *f = VectorFunc::tan;
+      return true;
+    case OpType::Asin:
+      *f = VectorFunc::asin;
+      return true;
+    case OpType::Acos:
+      *f = VectorFunc::acos;
+      return true;
+    case OpType::Atan:
+      *f = VectorFunc::atan;
+      return true;
+    case OpType::Sinh:
+      *f = VectorFunc::sinh;
+      return true;
+    case OpType::Cosh:
+      *f = VectorFunc::cosh;
+      return true;
+    case OpType::Asinh:
+      *f = VectorFunc::asinh;
+      return true;
+    case OpType::Acosh:
+      *f = VectorFunc::acosh;
+      return true;
+    case OpType::Atanh:
+      *f = VectorFunc::atanh;
+      return true;
+    case OpType::ThresholdedRelu:
+      *f = VectorFunc::thresholded_relu;
+      *p0 = static_cast<float>(a.get_float("alpha", 1.0));
+      return true;
+    case OpType::Celu:
+      *f = VectorFunc::celu;
+      *p0 = static_cast<float>(a.get_float("alpha", 1.0));
+      return true;
+    case OpType::Shrink:
+      *f = VectorFunc::shrink;
+      *p0 = static_cast<float>(a.get_float("bias", 0.0));
+      *p1 = static_cast<float>(a.get_float("lambd", 0.5));
+      return true;
     case OpType::LeakyRelu:
       *f = VectorFunc::leaky_relu;
       *p0 = static_cast<float>(a.get_float("alpha", 0.01));
@@ -242,6 +282,7 @@ FusionPlan plan_fusion(const ir::Graph& g) {
       } else if (stage < 2 && other >= 0 && is_bias_for(g, n.inputs[other], out, channel_axis)) {
         stage = 2;
       } else if (stage < 3 && !depthwise && other >= 0 && !g.value(n.inputs[other]).constant &&
+                 !(head.op == OpType::Gemm && head.has_input(2)) &&  // C may be the residual
                  g.value(n.inputs[other]).type == g.value(cur).type && n.inputs[0] != n.inputs[1]) {
         stage = 3;
       } else if (is_activation(g, n)) {

@@ -31,6 +31,9 @@ struct Lowered {
   GemmDesc d;
   std::vector<float> w, bias;  // constant weights [batch][K][N] (empty: dynamic W), per-column bias
   ir::ValueId out = ir::kNoValue, residual = ir::kNoValue, w_value = ir::kNoValue;
+  ir::ValueId gemm_c = ir::kNoValue;  // Gemm's C to broadcast and scale by beta before the GEMM
+  float beta = 1;
+  std::vector<float> residual_data;  // constant residual [M, N] (Gemm's C broadcast, x beta)
   bool w_constant = true;
   std::string name;
 };
@@ -45,12 +48,7 @@ std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
 void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
   ir::WindowGeometry wg = ir::window_geometry(g, n);
   Window& w = L.d.conv;
-  w = Window{wg.batch,        wg.in_channels,   wg.in_size[0],
-             wg.in_size[1],   wg.out_channels,  wg.out_size[0],
-             wg.out_size[1],  wg.kernel[0],     wg.kernel[1],
-             wg.strides[0],   wg.strides[1],    wg.pad_begin[0],
-             wg.pad_begin[1], wg.dilations[0],  wg.dilations[1],
-             wg.group,        wg.channels_last, false};
+  w = window_2d(wg, false);
   L.d.a_view = GemmDesc::AView::conv;
   L.d.batch = w.groups;
   int64_t cg = w.c / w.groups, ng = w.m / w.groups, kvol = w.kh * w.kw;
@@ -96,6 +94,36 @@ void lower_matmul_node(const ir::Graph& g, const ir::Node& n, Lowered& L) {
   L.w_value = n.inputs[1];
 }
 
+// Gemm's beta x C (unidirectional broadcast to [M, N]), as XLA lowers it: a row vector becomes the
+// epilogue's bias; an [M, N] C with beta = 1 the epilogue's residual; any other C (a column, a
+// scalar at runtime, beta != 1) is first broadcast and scaled into an [M, N] buffer, by the
+// compiler for constants and by a vector-unit kernel at runtime, then read as the residual.
+void lower_gemm_c(const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  const float beta = static_cast<float>(n.attrs.get_float("beta", 1.0));
+  const ir::Value& cv = g.value(n.inputs[2]);
+  const ir::Shape& s = cv.type.shape;
+  const bool row = s.numel() == 1 || (s.numel() == L.d.n && s.dim(-1) == L.d.n);
+  if (cv.constant && row) {
+    std::vector<float> c = constant_as_floats(*cv.constant, cv.name);
+    L.bias.assign(L.d.n, 0.0f);
+    for (int64_t j = 0; j < L.d.n; ++j) L.bias[j] = beta * c[c.size() == 1 ? 0 : j];
+  } else if (cv.constant) {
+    std::vector<float> c = constant_as_floats(*cv.constant, cv.name);
+    const bool per_row = s.rank() == 2 && s[1] == 1;  // [M, 1]
+    L.residual_data.resize(static_cast<size_t>(L.d.m * L.d.n));
+    for (int64_t i = 0; i < L.d.m; ++i)
+      for (int64_t j = 0; j < L.d.n; ++j)
+        L.residual_data[i * L.d.n + j] =
+            beta * c[per_row ? i : static_cast<int64_t>(c.size()) == L.d.m * L.d.n ? i * L.d.n + j
+                                                                                   : 0];
+  } else if (s == g.value(n.outputs[0]).type.shape && beta == 1.0f) {
+    L.residual = n.inputs[2];
+  } else {
+    L.gemm_c = n.inputs[2];
+    L.beta = beta;
+  }
+}
+
 void lower_gemm_node(const ir::Graph& g, const ir::Node& n, Lowered& L) {
   bool ta = n.attrs.get_int("transA", 0) != 0, tb = n.attrs.get_int("transB", 0) != 0;
   const ir::Shape& a = g.value(n.inputs[0]).type.shape;
@@ -119,17 +147,7 @@ void lower_gemm_node(const ir::Graph& g, const ir::Node& n, Lowered& L) {
     L.w_value = n.inputs[1];
     L.d.w_transposed = tb;
   }
-  if (n.has_input(2)) {
-    float beta = static_cast<float>(n.attrs.get_float("beta", 1.0));
-    const ir::Value& cv = g.value(n.inputs[2]);
-    if (cv.constant && cv.type.shape.numel() <= L.d.n) {
-      std::vector<float> c = constant_floats(g, n.inputs[2]);
-      L.bias.assign(L.d.n, 0.0f);
-      for (int64_t j = 0; j < L.d.n; ++j) L.bias[j] = beta * c[c.size() == 1 ? 0 : j];
-    } else {
-      L.residual = n.inputs[2];  // [M, N], beta == 1 (supports_node checks)
-    }
-  }
+  if (n.has_input(2)) lower_gemm_c(g, n, L);
 }
 
 // Folds BatchNormalization y = s * x + t (s = gamma / sqrt(var + eps), t = beta - mean * s) into
@@ -155,6 +173,20 @@ void add_bias(const ir::Graph& g, ir::ValueId v, Lowered& L) {
   int64_t channels = L.d.batch * L.d.n;
   if (L.bias.empty()) L.bias.assign(channels, 0.0f);
   for (int64_t ch = 0; ch < channels; ++ch) L.bias[ch] += c[c.size() == 1 ? 0 : ch];
+}
+
+// beta x C broadcast to [M, N] by a vector-unit kernel into a scratch buffer.
+int32_t broadcast_c(Context& c, const ir::Node& head, const Lowered& L) {
+  VectorDesc v;
+  v.func = VectorFunc::scale;
+  v.p0 = L.beta;
+  v.in = {c.tensor(L.gemm_c)};
+  v.dims = {L.d.m, L.d.n};
+  v.in_strides = {broadcast_strides(c.p.tensors[v.in[0]].dims, v.dims)};
+  v.out = c.scratch(L.name + ".beta_c", v.dims);
+  const int32_t out = v.out;
+  emit_vector_desc(c, head, std::move(v), L.d.m * L.d.n, 0);
+  return out;
 }
 
 }  // namespace
@@ -209,7 +241,16 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
     int64_t count = static_cast<int64_t>(L.bias.size());
     d.epi.bias = c.add_constant(L.name + ".bias", {count}, std::move(L.bias), 4);
   }
-  if (L.residual != ir::kNoValue) d.epi.residual = c.tensor(L.residual);
+  int32_t scratch = -1;
+  if (L.residual != ir::kNoValue) {
+    d.epi.residual = c.tensor(L.residual);
+  } else if (!L.residual_data.empty()) {
+    d.epi.residual =
+        c.add_constant(L.name + ".c", {d.m, d.n}, std::move(L.residual_data), 4);
+  } else if (L.gemm_c != ir::kNoValue) {
+    scratch = broadcast_c(c, head, L);
+    d.epi.residual = scratch;
+  }
   d.y = c.produce(L.out);
   d.epi.store = c.store_rounding(L.out);
   Kernel kernel;
@@ -217,6 +258,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   kernel.gemm = d;
   int32_t kid = c.add_kernel(kernel);
   MatmulTiler(c, head, d, kid, w_eb).run();
+  if (scratch >= 0) c.release(scratch);
 }
 
 }  // namespace mimic::backends::tpu_emu

@@ -32,15 +32,6 @@ int64_t product(const std::vector<int64_t>& d, size_t begin, size_t end) {
   return p;
 }
 
-// Element strides of `in` broadcast to `out` (numpy rules, right-aligned; 0 on broadcast dims).
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
-                                       const std::vector<int64_t>& out) {
-  std::vector<int64_t> s(out.size(), 0), cs = contiguous(in);
-  size_t off = out.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i) s[off + i] = in[i] == 1 && out[off + i] != 1 ? 0 : cs[i];
-  return s;
-}
-
 std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
   const ir::HostTensor& t = *g.value(v).constant;
   return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
@@ -61,16 +52,46 @@ Kernel vector_kernel(const VectorDesc& d) {
 }
 
 Window pool_window(const ir::Graph& g, const ir::Node& n) {
-  ir::WindowGeometry wg = ir::window_geometry(g, n);
-  return Window{wg.batch,        wg.in_channels,   wg.in_size[0],
-                wg.in_size[1],   wg.out_channels,  wg.out_size[0],
-                wg.out_size[1],  wg.kernel[0],     wg.kernel[1],
-                wg.strides[0],   wg.strides[1],    wg.pad_begin[0],
-                wg.pad_begin[1], wg.dilations[0],  wg.dilations[1],
-                wg.group,        wg.channels_last, n.attrs.get_int("count_include_pad", 0) != 0};
+  return window_2d(ir::window_geometry(g, n), n.attrs.get_int("count_include_pad", 0) != 0);
 }
 
 }  // namespace
+
+Window window_2d(const ir::WindowGeometry& wg, bool count_include_pad) {
+  // 1-D windows run as 2-D ones with a unit spatial dimension (XLA's TPU backend lowers 1-D
+  // convolutions and pools as 2-D ones). The length goes to H and W = 1 (NCL is NCHW with W = 1,
+  // NLC is NHWC), so that rows of output positions tile across cores and chunks.
+  const bool one = wg.spatial_rank == 1;
+  auto at = [&](const std::vector<int64_t>& v, int i, int64_t unit) {
+    return one ? (i == 0 ? v[0] : unit) : v[i];
+  };
+  return Window{wg.batch,
+                wg.in_channels,
+                at(wg.in_size, 0, 1),
+                at(wg.in_size, 1, 1),
+                wg.out_channels,
+                at(wg.out_size, 0, 1),
+                at(wg.out_size, 1, 1),
+                at(wg.kernel, 0, 1),
+                at(wg.kernel, 1, 1),
+                at(wg.strides, 0, 1),
+                at(wg.strides, 1, 1),
+                at(wg.pad_begin, 0, 0),
+                at(wg.pad_begin, 1, 0),
+                at(wg.dilations, 0, 1),
+                at(wg.dilations, 1, 1),
+                wg.group,
+                wg.channels_last,
+                count_include_pad};
+}
+
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
+                                       const std::vector<int64_t>& out) {
+  std::vector<int64_t> s(out.size(), 0), cs = contiguous(in);
+  size_t off = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) s[off + i] = in[i] == 1 && out[off + i] != 1 ? 0 : cs[i];
+  return s;
+}
 
 void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t) {
   Emitter& em = *c.em;
@@ -256,6 +277,7 @@ void lower_vector_node(Context& c, const ir::Node& n) {
   auto in = [&](int i) { return c.tensor(n.inputs[i]); };
   int64_t rows = 0;
   double work = 0;  // tiled elements the vector unit processes per row (0: the output's)
+  if (lower_select_node(c, n)) return;
   if (n.op == OpType::BatchNormalization) {
     std::vector<float> gamma = constant_floats(g, n.inputs[1]),
                        beta = constant_floats(g, n.inputs[2]);
@@ -279,6 +301,7 @@ void lower_vector_node(Context& c, const ir::Node& n) {
   } else if (n.op == OpType::LayerNormalization) {
     int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(out_dims.size()),
                                   "LayerNormalization axis");
+    lower_layer_norm_stats(c, n);
     d.func = VectorFunc::layer_norm;
     d.in = {in(0), in(1), n.has_input(2) ? in(2) : -1};
     d.inner = product(out_dims, axis, out_dims.size());
@@ -412,6 +435,12 @@ void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, doub
                  ir::ValueId out) {
   d.out = c.produce(out);
   d.epi.store = c.store_rounding(out);
+  emit_vector_desc(c, n, std::move(d), rows, work);
+}
+
+}  // namespace
+
+void emit_vector_desc(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work) {
   int32_t kid = c.add_kernel(vector_kernel(d));
   // Reductions, softmax and normalization read every input element; the rest write every output
   // one.
@@ -431,7 +460,5 @@ void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, doub
   }
   emit_vector_kernel(c, n, kid, t);
 }
-
-}  // namespace
 
 }  // namespace mimic::backends::tpu_emu

@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/tpu_emu/compiler.h"
 #include "backends/tpu_emu/emitter.h"
 #include "frontend/ir/graph.h"
+#include "frontend/ir/nn_geometry.h"
 #include "models/tpu/program.h"
 #include "models/tpu/tpu_spec.h"
 
@@ -44,6 +46,10 @@ class RangeAllocator {
   std::vector<Dead> dead_;
 };
 
+// Data of a constant as the chip holds it (f32); integer constants beyond kExactIntegerLimit are a
+// CompileError naming the constant.
+std::vector<float> constant_as_floats(const ir::HostTensor& t, const std::string& name);
+
 struct Context {
   Context(const ir::Graph& graph, const models::tpu::TpuSpec& spec, const CompileOptions& options,
           models::tpu::Program& program, std::vector<std::vector<float>>& constants,
@@ -68,6 +74,9 @@ struct Context {
   // Creates the tensor of a produced value, homed by the chip's rule (on chip when it fits for
   // v1/edge, else off-chip, else host), waiting for readers of any storage it reuses.
   int32_t produce(ir::ValueId v);
+  // A kernel-internal tensor with no graph value (e.g. Gemm's broadcast C), 4-byte elements,
+  // homed like produced values; release() it after its last reader.
+  int32_t scratch(const std::string& name, std::vector<int64_t> dims);
   int32_t alias(ir::ValueId v, int32_t of);
   // A constant tensor with the given data (weights prepared by the compiler).
   int32_t add_constant(const std::string& name, std::vector<int64_t> dims, std::vector<float> data,
@@ -85,6 +94,7 @@ struct Context {
   [[noreturn]] void untileable(const ir::Node& n, uint64_t needed, const std::string& detail) const;
 
  private:
+  int32_t produce_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb);
   int32_t new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t element_bytes,
                      bool constant);
   uint64_t storage_bytes(const std::vector<int64_t>& dims, int64_t element_bytes,
@@ -114,5 +124,19 @@ struct VectorTiling {
   double runs_per_row = 0;         // data movement: contiguous pieces per row (strided DMA)
 };
 void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t);
+
+// Adds the kernel of `d` (d.out already produced, d.epi.store set) and tiles it by `rows`; `work`
+// is the tiled elements per row (0: the output's, or the first input's for reductions).
+void emit_vector_desc(Context& c, const ir::Node& n, models::tpu::VectorDesc d, int64_t rows,
+                      double work);
+// The 2-D window of a convolution or pool of spatial rank 1 (length as H, W = 1) or 2.
+models::tpu::Window window_2d(const ir::WindowGeometry& wg, bool count_include_pad);
+// Element strides of a tensor of `in` dims broadcast to `out` (numpy rules; 0 on broadcast dims).
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
+                                       const std::vector<int64_t>& out);
+// Lowerings in lower_select.cpp (comparisons, logic, Where, variadic, Cast, ArgMax, Gather, ...).
+bool lower_select_node(Context& c, const ir::Node& n);
+// LayerNormalization's Mean and InvStdDev outputs, when the graph uses them.
+void lower_layer_norm_stats(Context& c, const ir::Node& n);
 
 }  // namespace mimic::backends::tpu_emu

@@ -22,8 +22,10 @@ bool constant_f32(const ir::Graph& g, const ir::Node& n, int i) {
   return v.constant && v.constant->dtype() == ir::DType::f32;
 }
 
+// 1-D (run as 2-D ones) and 2-D windows; 3-D convolutions and pools stay on the cpu for now.
 bool window_2d(const ir::Graph& g, const ir::Node& n) {
-  return g.value(n.inputs[0]).type.shape.rank() == 4;
+  int rank = g.value(n.inputs[0]).type.shape.rank();
+  return rank == 3 || rank == 4;
 }
 
 // Reduced axes (ignoring size-1 dimensions) must form one contiguous block.
@@ -65,44 +67,92 @@ bool matmul_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
   return true;
 }
 
+// Gemm: any C that broadcasts to [M, N] (lower_gemm_c); A/B transposes and alpha in the GEMM.
 bool gemm_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
-  if (!n.has_input(2)) return true;
-  const ir::Value& c = g.value(n.inputs[2]);
-  const ir::Shape& y = g.value(n.outputs[0]).type.shape;
-  if (c.constant && c.constant->dtype() == ir::DType::f32) {
-    const ir::Shape& s = c.type.shape;
-    bool row = s.numel() == 1 || (s.numel() == y[1] && s.dim(-1) == y[1]);
-    if (row) return true;
-  }
-  if (c.type.shape == y && n.attrs.get_float("beta", 1.0) == 1.0) return true;
-  if (why) *why = "C operand that is neither a row bias nor an [M,N] addend with beta=1";
+  for (int i : {0, 1})
+    if (g.value(n.inputs[i]).constant && !constant_f32(g, n, i)) {
+      if (why) *why = "Gemm operand constants that are not f32";
+      return false;
+    }
+  return true;
+}
+
+bool is_movement(OpType op) {
+  return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze ||
+         op == OpType::Unsqueeze || op == OpType::Identity || op == OpType::Transpose ||
+         op == OpType::Concat || op == OpType::Slice || op == OpType::Split ||
+         op == OpType::Expand;
+}
+
+bool is_logical(OpType op) {
+  return op == OpType::And || op == OpType::Or || op == OpType::Xor || op == OpType::Not;
+}
+
+bool makes_bool(OpType op) {
+  return is_logical(op) || op == OpType::Equal || op == OpType::Less ||
+         op == OpType::LessOrEqual || op == OpType::Greater || op == OpType::GreaterOrEqual ||
+         op == OpType::IsNaN || op == OpType::IsInf || op == OpType::Cast || is_movement(op);
+}
+
+// Whether output `v` of `n` may have dtype `t`: float data everywhere; bool masks from
+// comparisons, logic, casts and data movement; integers from ArgMax/ArgMin and casts of floats.
+bool output_ok(const ir::Graph& g, const ir::Node& n, ir::DType t) {
+  if (is_float(t)) return true;
+  if (t == ir::DType::boolean) return makes_bool(n.op);
+  if (t != ir::DType::i32 && t != ir::DType::i64) return false;
+  if (n.op == OpType::ArgMax || n.op == OpType::ArgMin) return true;
+  // float -> int truncates exactly; bool -> int is 0/1. Integer sources could exceed 2^24.
+  return n.op == OpType::Cast && g.value(n.inputs[0]).type.dtype != ir::DType::i32 &&
+         g.value(n.inputs[0]).type.dtype != ir::DType::i64;
+}
+
+// Whether runtime input i of `n` may have dtype `t` (constants of any chip dtype are parameters or
+// data converted at compile time). Integers enter only as gather indices, bool only as masks.
+bool input_ok(const ir::Node& n, int i, ir::DType t) {
+  if (is_float(t)) return true;
+  if (t == ir::DType::boolean)
+    return is_logical(n.op) || is_movement(n.op) || n.op == OpType::Cast ||
+           (n.op == OpType::Where && i == 0);
+  if (t == ir::DType::i32 || t == ir::DType::i64) return n.op == OpType::Gather && i == 1;
   return false;
+}
+
+bool dtypes_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  for (ir::ValueId v : n.outputs)
+    if (v != ir::kNoValue && !output_ok(g, n, g.value(v).type.dtype)) {
+      if (why) *why = fmt::format("{} outputs", ir::dtype_name(g.value(v).type.dtype));
+      return false;
+    }
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    if (!n.has_input(i)) continue;
+    const ir::Value& v = g.value(n.inputs[i]);
+    if (v.constant ? v.type.dtype == ir::DType::f16 || v.type.dtype == ir::DType::f64 ||
+                         v.type.dtype == ir::DType::i8
+                   : !input_ok(n, i, v.type.dtype)) {
+      if (why) *why = fmt::format("{} input '{}'", ir::dtype_name(v.type.dtype), v.name);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool all_float_data(const ir::Graph& g, const ir::Node& n) {
+  for (int i = 0; i < n.num_inputs(); ++i)
+    if (n.has_input(i) && !is_float(g.value(n.inputs[i]).type.dtype)) return false;
+  return true;
 }
 
 }  // namespace
 
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
-  for (ir::ValueId v : n.outputs)
-    if (!is_float(g.value(v).type.dtype)) {
-      if (why) *why = fmt::format("{} outputs", ir::dtype_name(g.value(v).type.dtype));
-      return false;
-    }
-  // Data inputs must be floating point; integer inputs are allowed only as constant parameters.
-  for (int i = 0; i < n.num_inputs(); ++i) {
-    if (!n.has_input(i)) continue;
-    const ir::Value& v = g.value(n.inputs[i]);
-    if (!is_float(v.type.dtype) && !v.constant) {
-      if (why) *why = fmt::format("{} input '{}'", ir::dtype_name(v.type.dtype), v.name);
-      return false;
-    }
-  }
+  if (!dtypes_ok(g, n, why)) return false;
   models::tpu::VectorFunc f;
   float p0, p1;
   switch (n.op) {
     case OpType::Conv:
       if (!window_2d(g, n) || !constant_f32(g, n, 1) || !constant_f32(g, n, 2) ||
           g.value(n.inputs[0]).constant) {
-        if (why) *why = "only 2-D convolutions with constant f32 weights";
+        if (why) *why = "only 1-D and 2-D convolutions with constant f32 weights";
         return false;
       }
       if (is_depthwise(g, n) && g.value(n.inputs[1]).type.shape[1] != 1) return false;
@@ -115,8 +165,7 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
       return n.outputs.size() == 1 && g.value(n.inputs[0]).type.shape.rank() >= 2 &&
              constant_f32(g, n, 1) && constant_f32(g, n, 2) && constant_f32(g, n, 3) &&
              constant_f32(g, n, 4);
-    case OpType::LayerNormalization: {
-      if (n.outputs.size() != 1) return false;
+    case OpType::LayerNormalization: {  // Mean and InvStdDev outputs too (lower_select.cpp)
       const ir::Shape& x = g.value(n.inputs[0]).type.shape;
       int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), x.rank(), "axis");
       int64_t inner = x.product(axis, x.rank());
@@ -132,7 +181,7 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
       return n.outputs.size() == 1 && window_2d(g, n);
     case OpType::GlobalAveragePool:
     case OpType::GlobalMaxPool:
-      return window_2d(g, n);
+      return g.value(n.inputs[0]).type.shape.rank() >= 3;
     case OpType::ReduceSum:
     case OpType::ReduceMean:
     case OpType::ReduceMax:
@@ -179,7 +228,31 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     }
     case OpType::Max:
     case OpType::Min:
-      return n.num_inputs() == 2 && binary_func(n.op, &f);
+    case OpType::Sum:
+    case OpType::Mean:
+    case OpType::Where:
+    case OpType::Mod:
+    case OpType::IsNaN:
+    case OpType::IsInf:
+    case OpType::ArgMax:
+    case OpType::ArgMin:
+      return n.num_inputs() >= 1 && n.num_inputs() <= 16;
+    case OpType::Clip:
+      return all_float_data(g, n);
+    case OpType::Cast:
+      return true;  // dtypes_ok() admitted the pair
+    case OpType::Equal:
+    case OpType::Less:
+    case OpType::LessOrEqual:
+    case OpType::Greater:
+    case OpType::GreaterOrEqual:
+    case OpType::And:
+    case OpType::Or:
+    case OpType::Xor:
+    case OpType::Not:
+      return true;
+    case OpType::Gather:
+      return g.value(n.inputs[1]).type.shape.numel() < kExactIntegerLimit;
     default:
       if (binary_func(n.op, &f)) return n.num_inputs() == 2;
       if (unary_func(g, n, &f, &p0, &p1)) return true;

@@ -117,8 +117,26 @@ class TpuExecutable final : public Executable {
       return;
     }
     std::vector<float> f(t.numel());
-    numeric::bf16_to_f32(static_cast<const uint16_t*>(t.raw()), f.data(), f.size());
+    if (t.dtype() == ir::DType::bf16)
+      numeric::bf16_to_f32(static_cast<const uint16_t*>(t.raw()), f.data(), f.size());
+    else if (t.dtype() == ir::DType::boolean)
+      for (int64_t j = 0; j < t.numel(); ++j) f[j] = t.data<bool>()[j] ? 1.0f : 0.0f;
+    else
+      integers_to_f32(t, i, f);
     w.bytes(f.data(), f.size() * sizeof(float));
+  }
+
+  // Integer inputs (gather indices) ride in fp32 lanes: exact only within +-2^24.
+  static void integers_to_f32(const ir::HostTensor& t, size_t i, std::vector<float>& f) {
+    for (int64_t j = 0; j < t.numel(); ++j) {
+      int64_t v = t.dtype() == ir::DType::i32 ? t.data<int32_t>()[j] : t.data<int64_t>()[j];
+      if (v > tpu_emu::kExactIntegerLimit || v < -tpu_emu::kExactIntegerLimit)
+        throw InvalidArgument(fmt::format(
+            "tpu-emu: input {} holds the integer {} at element {}, beyond the +-2^24 the chip "
+            "holds exactly",
+            i, v, j));
+      f[j] = static_cast<float>(v);
+    }
   }
 
   static ir::HostTensor read_output(wire::Reader& r, const ir::TensorType& type) {
@@ -127,10 +145,26 @@ class TpuExecutable final : public Executable {
     if (static_cast<int64_t>(v.size()) != t.numel())
       throw RuntimeError(fmt::format("tpu-emu: device returned {} values for an output of type {}",
                                      v.size(), type.str()));
-    if (type.dtype == ir::DType::f32)
-      std::copy(v.begin(), v.end(), t.data<float>());
-    else
-      numeric::f32_to_bf16(v.data(), static_cast<uint16_t*>(t.raw()), v.size());
+    switch (type.dtype) {
+      case ir::DType::f32:
+        std::copy(v.begin(), v.end(), t.data<float>());
+        break;
+      case ir::DType::bf16:
+        numeric::f32_to_bf16(v.data(), static_cast<uint16_t*>(t.raw()), v.size());
+        break;
+      case ir::DType::boolean:
+        for (size_t j = 0; j < v.size(); ++j) t.data<bool>()[j] = v[j] != 0;
+        break;
+      case ir::DType::i32:
+        for (size_t j = 0; j < v.size(); ++j) t.data<int32_t>()[j] = static_cast<int32_t>(v[j]);
+        break;
+      case ir::DType::i64:
+        for (size_t j = 0; j < v.size(); ++j) t.data<int64_t>()[j] = static_cast<int64_t>(v[j]);
+        break;
+      default:
+        throw RuntimeError(fmt::format("tpu-emu: the chip cannot return {} outputs",
+                                       ir::dtype_name(type.dtype)));
+    }
     return t;
   }
 

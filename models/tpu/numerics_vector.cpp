@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "models/common/numeric_formats.h"
 #include "models/tpu/numerics.h"
@@ -74,6 +76,42 @@ float unary(VectorFunc f, float x, float p0, float p1) {
       return std::sin(x);
     case VectorFunc::cos:
       return std::cos(x);
+    case VectorFunc::tan:
+      return std::tan(x);
+    case VectorFunc::scale:
+      return x * p0;
+    case VectorFunc::trunc:
+      return std::trunc(x);
+    case VectorFunc::nonzero:
+      return x != 0 ? 1.0f : 0.0f;
+    case VectorFunc::logical_not:
+      return x == 0 ? 1.0f : 0.0f;
+    case VectorFunc::is_nan:
+      return std::isnan(x) ? 1.0f : 0.0f;
+    case VectorFunc::is_inf:
+      return (p0 != 0 && x == INFINITY) || (p1 != 0 && x == -INFINITY) ? 1.0f : 0.0f;
+    case VectorFunc::asin:
+      return std::asin(x);
+    case VectorFunc::acos:
+      return std::acos(x);
+    case VectorFunc::atan:
+      return std::atan(x);
+    case VectorFunc::sinh:
+      return std::sinh(x);
+    case VectorFunc::cosh:
+      return std::cosh(x);
+    case VectorFunc::asinh:
+      return std::asinh(x);
+    case VectorFunc::acosh:
+      return std::acosh(x);
+    case VectorFunc::atanh:
+      return std::atanh(x);
+    case VectorFunc::thresholded_relu:
+      return x > p0 ? x : 0.0f;
+    case VectorFunc::celu:
+      return std::max(0.0f, x) + std::min(0.0f, p0 * (std::exp(x / p0) - 1.0f));
+    case VectorFunc::shrink:
+      return x < -p1 ? x + p0 : x > p1 ? x - p0 : 0.0f;
     default:
       return x;
   }
@@ -97,9 +135,40 @@ float binary(VectorFunc f, float a, float b) {
       return std::pow(a, b);
     case VectorFunc::prelu:
       return a >= 0 ? a : a * b;
+    case VectorFunc::fmod:
+      return std::fmod(a, b);
+    case VectorFunc::mod: {
+      float r = std::fmod(a, b);
+      return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+    }
+    case VectorFunc::equal:
+      return a == b ? 1.0f : 0.0f;
+    case VectorFunc::less:
+      return a < b ? 1.0f : 0.0f;
+    case VectorFunc::less_equal:
+      return a <= b ? 1.0f : 0.0f;
+    case VectorFunc::greater:
+      return a > b ? 1.0f : 0.0f;
+    case VectorFunc::greater_equal:
+      return a >= b ? 1.0f : 0.0f;
+    case VectorFunc::logical_and:
+      return (a != 0) && (b != 0) ? 1.0f : 0.0f;
+    case VectorFunc::logical_or:
+      return (a != 0) || (b != 0) ? 1.0f : 0.0f;
+    case VectorFunc::logical_xor:
+      return (a != 0) != (b != 0) ? 1.0f : 0.0f;
     default:
       return a;
   }
+}
+
+// Three or more inputs: where/clamp select, any binary function folds left (variadic Sum/Max/Min).
+float nary(VectorFunc f, const float* v, size_t n) {
+  if (f == VectorFunc::where) return v[0] != 0 ? v[1] : v[2];
+  if (f == VectorFunc::clamp) return std::min(std::max(v[0], v[1]), v[2]);
+  float acc = v[0];
+  for (size_t i = 1; i < n; ++i) acc = binary(f, acc, v[i]);
+  return acc;
 }
 
 float store(const Epilogue& e, float v) {
@@ -109,6 +178,7 @@ float store(const Epilogue& e, float v) {
 
 // Elementwise over `dims` for output elements [r0, r1): strided inputs, strided or contiguous
 // output.
+constexpr size_t kMaxInputs = 16;
 void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float* out, int64_t r0,
                  int64_t r1) {
   const int rank = static_cast<int>(d.dims.size());
@@ -119,11 +189,11 @@ void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float
     idx[i] = rem % d.dims[i];
     rem /= d.dims[i];
   }
-  const size_t nin = in.size();
+  const size_t nin = std::min(in.size(), kMaxInputs);
   const bool contiguous_out = d.out_strides.empty();
   for (int64_t e = r0; e < r1;) {
     int64_t run = std::min(inner - (rank ? idx[rank - 1] : 0), r1 - e);
-    int64_t off[2] = {0, 0}, out_off = d.out_offset;
+    int64_t off[kMaxInputs] = {0}, out_off = d.out_offset;
     for (size_t k = 0; k < nin; ++k) {
       off[k] = d.in_offsets.empty() ? 0 : d.in_offsets[k];
       for (int i = 0; i < rank; ++i) off[k] += idx[i] * d.in_strides[k][i];
@@ -142,11 +212,18 @@ void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float
       const float* x = in[0] + off[0];
       for (int64_t j = 0; j < run; ++j)
         y[j * so] = store(d.epi, unary(d.func, x[j * s0], d.p0, d.p1));
-    } else {
+    } else if (nin == 2) {
       const float* a = in[0] + off[0];
       const float* b = in[1] + off[1];
       for (int64_t j = 0; j < run; ++j)
         y[j * so] = store(d.epi, binary(d.func, a[j * s0], b[j * s1]));
+    } else {
+      float v[kMaxInputs];
+      for (int64_t j = 0; j < run; ++j) {
+        for (size_t k = 0; k < nin; ++k)
+          v[k] = in[k][off[k] + (rank ? j * d.in_strides[k][rank - 1] : 0)];
+        y[j * so] = store(d.epi, nary(d.func, v, nin));
+      }
     }
     e += run;
     if (rank) idx[rank - 1] += run;
@@ -157,12 +234,42 @@ void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float
   }
 }
 
+// Index of the first (p0 == 0) or last maximum / minimum along the axis; NaN compares false.
+float arg_reduce(const VectorDesc& d, const float* p) {
+  const bool want_max = d.func == VectorFunc::arg_max, last = d.p0 != 0;
+  int64_t best = 0;
+  for (int64_t a = 1; a < d.axis; ++a) {
+    float v = p[a * d.inner], b = p[best * d.inner];
+    bool better = want_max ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
+    if (better) best = a;
+  }
+  return static_cast<float>(best);
+}
+
+// 1 / sqrt(var + eps) of the axis, as layer_norm() computes it.
+float inv_std_dev(const VectorDesc& d, const float* p) {
+  double mean = 0, var = 0;
+  for (int64_t a = 0; a < d.axis; ++a) mean += p[a * d.inner];
+  mean /= static_cast<double>(d.axis);
+  for (int64_t a = 0; a < d.axis; ++a) var += (p[a * d.inner] - mean) * (p[a * d.inner] - mean);
+  var /= static_cast<double>(d.axis);
+  return 1.0f / std::sqrt(static_cast<float>(var) + d.epsilon);
+}
+
 // Reduction of [outer, axis, inner] to [outer, inner]; output elements [r0, r1).
 void reduce(const VectorDesc& d, const float* x, float* y, int64_t r0, int64_t r1) {
 #pragma omp parallel for if ((r1 - r0) * d.axis > 65536) schedule(static)
   for (int64_t o = r0; o < r1; ++o) {
     int64_t outer = o / d.inner, inner = o % d.inner;
     const float* p = x + outer * d.axis * d.inner + inner;
+    if (d.func == VectorFunc::arg_max || d.func == VectorFunc::arg_min) {
+      y[o] = arg_reduce(d, p);
+      continue;
+    }
+    if (d.func == VectorFunc::inv_std_dev) {
+      y[o] = store(d.epi, inv_std_dev(d, p));
+      continue;
+    }
     double acc;
     switch (d.func) {
       case VectorFunc::reduce_max:
@@ -313,6 +420,25 @@ void window_op(const VectorDesc& d, const float* x, const float* w, const float*
     }
 }
 
+// Gather over [outer, axis, inner]: output rows (o, j) in [r0, r1) copy row idx[j] of outer o
+// (p0 indices; negative ones count from the end, as ONNX says).
+void gather(const VectorDesc& d, const float* x, const float* idx, float* y, int64_t r0,
+            int64_t r1) {
+  const int64_t count = static_cast<int64_t>(d.p0);
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t o = r / count, j = r % count;
+    int64_t i = static_cast<int64_t>(idx[j]);
+    if (i < 0) i += d.axis;
+    if (i < 0 || i >= d.axis)
+      throw std::out_of_range("gather index " + std::to_string(static_cast<int64_t>(idx[j])) +
+                              " is outside [-" + std::to_string(d.axis) + ", " +
+                              std::to_string(d.axis) + ")");
+    const float* src = x + (o * d.axis + i) * d.inner;
+    float* dst = y + r * d.inner;
+    for (int64_t k = 0; k < d.inner; ++k) dst[k] = store(d.epi, src[k]);
+  }
+}
+
 }  // namespace
 
 void Numerics::run_vector(const Instruction& in, const Kernel& k) {
@@ -332,8 +458,14 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
     case VectorFunc::l2:
     case VectorFunc::sum_square:
     case VectorFunc::log_sum:
+    case VectorFunc::arg_max:
+    case VectorFunc::arg_min:
+    case VectorFunc::inv_std_dev:
     case VectorFunc::log_sum_exp:
       reduce(d, inputs.at(0), y, r0, r1);
+      return;
+    case VectorFunc::gather:
+      gather(d, inputs.at(0), inputs.at(1), y, r0, r1);
       return;
     case VectorFunc::softmax:
     case VectorFunc::log_softmax:

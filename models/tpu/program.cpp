@@ -46,26 +46,29 @@ const char* vector_func_name(VectorFunc f) {
         MIMIC_NAME(exp) MIMIC_NAME(log) MIMIC_NAME(sqrt) MIMIC_NAME(reciprocal) MIMIC_NAME(abs)
             MIMIC_NAME(neg) MIMIC_NAME(erf) MIMIC_NAME(gelu) MIMIC_NAME(gelu_tanh) MIMIC_NAME(
                 softplus) MIMIC_NAME(softsign) MIMIC_NAME(floor) MIMIC_NAME(ceil) MIMIC_NAME(round)
-                MIMIC_NAME(sign) MIMIC_NAME(sin) MIMIC_NAME(cos) MIMIC_NAME(add) MIMIC_NAME(sub)
+                MIMIC_NAME(sign) MIMIC_NAME(sin) MIMIC_NAME(cos) MIMIC_NAME(tan) MIMIC_NAME(scale) MIMIC_NAME(trunc) MIMIC_NAME(nonzero) MIMIC_NAME(logical_not) MIMIC_NAME(is_nan) MIMIC_NAME(is_inf) MIMIC_NAME(asin) MIMIC_NAME(acos) MIMIC_NAME(atan) MIMIC_NAME(sinh) MIMIC_NAME(cosh) MIMIC_NAME(asinh) MIMIC_NAME(acosh) MIMIC_NAME(atanh) MIMIC_NAME(thresholded_relu) MIMIC_NAME(celu) MIMIC_NAME(shrink) MIMIC_NAME(add) MIMIC_NAME(sub)
                     MIMIC_NAME(mul) MIMIC_NAME(div) MIMIC_NAME(max) MIMIC_NAME(min) MIMIC_NAME(pow)
-                        MIMIC_NAME(prelu) MIMIC_NAME(sum) MIMIC_NAME(mean) MIMIC_NAME(reduce_max)
+                        MIMIC_NAME(prelu) MIMIC_NAME(mod) MIMIC_NAME(fmod) MIMIC_NAME(equal) MIMIC_NAME(less) MIMIC_NAME(less_equal) MIMIC_NAME(greater) MIMIC_NAME(greater_equal) MIMIC_NAME(logical_and) MIMIC_NAME(logical_or) MIMIC_NAME(logical_xor) MIMIC_NAME(where) MIMIC_NAME(clamp) MIMIC_NAME(sum) MIMIC_NAME(mean) MIMIC_NAME(reduce_max)
                             MIMIC_NAME(reduce_min) MIMIC_NAME(prod) MIMIC_NAME(l1) MIMIC_NAME(l2)
-                                MIMIC_NAME(sum_square) MIMIC_NAME(log_sum) MIMIC_NAME(log_sum_exp)
+                                MIMIC_NAME(sum_square) MIMIC_NAME(log_sum) MIMIC_NAME(arg_max) MIMIC_NAME(arg_min) MIMIC_NAME(inv_std_dev) MIMIC_NAME(log_sum_exp)
                                     MIMIC_NAME(softmax) MIMIC_NAME(log_softmax)
                                         MIMIC_NAME(layer_norm) MIMIC_NAME(scale_shift)
                                             MIMIC_NAME(max_pool) MIMIC_NAME(avg_pool)
                                                 MIMIC_NAME(depthwise_conv) MIMIC_NAME(matvec)
-                                                    MIMIC_NAME(copy) MIMIC_NAME(transpose)
+                                                    MIMIC_NAME(copy) MIMIC_NAME(transpose) MIMIC_NAME(gather)
 #undef MIMIC_NAME
   }
   return "?";
 }
 
 bool is_unary(VectorFunc f) {
-  return f <= VectorFunc::cos;
+  return f <= VectorFunc::shrink;
 }
 bool is_binary(VectorFunc f) {
-  return f >= VectorFunc::add && f <= VectorFunc::prelu;
+  return f >= VectorFunc::add && f <= VectorFunc::logical_xor;
+}
+bool is_nary(VectorFunc f) {
+  return f == VectorFunc::where || f == VectorFunc::clamp;
 }
 
 uint32_t vector_ops_per_element(VectorFunc f) {
@@ -91,8 +94,34 @@ uint32_t vector_ops_per_element(VectorFunc f) {
     case VectorFunc::prod:
     case VectorFunc::l1:
     case VectorFunc::transpose:
+    case VectorFunc::scale:
+    case VectorFunc::trunc:
+    case VectorFunc::nonzero:
+    case VectorFunc::logical_not:
+    case VectorFunc::is_nan:
+    case VectorFunc::equal:
+    case VectorFunc::less:
+    case VectorFunc::less_equal:
+    case VectorFunc::greater:
+    case VectorFunc::greater_equal:
+    case VectorFunc::logical_and:
+    case VectorFunc::logical_or:
+    case VectorFunc::logical_xor:
+    case VectorFunc::where:
+    case VectorFunc::gather:
       return 1;
+    case VectorFunc::is_inf:
+    case VectorFunc::clamp:
+    case VectorFunc::arg_max:
+    case VectorFunc::arg_min:
+      return 2;  // compare + select (index tracking for arg reductions)
+    case VectorFunc::mod:
+    case VectorFunc::fmod:
+      return 6;  // divide (Newton), truncate, multiply-subtract, sign fix
+    case VectorFunc::inv_std_dev:
+      return 4;  // mean and centered square sum, rsqrt once per row
     case VectorFunc::clip:
+    case VectorFunc::thresholded_relu:
     case VectorFunc::leaky_relu:
     case VectorFunc::prelu:
     case VectorFunc::sum_square:
@@ -101,6 +130,7 @@ uint32_t vector_ops_per_element(VectorFunc f) {
     case VectorFunc::l2:
       return 2;
     case VectorFunc::hard_swish:
+    case VectorFunc::shrink:
       return 4;
     case VectorFunc::div:
     case VectorFunc::reciprocal:
@@ -117,6 +147,16 @@ uint32_t vector_ops_per_element(VectorFunc f) {
     case VectorFunc::softplus:
     case VectorFunc::sin:
     case VectorFunc::cos:
+    case VectorFunc::tan:
+    case VectorFunc::asin:
+    case VectorFunc::acos:
+    case VectorFunc::atan:
+    case VectorFunc::sinh:
+    case VectorFunc::cosh:
+    case VectorFunc::asinh:
+    case VectorFunc::acosh:
+    case VectorFunc::atanh:
+    case VectorFunc::celu:
     case VectorFunc::log_sum:
     case VectorFunc::log_sum_exp:
     case VectorFunc::pow:

@@ -64,6 +64,24 @@ enum class VectorFunc : uint8_t {
   sign,
   sin,
   cos,
+  tan,
+  scale /*p0: x * p0*/,
+  trunc /*toward zero: casts to integer types*/,
+  nonzero /*x != 0: casts to bool*/,
+  logical_not,
+  is_nan,
+  is_inf /*p0: detect +inf, p1: detect -inf*/,
+  asin,
+  acos,
+  atan,
+  sinh,
+  cosh,
+  asinh,
+  acosh,
+  atanh,
+  thresholded_relu /*p0 alpha*/,
+  celu /*p0 alpha*/,
+  shrink /*p0 bias, p1 lambd*/,
   // binary
   add,
   sub,
@@ -73,6 +91,19 @@ enum class VectorFunc : uint8_t {
   min,
   pow,
   prelu,
+  mod /*sign of the divisor (ONNX Mod, fmod=0)*/,
+  fmod /*sign of the dividend (fmod=1)*/,
+  equal,
+  less,
+  less_equal,
+  greater,
+  greater_equal,
+  logical_and,
+  logical_or,
+  logical_xor,
+  // n-ary elementwise (up to 3 inputs)
+  where /*in0 ? in1 : in2*/,
+  clamp /*min(max(in0, in1), in2)*/,
   // reductions
   sum,
   mean,
@@ -83,6 +114,9 @@ enum class VectorFunc : uint8_t {
   l2,
   sum_square,
   log_sum,
+  arg_max /*index (p0 != 0: last of equal maxima)*/,
+  arg_min,
+  inv_std_dev /*1 / sqrt(variance + epsilon): LayerNormalization's third output*/,
   log_sum_exp,
   // others (kernel-specific)
   softmax,
@@ -95,10 +129,12 @@ enum class VectorFunc : uint8_t {
   matvec,
   copy,
   transpose,
+  gather /*rows of in0 picked by the indices in1 over [outer, axis, inner]; p0 = indices*/,
 };
 const char* vector_func_name(VectorFunc f);
 bool is_unary(VectorFunc f);
 bool is_binary(VectorFunc f);
+bool is_nary(VectorFunc f);  // where, clamp: three inputs
 
 // 2-D window geometry of convolutions and pools (one image row-major, ONNX semantics).
 struct Window {

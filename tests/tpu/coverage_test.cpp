@@ -1,0 +1,252 @@
+// Op families lowered to the TPU (not the cpu fallback): each graph runs on tpu-emu:v4 and on the
+// cpu backend with the same inputs; every op must run on the chip (ops[].fallback false) and the
+// outputs must match (exactly for masks and indices; fp32 tolerance at precision highest).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "tpu_test_util.h"
+
+namespace mimic {
+namespace {
+
+using ir::DType;
+using ir::OpType;
+using ir::Shape;
+
+double value(const ir::HostTensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::f32:
+      return t.data<float>()[i];
+    case DType::boolean:
+      return t.data<bool>()[i] ? 1 : 0;
+    case DType::i32:
+      return t.data<int32_t>()[i];
+    case DType::i64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    default:
+      ADD_FAILURE() << "unexpected dtype " << ir::dtype_name(t.dtype());
+      return 0;
+  }
+}
+
+// Runs `g` on the chip and on cpu; checks no fallback and outputs within `tol` (0: exact).
+void expect_on_chip(const ir::Graph& g, double tol, std::vector<ir::HostTensor> inputs = {},
+                         const std::string& precision = "highest") {
+  Executable tpu = compile(g, Device("tpu-emu:v4"), tpu_test::options({}, precision));
+  Executable cpu = compile(g, Device("cpu"));
+  EXPECT_TRUE(tpu.compile_report().fallback_nodes.empty())
+      << g.name() << ": " << tpu.compile_report().fallback_nodes.front();
+  if (inputs.empty()) inputs = random_inputs(tpu.graph(), 11);
+  RunOutput a = tpu.run(inputs), b = cpu.run(inputs);
+  EXPECT_EQ(a.report.fallback_count(), 0) << g.name();
+  for (const auto& op : a.report.ops) EXPECT_FALSE(op.fallback) << g.name() << ": " << op.node;
+  EXPECT_EQ(a.outputs.size(), b.outputs.size());
+  for (size_t o = 0; o < a.outputs.size() && o < b.outputs.size(); ++o) {
+    ASSERT_EQ(a.outputs[o].type(), b.outputs[o].type()) << g.name();
+    for (int64_t i = 0; i < a.outputs[o].numel(); ++i) {
+      double x = value(a.outputs[o], i), y = value(b.outputs[o], i);
+      if (std::isnan(x) && std::isnan(y)) continue;
+      ASSERT_NEAR(x, y, tol * std::max(1.0, std::fabs(y)))
+          << g.name() << " output " << o << "[" << i << "]";
+    }
+  }
+}
+
+ir::ValueId f32_input(ir::Graph& g, const std::string& name, Shape s) {
+  return g.add_input(name, DType::f32, std::move(s));
+}
+
+TEST(TpuCoverage, GemmVariantsRunOnTheMatrixUnits) {
+  struct Case {
+    const char* name;
+    bool ta, tb;
+    float alpha, beta;
+    Shape c;
+  };
+  for (const Case& k : {Case{"scalar_c", false, false, 0.5f, 2.0f, Shape({})},
+                        Case{"column_c", true, false, 1.0f, 0.25f, Shape({5, 1})},
+                        Case{"full_c_beta", false, true, 1.5f, -1.0f, Shape({5, 7})},
+                        Case{"row_c", true, true, 1.0f, 1.0f, Shape({7})}}) {
+    ir::Graph g(k.name);
+    auto a = f32_input(g, "a", k.ta ? Shape({6, 5}) : Shape({5, 6}));
+    auto b = f32_input(g, "b", k.tb ? Shape({7, 6}) : Shape({6, 7}));
+    auto c = f32_input(g, "c", k.c);
+    ir::Attributes at{{"transA", int64_t{k.ta}}, {"transB", int64_t{k.tb}},
+                      {"alpha", double{k.alpha}}, {"beta", double{k.beta}}};
+    g.add_output(g.add_node(OpType::Gemm, "gemm", {a, b, c}, at)[0]);
+    expect_on_chip(g, 1e-5);
+  }
+}
+
+TEST(TpuCoverage, GemmWithRuntimeCMatchesCpuAtDefaultPrecisionWithinBf16) {
+  ir::Graph g("gemm_default");
+  auto a = f32_input(g, "a", Shape({16, 64}));
+  auto b = f32_input(g, "b", Shape({64, 32}));
+  auto c = f32_input(g, "c", Shape({16, 1}));
+  g.add_output(g.add_node(OpType::Gemm, "gemm", {a, b, c}, {{"beta", 0.5}})[0]);
+  expect_on_chip(g, 0.05, {}, "default");  // bf16 operands (8 bits of mantissa), K = 64
+}
+
+TEST(TpuCoverage, LayerNormalizationOnAnyAxisWithMeanAndInvStdDev) {
+  for (int64_t axis : {0, 1, 2, -1}) {
+    ir::Graph g("layer_norm_axis" + std::to_string(axis));
+    auto x = f32_input(g, "x", Shape({3, 4, 5}));
+    Shape norm = axis == 0 ? Shape({3, 4, 5}) : axis == 1 ? Shape({4, 5}) : Shape({5});
+    auto s = f32_input(g, "scale", norm);
+    auto b = f32_input(g, "bias", norm);
+    auto outs = g.add_node(OpType::LayerNormalization, "ln", {x, s, b}, {{"axis", axis}}, 3);
+    for (auto v : outs) g.add_output(v);
+    expect_on_chip(g, 1e-5);
+  }
+}
+
+TEST(TpuCoverage, ComparisonsLogicAndWhereGiveExactMasks) {
+  ir::Graph g("masks");
+  auto x = f32_input(g, "x", Shape({4, 8}));
+  auto y = f32_input(g, "y", Shape({8}));
+  auto lt = g.add_node(OpType::Less, "lt", {x, y})[0];
+  auto ge = g.add_node(OpType::GreaterOrEqual, "ge", {x, y})[0];
+  auto both = g.add_node(OpType::And, "and", {lt, ge})[0];
+  auto neither = g.add_node(OpType::Not, "not", {both})[0];
+  auto sel = g.add_node(OpType::Where, "where", {lt, x, y})[0];
+  auto eq = g.add_node(OpType::Equal, "eq", {sel, x})[0];
+  auto xr = g.add_node(OpType::Xor, "xor", {eq, neither})[0];
+  g.add_output(xr);
+  g.add_output(sel);
+  expect_on_chip(g, 0);
+}
+
+TEST(TpuCoverage, VariadicSumMeanMaxMinAndRuntimeClip) {
+  ir::Graph g("variadic");
+  auto a = f32_input(g, "a", Shape({3, 4}));
+  auto b = f32_input(g, "b", Shape({4}));
+  auto c = f32_input(g, "c", Shape({3, 1}));
+  g.add_output(g.add_node(OpType::Sum, "sum", {a, b, c})[0]);
+  g.add_output(g.add_node(OpType::Mean, "mean", {a, b, c})[0]);
+  g.add_output(g.add_node(OpType::Max, "max", {a, b, c})[0]);
+  g.add_output(g.add_node(OpType::Min, "min", {a})[0]);
+  auto lo = f32_input(g, "lo", Shape({}));
+  auto hi = f32_input(g, "hi", Shape({}));
+  g.add_output(g.add_node(OpType::Clip, "clip", {a, lo, hi})[0]);
+  g.add_output(g.add_node(OpType::Clip, "clip_lo", {a, lo})[0]);
+  g.add_output(g.add_node(OpType::Pow, "pow", {g.add_node(OpType::Abs, "abs", {a})[0], b})[0]);
+  expect_on_chip(g, 1e-6);
+}
+
+TEST(TpuCoverage, CastsBetweenChipDtypes) {
+  ir::Graph g("casts");
+  auto x = f32_input(g, "x", Shape({2, 9}));
+  auto to_bf16 = g.add_node(OpType::Cast, "to_bf16", {x}, {{"to", std::string("bf16")}})[0];
+  g.add_output(g.add_node(OpType::Cast, "back", {to_bf16}, {{"to", std::string("f32")}})[0]);
+  g.add_output(g.add_node(OpType::Cast, "to_i32", {x}, {{"to", std::string("i32")}})[0]);
+  auto mask = g.add_node(OpType::Cast, "to_bool", {x}, {{"to", std::string("bool")}})[0];
+  g.add_output(g.add_node(OpType::Cast, "to_i64", {mask}, {{"to", std::string("i64")}})[0]);
+  ir::HostTensor in(DType::f32, Shape({2, 9}));
+  const float v[18] = {0, -0.0f, 1.5f, -1.5f, 2.7f, -2.7f, 1e6f, -3e7f, 0.4f,
+                       1.00390625f, 3.0f, -7.9f, 100.5f, 0.001f, -0.999f, 65535.9f, 8, -8};
+  std::copy(v, v + 18, in.data<float>());
+  expect_on_chip(g, 0, {in});
+}
+
+TEST(TpuCoverage, ArgMaxArgMinWithLastIndex) {
+  ir::Graph g("arg");
+  auto x = f32_input(g, "x", Shape({3, 5, 4}));
+  g.add_output(g.add_node(OpType::ArgMax, "amax", {x}, {{"axis", int64_t{1}}})[0]);
+  g.add_output(g.add_node(OpType::ArgMin, "amin", {x},
+                          {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}},
+                           {"select_last_index", int64_t{1}}})[0]);
+  ir::HostTensor in = tpu_test::random_tensor(Shape({3, 5, 4}), 9);
+  for (int64_t i = 0; i < in.numel(); i += 3) in.data<float>()[i] = std::round(in.data<float>()[i]);
+  expect_on_chip(g, 0, {in});
+}
+
+TEST(TpuCoverage, GatherIsADmaOnTheChip) {
+  ir::Graph g("embed");
+  auto ids = g.add_input("ids", DType::i64, Shape({4, 6}));
+  auto table = g.add_constant("table", tpu_test::random_tensor(Shape({50, 32}), 3));
+  auto e = g.add_node(OpType::Gather, "lookup", {table, ids})[0];
+  auto w = g.add_constant("w", tpu_test::random_tensor(Shape({32, 16}), 4));
+  g.add_output(g.add_node(OpType::MatMul, "proj", {e, w})[0]);
+  Executable tpu = compile(g, Device("tpu-emu:v4"), tpu_test::options({}, "highest"));
+  std::vector<ir::HostTensor> inputs = random_inputs(tpu.graph(), 5, 50);
+  inputs[0].data<int64_t>()[3] = -1;  // counts from the end
+  expect_on_chip(g, 1e-5, inputs);
+  // Axis 1 of a runtime table, i32 indices.
+  ir::Graph g2("gather_axis1");
+  auto data = f32_input(g2, "data", Shape({3, 7, 2}));
+  auto idx = g2.add_input("idx", DType::i32, Shape({5}));
+  g2.add_output(g2.add_node(OpType::Gather, "pick", {data, idx}, {{"axis", int64_t{1}}})[0]);
+  ir::HostTensor d = tpu_test::random_tensor(Shape({3, 7, 2}), 4);
+  ir::HostTensor i(DType::i32, Shape({5}));
+  const int32_t picks[5] = {0, 6, -7, 3, 3};
+  std::copy(picks, picks + 5, i.data<int32_t>());
+  expect_on_chip(g2, 0, {d, i});
+}
+
+TEST(TpuCoverage, OneDimensionalConvolutionsAndPoolsRunAsTwoDimensionalOnes) {
+  ir::Graph g("conv1d");
+  auto x = f32_input(g, "x", Shape({2, 4, 17}));
+  auto w = g.add_constant("w", tpu_test::random_tensor(Shape({6, 2, 3}), 5, 0.5f));
+  auto b = g.add_constant("b", tpu_test::random_tensor(Shape({6}), 6));
+  auto y = g.add_node(OpType::Conv, "conv", {x, w, b},
+                      {{"group", int64_t{2}}, {"pads", std::vector<int64_t>{1, 2}},
+                       {"strides", std::vector<int64_t>{2}}, {"dilations", std::vector<int64_t>{2}}})[0];
+  g.add_output(y);
+  g.add_output(g.add_node(OpType::MaxPool, "maxpool", {x},
+                          {{"kernel_shape", std::vector<int64_t>{3}},
+                           {"strides", std::vector<int64_t>{2}},
+                           {"pads", std::vector<int64_t>{1, 1}}})[0]);
+  g.add_output(g.add_node(OpType::AveragePool, "avgpool", {x},
+                          {{"kernel_shape", std::vector<int64_t>{4}},
+                           {"count_include_pad", int64_t{1}},
+                           {"pads", std::vector<int64_t>{1, 1}}})[0]);
+  expect_on_chip(g, 1e-5);
+  // A long sequence tiles by output positions (one row per position, not one per sequence).
+  ir::Graph big("maxpool1d_long");
+  auto s = f32_input(big, "x", Shape({1, 16, 200000}));
+  big.add_output(big.add_node(OpType::MaxPool, "pool", {s},
+                              {{"kernel_shape", std::vector<int64_t>{3}},
+                               {"strides", std::vector<int64_t>{2}}})[0]);
+  expect_on_chip(big, 0);
+}
+
+TEST(TpuCoverage, ModIsNanIsInfAndTan) {
+  ir::Graph g("misc");
+  auto x = f32_input(g, "x", Shape({12}));
+  auto y = f32_input(g, "y", Shape({12}));
+  g.add_output(g.add_node(OpType::Mod, "fmod", {x, y}, {{"fmod", int64_t{1}}})[0]);
+  g.add_output(g.add_node(OpType::Tan, "tan", {x})[0]);
+  auto r = g.add_node(OpType::Div, "div", {x, y})[0];
+  g.add_output(g.add_node(OpType::IsInf, "isinf", {r}, {{"detect_negative", int64_t{0}}})[0]);
+  g.add_output(g.add_node(OpType::IsNaN, "isnan", {r})[0]);
+  ir::HostTensor a(DType::f32, Shape({12})), b(DType::f32, Shape({12}));
+  const float av[12] = {5, -5, 5, -5, 0, 1, -1, 0.5f, 7.25f, -7.25f, 3, 2};
+  const float bv[12] = {3, 3, -3, -3, 0, 0, 0, 2, 2, -2, 1.5f, 0.5f};
+  std::copy(av, av + 12, a.data<float>());
+  std::copy(bv, bv + 12, b.data<float>());
+  expect_on_chip(g, 1e-6, {a, b});
+}
+
+TEST(TpuCoverage, TrigonometricAndShrinkFunctionsRunOnTheVectorUnit) {
+  ir::Graph g("trig");
+  auto x = f32_input(g, "x", Shape({3, 40}));  // in (-1, 1)
+  auto y = f32_input(g, "y", Shape({3, 40}));  // >= 1
+  for (OpType op : {OpType::Asin, OpType::Acos, OpType::Atan, OpType::Sinh, OpType::Cosh,
+                    OpType::Asinh, OpType::Atanh, OpType::Tan})
+    g.add_output(g.add_node(op, ir::op_name(op), {x})[0]);
+  g.add_output(g.add_node(OpType::Acosh, "acosh", {y})[0]);
+  g.add_output(g.add_node(OpType::ThresholdedRelu, "trelu", {x}, {{"alpha", 0.25}})[0]);
+  g.add_output(g.add_node(OpType::Celu, "celu", {x}, {{"alpha", 2.0}})[0]);
+  g.add_output(g.add_node(OpType::Shrink, "shrink", {x}, {{"bias", 0.1}, {"lambd", 0.3}})[0]);
+  ir::HostTensor a(DType::f32, Shape({3, 40})), b(DType::f32, Shape({3, 40}));
+  for (int64_t i = 0; i < 120; ++i) {
+    a.data<float>()[i] = -0.95f + 1.9f * static_cast<float>(i) / 119.0f;
+    b.data<float>()[i] = 1.0f + 0.25f * static_cast<float>(i);
+  }
+  expect_on_chip(g, 1e-6, {a, b});
+}
+
+}  // namespace
+}  // namespace mimic
