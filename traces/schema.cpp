@@ -122,15 +122,6 @@ void enable_wal(Db& db, const OpenOptions& o) {
   db.exec("PRAGMA synchronous=NORMAL", "set synchronous");
 }
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 void migrate(Db& db, const OpenOptions& o) {
   with_write_transaction(
       db, o.lock_give_up,
@@ -154,6 +145,15 @@ void migrate(Db& db, const OpenOptions& o) {
 }
 
 }  // namespace
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
 
 int schema_version(const Db& db) {
   return static_cast<int>(db.query_int("PRAGMA user_version", "read schema version"));

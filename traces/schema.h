@@ -59,5 +59,7 @@ Db open_for_read(const std::string& path, const OpenOptions& options = {});
 
 // Schema version of an open database (PRAGMA user_version).
 int schema_version(const Db& db);
+// The current time as ISO 8601 UTC ("2026-11-21T10:40:09Z"), as stored in meta and sweep rows.
+std::string utc_now();
 
 }  // namespace mimic::traces

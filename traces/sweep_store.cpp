@@ -1,20 +1,6 @@
 #include "traces/sweep_store.h"
 
-#include <ctime>
-
 namespace mimic::traces {
-namespace {
-
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-}  // namespace
 
 SweepStore::SweepStore(const std::string& path, const OpenOptions& options)
     : db_(open_for_write(path, options)), options_(options) {}
