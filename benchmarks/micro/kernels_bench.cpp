@@ -26,10 +26,9 @@ BENCHMARK(BM_GemmF32)->Args({512, 512, 512})->Args({1024, 1024, 1024})->Args({31
 // The cpu backend's MatMul node per dtype it runs (backends/cpu/kernels_linear.cpp): f32 on the
 // Eigen GEMM; f16 and bf16 widened to f32 around that GEMM and rounded back (the conversions are
 // part of the node's cost); i8 x i8 -> i32 with exact integer accumulation. Same shapes for every
-// dtype so that GFLOP/s (2*M*N*K per run) compare directly. Args: dtype, M, N, K.
-void BM_MatMul(benchmark::State& state) {
-  auto dtype = static_cast<ir::DType>(state.range(0));
-  int64_t m = state.range(1), n = state.range(2), k = state.range(3);
+// dtype so that GFLOP/s (2*M*N*K per run) compare directly. Named BM_MatMul/<dtype>/M:../N:../K:..
+void BM_MatMul(benchmark::State& state, ir::DType dtype) {
+  int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   Random rng(2);
   ir::Graph g;
   auto a = g.add_input("a", dtype, ir::Shape({m, k}));
@@ -38,17 +37,19 @@ void BM_MatMul(benchmark::State& state) {
   ir::infer_shapes(g);
   std::vector<ir::HostTensor> in{rng.tensor(dtype, ir::Shape({m, k})), rng.tensor(dtype, ir::Shape({k, n}))};
   for (auto _ : state) benchmark::DoNotOptimize(backends::cpu::run_node(g, g.node(0), in));
-  state.SetLabel(std::string(ir::dtype_name(dtype)) + (dtype == ir::DType::i8 ? "->i32" : ""));
+  state.SetLabel(std::string(ir::dtype_name(dtype)) + " -> " + ir::dtype_name(g.value(g.outputs()[0]).type.dtype));
   state.counters["GFLOP/s"] =
       benchmark::Counter(2e-9 * double(m) * double(n) * double(k), benchmark::Counter::kIsIterationInvariantRate);
 }
-void matmul_args(benchmark::internal::Benchmark* b) {
+const bool kMatMulRegistered = [] {
   const int64_t shapes[][3] = {{512, 512, 512}, {1024, 1024, 1024}, {3136, 64, 576}, {8, 1000, 2048}};
-  for (ir::DType t : {ir::DType::f32, ir::DType::f16, ir::DType::bf16, ir::DType::i8})
-    for (const auto& s : shapes) b->Args({static_cast<int64_t>(t), s[0], s[1], s[2]});
-  b->ArgNames({"dtype", "M", "N", "K"});
-}
-BENCHMARK(BM_MatMul)->Apply(matmul_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+  for (ir::DType t : {ir::DType::f32, ir::DType::f16, ir::DType::bf16, ir::DType::i8}) {
+    auto* b = benchmark::RegisterBenchmark((std::string("BM_MatMul/") + ir::dtype_name(t)).c_str(), BM_MatMul, t);
+    for (const auto& s : shapes) b->Args({s[0], s[1], s[2]});
+    b->ArgNames({"M", "N", "K"})->Unit(benchmark::kMillisecond)->UseRealTime();
+  }
+  return true;
+}();
 
 // A 3x3 convolution of ResNet-50's layer1 at batch 8, both layouts.
 void BM_Conv3x3(benchmark::State& state) {

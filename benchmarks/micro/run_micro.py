@@ -32,6 +32,19 @@ import machine  # noqa: E402
 
 MARKER = b"_ZN9benchmark10Initialize"  # benchmark::Initialize(int*, char**, ...), static or shared
 OPENMP_MARKER = b"GOMP_"  # libgomp entry points the compiler emits for parallel regions
+# What the known binaries measure (one line under their table's title).
+DESCRIPTIONS = {
+    "micro_kernels": "cpu backend kernels (benchmarks/micro/kernels_bench.cpp): the f32 GEMM, MatMul nodes "
+                     "per dtype on the same shapes (GFLOP/s), a ResNet-50 3x3 conv, bf16/fp16 rounding.",
+    "micro_tpu_model": "SystemC TPU chip model, preset v4 (benchmarks/micro/tpu_model_bench.cpp): a hand-built "
+                       "program of ResNet-50 GEMM layers at batch 8, rerun on one elaboration; rates per CPU second.",
+    "micro_ipu_model": "SystemC IPU model, gc200 x1 (benchmarks/micro/ipu_model_bench.cpp): a hand-built BSP "
+                       "program of the same layers, rerun on one elaboration; rates per CPU second.",
+    "micro_ipu_plan": "ipu-emu planner (benchmarks/micro/ipu_plan_bench.cpp): lowering one ResNet-50 layer "
+                      "(batch 8, float32) onto a GC200's tiles; time per plan, and the plan chosen.",
+    "trace_micro_bench": "trace writer (benchmarks/traces/trace_micro_bench.cpp): caller cost of one event, "
+                         "and events committed to SQLite per second.",
+}
 # Fields of a Google Benchmark JSON entry that are not user counters.
 STANDARD = {"name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
             "threads", "aggregate_name", "aggregate_unit", "iterations", "real_time", "cpu_time",
@@ -167,6 +180,8 @@ def markdown(doc):
     for r in doc["results"]:
         title = r["binary"] + (f" (OMP_NUM_THREADS={r['omp_threads']})" if r["omp_threads"] != "default" else "")
         out += ["", f"## {title}", ""]
+        if r["binary"] in DESCRIPTIONS:
+            out += [DESCRIPTIONS[r["binary"]], ""]
         if "error" in r:
             out.append(f"Failed: {r['error']}")
         else:
