@@ -18,7 +18,7 @@ void BM_GemmF32(benchmark::State& state) {
   ir::HostTensor c(ir::DType::f32, ir::Shape({m, n}));
   for (auto _ : state)
     backends::cpu::gemm_f32(m, n, k, 1.0f, {a.data<float>(), k, false}, {b.data<float>(), n, false}, 0.0f, c.data<float>(), n);
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * double(m) * double(n) * double(k), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_GemmF32)->Args({512, 512, 512})->Args({1024, 1024, 1024})->Args({3136, 64, 576})->Args({49, 512, 4608})
     ->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -65,7 +65,7 @@ void BM_Conv3x3(benchmark::State& state) {
   std::vector<ir::HostTensor> in{rng.tensor(ir::DType::f32, xs), *g.value(w).constant};
   for (auto _ : state) benchmark::DoNotOptimize(backends::cpu::run_node(g, g.node(0), in));
   state.SetLabel(nhwc ? "NHWC" : "NCHW");
-  state.counters["FLOP/s"] = benchmark::Counter(2.0 * 8 * 56 * 56 * 64 * 64 * 9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * 8 * 56 * 56 * 64 * 64 * 9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Conv3x3)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
