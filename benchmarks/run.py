@@ -187,6 +187,25 @@ def scaling_plots(sc, out_dir):
             f.write(plots.log_log_lines(series, x_label, "host seconds", title))
 
 
+def sweep_bench(a, repeats=3):
+    """A 20-point timing-only sweep of ResNet-50 (10 batches x tpu-emu:v4, ipu-emu:gc200) at -j 1 and
+    -j 2, alternated; wall time of the whole `mimic sweep` command."""
+    cmd = [os.path.join(a.build, "bin", "mimic"), "sweep", "--model", "resnet50", "--device",
+           "tpu-emu:v4,ipu-emu:gc200", "--batch", "1,2,...,512", "--timing-only"]
+    times = {1: [], 2: []}
+    for _ in range(repeats):
+        for jobs in (1, 2):
+            t = time.perf_counter()
+            p = subprocess.run(cmd + ["-j", str(jobs)], capture_output=True, text=True)
+            if p.returncode != 0:
+                return {"error": p.stderr.strip()[-300:]}
+            times[jobs].append(time.perf_counter() - t)
+    points = sum(1 for line in p.stdout.splitlines() if line.startswith(("tpu-emu", "ipu-emu")))
+    j1, j2 = statistics.median(times[1]), statistics.median(times[2])
+    return {"command": " ".join(cmd[1:]), "points": points, "j1_s": times[1], "j2_s": times[2],
+            "j1_median_s": j1, "j2_median_s": j2, "speedup_j2": j1 / j2}
+
+
 def run_trace_bench(a):
     """The trace benchmark (sustained ingest, tracing overhead); its own results file is read back."""
     exe = os.path.join(a.build, "benchmarks", "trace_bench")
@@ -240,6 +259,7 @@ def main():
     ap.add_argument("--no-scaling", action="store_true")
     ap.add_argument("--scaling-numerics-max-batch", type=int, default=32)
     ap.add_argument("--no-trace-bench", action="store_true")
+    ap.add_argument("--no-sweep-bench", action="store_true")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "e2e"))
     a = ap.parse_args()
     devices = a.devices.split(",") if a.devices else available_devices(a.build)
@@ -261,16 +281,24 @@ def main():
     out_dir = os.path.dirname(a.out)
     os.makedirs(out_dir, exist_ok=True)
     sc = None if a.no_scaling else scaling(a, devices)
+    sw = None if a.no_sweep_bench else sweep_bench(a)
     tr = None if a.no_trace_bench else run_trace_bench(a)
     trace_stats = trace_summary(tr) if tr and "error" not in tr else (None, None)
     with open(a.out + ".json", "w") as f:
-        json.dump({"machine": info, "results": results, "scaling": sc, "traces": tr}, f, indent=2)
+        json.dump({"machine": info, "results": results, "scaling": sc, "sweep": sw, "traces": tr}, f, indent=2)
     md = ["# End-to-end benchmarks", "", "Written by `python3 benchmarks/run.py`.", "", machine.markdown(info), "",
           "## Targets", "", *targets_table(results, trace_stats), "",
           "## Models x devices (host wall time of one forward pass)", "", *e2e_table(results), ""]
     if sc:
         scaling_plots(sc, out_dir)
         md += ["## Scaling of the emulators", "", *scaling_tables(sc)]
+    if sw and "error" in sw:
+        md += ["## Sweep speed", "", f"sweep failed: {sw['error']}", ""]
+    elif sw:
+        md += ["## Sweep speed", "", f"`mimic {sw['command']}` ({sw['points']} points, each its own process), "
+               "whole command, median of 3 alternated runs:", "",
+               "| jobs | wall time | speedup |", "|---:|---:|---:|",
+               f"| 1 | {sw['j1_median_s']:.2f} s | |", f"| 2 | {sw['j2_median_s']:.2f} s | {sw['speedup_j2']:.2f}x |", ""]
     if tr and "error" in tr:
         md += ["## Traces", "", f"trace_bench failed: {tr['error']}", ""]
     elif tr:

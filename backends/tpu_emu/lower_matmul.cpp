@@ -58,11 +58,14 @@ void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
   L.d.w_batch_stride = L.d.k * ng;                           // one [K, N] weight matrix per group
   std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KH, KW]
   L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
+  // Written in order (rows of the [K, N] matrix), read strided: scattered writes cost more.
   for (int64_t grp = 0; grp < w.groups; ++grp)
-    for (int64_t o = 0; o < ng; ++o)
-      for (int64_t c = 0; c < cg; ++c)
-        for (int64_t p = 0; p < kvol; ++p)
-          L.w[(grp * L.d.k + p * cg + c) * ng + o] = raw[((grp * ng + o) * cg + c) * kvol + p];
+    for (int64_t p = 0; p < kvol; ++p)
+      for (int64_t c = 0; c < cg; ++c) {
+        float* row = &L.w[(grp * L.d.k + p * cg + c) * ng];
+        const float* src = &raw[(grp * ng * cg + c) * kvol + p];
+        for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kvol];
+      }
   if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
 }
 
@@ -160,12 +163,18 @@ void fold_batch_norm(const ir::Graph& g, const ir::Node& bn, Lowered& L) {
   float eps = static_cast<float>(bn.attrs.get_float("epsilon", 1e-5));
   int64_t channels = L.d.batch * L.d.n;
   if (L.bias.empty()) L.bias.assign(channels, 0.0f);
+  std::vector<float> scale(static_cast<size_t>(channels));
   for (int64_t ch = 0; ch < channels; ++ch) {
-    float s = gamma[ch] / std::sqrt(var[ch] + eps);
-    L.bias[ch] = L.bias[ch] * s + beta[ch] - mean[ch] * s;
-    int64_t grp = ch / L.d.n, col = ch % L.d.n;
-    for (int64_t r = 0; r < L.d.k; ++r) L.w[(grp * L.d.k + r) * L.d.n + col] *= s;
+    scale[ch] = gamma[ch] / std::sqrt(var[ch] + eps);
+    L.bias[ch] = L.bias[ch] * scale[ch] + beta[ch] - mean[ch] * scale[ch];
   }
+  // Row by row over the [groups x K, N] weights (contiguous), each column scaled by its channel's s.
+  for (int64_t grp = 0; grp < L.d.batch; ++grp)
+    for (int64_t r = 0; r < L.d.k; ++r) {
+      float* row = &L.w[(grp * L.d.k + r) * L.d.n];
+      const float* s = &scale[grp * L.d.n];
+      for (int64_t col = 0; col < L.d.n; ++col) row[col] *= s[col];
+    }
 }
 
 void add_bias(const ir::Graph& g, ir::ValueId v, Lowered& L) {

@@ -1,5 +1,5 @@
 // Deterministic, fast pseudo-random numbers for weights and example inputs (xoshiro256**,
-// Box-Muller normals): the same seed gives the same model on every machine.
+// polar-method normals): the same seed gives the same model on every machine.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,8 @@ class Random {
   // A tensor of `dtype`: normals scaled by `stddev` for floats, integers in [0, int_high).
   ir::HostTensor tensor(ir::DType dtype, const ir::Shape& shape, int64_t int_high = 100,
                         float stddev = 1.0f);
+  // An f32 tensor uniform in [-bound, bound).
+  ir::HostTensor uniform_tensor(const ir::Shape& shape, float bound);
 
  private:
   uint64_t s_[4];

@@ -15,6 +15,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include "frontend/cli/process_pool.h"
+#include "frontend/cli/sweep_analysis.h"
 #include "frontend/cli/sweep_spec.h"
 #include "traces/sweep_store.h"
 #include "traces/trace_reader.h"
@@ -167,6 +169,28 @@ TEST(Sweep, BadSpecsAreOneLineErrors) {
   EXPECT_EQ(run("sweep --model mlp --device tpu-emu:v99"), 5);
   EXPECT_EQ(mimic::cli::sweep::parse_batches("1,2,...,16"), (std::vector<int64_t>{1, 2, 4, 8, 16}));
   EXPECT_DOUBLE_EQ(mimic::cli::sweep::parse_duration("7ms"), 7e-3);
+}
+
+}  // namespace
+
+namespace {
+
+// A point whose process crashes is a result with the signal as its reason, and the other points of
+// the pool still finish.
+TEST(Sweep, CrashingPointIsReportedAndTheOthersFinish) {
+  std::vector<std::vector<std::string>> args{{"-c", "kill -SEGV $$"}, {"-c", "exit 0"}, {"-c", "exit 4"}};
+  std::map<size_t, mimic::cli::ProcessResult> done;
+  mimic::cli::run_processes("/bin/sh", args, 2, [&](size_t i, const mimic::cli::ProcessResult& r) { done[i] = r; });
+  ASSERT_EQ(done.size(), 3u);
+  mimic::cli::sweep::Point p;
+  p.device = "tpu-emu:v4";
+  p.batch = 8;
+  auto crashed = mimic::cli::sweep::analyze(p, done[0]);
+  EXPECT_EQ(done[0].signal, SIGSEGV);
+  EXPECT_EQ(crashed.status, "error");
+  EXPECT_NE(crashed.reason.find("crashed: killed by signal"), std::string::npos) << crashed.reason;
+  EXPECT_EQ(done[1].exit_code, 0);
+  EXPECT_EQ(mimic::cli::sweep::analyze(p, done[2]).status, "does not fit");
 }
 
 }  // namespace
