@@ -1,6 +1,7 @@
 #include "backends/ipu_emu/linear_plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -119,7 +120,9 @@ bool better(const LinearPlan& a, const LinearPlan& b) {
 }  // namespace
 
 std::string LinearPlan::describe() const {
-  return fmt::format("groups/{} rows/{} cols/{} k/{} on {} tiles", gs, ms, ns, ks, tiles);
+  std::string kernel;  // vector path with a K split: the tile's kernel block
+  if (ks > 1 && !kernel_b.empty()) kernel = fmt::format(" (kernel {})", fmt::join(kernel_b, "x"));
+  return fmt::format("groups/{} rows/{} cols/{} k/{}{} on {} tiles", gs, ms, ns, ks, kernel, tiles);
 }
 
 LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles,
