@@ -110,6 +110,24 @@ void cost(const IpuSpecs& s, const LinearProblem& p, LinearPlan& plan, double me
               plan.temps() + plan.weights_per_tile + s.tile_base_code_bytes <= s.tile_sram_bytes;
 }
 
+// A plan's split factors and the per-tile blocks they give.
+LinearPlan blocks(const LinearProblem& p, uint32_t gs, uint32_t ms, uint32_t ns, uint32_t ks) {
+  LinearPlan plan;
+  plan.gs = gs, plan.ms = ms, plan.ns = ns, plan.ks = ks;
+  plan.g_b = ceil_div(p.groups, gs), plan.rows_b = ceil_div(p.rows, ms);
+  plan.n_b = ceil_div(p.cols, ns);
+  if (p.vector_path) {
+    plan.kernel_b = kernel_block(p.kernel, ks);
+    plan.taps_b = p.kernel.empty() ? ceil_div(p.kvol, ks) : 1;
+    for (uint64_t k : plan.kernel_b) plan.taps_b *= k;
+  } else {
+    plan.c_b = ceil_div(p.in_channels, ks);
+    plan.taps_b = p.kvol;
+  }
+  plan.tiles = static_cast<uint32_t>(uint64_t(gs) * ns * ks * ms);
+  return plan;
+}
+
 bool better(const LinearPlan& a, const LinearPlan& b) {
   if (a.fits != b.fits) return a.fits;
   if (!a.fits) return a.temps() + a.weights_per_tile < b.temps() + b.weights_per_tile;
@@ -142,19 +160,7 @@ LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles
         for (uint32_t ms : msc) {
           uint64_t used = uint64_t(gs) * ns * ks * ms;
           if (used > tiles) break;
-          LinearPlan plan;
-          plan.gs = gs, plan.ms = ms, plan.ns = ns, plan.ks = ks;
-          plan.g_b = ceil_div(p.groups, gs), plan.rows_b = ceil_div(p.rows, ms);
-          plan.n_b = ceil_div(p.cols, ns);
-          if (p.vector_path) {
-            plan.kernel_b = kernel_block(p.kernel, ks);
-            plan.taps_b = p.kernel.empty() ? ceil_div(p.kvol, ks) : 1;
-            for (uint64_t k : plan.kernel_b) plan.taps_b *= k;
-          } else {
-            plan.c_b = ceil_div(p.in_channels, ks);
-            plan.taps_b = p.kvol;
-          }
-          plan.tiles = static_cast<uint32_t>(used);
+          LinearPlan plan = blocks(p, gs, ms, ns, ks);
           cost(s, p, plan, memory_proportion);
           if (!have || better(plan, best)) best = plan, have = true;
         }
@@ -233,8 +239,7 @@ std::vector<uint64_t> kernel_block(const std::vector<uint64_t>& kernel, uint64_t
   return block;
 }
 
-std::vector<uint32_t> kernel_split_candidates(const std::vector<uint64_t>& kernel,
-                                              uint32_t limit) {
+std::vector<uint32_t> kernel_split_candidates(const std::vector<uint64_t>& kernel, uint32_t limit) {
   if (kernel.empty()) return {1};
   std::vector<uint32_t> out = split_candidates(kernel[0], limit);
   if (kernel.size() > 1 && kernel[0] <= limit) {

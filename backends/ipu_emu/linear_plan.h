@@ -5,8 +5,8 @@
 // rows, cols and K over gs x ms x ns x ks tiles. K is the input channels for matrix products and
 // the kernel's taps for vector-path ops (poplin's kernel split, which popnn's pooling inherits):
 // each of the ks tiles reduces its block of the window (partial sum or max) and the partials are
-// exchanged and reduced (summed, or max'ed; average pooling scales after the sum). Each candidate is
-// costed with the model's own formulas (tile_costs.h): exchange of operand blocks, AMP compute
+// exchanged and reduced (summed, or max'ed; average pooling scales after the sum). Each candidate
+// is costed with the model's own formulas (tile_costs.h): exchange of operand blocks, AMP compute
 // with channel blocks padded to the AMP's widths, and, when K is split, an exchange of partial
 // sums and a reduction. The cheapest plan whose temporaries (operand receive buffers, partials,
 // reduction buffers) fit in memory_proportion of a tile wins; if none fits, the one with the
@@ -29,13 +29,13 @@ struct LinearProblem {
   models::ipu::NumberFormat in_format = models::ipu::NumberFormat::f32;
   models::ipu::NumberFormat partials = models::ipu::NumberFormat::f32;
   models::ipu::NumberFormat out_format = models::ipu::NumberFormat::f32;
-  bool vector_path = false;     // depthwise / pooling: vector ops, K = the kernel's taps
+  bool vector_path = false;  // depthwise / pooling: vector ops, K = the kernel's taps
   // Vector path: kernel extents, outermost first (kvol = their product); the K split cuts them
   // as kernel_block() says (empty: the kernel is not split).
   std::vector<uint64_t> kernel;
   uint32_t post_reduce_ops = 0;  // per output after a K split's reduction (average pooling: 1)
-  bool weights_stored = false;  // B is constant, stored on the plan's tiles
-  bool has_b = true;            // pooling has no B operand
+  bool weights_stored = false;   // B is constant, stored on the plan's tiles
+  bool has_b = true;             // pooling has no B operand
   bool has_bias = false;
   // Input pixels (per channel and group) a tile needs to produce `rows` output rows with the
   // taps of kernel block `kb` (per kernel dimension; empty: the whole kernel).
@@ -49,8 +49,8 @@ struct LinearProblem {
 struct LinearPlan {
   uint32_t gs = 1, ms = 1, ns = 1, ks = 1;
   uint64_t g_b = 1, rows_b = 1, n_b = 1, c_b = 1;  // per-tile block
-  std::vector<uint64_t> kernel_b;                   // vector path: the tile's kernel block
-  uint64_t taps_b = 1;                              // taps per tile (kvol unless vector path)
+  std::vector<uint64_t> kernel_b;                  // vector path: the tile's kernel block
+  uint64_t taps_b = 1;                             // taps per tile (kvol unless vector path)
   uint32_t tiles = 1;
   uint64_t cycles = 0;
   uint64_t exchange_bytes = 0, partials_bytes = 0;  // temporaries per tile

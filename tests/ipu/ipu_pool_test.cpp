@@ -9,6 +9,7 @@
 #include "backends/ipu_emu/lowering.h"
 #include "frontend/api/random.h"
 #include "frontend/ir/nn_geometry.h"
+#include "models/common/numeric_formats.h"
 #include "models/ipu/ipu_specs.h"
 #include "tests/ipu/ipu_test_util.h"
 
@@ -127,6 +128,21 @@ TEST(IpuPool, LargeWindowPoolsFitAndMatchCpu) {
     }
     EXPECT_GT(a.report.cycles, 0u);
   }
+}
+
+TEST(IpuPool, HalfStorageMaxPoolSplitIsExact) {
+  // fp16 storage: partial maxima stay fp16 and rounding is monotonic, so the split pool gives
+  // exactly the cpu's maximum rounded to fp16.
+  CompileOptions o = options();
+  o.precision = "float16";
+  Executable ipu = compile(dilated_max_pool(), Device("ipu-emu:gc200"), o);
+  Executable cpu = compile(dilated_max_pool(), Device("cpu"), {});
+  EXPECT_GT(ipu.compile_report().tables.at("ipu_plans").rows.at(0)[5], 1);
+  auto inputs = random_inputs(ipu.graph(), 4);
+  ir::HostTensor a = ipu.run(inputs).outputs[0], b = cpu.run(inputs).outputs[0];
+  ASSERT_EQ(a.numel(), b.numel());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_EQ(a.data<float>()[i], numeric::round_to_f16(b.data<float>()[i])) << i;
 }
 
 TEST(IpuPool, DepthwiseKSplitSumsPartialsInOrder) {
