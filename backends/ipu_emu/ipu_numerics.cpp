@@ -283,6 +283,31 @@ void conv2d(const ir::Graph& graph, const ir::Node& n, const std::vector<const H
   add_channel_bias(y, in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr, g, r.half_partials);
 }
 
+// acc[oh, ow] = sum over taps t0 .. t1 (row-major kernel positions) of w[tap] * plane[window],
+// tap by tap in the partials format (the vector unit's multiply-accumulate).
+void depthwise_taps(const float* plane, const float* w, float* acc, int64_t t0, int64_t t1,
+                    const ir::WindowGeometry& g, bool half) {
+  int64_t oh = g.out_size[0], ow = g.out_size[1], ih = g.in_size[0], iw = g.in_size[1];
+  int64_t kw = g.kernel[1];
+  std::memset(acc, 0, oh * ow * sizeof(float));
+  for (int64_t t = t0; t < t1; ++t) {
+    int64_t ky = t / kw, kx = t % kw;
+    float wv = w[t];
+    for (int64_t yo = 0; yo < oh; ++yo) {
+      int64_t iy = yo * g.strides[0] - g.pad_begin[0] + ky * g.dilations[0];
+      if (iy < 0 || iy >= ih) continue;
+      for (int64_t xo = 0; xo < ow; ++xo) {
+        int64_t ix = xo * g.strides[1] - g.pad_begin[1] + kx * g.dilations[1];
+        if (ix < 0 || ix >= iw) continue;
+        float v = acc[yo * ow + xo] + wv * plane[iy * iw + ix];
+        acc[yo * ow + xo] = half ? numeric::round_to_f16(v) : v;
+      }
+    }
+  }
+}
+
+// Per channel, each K chunk of taps (a tile's kernel block) accumulates its partial plane; the
+// partials are then summed in chunk order in the partials format (the plan's reduction).
 void depthwise2d(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTensor& out,
                  const OpRecipe& r) {
   ir::WindowGeometry g =
@@ -290,29 +315,25 @@ void depthwise2d(const ir::Node& n, const std::vector<const HostTensor*>& in, Ho
   const float* x = in[0]->data<float>();
   const float* w = in[1]->data<float>();
   float* y = out.data<float>();
-  int64_t oh = g.out_size[0], ow = g.out_size[1], ih = g.in_size[0], iw = g.in_size[1];
-  int64_t kh = g.kernel[0], kw = g.kernel[1];
+  int64_t oh = g.out_size[0], ow = g.out_size[1], taps = g.kernel[0] * g.kernel[1];
+  int64_t in_sp = g.in_size[0] * g.in_size[1];
+  std::vector<int64_t> bounds = r.k_bounds.size() >= 2 && r.k_bounds.back() == taps
+                                    ? r.k_bounds
+                                    : std::vector<int64_t>{0, taps};
   bool half = r.half_partials;
 #pragma omp parallel for collapse(2)
   for (int64_t b = 0; b < g.batch; ++b)
     for (int64_t c = 0; c < g.in_channels; ++c) {
-      const float* plane = x + (b * g.in_channels + c) * ih * iw;
+      const float* plane = x + (b * g.in_channels + c) * in_sp;
       float* o = y + (b * g.in_channels + c) * oh * ow;
-      std::memset(o, 0, oh * ow * sizeof(float));
-      for (int64_t ky = 0; ky < kh; ++ky)
-        for (int64_t kx = 0; kx < kw; ++kx) {
-          float wv = w[(c * kh + ky) * kw + kx];
-          for (int64_t yo = 0; yo < oh; ++yo) {
-            int64_t iy = yo * g.strides[0] - g.pad_begin[0] + ky * g.dilations[0];
-            if (iy < 0 || iy >= ih) continue;
-            for (int64_t xo = 0; xo < ow; ++xo) {
-              int64_t ix = xo * g.strides[1] - g.pad_begin[1] + kx * g.dilations[1];
-              if (ix < 0 || ix >= iw) continue;
-              float v = o[yo * ow + xo] + wv * plane[iy * iw + ix];
-              o[yo * ow + xo] = half ? numeric::round_to_f16(v) : v;
-            }
-          }
-        }
+      std::vector<float> part(bounds.size() > 2 ? static_cast<size_t>(oh * ow) : 0);
+      for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+        depthwise_taps(plane, w + c * taps, i == 0 ? o : part.data(), bounds[i], bounds[i + 1], g,
+                       half);
+        if (i > 0)
+          for (int64_t j = 0; j < oh * ow; ++j)
+            o[j] = half ? numeric::round_to_f16(o[j] + part[j]) : o[j] + part[j];
+      }
     }
   add_channel_bias(y, in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr, g, half);
 }

@@ -20,12 +20,13 @@ enum class RecipeKind : uint8_t {
   generic = 0,    // cpu reference kernel, outputs rounded to the storage format
   matmul = 1,     // MatMul / Gemm with the plan's K split
   conv = 2,       // 2-D convolution with the plan's input-channel split
-  depthwise = 3,  // 2-D depthwise convolution on the vector unit (no K split)
+  depthwise = 3,  // 2-D depthwise convolution on the vector unit (K split over kernel taps)
 };
 
 struct OpRecipe {
   RecipeKind kind = RecipeKind::generic;
-  std::vector<int64_t> k_bounds;  // split boundaries along K (matmul) or input channels (conv)
+  std::vector<int64_t> k_bounds;  // split boundaries along K (matmul), input channels (conv) or
+                                  // row-major kernel taps (depthwise)
   bool half_partials = false;
 };
 

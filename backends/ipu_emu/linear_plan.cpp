@@ -1,6 +1,7 @@
 #include "backends/ipu_emu/linear_plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -49,15 +50,15 @@ struct TileWork {
 TileWork tile_work(const IpuSpecs& s, const LinearProblem& p, const LinearPlan& plan) {
   TileWork w;
   uint64_t in_bytes = format_bytes(p.in_format), p_bytes = format_bytes(p.partials);
-  w.a_block = plan.g_b * plan.c_b * p.input_pixels(plan.rows_b) * in_bytes;
-  w.b_block = p.has_b ? plan.g_b * plan.n_b * plan.c_b * p.kvol * in_bytes : 0;
+  w.a_block = plan.g_b * plan.c_b * p.input_pixels(plan.rows_b, plan.kernel_b) * in_bytes;
+  w.b_block = p.has_b ? plan.g_b * plan.n_b * plan.c_b * plan.taps_b * in_bytes : 0;
   w.b_share = p.weights_stored ? ceil_div(w.b_block, plan.ms) : 0;
   w.recv = w.a_block + w.b_block - w.b_share;
   w.out_block = plan.g_b * plan.rows_b * plan.n_b;
   if (p.vector_path) {
+    // One vector op per output element and tap of the tile's kernel block.
     VertexWork v{VertexClass::vector, p.in_format, p.in_format, 1, 0};
-    w.main = models::ipu::split_over_workers(v, plan.g_b * plan.rows_b * plan.n_b, p.kvol,
-                                             s.worker_contexts);
+    w.main = models::ipu::split_over_workers(v, w.out_block, plan.taps_b, s.worker_contexts);
   } else {
     uint64_t og = s.amp_output_channels;
     uint64_t ig =
@@ -71,9 +72,12 @@ TileWork tile_work(const IpuSpecs& s, const LinearProblem& p, const LinearPlan& 
   bool cast = !p.vector_path && p.partials != p.out_format;
   uint32_t extra = (p.has_bias ? 1 : 0) + (cast ? 1 : 0);
   if (plan.ks > 1) {
+    // Each tile owns 1/ks of the outputs: it receives the other ks - 1 partials of those and
+    // reduces them (then bias, cast, or the average's scale).
     w.reduce = true;
     w.reduce_bytes = ceil_div(w.out_block * p_bytes * (plan.ks - 1), plan.ks);
-    VertexWork v{VertexClass::vector, p.partials, p.partials, plan.ks - 1 + extra, 0};
+    VertexWork v{VertexClass::vector, p.partials, p.partials,
+                 plan.ks - 1 + extra + p.post_reduce_ops, 0};
     w.second =
         models::ipu::split_over_workers(v, ceil_div(w.out_block, plan.ks), 1, s.worker_contexts);
   } else if (extra) {
@@ -106,6 +110,24 @@ void cost(const IpuSpecs& s, const LinearProblem& p, LinearPlan& plan, double me
               plan.temps() + plan.weights_per_tile + s.tile_base_code_bytes <= s.tile_sram_bytes;
 }
 
+// A plan's split factors and the per-tile blocks they give.
+LinearPlan blocks(const LinearProblem& p, uint32_t gs, uint32_t ms, uint32_t ns, uint32_t ks) {
+  LinearPlan plan;
+  plan.gs = gs, plan.ms = ms, plan.ns = ns, plan.ks = ks;
+  plan.g_b = ceil_div(p.groups, gs), plan.rows_b = ceil_div(p.rows, ms);
+  plan.n_b = ceil_div(p.cols, ns);
+  if (p.vector_path) {
+    plan.kernel_b = kernel_block(p.kernel, ks);
+    plan.taps_b = p.kernel.empty() ? ceil_div(p.kvol, ks) : 1;
+    for (uint64_t k : plan.kernel_b) plan.taps_b *= k;
+  } else {
+    plan.c_b = ceil_div(p.in_channels, ks);
+    plan.taps_b = p.kvol;
+  }
+  plan.tiles = static_cast<uint32_t>(uint64_t(gs) * ns * ks * ms);
+  return plan;
+}
+
 bool better(const LinearPlan& a, const LinearPlan& b) {
   if (a.fits != b.fits) return a.fits;
   if (!a.fits) return a.temps() + a.weights_per_tile < b.temps() + b.weights_per_tile;
@@ -116,7 +138,9 @@ bool better(const LinearPlan& a, const LinearPlan& b) {
 }  // namespace
 
 std::string LinearPlan::describe() const {
-  return fmt::format("groups/{} rows/{} cols/{} k/{} on {} tiles", gs, ms, ns, ks, tiles);
+  std::string kernel;  // vector path with a K split: the tile's kernel block
+  if (ks > 1 && !kernel_b.empty()) kernel = fmt::format(" (kernel {})", fmt::join(kernel_b, "x"));
+  return fmt::format("groups/{} rows/{} cols/{} k/{}{} on {} tiles", gs, ms, ns, ks, kernel, tiles);
 }
 
 LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles,
@@ -125,7 +149,8 @@ LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles
   bool have = false;
   auto gsc = split_candidates(p.groups, tiles);
   auto nsc = p.vector_path ? std::vector<uint32_t>{1} : split_candidates(p.cols, tiles);
-  auto ksc = p.vector_path ? std::vector<uint32_t>{1} : split_candidates(p.in_channels, tiles);
+  auto ksc = p.vector_path ? kernel_split_candidates(p.kernel, tiles)
+                           : split_candidates(p.in_channels, tiles);
   auto msc = split_candidates(p.rows, tiles);
   for (uint32_t gs : gsc)
     for (uint32_t ns : nsc) {
@@ -135,11 +160,7 @@ LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles
         for (uint32_t ms : msc) {
           uint64_t used = uint64_t(gs) * ns * ks * ms;
           if (used > tiles) break;
-          LinearPlan plan;
-          plan.gs = gs, plan.ms = ms, plan.ns = ns, plan.ks = ks;
-          plan.g_b = ceil_div(p.groups, gs), plan.rows_b = ceil_div(p.rows, ms);
-          plan.n_b = ceil_div(p.cols, ns), plan.c_b = ceil_div(p.in_channels, ks);
-          plan.tiles = static_cast<uint32_t>(used);
+          LinearPlan plan = blocks(p, gs, ms, ns, ks);
           cost(s, p, plan, memory_proportion);
           if (!have || better(plan, best)) best = plan, have = true;
         }
@@ -175,11 +196,58 @@ std::vector<Superstep> linear_steps(const IpuSpecs& s, const LinearProblem& p,
   return steps;
 }
 
-std::vector<int64_t> k_chunks(const LinearPlan& plan, uint64_t in_channels) {
-  std::vector<int64_t> out{0};
-  for (uint64_t c = plan.c_b; c < in_channels; c += plan.c_b)
-    out.push_back(static_cast<int64_t>(c));
-  out.push_back(static_cast<int64_t>(in_channels));
+std::vector<int64_t> k_chunks(const LinearProblem& p, const LinearPlan& plan) {
+  std::vector<int64_t> out;
+  if (p.vector_path && !p.kernel.empty()) {
+    // Kernel blocks in row-major order: the flattened offset of every block's first tap. Blocks
+    // cut whole kernel rows or one row's run along the next dimension, so each is contiguous.
+    size_t rank = p.kernel.size();
+    std::vector<uint64_t> start(rank, 0);
+    for (bool more = true; more;) {
+      uint64_t offset = 0;
+      for (size_t d = 0; d < rank; ++d) offset = offset * p.kernel[d] + start[d];
+      out.push_back(static_cast<int64_t>(offset));
+      more = false;
+      for (size_t d = rank; d-- > 0 && !more;) {  // next block, innermost dimension first
+        start[d] += plan.kernel_b[d];
+        more = start[d] < p.kernel[d];
+        if (!more) start[d] = 0;
+      }
+    }
+    out.push_back(static_cast<int64_t>(p.kvol));
+    return out;
+  }
+  uint64_t total = p.vector_path ? p.kvol : p.in_channels;
+  uint64_t block = p.vector_path ? plan.taps_b : plan.c_b;
+  out.push_back(0);
+  for (uint64_t c = block; c < total; c += block) out.push_back(static_cast<int64_t>(c));
+  out.push_back(static_cast<int64_t>(total));
+  return out;
+}
+
+std::vector<uint64_t> kernel_block(const std::vector<uint64_t>& kernel, uint64_t ks) {
+  if (kernel.empty()) return {};
+  std::vector<uint64_t> block = kernel;
+  if (ks <= kernel[0]) {
+    block[0] = ceil_div(kernel[0], std::max<uint64_t>(ks, 1));
+    return block;
+  }
+  std::vector<uint64_t> inner =
+      kernel_block(std::vector<uint64_t>(kernel.begin() + 1, kernel.end()), ks / kernel[0]);
+  block[0] = 1;
+  std::copy(inner.begin(), inner.end(), block.begin() + 1);
+  return block;
+}
+
+std::vector<uint32_t> kernel_split_candidates(const std::vector<uint64_t>& kernel, uint32_t limit) {
+  if (kernel.empty()) return {1};
+  std::vector<uint32_t> out = split_candidates(kernel[0], limit);
+  if (kernel.size() > 1 && kernel[0] <= limit) {
+    auto k0 = static_cast<uint32_t>(kernel[0]);
+    std::vector<uint64_t> rest(kernel.begin() + 1, kernel.end());
+    for (uint32_t s : kernel_split_candidates(rest, limit / k0))
+      if (s > 1) out.push_back(k0 * s);
+  }
   return out;
 }
 

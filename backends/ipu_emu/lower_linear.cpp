@@ -16,28 +16,6 @@ NumberFormat partials_for(const LowerContext& c, NumberFormat in) {
   return in == NumberFormat::f16 && c.options.half_partials ? NumberFormat::f16 : NumberFormat::f32;
 }
 
-// Input pixels (per channel) that `rows` consecutive output pixels of a window op read. Along
-// each spatial dimension n outputs read (n - 1) * min(stride, extent) + extent inputs (extent =
-// dilated kernel), so strided windows that skip inputs do not exchange them; a block spanning
-// several images reads its share of whole images, a block inside an image a band of rows.
-std::function<uint64_t(uint64_t)> window_input_pixels(const ir::WindowGeometry& g) {
-  auto needed = [g](int d, uint64_t n) -> uint64_t {
-    uint64_t extent = (g.kernel[d] - 1) * g.dilations[d] + 1;
-    uint64_t step = std::min<uint64_t>(g.strides[d], extent);
-    return std::min<uint64_t>(g.in_size[d] + g.pad_begin[d] + g.pad_end[d],
-                              (n - 1) * step + extent);
-  };
-  return [g, needed](uint64_t rows) -> uint64_t {
-    uint64_t out_sp = static_cast<uint64_t>(g.out_spatial());
-    if (g.spatial_rank == 0) return rows;
-    uint64_t rest = 1;
-    for (int d = 1; d < g.spatial_rank; ++d) rest *= needed(d, g.out_size[d]);
-    if (rows >= out_sp) return ceil_div(rows * needed(0, g.out_size[0]) * rest, out_sp);
-    uint64_t row_len = out_sp / static_cast<uint64_t>(g.out_size[0]);
-    return needed(0, ceil_div(rows, row_len)) * rest;
-  };
-}
-
 // Plans `p`, takes tiles, places operands and outputs, builds the supersteps.
 LoweredOp finish_linear(LowerContext& c, const ir::Node& n, LinearProblem p, ir::ValueId a,
                         ir::ValueId b, ir::ValueId bias, const std::string& shape_text) {
@@ -66,11 +44,41 @@ LoweredOp finish_linear(LowerContext& c, const ir::Node& n, LinearProblem p, ir:
   op.split[0] = plan.gs, op.split[1] = plan.ms, op.split[2] = plan.ns, op.split[3] = plan.ks;
   op.plan_tiles = plan.tiles;
   op.recipe.half_partials = p.partials == NumberFormat::f16;
-  op.recipe.k_bounds = k_chunks(plan, p.in_channels);
+  op.recipe.k_bounds = k_chunks(p, plan);
   return op;
 }
 
 }  // namespace
+
+// Along each spatial dimension n outputs read (n - 1) * min(stride, extent) + extent inputs
+// (extent = the block's dilated kernel), so strided windows that skip inputs do not exchange
+// them; a block spanning several images reads its share of whole images, a block inside an image
+// a band of rows.
+std::function<uint64_t(uint64_t, const std::vector<uint64_t>&)> window_input_pixels(
+    const ir::WindowGeometry& g) {
+  auto needed = [g](int d, uint64_t n, const std::vector<uint64_t>& kb) -> uint64_t {
+    uint64_t k = kb.empty() ? static_cast<uint64_t>(g.kernel[d]) : kb[d];
+    uint64_t extent = (k - 1) * g.dilations[d] + 1;
+    uint64_t step = std::min<uint64_t>(g.strides[d], extent);
+    return std::min<uint64_t>(g.in_size[d] + g.pad_begin[d] + g.pad_end[d],
+                              (n - 1) * step + extent);
+  };
+  return [g, needed](uint64_t rows, const std::vector<uint64_t>& kb) -> uint64_t {
+    uint64_t out_sp = static_cast<uint64_t>(g.out_spatial());
+    if (g.spatial_rank == 0) return rows;
+    uint64_t rest = 1;
+    for (int d = 1; d < g.spatial_rank; ++d) rest *= needed(d, g.out_size[d], kb);
+    if (rows >= out_sp) return ceil_div(rows * needed(0, g.out_size[0], kb) * rest, out_sp);
+    uint64_t row_len = out_sp / static_cast<uint64_t>(g.out_size[0]);
+    return needed(0, ceil_div(rows, row_len), kb) * rest;
+  };
+}
+
+std::vector<uint64_t> kernel_dims(const ir::WindowGeometry& g) {
+  std::vector<uint64_t> k;
+  for (int d = 0; d < g.spatial_rank; ++d) k.push_back(static_cast<uint64_t>(g.kernel[d]));
+  return k;
+}
 
 LoweredOp lower_matmul(LowerContext& c, const ir::Node& n) {
   const ir::Shape& sa = c.shapes[n.inputs[0]];
@@ -106,7 +114,7 @@ LoweredOp lower_matmul(LowerContext& c, const ir::Node& n) {
   p.out_format = value_format(c, n.outputs[0]);
   p.weights_stored = c.graph.value(n.inputs[1]).constant != nullptr;
   p.b_total_bytes = value_bytes(c, n.inputs[1]);
-  p.input_pixels = [](uint64_t r) { return r; };
+  p.input_pixels = [](uint64_t r, const std::vector<uint64_t>&) { return r; };
   p.label = n.op == ir::OpType::Gemm ? "gemm" : "matmul";
   std::string shape =
       fmt::format("{}[{}x{}x{}]", groups > 1 ? fmt::format("{}x", groups) : "", rows, k, cols);
@@ -137,7 +145,7 @@ LoweredOp lower_conv(LowerContext& c, const ir::Node& n) {
     p.rows = g.batch * g.in_spatial();
     p.cols = mg * kvol;
     p.in_channels = cg;
-    p.input_pixels = [](uint64_t r) { return r; };
+    p.input_pixels = [](uint64_t r, const std::vector<uint64_t>&) { return r; };
     p.label = "conv_transpose";
   } else {
     p.rows = g.batch * g.out_spatial();
@@ -145,6 +153,7 @@ LoweredOp lower_conv(LowerContext& c, const ir::Node& n) {
     p.in_channels = depthwise ? 1 : cg;
     p.kvol = kvol;
     p.vector_path = depthwise;
+    if (depthwise) p.kernel = kernel_dims(g);
     p.input_pixels = window_input_pixels(g);
     p.label = depthwise ? "depthwise conv" : "conv";
   }
@@ -165,19 +174,27 @@ LoweredOp lower_conv(LowerContext& c, const ir::Node& n) {
 LoweredOp lower_pool(LowerContext& c, const ir::Node& n) {
   ir::WindowGeometry g =
       ir::window_geometry(n, c.shapes[n.inputs[0]], nullptr, ir::WindowKind::pool);
+  bool max = n.op == ir::OpType::MaxPool;
   LinearProblem p;
   p.groups = g.in_channels;
   p.rows = g.batch * g.out_spatial();
   p.cols = 1;
   p.in_channels = 1;
   p.kvol = g.kernel_volume();
+  p.kernel = kernel_dims(g);
   p.vector_path = true;
   p.has_b = false;
-  p.in_format = p.partials = p.out_format = value_format(c, n.inputs[0]);
+  p.in_format = p.out_format = value_format(c, n.inputs[0]);
+  // Partial maxima are exact in the input format; partial sums of an average are fp32, scaled
+  // (and cast) once after the K split's reduction.
+  p.partials = max ? p.in_format : NumberFormat::f32;
+  p.post_reduce_ops = max ? 0 : 1;
   p.input_pixels = window_input_pixels(g);
-  p.label = n.op == ir::OpType::MaxPool ? "maxpool" : "avgpool";
+  p.label = max ? "maxpool" : "avgpool";
   std::string shape = fmt::format("{} k{}", c.shapes[n.inputs[0]].str(), p.kvol);
   LoweredOp op = finish_linear(c, n, p, n.inputs[0], ir::kNoValue, ir::kNoValue, shape);
+  // Reference kernel: a maximum does not depend on the order of the split; an average's fp32
+  // sum differs from the tiles' chunked order only by rounding.
   op.recipe = OpRecipe{};
   return op;
 }

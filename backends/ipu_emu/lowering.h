@@ -5,6 +5,7 @@
 // lives; reductions reduce locally then across tiles; data movement is exchange plus copies.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "backends/ipu_emu/ipu_program.h"
 #include "backends/ipu_emu/tile_layout.h"
 #include "frontend/ir/graph.h"
+#include "frontend/ir/nn_geometry.h"
 #include "models/ipu/ipu_specs.h"
 
 namespace mimic::backends::ipu_emu {
@@ -87,5 +89,11 @@ Placement operand(LowerContext& c, LoweredOp& op, ir::ValueId v, TileSpan span);
 Placement locate(LowerContext& c, LoweredOp& op, ir::ValueId v);
 // Records outputs of `op` spread over `span`.
 void place_outputs(LowerContext& c, LoweredOp& op, const ir::Node& n, TileSpan span);
+// Window ops (lower_linear.cpp): input pixels (per channel) that `rows` consecutive output pixels
+// read with the taps of kernel block `kb` (empty: the whole kernel), the planner's
+// LinearProblem::input_pixels; and the kernel's spatial extents, outermost first.
+std::function<uint64_t(uint64_t, const std::vector<uint64_t>&)> window_input_pixels(
+    const ir::WindowGeometry& g);
+std::vector<uint64_t> kernel_dims(const ir::WindowGeometry& g);
 
 }  // namespace mimic::backends::ipu_emu
