@@ -80,6 +80,15 @@ TEST(TpuWorkers, KilledMidRunGivesACleanErrorAndTheNextRunWorks) {
     message = err.what();
   }
   killer.join();
+  // On a loaded machine the run may finish before the kill lands; the worker then dies idle and
+  // the next run reports it the same way.
+  if (message.empty()) {
+    try {
+      e.run(inputs);
+    } catch (const RuntimeError& err) {
+      message = err.what();
+    }
+  }
   EXPECT_NE(message.find("signal 9"), std::string::npos) << message;
   EXPECT_NE(message.find("device worker 'tpu'"), std::string::npos) << message;
   RunOutput again = e.run(inputs);
