@@ -43,6 +43,9 @@ ir::HostTensor CaseBuilder::random(ir::DType t, const ir::Shape& s, double lo, d
       case ir::DType::boolean:
         out.data<bool>()[i] = (rng_() & 1) != 0;
         break;
+      case ir::DType::f64:
+        out.data<double>()[i] = v;
+        break;
     }
   }
   return out;
@@ -154,6 +157,8 @@ double element(const ir::HostTensor& t, int64_t i) {
       return static_cast<double>(t.data<int64_t>()[i]);
     case ir::DType::boolean:
       return t.data<bool>()[i] ? 1 : 0;
+    case ir::DType::f64:
+      return t.data<double>()[i];
   }
   return 0;
 }
