@@ -39,7 +39,10 @@ def mimic_run(build, model, device, batch, runs, warmup, extra=()):
            "--repeat", str(runs), "--warmup", str(warmup), "--json", "--no-compare", *extra]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
-        return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]}
+        message = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1].replace("mimic: error: ", "")
+        if message.startswith("Out of memory"):  # the IPU compiler's error: a result, not a failure
+            message = "does not fit: " + message.split(" (")[0]
+        return {"error": message}
     j = json.loads(p.stdout)
     r = j["report"]
     return {"wall_min": j["wall_seconds"]["min"], "wall_median": j["wall_seconds"]["median"],
@@ -115,7 +118,7 @@ def e2e_table(results):
     for row in results:
         head = f"| {row['model']} | {row['batch']} | {row['device']} "
         if "error" in row:
-            lines.append(head + f"| error: {row['error']} |" + " |" * 10)
+            lines.append(head + f"| {row['error']} |" + " |" * 10)
             continue
         cyc = row.get("cycles") or 0
         lines.append(head + "| " + " | ".join([
@@ -138,7 +141,7 @@ def scaling(a, devices):
                 if mode == "numerics" and batch > a.scaling_numerics_max_batch:
                     continue
                 extra = oom.get(device, []) + (["--timing-only"] if mode == "timing-only" else [])
-                r = mimic_run(a.build, "resnet50", device, batch, 1, 1 if mode == "timing-only" else 0, extra)
+                r = mimic_run(a.build, "resnet50", device, batch, 1, 1, extra)
                 out["batch"].append({"device": device, "mode": mode, "batch": batch, **r})
                 print(json.dumps(out["batch"][-1]), flush=True)
         for hidden in (256, 512, 1024, 2048, 4096):
@@ -158,7 +161,7 @@ def scaling_tables(sc):
              "|---|---|---:|---:|---:|---:|---:|"]
     for r in sc["batch"]:
         if "error" in r:
-            lines.append(f"| {r['device']} | {r['mode']} | {r['batch']} | error: {r['error']} | | | |")
+            lines.append(f"| {r['device']} | {r['mode']} | {r['batch']} | {r['error']} | | | |")
             continue
         lines.append(f"| {r['device']} | {r['mode']} | {r['batch']} | {fmt_s(r['wall_min'])} | {r['cycles']:,} | "
                      f"{fmt_s(r['device_seconds'])} | {r['cycles'] / r['wall_min']:.3g} |")
@@ -168,7 +171,7 @@ def scaling_tables(sc):
               "|---|---|---:|---:|---:|---:|---:|"]
     for r in sc["size"]:
         if "error" in r:
-            lines.append(f"| {r['device']} | {r['mode']} | {r['hidden']} | {r['parameters']:,} | error: {r['error']} | | |")
+            lines.append(f"| {r['device']} | {r['mode']} | {r['hidden']} | {r['parameters']:,} | {r['error']} | | |")
             continue
         lines.append(f"| {r['device']} | {r['mode']} | {r['hidden']} | {r['parameters']:,} | {fmt_s(r['wall_min'])} | "
                      f"{r['cycles']:,} | {fmt_s(r['device_seconds'])} |")

@@ -50,7 +50,8 @@ def svg_curve(points, y_key, y_label, title, budget=None, log_y=True):
              f'<rect width="{w}" height="{h}" fill="white"/><text x="{left}" y="18" font-size="13" font-weight="bold">{title}</text>',
              f'<rect x="{left}" y="{top}" width="{w - left - right}" height="{h - top - bottom}" fill="none" stroke="#999"/>']
     for b in xs:
-        parts.append(f'<text x="{fx(b):.1f}" y="{h - bottom + 14}" text-anchor="middle">{b}</text>')
+        if b & (b - 1) == 0:  # powers of two only: the paper's 200 and 250 would overlap 256
+            parts.append(f'<text x="{fx(b):.1f}" y="{h - bottom + 14}" text-anchor="middle">{b}</text>')
     for e in range(ly0, ly1 + 1):
         y = fy(10 ** e)
         parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{w - right}" y2="{y:.1f}" stroke="#eee"/>'
