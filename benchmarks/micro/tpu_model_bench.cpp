@@ -25,6 +25,7 @@
 #include "models/tpu/program.h"
 #include "models/tpu/tpu_chip.h"
 #include "models/tpu/tpu_spec.h"
+#include "benchmarks/micro/resnet50_gemms.h"
 #include "sim/systemc/kernel.h"
 
 namespace mimic {
@@ -32,20 +33,11 @@ namespace {
 
 namespace tpu = models::tpu;
 
-struct GemmLayer {
-  int64_t m, k, n;  // Y[m x n] = A[m x k] x W[k x n]
-};
-
-// ResNet-50 at batch 8 as implicit GEMMs (M = batch x output pixels, K = kernel x in channels):
-// a 3x3 conv of each stage, a 1x1 expand of stage 3, and the FC layer.
-const std::vector<GemmLayer> kResnetLayers = {
-    {8 * 56 * 56, 9 * 64, 64}, {8 * 28 * 28, 9 * 128, 128}, {8 * 14 * 14, 9 * 256, 256},
-    {8 * 14 * 14, 256, 1024},  {8 * 7 * 7, 9 * 512, 512},   {8, 2048, 1000},
-};
-
+using GemmLayer = bench::GemmLayer<int64_t>;
+using bench::kImageElements;
+using bench::kLogitElements;
+const std::vector<GemmLayer> kResnetLayers = bench::resnet50_b8_gemms<int64_t>();
 constexpr uint64_t MiB = 1 << 20;
-// What crosses the host link: the batch of images in, the logits out.
-constexpr uint64_t kImageElements = 8 * 3 * 224 * 224, kLogitElements = 8 * 1000;
 
 class ProgramBuilder {
  public:
