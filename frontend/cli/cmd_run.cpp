@@ -147,7 +147,8 @@ int run(const RunArgs& a) {
     j["wall_seconds"] = {{"min", timing.min}, {"median", timing.median}, {"runs", a.repeat}};
     j["outputs"] = nlohmann::json::array();
     for (const auto& s : stats) j["outputs"].push_back({{"name", s.name}, {"type", s.type}, {"sum", s.sum}, {"mean_abs", s.mean_abs}});
-    if (compare) j["difference_vs_cpu"] = {{"max_abs", diff.max_abs}, {"max_rel", diff.max_rel}};
+    if (compare)
+      j["difference_vs_cpu"] = {{"max_abs", diff.max_abs}, {"max_rel", diff.max_rel}, {"of_scale", diff.of_scale}};
     j["report"] = to_json(out.report);
     if (trace) j["trace"] = {{"file", a.trace}, {"runs", trace_runs}};
     std::cout << j.dump(2) << "\n";
@@ -164,7 +165,8 @@ int run(const RunArgs& a) {
     std::cout << fmt::format("{:<12}min {}  median {}  over {} runs\n", "runs", format_seconds(timing.min),
                              format_seconds(timing.median), a.repeat);
   if (compare)
-    std::cout << fmt::format("{:<12}max abs {:.3g}  max rel {:.3g} (vs cpu)\n", "difference", diff.max_abs, diff.max_rel);
+    std::cout << fmt::format("{:<12}max abs {:.3g} = {:.2g}% of the largest cpu output; max rel per element {:.3g} (vs cpu)\n",
+                             "difference", diff.max_abs, 100 * diff.of_scale, diff.max_rel);
   print_report(std::cout, out.report, static_cast<int>(a.top));
   if (trace && !trace_runs.empty())
     std::cout << fmt::format("\n{:<12}{} (run {}): `mimic trace summary {}`, `mimic report {} -o report.html`\n",

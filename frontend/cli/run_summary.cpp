@@ -97,14 +97,17 @@ OutputStats output_stats(const std::string& name, const ir::HostTensor& t) {
 
 Difference compare_outputs(const std::vector<ir::HostTensor>& a, const std::vector<ir::HostTensor>& b) {
   Difference d;
+  double scale = 0;
   for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
     std::vector<double> x = as_doubles(a[k]), y = as_doubles(b[k]);
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
       double diff = std::fabs(x[i] - y[i]);
       d.max_abs = std::max(d.max_abs, diff);
       d.max_rel = std::max(d.max_rel, diff / std::max(std::fabs(y[i]), 1e-6));
+      scale = std::max(scale, std::fabs(y[i]));
     }
   }
+  d.of_scale = scale > 0 ? d.max_abs / scale : d.max_abs;
   return d;
 }
 
