@@ -119,6 +119,12 @@ double Stmt::real_at(int col) const {
 bool Stmt::null_at(int col) const {
   return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
 }
+bool Stmt::integer_at(int col) const {
+  return sqlite3_column_type(stmt_, col) == SQLITE_INTEGER;
+}
+bool Stmt::real_number_at(int col) const {
+  return sqlite3_column_type(stmt_, col) == SQLITE_FLOAT;
+}
 int Stmt::columns() const {
   return sqlite3_column_count(stmt_);
 }

@@ -400,4 +400,21 @@ std::vector<std::vector<std::string>> TraceReader::query(const std::string& sql)
   return rows;
 }
 
+TraceReader::QueryTable TraceReader::query_table(const std::string& sql) const {
+  Stmt s = db_.prepare(sql, "query");
+  QueryTable t;
+  for (int c = 0; c < s.columns(); ++c) t.columns.push_back(s.column_name(c));
+  while (s.step()) {
+    std::vector<QueryValue> row;
+    for (int c = 0; c < s.columns(); ++c) {
+      if (s.null_at(c)) row.emplace_back(std::monostate{});
+      else if (s.integer_at(c)) row.emplace_back(s.int_at(c));
+      else if (s.real_number_at(c)) row.emplace_back(s.real_at(c));
+      else row.emplace_back(s.text_at(c));
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
 }  // namespace mimic::traces

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "traces/schema.h"
@@ -127,6 +128,13 @@ class TraceReader {
 
   // Runs one SQL query (e.g. against the views) and returns its rows as text.
   std::vector<std::vector<std::string>> query(const std::string& sql) const;
+  // The same with column names and typed values (NULL, integer, real or text).
+  using QueryValue = std::variant<std::monostate, int64_t, double, std::string>;
+  struct QueryTable {
+    std::vector<std::string> columns;
+    std::vector<std::vector<QueryValue>> rows;
+  };
+  QueryTable query_table(const std::string& sql) const;
 
  private:
   std::map<int64_t, EventAggregate> track_aggregates(int64_t run_id) const;

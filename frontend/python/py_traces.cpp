@@ -1,5 +1,8 @@
 // Traces and ONNX from Python: mimic.trace("run.db") records every run inside its `with` block;
 // mimic.traces.read(...) returns a trace's rows as dicts; mimic.onnx.load(path) imports a model.
+#include <type_traits>
+#include <variant>
+
 #include "frontend/api/trace.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/python/py_common.h"
@@ -67,9 +70,22 @@ py::list units_of(const traces::TraceReader& r, int64_t run) {
   return out;
 }
 
+// Rows of any SQL query as dicts keyed by column name, values as Python None/int/float/str.
 py::list query_of(const traces::TraceReader& r, const std::string& sql) {
+  traces::TraceReader::QueryTable t = r.query_table(sql);
   py::list out;
-  for (const auto& row : r.query(sql)) out.append(py::cast(row));
+  for (const auto& row : t.rows) {
+    py::dict d;
+    for (size_t c = 0; c < row.size(); ++c)
+      d[py::str(t.columns[c])] = std::visit(
+          [](const auto& v) -> py::object {
+            using V = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<V, std::monostate>) return py::none();
+            else return py::cast(v);
+          },
+          row[c]);
+    out.append(d);
+  }
   return out;
 }
 

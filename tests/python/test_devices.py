@@ -72,8 +72,9 @@ def test_trace_is_written_and_read_back(tmp_path):
     assert runs[0]["device"] == "tpu-emu:v4" and runs[0]["events"] > 0
     ops = mimic.traces.read(path, "ops", run=str(t.run_ids[0]))
     assert any(op["op_type"].startswith("MatMul") for op in ops)
-    rows = mimic.traces.read(path, "SELECT COUNT(*) FROM run")
-    assert rows == [["2"]]
+    rows = mimic.traces.read(path, "SELECT run_id, op_type, COUNT(*) AS n FROM op_summary GROUP BY run_id, op_type")
+    assert rows and set(rows[0]) == {"run_id", "op_type", "n"} and isinstance(rows[0]["n"], int)
+    assert mimic.traces.read(path, "SELECT COUNT(*) AS runs FROM run") == [{"runs": 2}]
     with pytest.raises(mimic.IoError):
         mimic.traces.read(str(tmp_path / "missing.db"))
 

@@ -3,7 +3,7 @@
     rows = mimic.traces.read("run.db")                     # runs
     ops = mimic.traces.read("run.db", "ops", run="3")      # per-op rows of run 3 ("" = latest)
     df = mimic.traces.read("run.db", "ops", as_frame=True) # a pandas DataFrame when pandas is installed
-    mimic.traces.read("run.db", "SELECT * FROM op_type_summary")   # any SQL over the views
+    mimic.traces.read("run.db", "SELECT * FROM op_type_summary")   # any SQL: dicts by column
 """
 from . import _mimic
 
@@ -13,8 +13,6 @@ def read(path, what="runs", run="", as_frame=False):
         raise TypeError(f"path must be a str, not {type(path).__name__}")
     query = what if what in ("runs", "ops", "units") else "sql:" + what
     rows = _mimic._trace_read(path, query, str(run))
-    if query.startswith("sql:"):
-        rows = [list(r) for r in rows]
     if not as_frame:
         return rows
     try:
