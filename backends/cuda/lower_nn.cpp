@@ -13,24 +13,6 @@ namespace {
 using ir::DType;
 using ir::OpType;
 
-bool is_reduce(OpType op) {
-  switch (op) {
-    case OpType::ReduceSum:
-    case OpType::ReduceMean:
-    case OpType::ReduceMax:
-    case OpType::ReduceMin:
-    case OpType::ReduceProd:
-    case OpType::ReduceL1:
-    case OpType::ReduceL2:
-    case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum:
-    case OpType::ReduceLogSumExp:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // Integer reductions the cpu backend defines (the others fall back to it).
 bool integer_reduce_ok(OpType op) {
   return op == OpType::ReduceSum || op == OpType::ReduceMean || op == OpType::ReduceMax ||
@@ -272,7 +254,7 @@ void lower_cumsum(Lowerer& l, const ir::Node& n) {
 std::string check_nn(const ir::Graph& g, const ir::Node& n) {
   const ir::TensorType& t = g.value(n.inputs[0]).type;
   OpType op = n.op;
-  if (is_reduce(op)) {
+  if (ir::is_reduce(op)) {
     if (is_float_type(t.dtype)) return "";
     if ((t.dtype == DType::i32 || t.dtype == DType::i64) && integer_reduce_ok(op)) return "";
     return dtype_reason(n, t.dtype);

@@ -15,6 +15,7 @@ namespace {
 constexpr uint64_t kMinElementsPerTile = 64;
 
 bool only_first_input_is_data(OpType op) {
+  if (ir::is_reduce(op)) return true;
   switch (op) {
     case OpType::Reshape:
     case OpType::Expand:
@@ -26,16 +27,6 @@ bool only_first_input_is_data(OpType op) {
     case OpType::Pad:
     case OpType::CumSum:
     case OpType::Clip:
-    case OpType::ReduceSum:
-    case OpType::ReduceMean:
-    case OpType::ReduceMax:
-    case OpType::ReduceMin:
-    case OpType::ReduceProd:
-    case OpType::ReduceL1:
-    case OpType::ReduceL2:
-    case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum:
-    case OpType::ReduceLogSumExp:
       return true;
     default:
       return false;

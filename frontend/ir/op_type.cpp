@@ -42,4 +42,22 @@ bool is_view_op(OpType op) {
          op == OpType::Unsqueeze || op == OpType::Identity || op == OpType::Dropout;
 }
 
+bool is_reduce(OpType op) {
+  switch (op) {
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace mimic::ir

@@ -23,5 +23,7 @@ bool is_unary_elementwise(OpType op);
 bool is_binary_elementwise(OpType op);
 // Reshape-like ops whose output is a view of the input's storage.
 bool is_view_op(OpType op);
+// ReduceSum, ReduceMean, ..., ReduceLogSumExp: reductions over axes given as an input.
+bool is_reduce(OpType op);
 
 }  // namespace mimic::ir
