@@ -1,9 +1,11 @@
 // Lowering of data-movement ops as strided copies: Transpose (through the vector unit's transpose
 // path when the minor dimension moves), Concat, Slice, Split, Pad (fill, then copy into the
-// interior) and Expand (zero strides). Copies that keep the minor dimension are single DMAs
-// between the tensors' home memories (DMA engines take strided descriptors).
+// interior), Expand (zero strides) and ConvTranspose's dilated input. Copies that keep the minor
+// dimension are single DMAs between the tensors' home memories (DMA engines take strided
+// descriptors).
 #include <fmt/format.h>
 #include <algorithm>
+#include <utility>
 
 #include "backends/tpu_emu/layout.h"
 #include "backends/tpu_emu/lowering.h"
@@ -76,7 +78,31 @@ void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
   emit_vector_kernel(c, n, kid, t);
 }
 
+// Input indices [first, last) that land inside [0, size) at position i * stride + offset.
+std::pair<int64_t, int64_t> landing_range(int64_t in, int64_t stride, int64_t offset,
+                                          int64_t size) {
+  int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int64_t last = size - 1 - offset < 0 ? 0 : std::min(in, (size - 1 - offset) / stride + 1);
+  return {first, std::max(first, last)};
+}
+
 }  // namespace
+
+int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in, int64_t hs,
+                     int64_t ws) {
+  const std::vector<int64_t> dims{in.n, in.c, hs, ws}, os = contiguous(dims);
+  int32_t y = c.scratch(n.name + ".dilated", dims);
+  copy_kernel(c, n, -1, y, dims, {}, 0, os, 0, false, 0.0f);
+  auto [h0, h1] = landing_range(in.h, in.sh, in.ph, hs);
+  auto [w0, w1] = landing_range(in.w, in.sw, in.pw, ws);
+  if (h1 > h0 && w1 > w0 && in.n * in.c > 0) {
+    const std::vector<int64_t> xs = contiguous({in.n, in.c, in.h, in.w});
+    copy_kernel(c, n, x, y, {in.n, in.c, h1 - h0, w1 - w0}, xs, h0 * in.w + w0,
+                {os[0], os[1], in.sh * ws, in.sw}, (h0 * in.sh + in.ph) * ws + w0 * in.sw + in.pw,
+                false);
+  }
+  return y;
+}
 
 void lower_copy_node(Context& c, const ir::Node& n) {
   const ir::Graph& g = c.g;

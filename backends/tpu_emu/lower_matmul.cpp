@@ -1,13 +1,13 @@
-// Lowering of Conv (implicit GEMM: M = n*oh*ow, K = kh*kw*c/groups, N = out channels/groups,
-// one GEMM per group), MatMul (batched when B is not a constant matrix) and Gemm, with their fused
-// followers (fusion.h): BatchNormalization folds into the weights and bias, bias/residual/
-// activation become the epilogue. Weights are stored as [batch][K][N] in bf16 parts (one per
-// matrix pass) or int8. MatmulTiler then tiles and emits it. Per tile: DMA the input rows (conv:
-// the input image rows the window needs, halo included), relayout NCHW tiles to channels-minor on
-// the vector unit, one matmul per matrix unit over the whole K range, the epilogue on the vector
-// unit, DMA the output tile out. Weights are staged in on-chip memory once per kernel when they
-// fit (v2+), else every fold's tile streams from off-chip memory through the weight FIFO (always
-// on v1/edge, as TPUv1 does).
+// Lowering of Conv and ConvTranspose (implicit GEMM: M = n*oh*ow, K = kh*kw*c/groups, N = out
+// channels/groups, one GEMM per group), MatMul (batched when B is not a constant matrix) and Gemm,
+// with their fused followers (fusion.h): BatchNormalization folds into the weights and bias,
+// bias/residual/activation become the epilogue. Weights are stored as [batch][K][N] in bf16 parts
+// (one per matrix pass) or int8. MatmulTiler then tiles and emits it. Per tile: DMA the input rows
+// (conv: the input image rows the window needs, halo included), relayout NCHW tiles to
+// channels-minor on the vector unit, one matmul per matrix unit over the whole K range, the
+// epilogue on the vector unit, DMA the output tile out. Weights are staged in on-chip memory once
+// per kernel when they fit (v2+), else every fold's tile streams from off-chip memory through the
+// weight FIFO (always on v1/edge, as TPUv1 does).
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
@@ -36,6 +36,7 @@ struct Lowered {
   std::vector<float> residual_data;  // constant residual [M, N] (Gemm's C broadcast, x beta)
   bool w_constant = true;
   std::string name;
+  int32_t a_scratch = -1;  // ConvTranspose: the scratch input the GEMM reads instead
 };
 
 std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
@@ -65,6 +66,50 @@ void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
         float* row = &L.w[(grp * L.d.k + p * cg + c) * ng];
         const float* src = &raw[(grp * ng * cg + c) * kvol + p];
         for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kvol];
+      }
+  if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
+}
+
+// ConvTranspose as XLA lowers it: a stride-1 convolution, with the kernel flipped and its in/out
+// channels swapped, over the input dilated by the strides (lhs_dilation) and padded by
+// dilation * (k - 1) - pad (output_padding and output_shape at the end). With unit strides the
+// padding is the window's own (no copy); otherwise the dilated input is materialized in a scratch
+// tensor (zeros included) and the matrix units stream its zeros like any other input.
+void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  ir::WindowGeometry wg = ir::window_geometry(g, n);
+  const Window t = window_2d(wg, false);  // input, output, kernel, strides, dilations, pad_begin
+  Window& w = L.d.conv;
+  w = t;
+  const int64_t ph = (t.kh - 1) * t.dh - t.ph, pw = (t.kw - 1) * t.dw - t.pw;
+  w.sh = w.sw = 1;
+  if (t.sh == 1 && t.sw == 1 && ph >= 0 && pw >= 0) {
+    w.ph = ph;
+    w.pw = pw;
+  } else {
+    w.h = t.oh + (t.kh - 1) * t.dh;
+    w.w = t.ow + (t.kw - 1) * t.dw;
+    w.ph = w.pw = 0;
+    Window in = t;
+    in.ph = ph;
+    in.pw = pw;
+    L.a_scratch = dilate_input(c, n, c.tensor(n.inputs[0]), in, w.h, w.w);
+  }
+  L.d.a_view = GemmDesc::AView::conv;
+  L.d.batch = w.groups;
+  const int64_t cg = w.c / w.groups, mg = w.m / w.groups, kvol = w.kh * w.kw;
+  L.d.m = w.n * w.oh * w.ow;
+  L.d.k = kvol * cg;
+  L.d.n = mg;
+  L.d.w_batch_stride = L.d.k * mg;
+  std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [C, Mg, KH, KW]
+  L.w.assign(static_cast<size_t>(w.groups * L.d.k * mg), 0.0f);
+  // Row p * Cg + c of group grp's [K, N] matrix: the flipped tap (kvol - 1 - p) of input channel c.
+  for (int64_t grp = 0; grp < w.groups; ++grp)
+    for (int64_t p = 0; p < kvol; ++p)
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        float* row = &L.w[(grp * L.d.k + p * cg + ci) * mg];
+        const float* src = &raw[(grp * cg + ci) * mg * kvol + (kvol - 1 - p)];
+        for (int64_t o = 0; o < mg; ++o) row[o] = src[o * kvol];
       }
   if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
 }
@@ -208,6 +253,8 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   L.name = head.name;
   if (head.op == OpType::Conv)
     lower_conv(g, head, L);
+  else if (head.op == OpType::ConvTranspose)
+    lower_conv_transpose(c, g, head, L);
   else if (head.op == OpType::MatMul)
     lower_matmul_node(g, head, L);
   else
@@ -240,7 +287,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   d.on_vpu =
       !conv && (d.m == 1 || d.n == 1) && d.batch == 1 &&
       static_cast<uint64_t>(tiled_elements(d.k, d.n, spec.vpu) * 4) <= c.em->half_bytes() / 2;
-  d.a = c.tensor(head.inputs[0]);
+  d.a = L.a_scratch >= 0 ? L.a_scratch : c.tensor(head.inputs[0]);
   const int64_t parts = c.p.passes >= 6 ? 3 : c.p.passes >= 3 ? 2 : 1;
   const int64_t w_eb = d.on_vpu ? 4 : spec.matrix_element_bytes() * parts;
   d.w = L.w_constant
@@ -268,6 +315,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   int32_t kid = c.add_kernel(kernel);
   MatmulTiler(c, head, d, kid, w_eb).run();
   if (scratch >= 0) c.release(scratch);
+  if (L.a_scratch >= 0) c.release(L.a_scratch);
 }
 
 }  // namespace mimic::backends::tpu_emu

@@ -107,6 +107,11 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes);
 void lower_vector_node(Context& c, const ir::Node& n);
 void lower_depthwise_group(Context& c, const std::vector<int>& nodes);
 void lower_copy_node(Context& c, const ir::Node& n);
+// ConvTranspose's input x [N, C, H, W] dilated by strides (sh, sw) (XLA's lhs_dilation) and
+// placed at offsets (ph, pw) of a zero scratch tensor [N, C, hs, ws] (negative offsets crop):
+// a fill kernel, then one strided copy. Returns the scratch tensor; release() it after its reader.
+int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const models::tpu::Window& in,
+                     int64_t hs, int64_t ws);
 
 // Tiles `rows` of a vector kernel across cores and chunks that fit half of on-chip memory, with
 // per-row input/output bytes (tiled) and vector work; raises untileable() when one row does not

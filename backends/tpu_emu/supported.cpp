@@ -157,6 +157,13 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
       }
       if (is_depthwise(g, n) && g.value(n.inputs[1]).type.shape[1] != 1) return false;
       return true;
+    case OpType::ConvTranspose:  // a stride-1 Conv over the dilated input (lower_matmul.cpp)
+      if (!window_2d(g, n) || !constant_f32(g, n, 1) || !constant_f32(g, n, 2) ||
+          g.value(n.inputs[0]).constant || ir::is_channels_last(n)) {
+        if (why) *why = "only 1-D and 2-D channels-first ConvTranspose with constant f32 weights";
+        return false;
+      }
+      return true;
     case OpType::MatMul:
       return matmul_ok(g, n, why);
     case OpType::Gemm:

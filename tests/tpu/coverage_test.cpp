@@ -212,6 +212,65 @@ TEST(TpuCoverage, OneDimensionalConvolutionsAndPoolsRunAsTwoDimensionalOnes) {
   expect_on_chip(big, 0);
 }
 
+// ConvTranspose as a stride-1 Conv over the stride-dilated input (XLA's lhs_dilation): strided
+// (materialized zeros), unit-stride (window padding), cropping (pad > dilation * (k - 1)),
+// output_padding, output_shape, groups, dilations, 1-D, and a fused bias + Relu.
+ir::Graph conv_transpose_graph() {
+  ir::Graph g("conv_transpose");
+  auto x = f32_input(g, "x", Shape({2, 4, 5, 6}));
+  using V = std::vector<int64_t>;
+  auto add = [&](const std::string& name, Shape w_shape, ir::Attributes at, ir::ValueId in,
+                 bool bias, uint64_t seed) {
+    std::vector<ir::ValueId> ins{
+        in, g.add_constant(name + ".w", tpu_test::random_tensor(w_shape, seed, 0.4f))};
+    if (bias)
+      ins.push_back(g.add_constant(
+          name + ".b",
+          tpu_test::random_tensor(Shape({w_shape[1] * at.get_int("group", 1)}), seed + 1)));
+    return g.add_node(OpType::ConvTranspose, name, ins, at)[0];
+  };
+  auto y = add("strided", Shape({4, 3, 3, 3}),
+               {{"strides", V{2, 3}}, {"pads", V{1, 0, 0, 2}}, {"output_padding", V{1, 2}}}, x,
+               true, 20);
+  g.add_output(g.add_node(OpType::Relu, "relu", {y})[0]);
+  g.add_output(add("grouped_dilated", Shape({4, 2, 2, 3}),
+                   {{"group", int64_t{2}}, {"dilations", V{2, 1}}, {"pads", V{1, 1, 1, 1}}}, x,
+                   true, 22));
+  g.add_output(add("cropping", Shape({4, 3, 3, 3}), {{"strides", V{1, 2}}, {"pads", V{3, 1, 2, 4}}},
+                   x, false, 24));
+  g.add_output(add(
+      "shaped", Shape({4, 2, 3, 2}),
+      {{"strides", V{2, 2}}, {"output_shape", V{10, 11}}, {"auto_pad", std::string("SAME_LOWER")}},
+      x, false, 26));
+  auto s = f32_input(g, "s", Shape({2, 3, 9}));
+  g.add_output(add("one_d", Shape({3, 4, 4}),
+                   {{"strides", V{3}}, {"pads", V{2, 1}}, {"dilations", V{2}}}, s, true, 28));
+  return g;
+}
+
+TEST(TpuCoverage, ConvTransposeRunsAsAConvolutionOverTheDilatedInput) {
+  expect_on_chip(conv_transpose_graph(), 1e-5);
+  expect_on_chip(conv_transpose_graph(), 0.05, {}, "default");  // bf16 operands, K <= 36
+}
+
+TEST(TpuCoverage, ConvTransposeStridesCostTheZerosOfTheDilatedInput) {
+  // The matrix units see the implicit GEMM of the stride-1 conv over the dilated input: the
+  // strided transposed conv does about s^2 times the matrix work of the unit-stride one on the same
+  // input (the zeros are streamed), though both produce the same number of useful products.
+  auto graph = [](int64_t stride) {
+    ir::Graph g("convt_s" + std::to_string(stride));
+    auto x = f32_input(g, "x", Shape({1, 64, 16, 16}));
+    auto w = g.add_constant("w", tpu_test::random_tensor(Shape({64, 64, 3, 3}), 3, 0.1f));
+    g.add_output(g.add_node(OpType::ConvTranspose, "convt", {x, w},
+                            {{"strides", std::vector<int64_t>{stride, stride}}})[0]);
+    return g;
+  };
+  RunOutput s1 = tpu_test::run(graph(1), "tpu-emu:v4"), s2 = tpu_test::run(graph(2), "tpu-emu:v4");
+  ASSERT_EQ(s1.report.fallback_count(), 0);
+  ASSERT_EQ(s2.report.fallback_count(), 0);
+  EXPECT_GT(s2.report.cycles, 2 * s1.report.cycles);
+}
+
 TEST(TpuCoverage, ModIsNanIsInfAndTan) {
   ir::Graph g("misc");
   auto x = f32_input(g, "x", Shape({12}));
