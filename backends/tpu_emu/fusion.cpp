@@ -12,6 +12,7 @@ using models::tpu::VectorFunc;
 
 bool is_depthwise(const ir::Graph& g, const ir::Node& n) {
   if (n.op != OpType::Conv) return false;
+  if (g.value(n.inputs[0]).type.shape.rank() == 5) return false;  // grouped 3-D GEMMs instead
   int64_t group = n.attrs.get_int("group", 1);
   const ir::Shape& x = g.value(n.inputs[0]).type.shape;
   int64_t c = ir::is_channels_last(n) ? x.dim(-1) : x[1];
@@ -270,6 +271,8 @@ FusionPlan plan_fusion(const ir::Graph& g) {
     ir::ValueId cur = head.outputs[0];
     const ir::Shape& out = g.value(cur).type.shape;
     const bool conv = head.op == OpType::Conv || head.op == OpType::ConvTranspose;
+    // 3-D convs compute output slices in [N*OD, M, OH, OW] order: no residual in their epilogue.
+    const bool slices = head.op == OpType::Conv && out.rank() == 5;
     int channel_axis = conv ? (ir::is_channels_last(head) ? out.rank() - 1 : 1) : out.rank() - 1;
     int stage = 0;  // 0: head, 1: after BN, 2: after bias, 3: after residual, 4: after activation
     for (int j; stage < 4 && (j = next(cur)) >= 0 && plan.group_of[j] < 0;) {
@@ -281,7 +284,8 @@ FusionPlan plan_fusion(const ir::Graph& g) {
         stage = 1;
       } else if (stage < 2 && other >= 0 && is_bias_for(g, n.inputs[other], out, channel_axis)) {
         stage = 2;
-      } else if (stage < 3 && !depthwise && other >= 0 && !g.value(n.inputs[other]).constant &&
+      } else if (stage < 3 && !depthwise && !slices && other >= 0 &&
+                 !g.value(n.inputs[other]).constant &&
                  !(head.op == OpType::Gemm && head.has_input(2)) &&  // C may be the residual
                  g.value(n.inputs[other]).type == g.value(cur).type && n.inputs[0] != n.inputs[1]) {
         stage = 3;

@@ -36,7 +36,9 @@ struct Lowered {
   std::vector<float> residual_data;  // constant residual [M, N] (Gemm's C broadcast, x beta)
   bool w_constant = true;
   std::string name;
-  int32_t a_scratch = -1;  // ConvTranspose: the scratch input the GEMM reads instead
+  int32_t a_scratch = -1;  // ConvTranspose/Conv3d: the scratch input the GEMM reads instead
+  int32_t y_scratch = -1;  // Conv3d: the GEMM's output before it moves to the node's
+  ir::WindowGeometry geometry;
 };
 
 std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
@@ -111,6 +113,55 @@ void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Low
         const float* src = &raw[(grp * cg + ci) * mg * kvol + (kvol - 1 - p)];
         for (int64_t o = 0; o < mg; ++o) row[o] = src[o * kvol];
       }
+  if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
+}
+
+// Conv with 3 spatial dims as one 2-D implicit GEMM: the input unfolded over depth into N*OD
+// images of KD*C channels (lower_copy.cpp), so that K = kd*kh*kw*C/groups and M = n*od*oh*ow are
+// the 3-D conv's own and the weights load once for every output slice; the output then moves from
+// [N*OD, M, OH, OW] to NCDHW. The unfolding costs a copy of the input KD/SD times over, where
+// XLA's emitter reads the needed planes in place.
+void lower_conv_3d(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  const ir::WindowGeometry& wg = L.geometry = ir::window_geometry(g, n);
+  const int64_t kd = wg.kernel[0], od = wg.out_size[0];
+  Window& w = L.d.conv;
+  w = Window{};  // 2-D windows over (H, W) of the N*OD unfolded images
+  w.n = wg.batch * od;
+  w.c = wg.in_channels * kd;
+  w.h = wg.in_size[1];
+  w.w = wg.in_size[2];
+  w.m = wg.out_channels;
+  w.oh = wg.out_size[1];
+  w.ow = wg.out_size[2];
+  w.kh = wg.kernel[1];
+  w.kw = wg.kernel[2];
+  w.sh = wg.strides[1];
+  w.sw = wg.strides[2];
+  w.ph = wg.pad_begin[1];
+  w.pw = wg.pad_begin[2];
+  w.dh = wg.dilations[1];
+  w.dw = wg.dilations[2];
+  w.groups = wg.group;
+  L.a_scratch = unfold_depth(c, n, c.tensor(n.inputs[0]), wg);
+  L.y_scratch = c.scratch(n.name + ".slices", {w.n, w.m, w.oh, w.ow});
+  L.d.a_view = GemmDesc::AView::conv;
+  L.d.batch = w.groups;
+  const int64_t cg = wg.in_channels / w.groups, ng = w.m / w.groups, khw = w.kh * w.kw;
+  L.d.m = w.n * w.oh * w.ow;
+  L.d.k = khw * kd * cg;
+  L.d.n = ng;
+  L.d.w_batch_stride = L.d.k * ng;
+  std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KD, KH, KW]
+  L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
+  // Row p * KD*Cg + t * Cg + ci of group grp's [K, N] matrix: tap (t, p) of input channel ci.
+  for (int64_t grp = 0; grp < w.groups; ++grp)
+    for (int64_t p = 0; p < khw; ++p)
+      for (int64_t t = 0; t < kd; ++t)
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          float* row = &L.w[(grp * L.d.k + (p * kd + t) * cg + ci) * ng];
+          const float* src = &raw[((grp * ng * cg + ci) * kd + t) * khw + p];
+          for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kd * khw];
+        }
   if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
 }
 
@@ -251,7 +302,9 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   const ir::Node& head = g.node(nodes.front());
   Lowered L;
   L.name = head.name;
-  if (head.op == OpType::Conv)
+  if (head.op == OpType::Conv && g.value(head.inputs[0]).type.shape.rank() == 5)
+    lower_conv_3d(c, g, head, L);
+  else if (head.op == OpType::Conv)
     lower_conv(g, head, L);
   else if (head.op == OpType::ConvTranspose)
     lower_conv_transpose(c, g, head, L);
@@ -307,7 +360,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
     scratch = broadcast_c(c, head, L);
     d.epi.residual = scratch;
   }
-  d.y = c.produce(L.out);
+  d.y = L.y_scratch >= 0 ? L.y_scratch : c.produce(L.out);
   d.epi.store = c.store_rounding(L.out);
   Kernel kernel;
   kernel.kind = KernelKind::gemm;
@@ -316,6 +369,10 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   MatmulTiler(c, head, d, kid, w_eb).run();
   if (scratch >= 0) c.release(scratch);
   if (L.a_scratch >= 0) c.release(L.a_scratch);
+  if (L.y_scratch >= 0) {
+    fold_depth(c, head, L.y_scratch, c.produce(L.out), L.geometry);
+    c.release(L.y_scratch);
+  }
 }
 
 }  // namespace mimic::backends::tpu_emu

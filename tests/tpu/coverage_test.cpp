@@ -271,6 +271,42 @@ TEST(TpuCoverage, ConvTransposeStridesCostTheZerosOfTheDilatedInput) {
   EXPECT_GT(s2.report.cycles, 2 * s1.report.cycles);
 }
 
+// 3-D convolutions as one 2-D GEMM over the depth-unfolded input: depth strides, padding and
+// dilation, groups (depthwise included), a fused BatchNormalization + Relu, and a residual Add
+// that stays a separate op (the GEMM's rows are output slices, not NCDHW).
+ir::Graph conv_3d_graph() {
+  ir::Graph g("conv_3d");
+  using V = std::vector<int64_t>;
+  auto x = f32_input(g, "x", Shape({2, 4, 6, 7, 5}));
+  auto conv = [&](const std::string& name, Shape w, ir::Attributes at, uint64_t seed) {
+    auto wv = g.add_constant(name + ".w", tpu_test::random_tensor(w, seed, 0.3f));
+    auto b = g.add_constant(name + ".b", tpu_test::random_tensor(Shape({w[0]}), seed + 1));
+    return g.add_node(OpType::Conv, name, {x, wv, b}, at)[0];
+  };
+  auto y =
+      conv("strided", Shape({6, 4, 3, 3, 2}),
+           {{"strides", V{2, 1, 2}}, {"pads", V{1, 1, 0, 2, 1, 1}}, {"dilations", V{2, 1, 1}}}, 30);
+  auto stat = [&](const std::string& name, float lo, uint64_t seed) {
+    ir::HostTensor t = tpu_test::random_tensor(Shape({6}), seed, 0.5f);
+    for (int64_t i = 0; i < 6; ++i) t.data<float>()[i] += lo;
+    return g.add_constant(name, std::move(t));
+  };
+  auto bn = g.add_node(
+      OpType::BatchNormalization, "bn",
+      {y, stat("gamma", 1, 40), stat("beta", 0, 41), stat("mean", 0, 42), stat("var", 1, 43)})[0];
+  g.add_output(g.add_node(OpType::Relu, "relu", {bn})[0]);
+  auto grouped = conv("grouped", Shape({6, 2, 2, 2, 2}), {{"group", int64_t{2}}}, 32);
+  auto plain = conv("plain", Shape({6, 4, 2, 2, 2}), {}, 34);
+  g.add_output(g.add_node(OpType::Add, "residual", {grouped, plain})[0]);
+  g.add_output(conv("depthwise", Shape({8, 1, 2, 3, 3}), {{"group", int64_t{4}}}, 36));
+  return g;
+}
+
+TEST(TpuCoverage, ThreeDimensionalConvolutionsRunOnTheMatrixUnits) {
+  expect_on_chip(conv_3d_graph(), 1e-5);
+  expect_on_chip(conv_3d_graph(), 0.05, {}, "default");  // bf16 operands, K <= 108
+}
+
 TEST(TpuCoverage, ModIsNanIsInfAndTan) {
   ir::Graph g("misc");
   auto x = f32_input(g, "x", Shape({12}));
