@@ -22,7 +22,7 @@ bool constant_f32(const ir::Graph& g, const ir::Node& n, int i) {
   return v.constant && v.constant->dtype() == ir::DType::f32;
 }
 
-// 1-D (run as 2-D ones) and 2-D windows; 3-D pools stay on the cpu for now.
+// 1-D (run as 2-D ones) and 2-D windows.
 bool window_2d(const ir::Graph& g, const ir::Node& n) {
   int rank = g.value(n.inputs[0]).type.shape.rank();
   return rank == 3 || rank == 4;
@@ -189,8 +189,9 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::LogSoftmax:
       return true;
     case OpType::MaxPool:
-    case OpType::AveragePool:
-      return n.outputs.size() == 1 && window_2d(g, n);
+    case OpType::AveragePool:  // 3-D ones as two 2-D passes (lower_vector.cpp)
+      return n.outputs.size() == 1 &&
+             (window_2d(g, n) || (window_3d(g, n) && !ir::is_channels_last(n)));
     case OpType::GlobalAveragePool:
     case OpType::GlobalMaxPool:
       return g.value(n.inputs[0]).type.shape.rank() >= 3;

@@ -307,6 +307,36 @@ TEST(TpuCoverage, ThreeDimensionalConvolutionsRunOnTheMatrixUnits) {
   expect_on_chip(conv_3d_graph(), 0.05, {}, "default");  // bf16 operands, K <= 108
 }
 
+// 3-D pools as an (H, W) pass then a depth pass: strides, pads, dilations, ceil_mode and both
+// count_include_pad settings.
+ir::Graph pool_3d_graph() {
+  ir::Graph g("pool_3d");
+  using V = std::vector<int64_t>;
+  auto x = f32_input(g, "x", Shape({2, 3, 7, 8, 9}));
+  g.add_output(g.add_node(OpType::MaxPool, "max", {x},
+                          {{"kernel_shape", V{3, 2, 3}},
+                           {"strides", V{2, 1, 2}},
+                           {"pads", V{1, 0, 1, 1, 1, 0}},
+                           {"dilations", V{1, 2, 1}},
+                           {"ceil_mode", int64_t{1}}})[0]);
+  g.add_output(g.add_node(OpType::AveragePool, "avg_exclude", {x},
+                          {{"kernel_shape", V{2, 3, 3}},
+                           {"strides", V{2, 2, 2}},
+                           {"pads", V{1, 1, 1, 1, 1, 1}},
+                           {"ceil_mode", int64_t{1}}})[0]);
+  g.add_output(g.add_node(OpType::AveragePool, "avg_include", {x},
+                          {{"kernel_shape", V{3, 3, 2}},
+                           {"strides", V{1, 2, 2}},
+                           {"pads", V{1, 1, 0, 1, 0, 1}},
+                           {"count_include_pad", int64_t{1}}})[0]);
+  return g;
+}
+
+TEST(TpuCoverage, ThreeDimensionalPoolsRunOnTheVectorUnit) {
+  expect_on_chip(pool_3d_graph(), 1e-5);
+  expect_on_chip(pool_3d_graph(), 0.01, {}, "default");  // outputs stored in f32 or bf16
+}
+
 TEST(TpuCoverage, ModIsNanIsInfAndTan) {
   ir::Graph g("misc");
   auto x = f32_input(g, "x", Shape({12}));
