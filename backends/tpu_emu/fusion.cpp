@@ -278,7 +278,8 @@ FusionPlan plan_fusion(const ir::Graph& g) {
     for (int j; stage < 4 && (j = next(cur)) >= 0 && plan.group_of[j] < 0;) {
       const ir::Node& n = g.node(j);
       int other = n.op == OpType::Add ? (n.inputs[0] == cur ? 1 : 0) : -1;
-      if (stage < 1 && conv && n.op == OpType::BatchNormalization && n.inputs[0] == cur &&
+      if (stage < 1 && conv && g.value(head.inputs[1]).constant &&  // folds into constant weights
+          n.op == OpType::BatchNormalization && n.inputs[0] == cur &&
           all_constant_inputs(g, n, 1) && ir::is_channels_last(n) == ir::is_channels_last(head) &&
           n.outputs.size() == 1) {
         stage = 1;

@@ -104,6 +104,13 @@ int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in,
   return y;
 }
 
+int32_t relayout(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& strides, int64_t offset) {
+  int32_t y = c.scratch(n.name + ".relaid", dims);
+  if (numel(dims) > 0) copy_kernel(c, n, x, y, dims, strides, offset, contiguous(dims), 0, false);
+  return y;
+}
+
 int32_t unfold_depth(Context& c, const ir::Node& n, int32_t x, const ir::WindowGeometry& wg) {
   const int64_t batch = wg.batch, ch = wg.in_channels, depth = wg.in_size[0];
   const int64_t hw = wg.in_size[1] * wg.in_size[2], od = wg.out_size[0], kd = wg.kernel[0];

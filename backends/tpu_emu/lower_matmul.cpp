@@ -35,6 +35,7 @@ struct Lowered {
   float beta = 1;
   std::vector<float> residual_data;  // constant residual [M, N] (Gemm's C broadcast, x beta)
   bool w_constant = true;
+  int32_t w_tensor = -1;  // runtime conv weights relaid as [batch][K][N] (scratch)
   std::string name;
   int32_t a_scratch = -1;  // ConvTranspose/Conv3d: the scratch input the GEMM reads instead
   int32_t y_scratch = -1;  // Conv3d: the GEMM's output before it moves to the node's
@@ -48,7 +49,15 @@ std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
   return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
 }
 
-void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
+// Runtime conv weights: a strided copy (dims, element strides and offset into the weight tensor)
+// relays them as the GEMM's [batch][K][N] matrices each run, as constants are at compile time.
+void runtime_weights(Context& c, const ir::Node& n, Lowered& L, const std::vector<int64_t>& dims,
+                     const std::vector<int64_t>& strides, int64_t offset) {
+  L.w_constant = false;
+  L.w_tensor = relayout(c, n, c.tensor(n.inputs[1]), dims, strides, offset);
+}
+
+void lower_conv(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
   ir::WindowGeometry wg = ir::window_geometry(g, n);
   Window& w = L.d.conv;
   w = window_2d(wg, false);
@@ -59,16 +68,20 @@ void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
   L.d.k = kvol * cg;
   L.d.n = ng;
   L.d.w_batch_stride = L.d.k * ng;                           // one [K, N] weight matrix per group
-  std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KH, KW]
-  L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
-  // Written in order (rows of the [K, N] matrix), read strided: scattered writes cost more.
-  for (int64_t grp = 0; grp < w.groups; ++grp)
-    for (int64_t p = 0; p < kvol; ++p)
-      for (int64_t c = 0; c < cg; ++c) {
-        float* row = &L.w[(grp * L.d.k + p * cg + c) * ng];
-        const float* src = &raw[(grp * ng * cg + c) * kvol + p];
-        for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kvol];
-      }
+  if (!g.value(n.inputs[1]).constant) {
+    runtime_weights(c, n, L, {w.groups, kvol, cg, ng}, {ng * cg * kvol, 1, kvol, cg * kvol}, 0);
+  } else {
+    std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KH, KW]
+    L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
+    // Written in order (rows of the [K, N] matrix), read strided: scattered writes cost more.
+    for (int64_t grp = 0; grp < w.groups; ++grp)
+      for (int64_t p = 0; p < kvol; ++p)
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          float* row = &L.w[(grp * L.d.k + p * cg + ci) * ng];
+          const float* src = &raw[(grp * ng * cg + ci) * kvol + p];
+          for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kvol];
+        }
+  }
   if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
 }
 
@@ -103,16 +116,21 @@ void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Low
   L.d.k = kvol * cg;
   L.d.n = mg;
   L.d.w_batch_stride = L.d.k * mg;
-  std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [C, Mg, KH, KW]
-  L.w.assign(static_cast<size_t>(w.groups * L.d.k * mg), 0.0f);
-  // Row p * Cg + c of group grp's [K, N] matrix: the flipped tap (kvol - 1 - p) of input channel c.
-  for (int64_t grp = 0; grp < w.groups; ++grp)
-    for (int64_t p = 0; p < kvol; ++p)
-      for (int64_t ci = 0; ci < cg; ++ci) {
-        float* row = &L.w[(grp * L.d.k + p * cg + ci) * mg];
-        const float* src = &raw[(grp * cg + ci) * mg * kvol + (kvol - 1 - p)];
-        for (int64_t o = 0; o < mg; ++o) row[o] = src[o * kvol];
-      }
+  if (!g.value(n.inputs[1]).constant) {
+    runtime_weights(c, n, L, {w.groups, kvol, cg, mg}, {cg * mg * kvol, -1, mg * kvol, kvol},
+                    kvol - 1);
+  } else {
+    std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [C, Mg, KH, KW]
+    L.w.assign(static_cast<size_t>(w.groups * L.d.k * mg), 0.0f);
+    // Row p * Cg + ci of group grp's [K, N] matrix: flipped tap kvol - 1 - p of input channel ci.
+    for (int64_t grp = 0; grp < w.groups; ++grp)
+      for (int64_t p = 0; p < kvol; ++p)
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          float* row = &L.w[(grp * L.d.k + p * cg + ci) * mg];
+          const float* src = &raw[(grp * cg + ci) * mg * kvol + (kvol - 1 - p)];
+          for (int64_t o = 0; o < mg; ++o) row[o] = src[o * kvol];
+        }
+  }
   if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
 }
 
@@ -151,17 +169,22 @@ void lower_conv_3d(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L
   L.d.k = khw * kd * cg;
   L.d.n = ng;
   L.d.w_batch_stride = L.d.k * ng;
-  std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KD, KH, KW]
-  L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
-  // Row p * KD*Cg + t * Cg + ci of group grp's [K, N] matrix: tap (t, p) of input channel ci.
-  for (int64_t grp = 0; grp < w.groups; ++grp)
-    for (int64_t p = 0; p < khw; ++p)
-      for (int64_t t = 0; t < kd; ++t)
-        for (int64_t ci = 0; ci < cg; ++ci) {
-          float* row = &L.w[(grp * L.d.k + (p * kd + t) * cg + ci) * ng];
-          const float* src = &raw[((grp * ng * cg + ci) * kd + t) * khw + p];
-          for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kd * khw];
-        }
+  if (!g.value(n.inputs[1]).constant) {
+    runtime_weights(c, n, L, {w.groups, khw, kd, cg, ng},
+                    {ng * cg * kd * khw, 1, khw, kd * khw, cg * kd * khw}, 0);
+  } else {
+    std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KD, KH, KW]
+    L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
+    // Row p * KD*Cg + t * Cg + ci of group grp's [K, N] matrix: tap (t, p) of input channel ci.
+    for (int64_t grp = 0; grp < w.groups; ++grp)
+      for (int64_t p = 0; p < khw; ++p)
+        for (int64_t t = 0; t < kd; ++t)
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            float* row = &L.w[(grp * L.d.k + (p * kd + t) * cg + ci) * ng];
+            const float* src = &raw[((grp * ng * cg + ci) * kd + t) * khw + p];
+            for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kd * khw];
+          }
+  }
   if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
 }
 
@@ -305,7 +328,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   if (head.op == OpType::Conv && g.value(head.inputs[0]).type.shape.rank() == 5)
     lower_conv_3d(c, g, head, L);
   else if (head.op == OpType::Conv)
-    lower_conv(g, head, L);
+    lower_conv(c, g, head, L);
   else if (head.op == OpType::ConvTranspose)
     lower_conv_transpose(c, g, head, L);
   else if (head.op == OpType::MatMul)
@@ -345,7 +368,8 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   const int64_t w_eb = d.on_vpu ? 4 : spec.matrix_element_bytes() * parts;
   d.w = L.w_constant
             ? c.add_constant(L.name + ".weights", {d.batch, d.k, d.n}, std::move(L.w), w_eb)
-            : c.tensor(L.w_value);
+        : L.w_tensor >= 0 ? L.w_tensor
+                          : c.tensor(L.w_value);
   if (!L.bias.empty()) {
     int64_t count = static_cast<int64_t>(L.bias.size());
     d.epi.bias = c.add_constant(L.name + ".bias", {count}, std::move(L.bias), 4);
@@ -369,6 +393,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   MatmulTiler(c, head, d, kid, w_eb).run();
   if (scratch >= 0) c.release(scratch);
   if (L.a_scratch >= 0) c.release(L.a_scratch);
+  if (L.w_tensor >= 0) c.release(L.w_tensor);
   if (L.y_scratch >= 0) {
     fold_depth(c, head, L.y_scratch, c.produce(L.out), L.geometry);
     c.release(L.y_scratch);

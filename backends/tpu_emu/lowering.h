@@ -112,6 +112,10 @@ void lower_copy_node(Context& c, const ir::Node& n);
 // a fill kernel, then one strided copy. Returns the scratch tensor; release() it after its reader.
 int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const models::tpu::Window& in,
                      int64_t hs, int64_t ws);
+// A strided copy of tensor x (dims, element strides and offset into x) into a contiguous scratch
+// tensor of those dims; release() it after its reader.
+int32_t relayout(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& strides, int64_t offset);
 // Conv's 3-D input x [N, C, D, H, W] unfolded over depth into 2-D images [N*OD, C*KD, H, W]:
 // image (n, od), channel g*KD*Cg + kd*Cg + c (group g) holds depth plane od*sd - pd + kd*dd of
 // input channel g*Cg + c, zero in the padding. A fill when any plane falls in the padding, then

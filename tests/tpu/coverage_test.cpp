@@ -307,6 +307,43 @@ TEST(TpuCoverage, ThreeDimensionalConvolutionsRunOnTheMatrixUnits) {
   expect_on_chip(conv_3d_graph(), 0.05, {}, "default");  // bf16 operands, K <= 108
 }
 
+// Runtime weights (graph inputs) relaid as the GEMM's matrices by a copy kernel every run, for
+// Conv (2-D, with a BatchNormalization that cannot fold into them), ConvTranspose (flipped:
+// negative strides) and 3-D Conv, grouped.
+ir::Graph runtime_weights_graph() {
+  ir::Graph g("runtime_weights");
+  using V = std::vector<int64_t>;
+  auto x = f32_input(g, "x", Shape({2, 4, 6, 5}));
+  auto bias = [&](int64_t n, uint64_t seed) {
+    return g.add_constant("b" + std::to_string(seed), tpu_test::random_tensor(Shape({n}), seed));
+  };
+  auto w = f32_input(g, "w", Shape({6, 2, 3, 2}));
+  auto y = g.add_node(OpType::Conv, "conv", {x, w, bias(6, 50)},
+                      {{"group", int64_t{2}}, {"pads", V{1, 0, 1, 1}}, {"strides", V{1, 2}}})[0];
+  auto stat = [&](const std::string& name, float lo, uint64_t seed) {
+    ir::HostTensor t = tpu_test::random_tensor(Shape({6}), seed, 0.5f);
+    for (int64_t i = 0; i < 6; ++i) t.data<float>()[i] += lo;
+    return g.add_constant(name, std::move(t));
+  };
+  g.add_output(g.add_node(
+      OpType::BatchNormalization, "bn",
+      {y, stat("gamma", 1, 51), stat("beta", 0, 52), stat("mean", 0, 53), stat("var", 1, 54)})[0]);
+  auto wt = f32_input(g, "wt", Shape({4, 3, 3, 2}));
+  g.add_output(
+      g.add_node(OpType::ConvTranspose, "convt", {x, wt, bias(6, 55)},
+                 {{"group", int64_t{2}}, {"strides", V{2, 2}}, {"pads", V{1, 0, 0, 1}}})[0]);
+  auto x3 = f32_input(g, "x3", Shape({1, 4, 5, 4, 6}));
+  auto w3 = f32_input(g, "w3", Shape({4, 2, 2, 3, 2}));
+  g.add_output(g.add_node(OpType::Conv, "conv3d", {x3, w3},
+                          {{"group", int64_t{2}}, {"pads", V{1, 1, 0, 0, 1, 1}}})[0]);
+  return g;
+}
+
+TEST(TpuCoverage, ConvolutionsWithRuntimeWeightsRelayThemOnTheChip) {
+  expect_on_chip(runtime_weights_graph(), 1e-5);
+  expect_on_chip(runtime_weights_graph(), 0.05, {}, "default");
+}
+
 // 3-D pools as an (H, W) pass then a depth pass: strides, pads, dilations, ceil_mode and both
 // count_include_pad settings.
 ir::Graph pool_3d_graph() {
