@@ -12,6 +12,7 @@ using models::tpu::VectorFunc;
 
 bool is_depthwise(const ir::Graph& g, const ir::Node& n) {
   if (n.op != OpType::Conv) return false;
+  if (g.value(n.inputs[0]).type.shape.rank() == 5) return false;  // grouped 3-D GEMMs instead
   int64_t group = n.attrs.get_int("group", 1);
   const ir::Shape& x = g.value(n.inputs[0]).type.shape;
   int64_t c = ir::is_channels_last(n) ? x.dim(-1) : x[1];
@@ -19,7 +20,7 @@ bool is_depthwise(const ir::Graph& g, const ir::Node& n) {
 }
 
 bool is_fusion_head(const ir::Graph& g, const ir::Node& n) {
-  if (n.op == OpType::MatMul || n.op == OpType::Gemm) return true;
+  if (n.op == OpType::MatMul || n.op == OpType::Gemm || n.op == OpType::ConvTranspose) return true;
   return n.op == OpType::Conv && !is_depthwise(g, n);
 }
 
@@ -269,19 +270,23 @@ FusionPlan plan_fusion(const ir::Graph& g) {
     std::vector<int> group{i};
     ir::ValueId cur = head.outputs[0];
     const ir::Shape& out = g.value(cur).type.shape;
-    int channel_axis = head.op == OpType::Conv ? (ir::is_channels_last(head) ? out.rank() - 1 : 1)
-                                               : out.rank() - 1;
+    const bool conv = head.op == OpType::Conv || head.op == OpType::ConvTranspose;
+    // 3-D convs compute output slices in [N*OD, M, OH, OW] order: no residual in their epilogue.
+    const bool slices = head.op == OpType::Conv && out.rank() == 5;
+    int channel_axis = conv ? (ir::is_channels_last(head) ? out.rank() - 1 : 1) : out.rank() - 1;
     int stage = 0;  // 0: head, 1: after BN, 2: after bias, 3: after residual, 4: after activation
     for (int j; stage < 4 && (j = next(cur)) >= 0 && plan.group_of[j] < 0;) {
       const ir::Node& n = g.node(j);
       int other = n.op == OpType::Add ? (n.inputs[0] == cur ? 1 : 0) : -1;
-      if (stage < 1 && head.op == OpType::Conv && n.op == OpType::BatchNormalization &&
-          n.inputs[0] == cur && all_constant_inputs(g, n, 1) &&
-          ir::is_channels_last(n) == ir::is_channels_last(head) && n.outputs.size() == 1) {
+      if (stage < 1 && conv && g.value(head.inputs[1]).constant &&  // folds into constant weights
+          n.op == OpType::BatchNormalization && n.inputs[0] == cur &&
+          all_constant_inputs(g, n, 1) && ir::is_channels_last(n) == ir::is_channels_last(head) &&
+          n.outputs.size() == 1) {
         stage = 1;
       } else if (stage < 2 && other >= 0 && is_bias_for(g, n.inputs[other], out, channel_axis)) {
         stage = 2;
-      } else if (stage < 3 && !depthwise && other >= 0 && !g.value(n.inputs[other]).constant &&
+      } else if (stage < 3 && !depthwise && !slices && other >= 0 &&
+                 !g.value(n.inputs[other]).constant &&
                  !(head.op == OpType::Gemm && head.has_input(2)) &&  // C may be the residual
                  g.value(n.inputs[other]).type == g.value(cur).type && n.inputs[0] != n.inputs[1]) {
         stage = 3;

@@ -1,9 +1,11 @@
 // Lowering of data-movement ops as strided copies: Transpose (through the vector unit's transpose
 // path when the minor dimension moves), Concat, Slice, Split, Pad (fill, then copy into the
-// interior) and Expand (zero strides). Copies that keep the minor dimension are single DMAs
-// between the tensors' home memories (DMA engines take strided descriptors).
+// interior), Expand (zero strides), ConvTranspose's dilated input and Conv3d's depth unfolding.
+// Copies that keep the minor dimension are single DMAs between the tensors' home memories (DMA
+// engines take strided descriptors).
 #include <fmt/format.h>
 #include <algorithm>
+#include <utility>
 
 #include "backends/tpu_emu/layout.h"
 #include "backends/tpu_emu/lowering.h"
@@ -76,7 +78,73 @@ void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
   emit_vector_kernel(c, n, kid, t);
 }
 
+// Input indices [first, last) that land inside [0, size) at position i * stride + offset.
+std::pair<int64_t, int64_t> landing_range(int64_t in, int64_t stride, int64_t offset,
+                                          int64_t size) {
+  int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  int64_t last = size - 1 - offset < 0 ? 0 : std::min(in, (size - 1 - offset) / stride + 1);
+  return {first, std::max(first, last)};
+}
+
 }  // namespace
+
+int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in, int64_t hs,
+                     int64_t ws) {
+  const std::vector<int64_t> dims{in.n, in.c, hs, ws}, os = contiguous(dims);
+  int32_t y = c.scratch(n.name + ".dilated", dims);
+  copy_kernel(c, n, -1, y, dims, {}, 0, os, 0, false, 0.0f);
+  auto [h0, h1] = landing_range(in.h, in.sh, in.ph, hs);
+  auto [w0, w1] = landing_range(in.w, in.sw, in.pw, ws);
+  if (h1 > h0 && w1 > w0 && in.n * in.c > 0) {
+    const std::vector<int64_t> xs = contiguous({in.n, in.c, in.h, in.w});
+    copy_kernel(c, n, x, y, {in.n, in.c, h1 - h0, w1 - w0}, xs, h0 * in.w + w0,
+                {os[0], os[1], in.sh * ws, in.sw}, (h0 * in.sh + in.ph) * ws + w0 * in.sw + in.pw,
+                false);
+  }
+  return y;
+}
+
+int32_t relayout(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& strides, int64_t offset) {
+  int32_t y = c.scratch(n.name + ".relaid", dims);
+  if (numel(dims) > 0) copy_kernel(c, n, x, y, dims, strides, offset, contiguous(dims), 0, false);
+  return y;
+}
+
+int32_t unfold_depth(Context& c, const ir::Node& n, int32_t x, const ir::WindowGeometry& wg) {
+  const int64_t batch = wg.batch, ch = wg.in_channels, depth = wg.in_size[0];
+  const int64_t hw = wg.in_size[1] * wg.in_size[2], od = wg.out_size[0], kd = wg.kernel[0];
+  const int64_t s = wg.strides[0], pad = wg.pad_begin[0], dil = wg.dilations[0];
+  const int64_t groups = wg.group, cg = ch / groups;
+  const std::vector<int64_t> dims{batch * od, ch * kd, wg.in_size[1], wg.in_size[2]};
+  int32_t y = c.scratch(n.name + ".planes", dims);
+  // Output slices [first, last) of tap k whose input plane od * s - pad + k * dil is inside.
+  std::vector<std::pair<int64_t, int64_t>> range(kd);
+  bool padded = false;
+  for (int64_t k = 0; k < kd; ++k) {
+    range[k] = landing_range(od, s, k * dil - pad, depth);
+    padded = padded || range[k].first > 0 || range[k].second < od;
+  }
+  if (padded) copy_kernel(c, n, -1, y, dims, {}, 0, contiguous(dims), 0, false, 0.0f);
+  const int64_t plane = ch * kd * hw;  // one output slice's image
+  for (int64_t k = 0; k < kd; ++k) {
+    auto [o0, o1] = range[k];
+    if (o1 <= o0 || batch * ch * hw == 0) continue;
+    copy_kernel(c, n, x, y, {batch, o1 - o0, groups, cg, hw},
+                {ch * depth * hw, s * hw, cg * depth * hw, depth * hw, 1},
+                (o0 * s - pad + k * dil) * hw, {od * plane, plane, kd * cg * hw, hw, 1},
+                o0 * plane + k * cg * hw, false);
+  }
+  return y;
+}
+
+void fold_depth(Context& c, const ir::Node& n, int32_t src, int32_t dst,
+                const ir::WindowGeometry& wg) {
+  const int64_t m = wg.out_channels, od = wg.out_size[0], ohw = wg.out_size[1] * wg.out_size[2];
+  const std::vector<int64_t> dims{wg.batch, m, od, ohw};
+  if (wg.batch * m * od * ohw == 0) return;
+  copy_kernel(c, n, src, dst, dims, {od * m * ohw, ohw, m * ohw, 1}, 0, contiguous(dims), 0, false);
+}
 
 void lower_copy_node(Context& c, const ir::Node& n) {
   const ir::Graph& g = c.g;

@@ -1,13 +1,13 @@
-// Lowering of Conv (implicit GEMM: M = n*oh*ow, K = kh*kw*c/groups, N = out channels/groups,
-// one GEMM per group), MatMul (batched when B is not a constant matrix) and Gemm, with their fused
-// followers (fusion.h): BatchNormalization folds into the weights and bias, bias/residual/
-// activation become the epilogue. Weights are stored as [batch][K][N] in bf16 parts (one per
-// matrix pass) or int8. MatmulTiler then tiles and emits it. Per tile: DMA the input rows (conv:
-// the input image rows the window needs, halo included), relayout NCHW tiles to channels-minor on
-// the vector unit, one matmul per matrix unit over the whole K range, the epilogue on the vector
-// unit, DMA the output tile out. Weights are staged in on-chip memory once per kernel when they
-// fit (v2+), else every fold's tile streams from off-chip memory through the weight FIFO (always
-// on v1/edge, as TPUv1 does).
+// Lowering of Conv and ConvTranspose (implicit GEMM: M = n*oh*ow, K = kh*kw*c/groups, N = out
+// channels/groups, one GEMM per group), MatMul (batched when B is not a constant matrix) and Gemm,
+// with their fused followers (fusion.h): BatchNormalization folds into the weights and bias,
+// bias/residual/activation become the epilogue. Weights are stored as [batch][K][N] in bf16 parts
+// (one per matrix pass) or int8. MatmulTiler then tiles and emits it. Per tile: DMA the input rows
+// (conv: the input image rows the window needs, halo included), relayout NCHW tiles to
+// channels-minor on the vector unit, one matmul per matrix unit over the whole K range, the
+// epilogue on the vector unit, DMA the output tile out. Weights are staged in on-chip memory once
+// per kernel when they fit (v2+), else every fold's tile streams from off-chip memory through the
+// weight FIFO (always on v1/edge, as TPUv1 does).
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
@@ -35,7 +35,11 @@ struct Lowered {
   float beta = 1;
   std::vector<float> residual_data;  // constant residual [M, N] (Gemm's C broadcast, x beta)
   bool w_constant = true;
+  int32_t w_tensor = -1;  // runtime conv weights relaid as [batch][K][N] (scratch)
   std::string name;
+  int32_t a_scratch = -1;  // ConvTranspose/Conv3d: the scratch input the GEMM reads instead
+  int32_t y_scratch = -1;  // Conv3d: the GEMM's output before it moves to the node's
+  ir::WindowGeometry geometry;
 };
 
 std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
@@ -45,7 +49,15 @@ std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
   return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
 }
 
-void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
+// Runtime conv weights: a strided copy (dims, element strides and offset into the weight tensor)
+// relays them as the GEMM's [batch][K][N] matrices each run, as constants are at compile time.
+void runtime_weights(Context& c, const ir::Node& n, Lowered& L, const std::vector<int64_t>& dims,
+                     const std::vector<int64_t>& strides, int64_t offset) {
+  L.w_constant = false;
+  L.w_tensor = relayout(c, n, c.tensor(n.inputs[1]), dims, strides, offset);
+}
+
+void lower_conv(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
   ir::WindowGeometry wg = ir::window_geometry(g, n);
   Window& w = L.d.conv;
   w = window_2d(wg, false);
@@ -56,16 +68,123 @@ void lower_conv(const ir::Graph& g, const ir::Node& n, Lowered& L) {
   L.d.k = kvol * cg;
   L.d.n = ng;
   L.d.w_batch_stride = L.d.k * ng;                           // one [K, N] weight matrix per group
-  std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KH, KW]
-  L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
-  // Written in order (rows of the [K, N] matrix), read strided: scattered writes cost more.
-  for (int64_t grp = 0; grp < w.groups; ++grp)
-    for (int64_t p = 0; p < kvol; ++p)
-      for (int64_t c = 0; c < cg; ++c) {
-        float* row = &L.w[(grp * L.d.k + p * cg + c) * ng];
-        const float* src = &raw[(grp * ng * cg + c) * kvol + p];
-        for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kvol];
-      }
+  if (!g.value(n.inputs[1]).constant) {
+    runtime_weights(c, n, L, {w.groups, kvol, cg, ng}, {ng * cg * kvol, 1, kvol, cg * kvol}, 0);
+  } else {
+    std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KH, KW]
+    L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
+    // Written in order (rows of the [K, N] matrix), read strided: scattered writes cost more.
+    for (int64_t grp = 0; grp < w.groups; ++grp)
+      for (int64_t p = 0; p < kvol; ++p)
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          float* row = &L.w[(grp * L.d.k + p * cg + ci) * ng];
+          const float* src = &raw[(grp * ng * cg + ci) * kvol + p];
+          for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kvol];
+        }
+  }
+  if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
+}
+
+// ConvTranspose as XLA lowers it: a stride-1 convolution, with the kernel flipped and its in/out
+// channels swapped, over the input dilated by the strides (lhs_dilation) and padded by
+// dilation * (k - 1) - pad (output_padding and output_shape at the end). With unit strides the
+// padding is the window's own (no copy); otherwise the dilated input is materialized in a scratch
+// tensor (zeros included) and the matrix units stream its zeros like any other input.
+void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  ir::WindowGeometry wg = ir::window_geometry(g, n);
+  const Window t = window_2d(wg, false);  // input, output, kernel, strides, dilations, pad_begin
+  Window& w = L.d.conv;
+  w = t;
+  const int64_t ph = (t.kh - 1) * t.dh - t.ph, pw = (t.kw - 1) * t.dw - t.pw;
+  w.sh = w.sw = 1;
+  if (t.sh == 1 && t.sw == 1 && ph >= 0 && pw >= 0) {
+    w.ph = ph;
+    w.pw = pw;
+  } else {
+    w.h = t.oh + (t.kh - 1) * t.dh;
+    w.w = t.ow + (t.kw - 1) * t.dw;
+    w.ph = w.pw = 0;
+    Window in = t;
+    in.ph = ph;
+    in.pw = pw;
+    L.a_scratch = dilate_input(c, n, c.tensor(n.inputs[0]), in, w.h, w.w);
+  }
+  L.d.a_view = GemmDesc::AView::conv;
+  L.d.batch = w.groups;
+  const int64_t cg = w.c / w.groups, mg = w.m / w.groups, kvol = w.kh * w.kw;
+  L.d.m = w.n * w.oh * w.ow;
+  L.d.k = kvol * cg;
+  L.d.n = mg;
+  L.d.w_batch_stride = L.d.k * mg;
+  if (!g.value(n.inputs[1]).constant) {
+    runtime_weights(c, n, L, {w.groups, kvol, cg, mg}, {cg * mg * kvol, -1, mg * kvol, kvol},
+                    kvol - 1);
+  } else {
+    std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [C, Mg, KH, KW]
+    L.w.assign(static_cast<size_t>(w.groups * L.d.k * mg), 0.0f);
+    // Row p * Cg + ci of group grp's [K, N] matrix: flipped tap kvol - 1 - p of input channel ci.
+    for (int64_t grp = 0; grp < w.groups; ++grp)
+      for (int64_t p = 0; p < kvol; ++p)
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          float* row = &L.w[(grp * L.d.k + p * cg + ci) * mg];
+          const float* src = &raw[(grp * cg + ci) * mg * kvol + (kvol - 1 - p)];
+          for (int64_t o = 0; o < mg; ++o) row[o] = src[o * kvol];
+        }
+  }
+  if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
+}
+
+// Conv with 3 spatial dims as one 2-D implicit GEMM: the input unfolded over depth into N*OD
+// images of KD*C channels (lower_copy.cpp), so that K = kd*kh*kw*C/groups and M = n*od*oh*ow are
+// the 3-D conv's own and the weights load once for every output slice; the output then moves from
+// [N*OD, M, OH, OW] to NCDHW. The unfolding costs a copy of the input KD/SD times over, where
+// XLA's emitter reads the needed planes in place.
+void lower_conv_3d(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  const ir::WindowGeometry& wg = L.geometry = ir::window_geometry(g, n);
+  const int64_t kd = wg.kernel[0], od = wg.out_size[0];
+  Window& w = L.d.conv;
+  w = Window{};  // 2-D windows over (H, W) of the N*OD unfolded images
+  w.n = wg.batch * od;
+  w.c = wg.in_channels * kd;
+  w.h = wg.in_size[1];
+  w.w = wg.in_size[2];
+  w.m = wg.out_channels;
+  w.oh = wg.out_size[1];
+  w.ow = wg.out_size[2];
+  w.kh = wg.kernel[1];
+  w.kw = wg.kernel[2];
+  w.sh = wg.strides[1];
+  w.sw = wg.strides[2];
+  w.ph = wg.pad_begin[1];
+  w.pw = wg.pad_begin[2];
+  w.dh = wg.dilations[1];
+  w.dw = wg.dilations[2];
+  w.groups = wg.group;
+  L.a_scratch = unfold_depth(c, n, c.tensor(n.inputs[0]), wg);
+  L.y_scratch = c.scratch(n.name + ".slices", {w.n, w.m, w.oh, w.ow});
+  L.d.a_view = GemmDesc::AView::conv;
+  L.d.batch = w.groups;
+  const int64_t cg = wg.in_channels / w.groups, ng = w.m / w.groups, khw = w.kh * w.kw;
+  L.d.m = w.n * w.oh * w.ow;
+  L.d.k = khw * kd * cg;
+  L.d.n = ng;
+  L.d.w_batch_stride = L.d.k * ng;
+  if (!g.value(n.inputs[1]).constant) {
+    runtime_weights(c, n, L, {w.groups, khw, kd, cg, ng},
+                    {ng * cg * kd * khw, 1, khw, kd * khw, cg * kd * khw}, 0);
+  } else {
+    std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KD, KH, KW]
+    L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
+    // Row p * KD*Cg + t * Cg + ci of group grp's [K, N] matrix: tap (t, p) of input channel ci.
+    for (int64_t grp = 0; grp < w.groups; ++grp)
+      for (int64_t p = 0; p < khw; ++p)
+        for (int64_t t = 0; t < kd; ++t)
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            float* row = &L.w[(grp * L.d.k + (p * kd + t) * cg + ci) * ng];
+            const float* src = &raw[((grp * ng * cg + ci) * kd + t) * khw + p];
+            for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kd * khw];
+          }
+  }
   if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
 }
 
@@ -206,8 +325,12 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   const ir::Node& head = g.node(nodes.front());
   Lowered L;
   L.name = head.name;
-  if (head.op == OpType::Conv)
-    lower_conv(g, head, L);
+  if (head.op == OpType::Conv && g.value(head.inputs[0]).type.shape.rank() == 5)
+    lower_conv_3d(c, g, head, L);
+  else if (head.op == OpType::Conv)
+    lower_conv(c, g, head, L);
+  else if (head.op == OpType::ConvTranspose)
+    lower_conv_transpose(c, g, head, L);
   else if (head.op == OpType::MatMul)
     lower_matmul_node(g, head, L);
   else
@@ -240,12 +363,13 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   d.on_vpu =
       !conv && (d.m == 1 || d.n == 1) && d.batch == 1 &&
       static_cast<uint64_t>(tiled_elements(d.k, d.n, spec.vpu) * 4) <= c.em->half_bytes() / 2;
-  d.a = c.tensor(head.inputs[0]);
+  d.a = L.a_scratch >= 0 ? L.a_scratch : c.tensor(head.inputs[0]);
   const int64_t parts = c.p.passes >= 6 ? 3 : c.p.passes >= 3 ? 2 : 1;
   const int64_t w_eb = d.on_vpu ? 4 : spec.matrix_element_bytes() * parts;
   d.w = L.w_constant
             ? c.add_constant(L.name + ".weights", {d.batch, d.k, d.n}, std::move(L.w), w_eb)
-            : c.tensor(L.w_value);
+        : L.w_tensor >= 0 ? L.w_tensor
+                          : c.tensor(L.w_value);
   if (!L.bias.empty()) {
     int64_t count = static_cast<int64_t>(L.bias.size());
     d.epi.bias = c.add_constant(L.name + ".bias", {count}, std::move(L.bias), 4);
@@ -260,7 +384,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
     scratch = broadcast_c(c, head, L);
     d.epi.residual = scratch;
   }
-  d.y = c.produce(L.out);
+  d.y = L.y_scratch >= 0 ? L.y_scratch : c.produce(L.out);
   d.epi.store = c.store_rounding(L.out);
   Kernel kernel;
   kernel.kind = KernelKind::gemm;
@@ -268,6 +392,12 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   int32_t kid = c.add_kernel(kernel);
   MatmulTiler(c, head, d, kid, w_eb).run();
   if (scratch >= 0) c.release(scratch);
+  if (L.a_scratch >= 0) c.release(L.a_scratch);
+  if (L.w_tensor >= 0) c.release(L.w_tensor);
+  if (L.y_scratch >= 0) {
+    fold_depth(c, head, L.y_scratch, c.produce(L.out), L.geometry);
+    c.release(L.y_scratch);
+  }
 }
 
 }  // namespace mimic::backends::tpu_emu

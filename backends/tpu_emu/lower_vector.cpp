@@ -1,6 +1,7 @@
 // Lowering of vector-unit ops: elementwise maps (numpy broadcasting), standalone batch norm,
-// layer norm, softmax, pooling, reductions and depthwise convolution, plus the generic tiler that
-// streams a vector kernel through on-chip memory in double-buffered chunks spread over the cores.
+// layer norm, softmax, pooling (3-D as two passes), reductions and depthwise convolution, plus the
+// generic tiler that streams a vector kernel through on-chip memory in double-buffered chunks
+// spread over the cores.
 #include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
@@ -266,6 +267,66 @@ double window_work(const Context& c, const VectorDesc& d) {
 void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work,
                  ir::ValueId out);
 
+// 3-D MaxPool/AveragePool (NCDHW) as two window passes on the vector unit. Pooling is separable:
+// max of maxes, and for averages every depth plane of a window holds the same number of counted
+// (h, w) taps, so the mean of the planes' means is the window's mean (count_include_pad and
+// ceil_mode per axis as the 2-D ones). Pass 1 pools (H, W) over the N x (C*D) planes into a
+// scratch [N, C*D, OH, OW]; pass 2 pools depth over the N*C [D, OH*OW] slabs with OH*OW on the
+// lanes (a channels-last window with W = 1). The intermediate costs a round trip through memory
+// that a fused reduce_window would keep on chip.
+void lower_pool_3d(Context& c, const ir::Node& n) {
+  const ir::WindowGeometry wg = ir::window_geometry(c.g, n);
+  const bool include_pad = n.attrs.get_int("count_include_pad", 0) != 0;
+  const VectorFunc f = n.op == OpType::MaxPool ? VectorFunc::max_pool : VectorFunc::avg_pool;
+  const int64_t batch = wg.batch, planes = wg.in_channels * wg.in_size[0];
+  const int64_t oh = wg.out_size[1], ow = wg.out_size[2], ohw = oh * ow;
+  VectorDesc hw;
+  hw.func = f;
+  hw.in = {c.tensor(n.inputs[0])};
+  Window& a = hw.window;  // (H, W) windows of every (n, c, d) plane
+  a.n = batch;
+  a.c = a.m = planes;
+  a.h = wg.in_size[1];
+  a.w = wg.in_size[2];
+  a.oh = oh;
+  a.ow = ow;
+  a.kh = wg.kernel[1];
+  a.kw = wg.kernel[2];
+  a.sh = wg.strides[1];
+  a.sw = wg.strides[2];
+  a.ph = wg.pad_begin[1];
+  a.pw = wg.pad_begin[2];
+  a.dh = wg.dilations[1];
+  a.dw = wg.dilations[2];
+  a.count_include_pad = include_pad;
+  hw.out = c.scratch(n.name + ".hw", {batch, planes, oh, ow});
+  hw.epi.store = Rounding::none;
+  const int32_t scratch = hw.out;
+  const double hw_work = window_work(c, hw);
+  emit_vector_desc(c, n, std::move(hw), batch * oh, hw_work);
+  VectorDesc depth;
+  depth.func = f;
+  depth.in = {scratch};
+  const int64_t slabs = batch * wg.in_channels;
+  Window& b = depth.window;  // depth windows of every (n, c) slab, OH*OW as channels
+  b.n = slabs;
+  b.c = b.m = ohw;
+  b.h = wg.in_size[0];
+  b.oh = wg.out_size[0];
+  b.w = b.ow = 1;
+  b.kh = wg.kernel[0];
+  b.sh = wg.strides[0];
+  b.ph = wg.pad_begin[0];
+  b.dh = wg.dilations[0];
+  b.channels_last = true;
+  b.count_include_pad = include_pad;
+  depth.out = c.produce(n.outputs[0]);
+  depth.epi.store = c.store_rounding(n.outputs[0]);
+  const double depth_work = static_cast<double>(round_up(ohw, c.spec.vpu.lanes) * wg.kernel[0]);
+  emit_vector_desc(c, n, std::move(depth), slabs * wg.out_size[0], depth_work);
+  c.release(scratch);
+}
+
 }  // namespace
 
 void lower_vector_node(Context& c, const ir::Node& n) {
@@ -278,6 +339,9 @@ void lower_vector_node(Context& c, const ir::Node& n) {
   int64_t rows = 0;
   double work = 0;  // tiled elements the vector unit processes per row (0: the output's)
   if (lower_select_node(c, n)) return;
+  if ((n.op == OpType::MaxPool || n.op == OpType::AveragePool) &&
+      g.value(n.inputs[0]).type.shape.rank() == 5)
+    return lower_pool_3d(c, n);
   if (n.op == OpType::BatchNormalization) {
     std::vector<float> gamma = constant_floats(g, n.inputs[1]),
                        beta = constant_floats(g, n.inputs[2]);

@@ -107,6 +107,23 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes);
 void lower_vector_node(Context& c, const ir::Node& n);
 void lower_depthwise_group(Context& c, const std::vector<int>& nodes);
 void lower_copy_node(Context& c, const ir::Node& n);
+// ConvTranspose's input x [N, C, H, W] dilated by strides (sh, sw) (XLA's lhs_dilation) and
+// placed at offsets (ph, pw) of a zero scratch tensor [N, C, hs, ws] (negative offsets crop):
+// a fill kernel, then one strided copy. Returns the scratch tensor; release() it after its reader.
+int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const models::tpu::Window& in,
+                     int64_t hs, int64_t ws);
+// A strided copy of tensor x (dims, element strides and offset into x) into a contiguous scratch
+// tensor of those dims; release() it after its reader.
+int32_t relayout(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& dims,
+                 const std::vector<int64_t>& strides, int64_t offset);
+// Conv's 3-D input x [N, C, D, H, W] unfolded over depth into 2-D images [N*OD, C*KD, H, W]:
+// image (n, od), channel g*KD*Cg + kd*Cg + c (group g) holds depth plane od*sd - pd + kd*dd of
+// input channel g*Cg + c, zero in the padding. A fill when any plane falls in the padding, then
+// one strided copy per depth tap. Returns the scratch tensor; release() it after its reader.
+int32_t unfold_depth(Context& c, const ir::Node& n, int32_t x, const ir::WindowGeometry& wg);
+// The 2-D conv's output [N*OD, M, OH, OW] (scratch `src`) moved to the 3-D one [N, M, OD, OH, OW].
+void fold_depth(Context& c, const ir::Node& n, int32_t src, int32_t dst,
+                const ir::WindowGeometry& wg);
 
 // Tiles `rows` of a vector kernel across cores and chunks that fit half of on-chip memory, with
 // per-row input/output bytes (tiled) and vector work; raises untileable() when one row does not

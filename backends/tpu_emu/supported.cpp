@@ -22,10 +22,20 @@ bool constant_f32(const ir::Graph& g, const ir::Node& n, int i) {
   return v.constant && v.constant->dtype() == ir::DType::f32;
 }
 
-// 1-D (run as 2-D ones) and 2-D windows; 3-D convolutions and pools stay on the cpu for now.
+// 1-D (run as 2-D ones) and 2-D windows.
 bool window_2d(const ir::Graph& g, const ir::Node& n) {
   int rank = g.value(n.inputs[0]).type.shape.rank();
   return rank == 3 || rank == 4;
+}
+
+bool window_3d(const ir::Graph& g, const ir::Node& n) {
+  return g.value(n.inputs[0]).type.shape.rank() == 5;
+}
+
+// Conv/ConvTranspose weights: constant f32 ones are relaid at compile time, runtime ones by a copy
+// kernel every run (lower_matmul.cpp); the bias must be a constant f32.
+bool weights_ok(const ir::Graph& g, const ir::Node& n) {
+  return (!g.value(n.inputs[1]).constant || constant_f32(g, n, 1)) && constant_f32(g, n, 2);
 }
 
 // Reduced axes (ignoring size-1 dimensions) must form one contiguous block.
@@ -149,13 +159,24 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
   models::tpu::VectorFunc f;
   float p0, p1;
   switch (n.op) {
-    case OpType::Conv:
-      if (!window_2d(g, n) || !constant_f32(g, n, 1) || !constant_f32(g, n, 2) ||
-          g.value(n.inputs[0]).constant) {
-        if (why) *why = "only 1-D and 2-D convolutions with constant f32 weights";
+    case OpType::Conv:  // 3-D ones as 2-D GEMMs over the depth-unfolded input (lower_matmul.cpp)
+      if (!(window_2d(g, n) || (window_3d(g, n) && !ir::is_channels_last(n))) ||
+          !weights_ok(g, n) || g.value(n.inputs[0]).constant) {
+        if (why) *why = "only 1-D, 2-D and channels-first 3-D convolutions with f32 weights";
         return false;
       }
-      if (is_depthwise(g, n) && g.value(n.inputs[1]).type.shape[1] != 1) return false;
+      if (is_depthwise(g, n) &&
+          (g.value(n.inputs[1]).type.shape[1] != 1 || !g.value(n.inputs[1]).constant)) {
+        if (why) *why = "depthwise convolutions with runtime weights";
+        return false;
+      }
+      return true;
+    case OpType::ConvTranspose:  // a stride-1 Conv over the dilated input (lower_matmul.cpp)
+      if (!window_2d(g, n) || !weights_ok(g, n) || g.value(n.inputs[0]).constant ||
+          ir::is_channels_last(n)) {
+        if (why) *why = "only 1-D and 2-D channels-first ConvTranspose with f32 weights";
+        return false;
+      }
       return true;
     case OpType::MatMul:
       return matmul_ok(g, n, why);
@@ -177,8 +198,9 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::LogSoftmax:
       return true;
     case OpType::MaxPool:
-    case OpType::AveragePool:
-      return n.outputs.size() == 1 && window_2d(g, n);
+    case OpType::AveragePool:  // 3-D ones as two 2-D passes (lower_vector.cpp)
+      return n.outputs.size() == 1 &&
+             (window_2d(g, n) || (window_3d(g, n) && !ir::is_channels_last(n)));
     case OpType::GlobalAveragePool:
     case OpType::GlobalMaxPool:
       return g.value(n.inputs[0]).type.shape.rank() >= 3;

@@ -212,6 +212,168 @@ TEST(TpuCoverage, OneDimensionalConvolutionsAndPoolsRunAsTwoDimensionalOnes) {
   expect_on_chip(big, 0);
 }
 
+// ConvTranspose as a stride-1 Conv over the stride-dilated input (XLA's lhs_dilation): strided
+// (materialized zeros), unit-stride (window padding), cropping (pad > dilation * (k - 1)),
+// output_padding, output_shape, groups, dilations, 1-D, and a fused bias + Relu.
+ir::Graph conv_transpose_graph() {
+  ir::Graph g("conv_transpose");
+  auto x = f32_input(g, "x", Shape({2, 4, 5, 6}));
+  using V = std::vector<int64_t>;
+  auto add = [&](const std::string& name, Shape w_shape, ir::Attributes at, ir::ValueId in,
+                 bool bias, uint64_t seed) {
+    std::vector<ir::ValueId> ins{
+        in, g.add_constant(name + ".w", tpu_test::random_tensor(w_shape, seed, 0.4f))};
+    if (bias)
+      ins.push_back(g.add_constant(
+          name + ".b",
+          tpu_test::random_tensor(Shape({w_shape[1] * at.get_int("group", 1)}), seed + 1)));
+    return g.add_node(OpType::ConvTranspose, name, ins, at)[0];
+  };
+  auto y = add("strided", Shape({4, 3, 3, 3}),
+               {{"strides", V{2, 3}}, {"pads", V{1, 0, 0, 2}}, {"output_padding", V{1, 2}}}, x,
+               true, 20);
+  g.add_output(g.add_node(OpType::Relu, "relu", {y})[0]);
+  g.add_output(add("grouped_dilated", Shape({4, 2, 2, 3}),
+                   {{"group", int64_t{2}}, {"dilations", V{2, 1}}, {"pads", V{1, 1, 1, 1}}}, x,
+                   true, 22));
+  g.add_output(add("cropping", Shape({4, 3, 3, 3}), {{"strides", V{1, 2}}, {"pads", V{3, 1, 2, 4}}},
+                   x, false, 24));
+  g.add_output(add(
+      "shaped", Shape({4, 2, 3, 2}),
+      {{"strides", V{2, 2}}, {"output_shape", V{10, 11}}, {"auto_pad", std::string("SAME_LOWER")}},
+      x, false, 26));
+  auto s = f32_input(g, "s", Shape({2, 3, 9}));
+  g.add_output(add("one_d", Shape({3, 4, 4}),
+                   {{"strides", V{3}}, {"pads", V{2, 1}}, {"dilations", V{2}}}, s, true, 28));
+  return g;
+}
+
+TEST(TpuCoverage, ConvTransposeRunsAsAConvolutionOverTheDilatedInput) {
+  expect_on_chip(conv_transpose_graph(), 1e-5);
+  expect_on_chip(conv_transpose_graph(), 0.05, {}, "default");  // bf16 operands, K <= 36
+}
+
+TEST(TpuCoverage, ConvTransposeStridesCostTheZerosOfTheDilatedInput) {
+  // The matrix units see the implicit GEMM of the stride-1 conv over the dilated input: the
+  // strided transposed conv does about s^2 times the matrix work of the unit-stride one on the same
+  // input (the zeros are streamed), though both produce the same number of useful products.
+  auto graph = [](int64_t stride) {
+    ir::Graph g("convt_s" + std::to_string(stride));
+    auto x = f32_input(g, "x", Shape({1, 64, 16, 16}));
+    auto w = g.add_constant("w", tpu_test::random_tensor(Shape({64, 64, 3, 3}), 3, 0.1f));
+    g.add_output(g.add_node(OpType::ConvTranspose, "convt", {x, w},
+                            {{"strides", std::vector<int64_t>{stride, stride}}})[0]);
+    return g;
+  };
+  RunOutput s1 = tpu_test::run(graph(1), "tpu-emu:v4"), s2 = tpu_test::run(graph(2), "tpu-emu:v4");
+  ASSERT_EQ(s1.report.fallback_count(), 0);
+  ASSERT_EQ(s2.report.fallback_count(), 0);
+  EXPECT_GT(s2.report.cycles, 2 * s1.report.cycles);
+}
+
+// 3-D convolutions as one 2-D GEMM over the depth-unfolded input: depth strides, padding and
+// dilation, groups (depthwise included), a fused BatchNormalization + Relu, and a residual Add
+// that stays a separate op (the GEMM's rows are output slices, not NCDHW).
+ir::Graph conv_3d_graph() {
+  ir::Graph g("conv_3d");
+  using V = std::vector<int64_t>;
+  auto x = f32_input(g, "x", Shape({2, 4, 6, 7, 5}));
+  auto conv = [&](const std::string& name, Shape w, ir::Attributes at, uint64_t seed) {
+    auto wv = g.add_constant(name + ".w", tpu_test::random_tensor(w, seed, 0.3f));
+    auto b = g.add_constant(name + ".b", tpu_test::random_tensor(Shape({w[0]}), seed + 1));
+    return g.add_node(OpType::Conv, name, {x, wv, b}, at)[0];
+  };
+  auto y =
+      conv("strided", Shape({6, 4, 3, 3, 2}),
+           {{"strides", V{2, 1, 2}}, {"pads", V{1, 1, 0, 2, 1, 1}}, {"dilations", V{2, 1, 1}}}, 30);
+  auto stat = [&](const std::string& name, float lo, uint64_t seed) {
+    ir::HostTensor t = tpu_test::random_tensor(Shape({6}), seed, 0.5f);
+    for (int64_t i = 0; i < 6; ++i) t.data<float>()[i] += lo;
+    return g.add_constant(name, std::move(t));
+  };
+  auto bn = g.add_node(
+      OpType::BatchNormalization, "bn",
+      {y, stat("gamma", 1, 40), stat("beta", 0, 41), stat("mean", 0, 42), stat("var", 1, 43)})[0];
+  g.add_output(g.add_node(OpType::Relu, "relu", {bn})[0]);
+  auto grouped = conv("grouped", Shape({6, 2, 2, 2, 2}), {{"group", int64_t{2}}}, 32);
+  auto plain = conv("plain", Shape({6, 4, 2, 2, 2}), {}, 34);
+  g.add_output(g.add_node(OpType::Add, "residual", {grouped, plain})[0]);
+  g.add_output(conv("depthwise", Shape({8, 1, 2, 3, 3}), {{"group", int64_t{4}}}, 36));
+  return g;
+}
+
+TEST(TpuCoverage, ThreeDimensionalConvolutionsRunOnTheMatrixUnits) {
+  expect_on_chip(conv_3d_graph(), 1e-5);
+  expect_on_chip(conv_3d_graph(), 0.05, {}, "default");  // bf16 operands, K <= 108
+}
+
+// Runtime weights (graph inputs) relaid as the GEMM's matrices by a copy kernel every run, for
+// Conv (2-D, with a BatchNormalization that cannot fold into them), ConvTranspose (flipped:
+// negative strides) and 3-D Conv, grouped.
+ir::Graph runtime_weights_graph() {
+  ir::Graph g("runtime_weights");
+  using V = std::vector<int64_t>;
+  auto x = f32_input(g, "x", Shape({2, 4, 6, 5}));
+  auto bias = [&](int64_t n, uint64_t seed) {
+    return g.add_constant("b" + std::to_string(seed), tpu_test::random_tensor(Shape({n}), seed));
+  };
+  auto w = f32_input(g, "w", Shape({6, 2, 3, 2}));
+  auto y = g.add_node(OpType::Conv, "conv", {x, w, bias(6, 50)},
+                      {{"group", int64_t{2}}, {"pads", V{1, 0, 1, 1}}, {"strides", V{1, 2}}})[0];
+  auto stat = [&](const std::string& name, float lo, uint64_t seed) {
+    ir::HostTensor t = tpu_test::random_tensor(Shape({6}), seed, 0.5f);
+    for (int64_t i = 0; i < 6; ++i) t.data<float>()[i] += lo;
+    return g.add_constant(name, std::move(t));
+  };
+  g.add_output(g.add_node(
+      OpType::BatchNormalization, "bn",
+      {y, stat("gamma", 1, 51), stat("beta", 0, 52), stat("mean", 0, 53), stat("var", 1, 54)})[0]);
+  auto wt = f32_input(g, "wt", Shape({4, 3, 3, 2}));
+  g.add_output(
+      g.add_node(OpType::ConvTranspose, "convt", {x, wt, bias(6, 55)},
+                 {{"group", int64_t{2}}, {"strides", V{2, 2}}, {"pads", V{1, 0, 0, 1}}})[0]);
+  auto x3 = f32_input(g, "x3", Shape({1, 4, 5, 4, 6}));
+  auto w3 = f32_input(g, "w3", Shape({4, 2, 2, 3, 2}));
+  g.add_output(g.add_node(OpType::Conv, "conv3d", {x3, w3},
+                          {{"group", int64_t{2}}, {"pads", V{1, 1, 0, 0, 1, 1}}})[0]);
+  return g;
+}
+
+TEST(TpuCoverage, ConvolutionsWithRuntimeWeightsRelayThemOnTheChip) {
+  expect_on_chip(runtime_weights_graph(), 1e-5);
+  expect_on_chip(runtime_weights_graph(), 0.05, {}, "default");
+}
+
+// 3-D pools as an (H, W) pass then a depth pass: strides, pads, dilations, ceil_mode and both
+// count_include_pad settings.
+ir::Graph pool_3d_graph() {
+  ir::Graph g("pool_3d");
+  using V = std::vector<int64_t>;
+  auto x = f32_input(g, "x", Shape({2, 3, 7, 8, 9}));
+  g.add_output(g.add_node(OpType::MaxPool, "max", {x},
+                          {{"kernel_shape", V{3, 2, 3}},
+                           {"strides", V{2, 1, 2}},
+                           {"pads", V{1, 0, 1, 1, 1, 0}},
+                           {"dilations", V{1, 2, 1}},
+                           {"ceil_mode", int64_t{1}}})[0]);
+  g.add_output(g.add_node(OpType::AveragePool, "avg_exclude", {x},
+                          {{"kernel_shape", V{2, 3, 3}},
+                           {"strides", V{2, 2, 2}},
+                           {"pads", V{1, 1, 1, 1, 1, 1}},
+                           {"ceil_mode", int64_t{1}}})[0]);
+  g.add_output(g.add_node(OpType::AveragePool, "avg_include", {x},
+                          {{"kernel_shape", V{3, 3, 2}},
+                           {"strides", V{1, 2, 2}},
+                           {"pads", V{1, 1, 0, 1, 0, 1}},
+                           {"count_include_pad", int64_t{1}}})[0]);
+  return g;
+}
+
+TEST(TpuCoverage, ThreeDimensionalPoolsRunOnTheVectorUnit) {
+  expect_on_chip(pool_3d_graph(), 1e-5);
+  expect_on_chip(pool_3d_graph(), 0.01, {}, "default");  // outputs stored in f32 or bf16
+}
+
 TEST(TpuCoverage, ModIsNanIsInfAndTan) {
   ir::Graph g("misc");
   auto x = f32_input(g, "x", Shape({12}));
