@@ -31,7 +31,7 @@ $mimic sweep --model resnet50 --device tpu-emu:v4,ipu-emu:gc200 --layout nchw,nh
 echo
 echo "== trace"
 $mimic trace list "$trace"
-$mimic report "$trace" -o out/demo-report.html
+$mimic report "$trace" --run 2 -o out/demo-report.html   # run 2: ResNet-50 on tpu-emu:v4
 $mimic trace export "$trace" --format chrome -o out/demo-timeline.json
 echo
 echo "trace:    $root/$trace (SQLite: mimic trace summary|diff|export, or sqlite3 and its views)"
