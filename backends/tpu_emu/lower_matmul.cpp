@@ -143,23 +143,9 @@ void lower_conv_3d(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L
   const ir::WindowGeometry& wg = L.geometry = ir::window_geometry(g, n);
   const int64_t kd = wg.kernel[0], od = wg.out_size[0];
   Window& w = L.d.conv;
-  w = Window{};  // 2-D windows over (H, W) of the N*OD unfolded images
+  w = window_2d(wg, false);  // 2-D windows over (H, W) of the N*OD unfolded images
   w.n = wg.batch * od;
   w.c = wg.in_channels * kd;
-  w.h = wg.in_size[1];
-  w.w = wg.in_size[2];
-  w.m = wg.out_channels;
-  w.oh = wg.out_size[1];
-  w.ow = wg.out_size[2];
-  w.kh = wg.kernel[1];
-  w.kw = wg.kernel[2];
-  w.sh = wg.strides[1];
-  w.sw = wg.strides[2];
-  w.ph = wg.pad_begin[1];
-  w.pw = wg.pad_begin[2];
-  w.dh = wg.dilations[1];
-  w.dw = wg.dilations[2];
-  w.groups = wg.group;
   L.a_scratch = unfold_depth(c, n, c.tensor(n.inputs[0]), wg);
   L.y_scratch = c.scratch(n.name + ".slices", {w.n, w.m, w.oh, w.ow});
   L.d.a_view = GemmDesc::AView::conv;

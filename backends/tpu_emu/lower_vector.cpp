@@ -62,9 +62,11 @@ Window window_2d(const ir::WindowGeometry& wg, bool count_include_pad) {
   // 1-D windows run as 2-D ones with a unit spatial dimension (XLA's TPU backend lowers 1-D
   // convolutions and pools as 2-D ones). The length goes to H and W = 1 (NCL is NCHW with W = 1,
   // NLC is NHWC), so that rows of output positions tile across cores and chunks.
+  // 3-D windows: the (H, W) window of each depth slice (the depth is unfolded or pooled apart).
   const bool one = wg.spatial_rank == 1;
+  const int first = wg.spatial_rank == 3 ? 1 : 0;
   auto at = [&](const std::vector<int64_t>& v, int i, int64_t unit) {
-    return one ? (i == 0 ? v[0] : unit) : v[i];
+    return one ? (i == 0 ? v[0] : unit) : v[first + i];
   };
   return Window{wg.batch,
                 wg.in_channels,
@@ -283,22 +285,9 @@ void lower_pool_3d(Context& c, const ir::Node& n) {
   VectorDesc hw;
   hw.func = f;
   hw.in = {c.tensor(n.inputs[0])};
-  Window& a = hw.window;  // (H, W) windows of every (n, c, d) plane
-  a.n = batch;
+  Window& a = hw.window = window_2d(wg, include_pad);  // (H, W) windows of every (n, c, d) plane
   a.c = a.m = planes;
-  a.h = wg.in_size[1];
-  a.w = wg.in_size[2];
-  a.oh = oh;
-  a.ow = ow;
-  a.kh = wg.kernel[1];
-  a.kw = wg.kernel[2];
-  a.sh = wg.strides[1];
-  a.sw = wg.strides[2];
-  a.ph = wg.pad_begin[1];
-  a.pw = wg.pad_begin[2];
-  a.dh = wg.dilations[1];
-  a.dw = wg.dilations[2];
-  a.count_include_pad = include_pad;
+  a.groups = 1;
   hw.out = c.scratch(n.name + ".hw", {batch, planes, oh, ow});
   hw.epi.store = Rounding::none;
   const int32_t scratch = hw.out;
