@@ -11,7 +11,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-onnx
   pybind11-dev python3-dev python3-numpy python3-pytest
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libfmt-dev libdnnl-dev
+  libcli11-dev nlohmann-json3-dev libfmt-dev
   clang libclang-rt-14-dev libomp-dev
 )
 if [[ "${1:-}" == "--bench" ]]; then
