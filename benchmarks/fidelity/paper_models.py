@@ -1,0 +1,165 @@
+"""ONNX builders for the workloads of the published measurements that mimic's zoo does not have:
+the TPUv1 paper's production apps (Jouppi et al., ISCA 2017, Table 1) and MobileNet v1 (Howard et
+al., 2017) for the Coral Edge TPU rows.
+
+Weights are random (seeded): the fidelity suite runs timing-only, so values do not change cycles,
+but int8 chips quantize them, which needs finite non-zero scales. Every model takes a symbolic
+batch (first input dimension "N"), so one file serves every batch.
+
+Where the paper does not publish a layer width, the shapes below are chosen to match the published
+layer counts, weight counts and operational intensity (ops per weight byte at the production batch)
+and each builder's docstring states the assumption.
+"""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+class Builder:
+    """A small ONNX graph builder: one value name per op output, random initializers."""
+
+    def __init__(self, name, seed=0):
+        self.name = name
+        self.nodes, self.inits = [], []
+        self.rng = np.random.default_rng(seed)
+        self.count = 0
+
+    def _fresh(self, prefix):
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def weight(self, shape, fan_in):
+        name = self._fresh("w")
+        bound = np.sqrt(6.0 / fan_in)
+        data = self.rng.uniform(-bound, bound, size=shape).astype(np.float32)
+        self.inits.append(numpy_helper.from_array(data, name))
+        return name
+
+    def bias(self, n):
+        name = self._fresh("b")
+        self.inits.append(numpy_helper.from_array(np.zeros(n, np.float32), name))
+        return name
+
+    def op(self, op_type, inputs, **attrs):
+        out = self._fresh(op_type.lower())
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def const_axes(self, axes):
+        name = self._fresh("axes")
+        self.inits.append(numpy_helper.from_array(np.array(axes, np.int64), name))
+        return name
+
+    def dense(self, x, n_in, n_out, relu=True):
+        y = self.op("Gemm", [x, self.weight((n_out, n_in), n_in), self.bias(n_out)], transB=1)
+        return self.op("Relu", [y]) if relu else y
+
+    def conv(self, x, c_in, c_out, k, stride=1, groups=1, relu=True):
+        pad = k // 2
+        w = self.weight((c_out, c_in // groups, k, k), c_in // groups * k * k)
+        y = self.op("Conv", [x, w, self.bias(c_out)], kernel_shape=[k, k], strides=[stride, stride],
+                    pads=[pad] * 4, group=groups)
+        return self.op("Relu", [y]) if relu else y
+
+    def model(self, x_shape, y, y_shape, opset=13):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)
+        out = helper.make_tensor_value_info(y, TensorProto.FLOAT, y_shape)
+        graph = helper.make_graph(self.nodes, self.name, [x], [out], self.inits)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 8
+        onnx.checker.check_model(m)
+        return m
+
+
+def mlp(layers, width):
+    """An MLP of `layers` fully connected width x width layers with ReLU (MLP0: 5 x 2000 = 20M
+    weights; MLP1: 4 x 1118 = 5.0M weights; the paper gives layer and weight counts only)."""
+    b = Builder(f"mlp{layers}x{width}")
+    x = "x"
+    for i in range(layers):
+        x = b.dense(x, width, width, relu=i + 1 < layers)
+    return b.model(["N", width], x, ["N", width])
+
+
+def cnn0():
+    """TPUv1 CNN0: 16 convolutions, 8M weights, 2888 ops per weight byte at batch 8. Assumed: 16
+    same-padded 3x3 convolutions of 236 -> 236 channels (8.02M weights) on 13x14 feature maps
+    (2 * 13 * 14 * 8 = 2912 ops per weight byte at batch 8, 0.8% above the paper's 2888)."""
+    b = Builder("tpuv1_cnn0")
+    x, c = "x", 236
+    for _ in range(16):
+        x = b.conv(x, c, c, 3)
+    return b.model(["N", c, 13, 14], x, ["N", c, 13, 14])
+
+
+def cnn1():
+    """TPUv1 CNN1: 72 convolutions, 13 pools and 4 fully connected layers (89 layers), 100M weights,
+    1750 ops per weight byte at batch 32, its FC layers at intensity 32. Assumed: 60M weights in the
+    convolutions (72 same-padded 3x3 convolutions of 304 -> 304 channels on 7x7 maps, 59.9M) and about
+    40M in the FC layers (14896 -> 2048 from the flattened 304x7x7 map, then 2048 -> 1536 -> 2048 ->
+    1000: 38.8M), and 13 stride-1 3x3 max pools (one after every 6 convolutions, one before the FC
+    layers). At batch 32 that is 2 * 7 * 7 * 32 = 3136 ops per conv weight byte and 64 per FC weight
+    byte: 1,928 overall, 10% above the paper's 1750 (the split between conv and FC weights is not
+    published)."""
+    b = Builder("tpuv1_cnn1")
+    x, c = "x", 304
+    for i in range(72):
+        x = b.conv(x, c, c, 3)
+        if i % 6 == 5:
+            x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    x = b.op("Flatten", [x], axis=1)
+    widths = [c * 7 * 7, 2048, 1536, 2048, 1000]
+    for i in range(4):
+        x = b.dense(x, widths[i], widths[i + 1], relu=i < 3)
+    return b.model(["N", c, 7, 7], x, ["N", 1000])
+
+
+def lstm_app(name, cells, hidden, seq, final_fc=False):
+    """TPUv1 LSTM0/LSTM1 as stacked LSTM layers: each ONNX LSTM layer is 2 of the paper's FC layers
+    (input and recurrent projections, W: 4H x H and R: 4H x H) plus its gate vector ops. LSTM0: 24 FC
+    layers and 52M weights -> 12 layers of hidden 736 (52.0M); LSTM1: 37 FC -> 18 layers of hidden
+    486 (34.0M) plus a final 486 x 486 FC layer. Sequence length is not published: assumed `seq`."""
+    b = Builder(name)
+    x = "x"
+    for _ in range(cells):
+        w = b.weight((1, 4 * hidden, hidden), hidden)
+        r = b.weight((1, 4 * hidden, hidden), hidden)
+        y = b.op("LSTM", [x, w, r], hidden_size=hidden, layout=1)
+        x = b.op("Squeeze", [y, b.const_axes([2])])
+    if final_fc:
+        x = b.op("MatMul", [x, b.weight((hidden, hidden), hidden)])
+    # layout=1: batch first ([N, seq, features]), so the symbolic batch is the first dimension.
+    return b.model(["N", seq, hidden], x, ["N", seq, hidden], opset=14)
+
+
+def mobilenet_v1(image=224, classes=1000):
+    """MobileNet v1 (width 1.0): a 3x3 stride-2 convolution of 32 channels, 13 depthwise-separable
+    blocks, global average pooling and a 1024 -> 1000 classifier (Howard et al., 2017, Table 1)."""
+    b = Builder("mobilenet_v1")
+    x = b.conv("x", 3, 32, 3, stride=2)
+    blocks = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + [(1024, 2), (1024, 1)]
+    c = 32
+    for c_out, stride in blocks:
+        x = b.conv(x, c, c, 3, stride=stride, groups=c)
+        x = b.conv(x, c, c_out, 1)
+        c = c_out
+    x = b.op("GlobalAveragePool", [x])
+    x = b.op("Flatten", [x], axis=1)
+    x = b.dense(x, c, classes, relu=False)
+    return b.model(["N", 3, image, image], x, ["N", classes])
+
+
+BUILDERS = {
+    "tpuv1_mlp0": lambda: mlp(5, 2000),
+    "tpuv1_mlp1": lambda: mlp(4, 1118),
+    "tpuv1_cnn0": cnn0,
+    "tpuv1_cnn1": cnn1,
+    "tpuv1_lstm0": lambda: lstm_app("tpuv1_lstm0", 12, 736, 16),
+    "tpuv1_lstm1": lambda: lstm_app("tpuv1_lstm1", 18, 486, 16, final_fc=True),
+    "mobilenet_v1": mobilenet_v1,
+}
+
+
+def write(name, path):
+    onnx.save(BUILDERS[name](), path)

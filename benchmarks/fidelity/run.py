@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""mimic's fidelity suite: every published measurement of figures.py, run on the matching emulated
+chip, predicted against published, with the error. One command:
+
+  python3 benchmarks/fidelity/run.py [--mimic build/bin/mimic] [--only REGEX] [--no-write]
+
+Writes benchmarks/results/fidelity.{md,json}. Each workload runs once per (device, batch) with
+`mimic run --timing-only --json` (cycles only: values do not change timing); ONNX workloads are
+built by paper_models.py into a temporary folder. A row that cannot run (an op mimic lacks, a model
+that does not fit) is listed with the reason, never dropped. The goal (the fidelity issue): median
+absolute error <= 15%, none above 30%.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+import figures  # noqa: E402
+import machine  # noqa: E402
+import paper_models  # noqa: E402
+
+
+def run_workload(mimic, workload, device, batch, tmp):
+    """One timing-only run; returns the report dict or {"error": message}."""
+    if workload.startswith("zoo:"):
+        model = ["--model", workload[4:], "--model-arg", "image_size=224"]
+    else:
+        path = os.path.join(tmp, workload + ".onnx")
+        if not os.path.exists(path):
+            paper_models.write(workload, path)
+        model = ["--onnx", path]
+    cmd = [mimic, "run", *model, "--device", device, "--batch", str(batch), "--timing-only", "--json", "--no-compare"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        lines = p.stderr.strip().splitlines() or [f"exit status {p.returncode}"]
+        return {"error": lines[-1].replace("mimic: error: ", "")}
+    return json.loads(p.stdout)["report"]
+
+
+def predicted(metric, report, batch):
+    """The metric a row compares, from a run report; None with a reason when it has no counterpart."""
+    seconds = report.get("device_seconds") or 0
+    if metric == "tops":
+        return report["total_flops"] / seconds / 1e12, None
+    if metric == "ips":
+        return batch / seconds, None
+    if metric == "latency_ms":
+        return seconds * 1e3, None
+    metrics = report.get("metrics") or {}
+    if metric == "busy_pct" and "mxu_busy_fraction" in metrics:
+        return 100.0 * metrics["mxu_busy_fraction"], None
+    if metric == "stall_pct" and "mxu_weight_stall_cycles" in metrics and report.get("cycles"):
+        mxus = sum(1 for u in report.get("units", []) if u["kind"] == "matrix") or 1
+        return 100.0 * metrics["mxu_weight_stall_cycles"] / (mxus * report["cycles"]), None
+    return None, f"the run report has no counterpart of '{metric}'"
+
+
+def is_counter(row):
+    return row["metric"].endswith("_pct")
+
+
+def evaluate(mimic, rows):
+    cache, results = {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for row in rows:
+            key = (row["workload"], row["device"], row["batch"])
+            if key not in cache:
+                print(f"running {row['workload']} on {row['device']} at batch {row['batch']}", file=sys.stderr)
+                cache[key] = run_workload(mimic, *key, tmp)
+            report = cache[key]
+            out = dict(row)
+            if "error" in report:
+                out.update(status="not modeled", reason=report["error"])
+            else:
+                value, reason = predicted(row["metric"], report, row["batch"])
+                if value is None:
+                    out.update(status="not modeled", reason=reason)
+                else:
+                    out.update(status="ok", predicted=value)
+                    if is_counter(row):
+                        out["points"] = value - row["published"]
+                    else:
+                        out["error"] = (value - row["published"]) / row["published"]
+            results.append(out)
+    return results
+
+
+def fmt(v):
+    return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def summary(results):
+    figures_ = [r for r in results if not is_counter(r)]
+    errors = [abs(r["error"]) for r in figures_ if r["status"] == "ok"]
+    if not errors:
+        return {"rows": len(figures_), "compared": 0}
+    return {"rows": len(figures_), "compared": len(errors), "median_abs_error": statistics.median(errors),
+            "max_abs_error": max(errors), "within_15pct": sum(e <= 0.15 for e in errors),
+            "above_30pct": sum(e > 0.30 for e in errors)}
+
+
+def markdown(results, s, host):
+    lines = ["# Fidelity: emulated chips against published measurements", "",
+             "Written by `python3 benchmarks/fidelity/run.py` (timing-only runs; device time, no host model).",
+             "Predicted figures are emulated device time and do not depend on the host; "
+             + machine.markdown(host), ""]
+    if s["compared"]:
+        lines += [f"{s['compared']} of {s['rows']} performance figures compared: median absolute error "
+                  f"{s['median_abs_error'] * 100:.1f}%, largest {s['max_abs_error'] * 100:.1f}%, "
+                  f"{s['within_15pct']} within 15%, {s['above_30pct']} above 30% "
+                  "(goal: median <= 15%, none above 30%).", ""]
+    for title, counters in [("Performance", False), ("Hardware counters (percentage points)", True)]:
+        lines += [f"## {title}", "",
+                  "| figure | chip | workload | batch | metric | published | predicted | error | tag | conditions |",
+                  "|---|---|---|---:|---|---:|---:|---:|---|---|"]
+        for r in (r for r in results if is_counter(r) == counters):
+            if r["status"] != "ok":
+                pred, err = f"not modeled: {r['reason']}", ""
+            elif counters:
+                pred, err = f"{r['predicted']:.1f}", f"{r['points']:+.1f} pp"
+            else:
+                pred, err = fmt(r["predicted"]), f"{r['error'] * 100:+.1f}%"
+            lines.append(f"| {r['id']} | {r['chip']} | {r['workload']} | {r['batch']} | {r['metric']} | "
+                         f"{fmt(r['published'])} | {pred} | {err} | [{r['tag']}] | {r['conditions']} |")
+        lines.append("")
+    lines += ["Sources:", ""] + [f"- {s}" for s in sorted({r["source"] for r in results})]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mimic", default=os.path.join(ROOT, "build", "bin", "mimic"))
+    ap.add_argument("--only", help="regular expression on figure ids")
+    ap.add_argument("--no-write", action="store_true", help="print only; do not write benchmarks/results")
+    a = ap.parse_args()
+    rows = [r for r in figures.FIGURES if not a.only or re.search(a.only, r["id"])]
+    results = evaluate(a.mimic, rows)
+    s = summary(results)
+    host = machine.describe(os.path.dirname(os.path.dirname(os.path.abspath(a.mimic))))
+    md = markdown(results, s, host)
+    print(md)
+    if not a.no_write:
+        out = os.path.join(ROOT, "benchmarks", "results")
+        with open(os.path.join(out, "fidelity.md"), "w") as f:
+            f.write(md)
+        with open(os.path.join(out, "fidelity.json"), "w") as f:
+            json.dump({"machine": host, "summary": s, "figures": results}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
