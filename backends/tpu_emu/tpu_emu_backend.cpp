@@ -8,6 +8,7 @@
 #include "backends/device_worker/wire.h"
 #include "backends/device_worker/worker_process.h"
 #include "backends/tpu_emu/compiler.h"
+#include "backends/tpu_emu/layout_assignment.h"
 #include "backends/tpu_emu/program_codec.h"
 #include "frontend/ir/error.h"
 #include "models/common/numeric_formats.h"
@@ -33,11 +34,22 @@ TpuSpec resolve_spec(const std::string& arg, const std::map<std::string, std::st
   return spec;
 }
 
+// Graph inputs and outputs the device program takes or gives channels-last ([N,H,W,C]) while the
+// caller holds them channels-first: relaid on the host around the transfer (layout_assignment.h).
+struct HostLayout {
+  std::vector<bool> inputs_channels_last, outputs_channels_last;
+};
+
 class TpuExecutable final : public Executable {
  public:
   TpuExecutable(const ir::Graph& g, TpuSpec spec, CompiledProgram compiled,
-                const CompileOptions& options)
-      : spec_(std::move(spec)), options_(options), report_(std::move(compiled.report)) {
+                const CompileOptions& options, HostLayout host)
+      : spec_(std::move(spec)),
+        options_(options),
+        report_(std::move(compiled.report)),
+        host_(std::move(host)) {
+    host_.inputs_channels_last.resize(g.inputs().size(), false);
+    host_.outputs_channels_last.resize(g.outputs().size(), false);
     std::string json = spec_to_json(spec_);
     config_.assign(json.begin(), json.end());
     for (ir::ValueId v : g.inputs()) input_types_.push_back(g.value(v).type);
@@ -87,7 +99,11 @@ class TpuExecutable final : public Executable {
     w.boolean(record);
     if (!options_.timing_only) {
       w.u64(inputs.size());
-      for (size_t i = 0; i < inputs.size(); ++i) write_f32(w, inputs[i], i);
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        check_input(inputs[i], i);
+        write_f32(
+            w, host_.inputs_channels_last[i] ? tpu_emu::to_channels_last(inputs[i]) : inputs[i], i);
+      }
     }
     std::vector<uint8_t> response = worker->call(w.data());
     wire::Reader r(response);
@@ -95,7 +111,7 @@ class TpuExecutable final : public Executable {
     uint64_t n = r.u64();
     for (size_t i = 0; i < output_types_.size(); ++i)
       result.outputs.push_back(
-          i < n ? read_output(r, output_types_[i])
+          i < n ? read_output(r, i)
                 : ir::HostTensor(output_types_[i].dtype, output_types_[i].shape));
     result.report = wire::read_report(r);
     if (r.boolean()) RecordingSink::replay(r, sink);
@@ -107,10 +123,13 @@ class TpuExecutable final : public Executable {
   const CompileReport& compile_report() const override { return report_; }
 
  private:
-  void write_f32(wire::Writer& w, const ir::HostTensor& t, size_t i) const {
+  void check_input(const ir::HostTensor& t, size_t i) const {
     if (t.type() != input_types_[i])
       throw InvalidArgument(fmt::format("tpu-emu: input {} must be {}, got {}", i,
                                         input_types_[i].str(), t.type().str()));
+  }
+
+  void write_f32(wire::Writer& w, const ir::HostTensor& t, size_t i) const {
     w.u64(static_cast<uint64_t>(t.numel()));
     if (t.dtype() == ir::DType::f32) {
       w.bytes(t.raw(), t.nbytes());
@@ -139,7 +158,17 @@ class TpuExecutable final : public Executable {
     }
   }
 
-  static ir::HostTensor read_output(wire::Reader& r, const ir::TensorType& type) {
+  // Output i as the caller expects it (relaid channels-first when the device gave it
+  // channels-last).
+  ir::HostTensor read_output(wire::Reader& r, size_t i) const {
+    ir::TensorType type = output_types_[i];
+    if (!host_.outputs_channels_last[i]) return read_values(r, type);
+    const ir::Shape& s = type.shape;
+    type.shape = ir::Shape({s[0], s[2], s[3], s[1]});
+    return tpu_emu::to_channels_first(read_values(r, type));
+  }
+
+  static ir::HostTensor read_values(wire::Reader& r, const ir::TensorType& type) {
     std::vector<float> v = r.pods<float>();
     ir::HostTensor t(type.dtype, type.shape);
     if (static_cast<int64_t>(v.size()) != t.numel())
@@ -162,8 +191,8 @@ class TpuExecutable final : public Executable {
         for (size_t j = 0; j < v.size(); ++j) t.data<int64_t>()[j] = static_cast<int64_t>(v[j]);
         break;
       default:
-        throw RuntimeError(fmt::format("tpu-emu: the chip cannot return {} outputs",
-                                       ir::dtype_name(type.dtype)));
+        throw RuntimeError(
+            fmt::format("tpu-emu: the chip cannot return {} outputs", ir::dtype_name(type.dtype)));
     }
     return t;
   }
@@ -173,6 +202,7 @@ class TpuExecutable final : public Executable {
   CompileReport report_;
   std::vector<uint8_t> config_, load_;
   std::vector<ir::TensorType> input_types_, output_types_;
+  HostLayout host_;
   std::weak_ptr<WorkerProcess> worker_;
   uint64_t program_id_ = 0;
 };
@@ -214,15 +244,66 @@ class TpuEmuBackend final : public Backend {
 
   std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
                                       const CompileOptions& options) const override {
-    if (!options.options.empty())
-      throw InvalidArgument(
-          fmt::format("tpu-emu: unknown option '{}' (tpu-emu takes none; chip fields are set with "
-                      "overrides, e.g. --set mxu.rows=64)",
-                      options.options.begin()->first));
+    bool auto_layout = layout_option(options);
     TpuSpec spec = resolve_spec(arg, options.overrides);
     tpu_emu::precision_passes(options.precision, spec);  // rejects unknown precisions
-    CompiledProgram compiled = tpu_emu::compile_program(g, spec, options, "tpu-emu:" + arg);
-    return std::make_unique<TpuExecutable>(g, std::move(spec), std::move(compiled), options);
+    HostLayout host;
+    CompiledProgram compiled =
+        compile_with_layout(g, spec, options, "tpu-emu:" + arg, auto_layout, host);
+    return std::make_unique<TpuExecutable>(g, std::move(spec), std::move(compiled), options,
+                                           std::move(host));
+  }
+
+  std::map<std::string, std::string> option_help() const override {
+    return {{"layout",
+             "auto (default: the compiler picks channels-last for 2-D convolutions and pools, as "
+             "XLA's layout assignment does) or as_given (the graph's own layout)"}};
+  }
+
+ private:
+  // Compiles the channels-last form of the graph when layout assignment rewrites it. Like a real
+  // compiler's layout heuristic, a choice that cannot be compiled (a window whose channels-last
+  // tile does not fit on-chip memory, where the channels-first one does) falls back to the
+  // graph's own layout, with the reason in the compile notes.
+  static CompiledProgram compile_with_layout(const ir::Graph& g, const TpuSpec& spec,
+                                             const CompileOptions& options,
+                                             const std::string& device, bool auto_layout,
+                                             HostLayout& host) {
+    tpu_emu::LayoutAssignment layout;
+    if (auto_layout) layout = tpu_emu::assign_channels_last(g);
+    if (layout.channels_last == 0) return tpu_emu::compile_program(g, spec, options, device);
+    std::string why;
+    try {
+      CompiledProgram compiled = tpu_emu::compile_program(layout.graph, spec, options, device);
+      host = {layout.inputs_channels_last, layout.outputs_channels_last};
+      compiled.report.notes.push_back(fmt::format(
+          "layout assignment: {} op(s) run channels-last, {} transpose(s) where channels-first "
+          "values meet them (option layout=as_given keeps the graph's layout)",
+          layout.channels_last, layout.transposes));
+      return compiled;
+    } catch (const CompileError& e) {
+      why = e.what();
+    }
+    CompiledProgram compiled = tpu_emu::compile_program(g, spec, options, device);
+    compiled.report.notes.push_back("layout assignment not applied: " + why);
+    return compiled;
+  }
+
+  // The `layout` option (the only one tpu-emu takes): true for auto.
+  static bool layout_option(const CompileOptions& options) {
+    bool auto_layout = true;
+    for (const auto& [key, value] : options.options) {
+      if (key != "layout")
+        throw InvalidArgument(
+            fmt::format("tpu-emu: unknown option '{}' (tpu-emu takes layout=auto|as_given; chip "
+                        "fields are set with overrides, e.g. --set mxu.rows=64)",
+                        key));
+      if (value != "auto" && value != "as_given")
+        throw InvalidArgument(
+            fmt::format("tpu-emu: option layout={} (expected auto or as_given)", value));
+      auto_layout = value == "auto";
+    }
+    return auto_layout;
   }
 };
 

@@ -117,9 +117,11 @@ TEST(TpuCompile, PaddingToTheArrayIsLostUtilization) {
 }
 
 // NCHW keeps W (14) as the minor dimension: tiles padded to 128 lanes move ~9x the bytes and need
-// a relayout to feed the matrix units; NHWC keeps channels minor.
+// a relayout to feed the matrix units; NHWC keeps channels minor. layout=as_given prices the graph's
+// own layout (by default layout assignment would run both channels-last: layout_assignment_test).
 TEST(TpuCompile, NchwCostsMoreThanNhwc) {
   auto o = options({}, "default", true);
+  o.options["layout"] = "as_given";
   auto nchw = tpu_test::run(tpu_test::conv_graph(8, 256, 14, 256, false), "tpu-emu:v4", o).report;
   auto nhwc = tpu_test::run(tpu_test::conv_graph(8, 256, 14, 256, true), "tpu-emu:v4", o).report;
   EXPECT_GT(nchw.ops[0].cycles, nhwc.ops[0].cycles * 1.2);

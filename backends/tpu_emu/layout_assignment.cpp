@@ -1,0 +1,248 @@
+#include "backends/tpu_emu/layout_assignment.h"
+
+#include <cstring>
+
+#include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/shape_inference.h"
+
+namespace mimic::backends::tpu_emu {
+namespace {
+
+using ir::kNoValue;
+using ir::OpType;
+using ir::ValueId;
+
+const std::vector<int64_t> kToChannelsLast{0, 2, 3, 1};
+const std::vector<int64_t> kToChannelsFirst{0, 3, 1, 2};
+
+bool is_window_op(OpType op) {
+  return op == OpType::Conv || op == OpType::MaxPool || op == OpType::AveragePool ||
+         op == OpType::GlobalAveragePool || op == OpType::GlobalMaxPool ||
+         op == OpType::BatchNormalization;
+}
+
+// Copies rank-4 data of shape `s` into the order `perm` (any dtype).
+ir::HostTensor permuted(const ir::HostTensor& t, const std::vector<int64_t>& perm) {
+  const ir::Shape& s = t.shape();
+  std::vector<int64_t> dims{s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]};
+  ir::HostTensor out(t.dtype(), ir::Shape(dims));
+  int64_t stride[4] = {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
+  size_t eb = ir::dtype_size(t.dtype());
+  const auto* src = static_cast<const unsigned char*>(t.raw());
+  auto* dst = static_cast<unsigned char*>(out.raw());
+  int64_t i = 0;
+  for (int64_t a = 0; a < dims[0]; ++a)
+    for (int64_t b = 0; b < dims[1]; ++b)
+      for (int64_t c = 0; c < dims[2]; ++c)
+        for (int64_t d = 0; d < dims[3]; ++d, ++i) {
+          int64_t at =
+              a * stride[perm[0]] + b * stride[perm[1]] + c * stride[perm[2]] + d * stride[perm[3]];
+          std::memcpy(dst + i * eb, src + at * eb, eb);
+        }
+  return out;
+}
+
+ir::Shape permuted(const ir::Shape& s, const std::vector<int64_t>& perm) {
+  return ir::Shape({s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]});
+}
+
+class Rewriter {
+ public:
+  // `deliver` flags the graph inputs that arrive channels-last.
+  Rewriter(const ir::Graph& g, std::vector<bool> deliver)
+      : g_(g), out_(g.name()), map_(g.num_values()), first_uses_(g.num_values(), 0) {
+    result_.inputs_channels_last = std::move(deliver);
+  }
+
+  LayoutAssignment run() {
+    for (size_t i = 0; i < g_.inputs().size(); ++i) {
+      ValueId v = g_.inputs()[i];
+      const ir::TensorType& t = g_.value(v).type;
+      bool last = result_.inputs_channels_last[i];
+      ir::Shape shape = last ? permuted(t.shape, kToChannelsLast) : t.shape;
+      (last ? map_[v].last : map_[v].first) = out_.add_input(g_.value(v).name, t.dtype, shape);
+    }
+    for (const ir::Node& n : g_.nodes()) {
+      if (is_folded(n)) continue;
+      if (!rewrite_window(n) && !rewrite_elementwise(n) && !rewrite_concat(n)) copy(n);
+    }
+    for (ValueId v : g_.outputs()) {
+      bool last = map_[v].first == kNoValue && map_[v].last != kNoValue;
+      result_.outputs_channels_last.push_back(last);
+      out_.add_output(last ? map_[v].last : channels_first(v));
+    }
+    ir::infer_shapes(out_);
+    result_.graph = std::move(out_);
+    return std::move(result_);
+  }
+
+  // Graph inputs read only by channels-last consumers: they can arrive channels-last.
+  std::vector<bool> read_only_channels_last() const {
+    std::vector<bool> out;
+    for (ValueId v : g_.inputs())
+      out.push_back(rank(v) == 4 && first_uses_[v] == 0 && map_[v].last != kNoValue);
+    return out;
+  }
+
+ private:
+  // Per old value: its channels-first and channels-last versions in the new graph (either may be
+  // absent until a consumer asks for it).
+  struct Mapped {
+    ValueId first = kNoValue, last = kNoValue;
+  };
+
+  bool is_folded(const ir::Node& n) const {
+    for (ValueId v : n.outputs)
+      if (!g_.value(v).constant) return false;
+    return n.op != OpType::Constant;
+  }
+  bool is_constant(ValueId v) const { return g_.value(v).constant != nullptr; }
+  int rank(ValueId v) const { return g_.value(v).type.shape.rank(); }
+  bool has_channels_last(ValueId v) const { return map_[v].last != kNoValue; }
+
+  // x (the new value of old value `old`) in the order `perm`: a Reshape when only size-1 dims
+  // move, else a Transpose.
+  ValueId relayout(ValueId x, ValueId old, const std::vector<int64_t>& perm,
+                   const std::string& name) {
+    const ir::Shape& s = g_.value(old).type.shape;
+    if ((s[1] == 1 || s[2] * s[3] == 1) && !s.is_symbolic()) {
+      ir::Shape target = perm == kToChannelsLast ? permuted(s, perm) : s;
+      ir::HostTensor dims(ir::DType::i64, ir::Shape({4}));
+      for (int i = 0; i < 4; ++i) dims.data<int64_t>()[i] = target[i];
+      ValueId shape = out_.add_constant(name + ".shape", dims);
+      return out_.add_node(OpType::Reshape, out_.unique_node_name(name), {x, shape})[0];
+    }
+    ++result_.transposes;
+    return out_.add_node(OpType::Transpose, out_.unique_node_name(name), {x}, {{"perm", perm}})[0];
+  }
+
+  ValueId channels_first(ValueId v) {
+    Mapped& m = map_[v];
+    if (m.first != kNoValue) return m.first;
+    if (is_constant(v)) return m.first = out_.add_constant(g_.value(v).name, *g_.value(v).constant);
+    return m.first = relayout(m.last, v, kToChannelsFirst, g_.value(v).name + ".to_nchw");
+  }
+
+  ValueId channels_last(ValueId v) {
+    Mapped& m = map_[v];
+    if (m.last != kNoValue) return m.last;
+    if (is_constant(v))
+      return m.last = out_.add_constant(g_.value(v).name + ".nhwc",
+                                        permuted(*g_.value(v).constant, kToChannelsLast));
+    return m.last = relayout(channels_first(v), v, kToChannelsLast, g_.value(v).name + ".to_nhwc");
+  }
+
+  // An input of a rewritten node: channels-last for activations, as given for parameters.
+  ValueId input(ValueId v, bool as_channels_last) {
+    if (v == kNoValue) return kNoValue;
+    if (as_channels_last) return channels_last(v);
+    ++first_uses_[v];
+    return channels_first(v);
+  }
+
+  void emit(const ir::Node& n, std::vector<ValueId> inputs, ir::Attributes attrs,
+            bool result_channels_last) {
+    std::vector<std::string> names;
+    for (ValueId v : n.outputs) names.push_back(g_.value(v).name);
+    auto outs = out_.add_node(n.op, n.name, std::move(inputs), std::move(attrs),
+                              static_cast<int>(n.outputs.size()), names);
+    for (size_t i = 0; i < outs.size(); ++i)
+      (result_channels_last ? map_[n.outputs[i]].last : map_[n.outputs[i]].first) = outs[i];
+  }
+
+  void copy(const ir::Node& n) {
+    std::vector<ValueId> inputs;
+    for (ValueId v : n.inputs) inputs.push_back(input(v, false));
+    emit(n, std::move(inputs), n.attrs, false);
+  }
+
+  bool rewrite_window(const ir::Node& n) {
+    if (!is_window_op(n.op) || n.outputs.size() != 1 || ir::is_channels_last(n) ||
+        rank(n.inputs[0]) != 4)
+      return false;
+    std::vector<ValueId> inputs{channels_last(n.inputs[0])};
+    for (size_t i = 1; i < n.inputs.size(); ++i) inputs.push_back(input(n.inputs[i], false));
+    ir::Attributes attrs = n.attrs;
+    attrs.set("layout", std::string("NHWC"));
+    emit(n, std::move(inputs), std::move(attrs), true);
+    ++result_.channels_last;
+    return true;
+  }
+
+  // An input an elementwise op can read channels-last: a channels-last activation, a rank-4
+  // constant (relaid at compile time) or a one-element constant.
+  bool follows(ValueId v) const {
+    if (v == kNoValue) return true;
+    if (is_constant(v)) return rank(v) == 4 || g_.value(v).constant->numel() == 1;
+    return has_channels_last(v);
+  }
+
+  bool rewrite_elementwise(const ir::Node& n) {
+    bool unary = ir::is_unary_elementwise(n.op), binary = ir::is_binary_elementwise(n.op);
+    if ((!unary && !binary) || n.outputs.size() != 1 || rank(n.outputs[0]) != 4) return false;
+    bool any_activation = false;
+    for (int i = 0; i < (unary ? 1 : n.num_inputs()); ++i) {
+      if (!follows(n.inputs[i])) return false;
+      any_activation |= !is_constant(n.inputs[i]);
+    }
+    if (!any_activation) return false;
+    std::vector<ValueId> inputs;
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      ValueId v = n.inputs[i];
+      bool relaid = (binary || i == 0) && v != kNoValue && (!is_constant(v) || rank(v) == 4);
+      inputs.push_back(input(v, relaid));
+    }
+    emit(n, std::move(inputs), n.attrs, true);
+    return true;
+  }
+
+  bool rewrite_concat(const ir::Node& n) {
+    if (n.op != OpType::Concat || rank(n.outputs[0]) != 4) return false;
+    int64_t axis = n.attrs.get_int("axis", 0);
+    if (axis != 1 && axis != -3) return false;
+    for (ValueId v : n.inputs)
+      if (is_constant(v) || !has_channels_last(v)) return false;
+    std::vector<ValueId> inputs;
+    for (ValueId v : n.inputs) inputs.push_back(channels_last(v));
+    ir::Attributes attrs = n.attrs;
+    attrs.set("axis", int64_t{3});
+    emit(n, std::move(inputs), std::move(attrs), true);
+    return true;
+  }
+
+  const ir::Graph& g_;
+  ir::Graph out_;
+  std::vector<Mapped> map_;
+  std::vector<int> first_uses_;  // channels-first reads of each value by rewritten or copied nodes
+  LayoutAssignment result_;
+};
+
+bool needs_assignment(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes())
+    if (is_window_op(n.op) && n.outputs.size() == 1 && !ir::is_channels_last(n) &&
+        g.value(n.inputs[0]).type.shape.rank() == 4 && !g.value(n.outputs[0]).constant)
+      return true;
+  return false;
+}
+
+}  // namespace
+
+LayoutAssignment assign_channels_last(const ir::Graph& g) {
+  std::vector<bool> none(g.inputs().size(), false);
+  if (!needs_assignment(g)) return {g, 0, 0, none, std::vector<bool>(g.outputs().size(), false)};
+  Rewriter probe(g, none);
+  LayoutAssignment first = probe.run();
+  std::vector<bool> deliver = probe.read_only_channels_last();
+  if (deliver == none) return first;
+  return Rewriter(g, deliver).run();
+}
+
+ir::HostTensor to_channels_last(const ir::HostTensor& t) {
+  return permuted(t, kToChannelsLast);
+}
+
+ir::HostTensor to_channels_first(const ir::HostTensor& t) {
+  return permuted(t, kToChannelsFirst);
+}
+
+}  // namespace mimic::backends::tpu_emu
