@@ -73,8 +73,10 @@ def data(shape, classes, batches, seed=0):
             for _ in range(batches)]
 
 
-def rel(a, b):
-    return float(np.linalg.norm(np.asarray(a, np.float64) - b) / max(np.linalg.norm(np.asarray(b, np.float64)), 1e-12))
+def rel(a, b, floor=1e-12):
+    """Norm-relative difference; `floor` bounds the denominator for tensors whose true value is ~0."""
+    b = np.asarray(b, np.float64)
+    return float(np.linalg.norm(np.asarray(a, np.float64) - b) / max(np.linalg.norm(b), floor))
 
 
 @pytest.mark.parametrize("make,shape", [(mlp, (16, 20)), (cnn, (8, 3, 8, 8))], ids=["mlp", "cnn"])
@@ -98,7 +100,9 @@ def test_one_step_gradients_match_torch(make, shape):
         index, attr = name.split(".", 1)
         g = getattr(twin[int(index)], attr).grad.numpy()
         g = g.T if attr == "weight" and isinstance(twin[int(index)], torch.nn.Linear) else g
-        assert rel(grad, g) <= RTOL, name
+        # A conv bias followed by BatchNorm has a zero gradient (rounding noise ~1e-8 on both
+        # sides): gradient norms below 1e-2 are compared absolutely (1e-6).
+        assert rel(grad, g, floor=1e-2) <= RTOL, name
     for name in before:  # BatchNorm running statistics: momentum 0.1, unbiased variance
         if "running" in name:
             assert rel(after[name], torch_value(twin, name)) <= 1e-5, name
@@ -121,7 +125,7 @@ def mimic_optimizer(kind, params):
 
 
 @pytest.mark.parametrize("kind", ["sgd", "nesterov", "adamw"])
-@pytest.mark.parametrize("make,shape,steps", [(mlp, (16, 20), 100), (cnn, (8, 3, 8, 8), 30)], ids=["mlp", "cnn"])
+@pytest.mark.parametrize("make,shape,steps", [(mlp, (16, 20), 100), (cnn, (8, 3, 8, 8), 100)], ids=["mlp", "cnn"])
 def test_loss_curve_matches_torch(kind, make, shape, steps):
     model = make()
     twin = torch_twin(model)

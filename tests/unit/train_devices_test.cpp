@@ -4,6 +4,7 @@
 // 1e-4. Ops the emulators do not lower run on cpu; the test prints which.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <set>
@@ -50,16 +51,26 @@ std::vector<float> losses(const std::string& device, const std::string& precisio
   ir::HostTensor y = Random(6).tensor(DType::i64, Shape({8}), 10);
   std::vector<float> out;
   for (int i = 0; i < steps; ++i) out.push_back(step.step(x, y));
+  if (device != "cpu") {
+    EXPECT_GT(step.last_report().cycles, 0u) << device;  // the step ran on the emulated chip
+    EXPECT_LT(step.last_report().fallback_count(), static_cast<int>(step.last_report().ops.size()))
+        << device;
+  }
   return out;
 }
 
 void expect_close(const std::vector<float>& got, const std::vector<float>& want, double rtol) {
   ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max<double>(worst, std::fabs(got[i] - want[i]) / std::fabs(want[i]));
+  std::cout << "worst relative loss difference " << worst << " (first " << got.front() << " vs "
+            << want.front() << ", last " << got.back() << " vs " << want.back() << ")\n";
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got[i], want[i], rtol * std::fabs(want[i])) << "step " << i + 1;
 }
 
-constexpr int kSteps = 5;
+constexpr int kSteps = 10;
 
 TEST(TrainDevices, TpuEmuHighestFollowsCpu) {
   expect_close(losses("tpu-emu:v4", "highest", kSteps), losses("cpu", "default", kSteps), 1e-4);
