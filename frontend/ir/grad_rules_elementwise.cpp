@@ -143,6 +143,58 @@ void gelu_rule(GradContext& c) {
   c.set(0, b.mul(c.dy(), d));
 }
 
+// Piecewise activations: the derivative is built from masks on x (each boundary point takes the
+// derivative of the side ONNX's formula picks).
+void piecewise_rule(GradContext& c) {
+  auto& b = c.b;
+  ValueId x = c.x(0), one = b.scalar_like(1.0, x), zero = b.scalar_like(0.0, x);
+  DType t = b.dtype(x);
+  auto mask = [&](ValueId cond) { return b.cast(cond, t); };
+  ValueId pos = b.op(OpType::Greater, {x, zero});
+  ValueId d;
+  switch (c.node().op) {
+    case OpType::Elu: {  // x > 0: 1, else alpha e^x
+      double alpha = c.attrs().get_float("alpha", 1.0);
+      d = b.op(OpType::Where, {b.op(OpType::GreaterOrEqual, {x, zero}), one,
+                               b.scale(b.op(OpType::Exp, {x}), alpha)});
+      break;
+    }
+    case OpType::Selu: {
+      double alpha = c.attrs().get_float("alpha", 1.67326319217681884765625);
+      double gamma = c.attrs().get_float("gamma", 1.05070102214813232421875);
+      d = b.scale(b.op(OpType::Where, {pos, one, b.scale(b.op(OpType::Exp, {x}), alpha)}), gamma);
+      break;
+    }
+    case OpType::Celu: {
+      double alpha = c.attrs().get_float("alpha", 1.0);
+      d = b.op(OpType::Where, {pos, one, b.op(OpType::Exp, {b.scale(x, 1.0 / alpha)})});
+      break;
+    }
+    case OpType::HardSigmoid: {  // alpha where 0 < alpha x + beta < 1
+      double alpha = c.attrs().get_float("alpha", 0.2), beta = c.attrs().get_float("beta", 0.5);
+      ValueId u = b.add(b.scale(x, alpha), b.scalar_like(beta, x));
+      d = b.scale(b.mul(mask(b.op(OpType::Greater, {u, zero})), mask(b.op(OpType::Less, {u, one}))),
+                  alpha);
+      break;
+    }
+    case OpType::HardSwish: {  // x < -3: 0, x > 3: 1, else x/3 + 1/2 (PyTorch's hardswish_backward)
+      ValueId mid = b.add(b.scale(x, 1.0 / 3.0), b.scalar_like(0.5, x));
+      ValueId above = b.op(OpType::Greater, {x, b.scalar_like(3.0, x)});
+      ValueId below = b.op(OpType::Less, {x, b.scalar_like(-3.0, x)});
+      d = b.op(OpType::Where, {above, one, b.op(OpType::Where, {below, zero, mid})});
+      break;
+    }
+    case OpType::Softsign: {  // 1 / (1 + |x|)^2
+      ValueId den = b.add(one, b.op(OpType::Abs, {x}));
+      d = b.op(OpType::Reciprocal, {b.mul(den, den)});
+      break;
+    }
+    default:
+      c.unsupported("no piecewise gradient rule");
+  }
+  c.set(0, b.mul(c.dy(), d));
+}
+
 void cast_rule(GradContext& c) {
   if (!is_floating(c.b.dtype(c.x(0))))
     c.unsupported("gradient through a cast from a non-float type");
@@ -219,6 +271,13 @@ GradRule elementwise_grad_rule(OpType op) {
     case OpType::Max:
     case OpType::Min:
       return max_min_rule;
+    case OpType::Elu:
+    case OpType::Selu:
+    case OpType::Celu:
+    case OpType::HardSigmoid:
+    case OpType::HardSwish:
+    case OpType::Softsign:
+      return piecewise_rule;
     default:
       return nullptr;
   }

@@ -1,8 +1,8 @@
-// Gradient rules of MatMul, Gemm and Conv, written as the same ops: MatMul with transposed
-// operands; Gemm with flipped trans flags; Conv's data gradient as a ConvTranspose with the same
-// weights, strides, pads, dilations and groups; Conv's weight gradient as a Conv over the input and
-// the output gradient with batch and channels swapped (the convolution's stride becomes the
-// dilation and vice versa), per group.
+// Gradient rules of MatMul, Gemm, Conv and ConvTranspose, written as the same ops: MatMul with
+// transposed operands; Gemm with flipped trans flags; Conv's data gradient as a ConvTranspose with
+// the same weights, strides, pads, dilations and groups; Conv's weight gradient as a Conv over the
+// input and the output gradient with batch and channels swapped (the convolution's stride becomes
+// the dilation and vice versa), per group; ConvTranspose as the adjoint of that Conv.
 #include <fmt/format.h>
 
 #include "frontend/ir/autodiff.h"
@@ -73,14 +73,13 @@ ValueId conv_data_grad(GradContext& c, const WindowGeometry& w) {
 
 // dW[m, c, k] = sum_{n, o} dy[n, m, o] x[n, g*C/G + c, o*s + k*d - p]: a grouped Conv whose
 // "batch" is the C/G input channels of a group, "channels" are (group, N) and "weights" are dy.
-ValueId conv_weight_grad(GradContext& c, const WindowGeometry& w) {
-  auto& b = c.b;
+ValueId conv_weight_grad(GraphBuilder& b, ValueId x, ValueId dy, const WindowGeometry& w) {
   int r = w.spatial_rank;
   int64_t n = w.batch, cg = w.in_channels / w.group, G = w.group;
-  Shape xs = c.x_shape(0);
+  Shape xs = b.shape(x);
   std::vector<int64_t> split_dims{n, G, cg};
   for (int i = 0; i < r; ++i) split_dims.push_back(xs[2 + i]);
-  ValueId x5 = b.reshape(c.x(0), Shape(split_dims));
+  ValueId x5 = b.reshape(x, Shape(split_dims));
   std::vector<int64_t> perm{2, 1, 0};
   for (int i = 0; i < r; ++i) perm.push_back(3 + i);
   std::vector<int64_t> merged{cg, G * n};
@@ -88,7 +87,7 @@ ValueId conv_weight_grad(GradContext& c, const WindowGeometry& w) {
   ValueId xt = b.reshape(b.transpose(x5, perm), Shape(merged));
   std::vector<int64_t> perm01{1, 0};
   for (int i = 0; i < r; ++i) perm01.push_back(2 + i);
-  ValueId gt = b.transpose(c.dy(), perm01);  // [M, N, out...]
+  ValueId gt = b.transpose(dy, perm01);  // [M, N, out...]
   std::vector<int64_t> pads = w.pad_begin;
   pads.insert(pads.end(), w.pad_end.begin(), w.pad_end.end());
   Attributes at{{"strides", w.dilations}, {"dilations", w.strides}, {"pads", pads}, {"group", G}};
@@ -99,17 +98,43 @@ ValueId conv_weight_grad(GradContext& c, const WindowGeometry& w) {
   return b.transpose(dw, perm01);
 }
 
+void set_bias_grad(GradContext& c, const WindowGeometry& w) {
+  if (!c.needs(2)) return;
+  std::vector<int64_t> axes{0};
+  for (int i = 0; i < w.spatial_rank; ++i) axes.push_back(2 + i);
+  c.set(2, c.b.reduce_sum(c.dy(), axes, false));
+}
+
 void conv_rule(GradContext& c) {
   if (is_channels_last(c.node()))
     c.unsupported("channels-last Conv has no gradient rule (use NCHW)");
   WindowGeometry w = window_geometry(c.b.graph(), c.node());
   if (c.needs(0)) c.set(0, conv_data_grad(c, w));
-  if (c.needs(1)) c.set(1, conv_weight_grad(c, w));
-  if (c.needs(2)) {
-    std::vector<int64_t> axes{0};
-    for (int i = 0; i < w.spatial_rank; ++i) axes.push_back(2 + i);
-    c.set(2, c.b.reduce_sum(c.dy(), axes, false));
+  if (c.needs(1)) c.set(1, conv_weight_grad(c.b, c.x(0), c.dy(), w));
+  set_bias_grad(c, w);
+}
+
+// ConvTranspose is the adjoint of the Conv C(dy) with the same weights, strides, pads, dilations
+// and groups: dx = C(dy), and dW is C's weight gradient with dy as C's input and x as its output
+// gradient.
+void conv_transpose_rule(GradContext& c) {
+  if (is_channels_last(c.node()))
+    c.unsupported("channels-last ConvTranspose has no gradient rule (use NCHW)");
+  WindowGeometry w = window_geometry(c.b.graph(), c.node());
+  std::vector<int64_t> pads = w.pad_begin;
+  pads.insert(pads.end(), w.pad_end.begin(), w.pad_end.end());
+  if (c.needs(0)) {
+    Attributes at{
+        {"strides", w.strides}, {"dilations", w.dilations}, {"pads", pads}, {"group", w.group}};
+    c.set(0, c.b.op(OpType::Conv, {c.dy(), c.x(1)}, at));
   }
+  if (c.needs(1)) {
+    WindowGeometry adj = w;  // the geometry of C: from the output side back to the input side
+    std::swap(adj.in_size, adj.out_size);
+    std::swap(adj.in_channels, adj.out_channels);
+    c.set(1, conv_weight_grad(c.b, c.dy(), c.x(0), adj));
+  }
+  set_bias_grad(c, w);
 }
 
 }  // namespace
@@ -122,6 +147,8 @@ GradRule linear_grad_rule(OpType op) {
       return gemm_rule;
     case OpType::Conv:
       return conv_rule;
+    case OpType::ConvTranspose:
+      return conv_transpose_rule;
     default:
       return nullptr;
   }

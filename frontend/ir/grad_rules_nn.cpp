@@ -191,6 +191,14 @@ void global_average_pool_rule(GradContext& c) {
   c.set(0, c.b.scale(c.b.expand(c.dy(), x), 1.0 / static_cast<double>(spatial)));
 }
 
+// GlobalMaxPool: the whole gradient of a channel goes to the elements equal to its maximum.
+void global_max_pool_rule(GradContext& c) {
+  auto& b = c.b;
+  Shape x = c.x_shape(0);
+  ValueId hit = b.cast(b.op(OpType::Equal, {c.x(0), c.y()}), b.dtype(c.x(0)));
+  c.set(0, b.mul(hit, b.expand(c.dy(), x)));
+}
+
 // Inference-form BatchNormalization: y = (x - mean) * scale / sqrt(var + eps) + bias.
 void batch_norm_rule(GradContext& c) {
   auto& b = c.b;
@@ -234,6 +242,8 @@ GradRule nn_grad_rule(OpType op) {
       return global_average_pool_rule;
     case OpType::BatchNormalization:
       return batch_norm_rule;
+    case OpType::GlobalMaxPool:
+      return global_max_pool_rule;
     default:
       return nullptr;
   }

@@ -108,6 +108,33 @@ void reduce_rule(GradContext& c) {
   c.set(0, g);
 }
 
+// ReduceMax/ReduceMin: the gradient goes to the elements equal to the result (ties share the
+// whole gradient each; PyTorch's amax/amin split it evenly between ties).
+void reduce_extreme_rule(GradContext& c) {
+  auto& b = c.b;
+  Shape x = c.x_shape(0);
+  std::vector<bool> reduced = resolve_reduce_axes(b.graph(), c.node());
+  std::vector<int64_t> kept = x.dims();
+  for (int i = 0; i < x.rank(); ++i)
+    if (reduced[i]) kept[i] = 1;
+  ValueId y = b.reshape(c.y(), Shape(kept)), g = b.reshape(c.dy(), Shape(kept));
+  ValueId hit = b.cast(b.op(OpType::Equal, {c.x(0), y}), b.dtype(c.x(0)));
+  c.set(0, b.mul(hit, b.expand(g, x)));
+}
+
+// Tile: the gradient of each copy is summed back (reshape to [repeat, size] pairs, reduce repeats).
+void tile_rule(GradContext& c) {
+  auto& b = c.b;
+  Shape x = c.x_shape(0);
+  std::vector<int64_t> repeats = constant_ints(b.graph(), c.node(), 1), split, axes;
+  for (int i = 0; i < x.rank(); ++i) {
+    split.push_back(repeats[i]);
+    split.push_back(x[i]);
+    axes.push_back(2 * i);
+  }
+  c.set(0, b.reshape(b.reduce_sum(b.reshape(c.dy(), Shape(split)), axes, false), x));
+}
+
 }  // namespace
 
 GradRule shape_grad_rule(OpType op) {
@@ -134,6 +161,11 @@ GradRule shape_grad_rule(OpType op) {
     case OpType::ReduceSum:
     case OpType::ReduceMean:
       return reduce_rule;
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+      return reduce_extreme_rule;
+    case OpType::Tile:
+      return tile_rule;
     default:
       return nullptr;
   }
