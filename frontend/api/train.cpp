@@ -6,6 +6,7 @@
 #include <map>
 
 #include "frontend/api/npz.h"
+#include "frontend/api/random.h"
 #include "frontend/ir/error.h"
 
 namespace mimic {
@@ -24,6 +25,16 @@ ir::Graph trace_for_training(nn::Module& module, const ir::TensorType& input_typ
         fmt::format("training: input type {} must have a concrete batch", input_type.str()));
   return nn::trace_module(module, "input", input_type.dtype, input_type.shape,
                           module.name().empty() ? "model" : module.name());
+}
+
+// Keep-with-probability (1 - ratio) mask of one Dropout node for one step.
+ir::HostTensor dropout_mask(const TrainGraph::Dropout& d, uint64_t seed, int64_t step, int index) {
+  Random rng(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step) * 1000003u +
+             static_cast<uint64_t>(index));
+  ir::HostTensor m(ir::DType::f32, d.mask_type.shape);
+  float* p = m.data<float>();
+  for (int64_t i = 0; i < m.numel(); ++i) p[i] = rng.uniform() >= d.ratio ? 1.0f : 0.0f;
+  return m;
 }
 
 }  // namespace
@@ -87,6 +98,9 @@ float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target)
         break;
       case TrainRole::state:
         feed.push_back(state_[s.index]);
+        break;
+      case TrainRole::dropout_mask:
+        feed.push_back(dropout_mask(t.dropouts[s.index], options_.seed, step_ + 1, s.index));
         break;
       case TrainRole::loss:
         break;

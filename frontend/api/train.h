@@ -17,6 +17,7 @@ struct TrainOptions {
   LossConfig loss;
   OptimizerConfig optimizer;
   CompileOptions compile;
+  uint64_t seed = 0;  // dropout masks: step k's masks come from (seed, k), so runs repeat exactly
 };
 
 class TrainStep {

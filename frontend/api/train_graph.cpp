@@ -80,9 +80,35 @@ ValueId batch_norm_train(ir::GraphBuilder& b, const ir::Node& n, const std::vect
 
 // Copies `src` into `dst` node by node (inputs already created), rewriting BatchNormalization;
 // nodes whose inputs are all constant fold (shape computations), parameters being inputs now.
-ValueId copy_forward(const ir::Graph& src, ir::Graph& dst,
-                     std::unordered_map<ValueId, ValueId>& map,
+// Training-mode Dropout: x * mask / (1 - ratio) with the mask a new graph input.
+void dropout_train(TrainGraph& t, const ir::Node& n, const std::vector<ValueId>& in,
+                   std::unordered_map<ValueId, ValueId>& map) {
+  ir::GraphBuilder b(t.graph, n.name);
+  double ratio = n.has_input(1) ? ir::constant_scalar(t.graph, n, 1).value_or(0.5) : 0.5;
+  if (n.has_input(1) && !t.graph.value(in[1]).constant)
+    throw UnsupportedOpError(
+        fmt::format("training: {}: the dropout ratio must be a constant", n.name));
+  if (!(ratio >= 0 && ratio < 1))
+    throw InvalidArgument(
+        fmt::format("training: {}: dropout ratio {} is outside [0, 1)", n.name, ratio));
+  ValueId x = in[0], y = x, mask = ir::kNoValue;
+  if (ratio > 0) {
+    ir::TensorType type{ir::DType::f32, b.shape(x)};
+    mask = t.graph.add_input(n.name + ".mask", type.dtype, type.shape);
+    t.inputs.push_back({TrainRole::dropout_mask, static_cast<int>(t.dropouts.size())});
+    t.dropouts.push_back({type, ratio});
+    y = b.scale(b.mul(x, b.cast(mask, b.dtype(x))), 1.0 / (1.0 - ratio));
+  }
+  map[n.outputs[0]] = y;
+  if (n.outputs.size() > 1) {
+    ValueId keep = mask == ir::kNoValue ? b.full({ir::DType::f32, b.shape(x)}, 1.0) : mask;
+    map[n.outputs[1]] = b.cast(keep, ir::DType::boolean);
+  }
+}
+
+ValueId copy_forward(const ir::Graph& src, TrainGraph& t, std::unordered_map<ValueId, ValueId>& map,
                      std::unordered_map<ValueId, ValueId>& updated) {
+  ir::Graph& dst = t.graph;
   auto evaluator = backends::cpu::make_evaluator();
   ir::InferOptions infer{evaluator.get()};
   auto mapped = [&](ValueId v) {
@@ -100,6 +126,12 @@ ValueId copy_forward(const ir::Graph& src, ir::Graph& dst,
     if (n.op == OpType::BatchNormalization) {
       ir::GraphBuilder b(dst, n.name);
       map[n.outputs[0]] = batch_norm_train(b, n, in, updated);
+      continue;
+    }
+    if (n.op == OpType::Dropout) {
+      ir::Node copy = n;
+      copy.inputs = in;
+      dropout_train(t, copy, in, map);
       continue;
     }
     std::vector<std::string> names;
@@ -144,7 +176,7 @@ TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& param
       param_values.push_back(in);
     }
   }
-  ValueId output = copy_forward(forward, g, map, updated);
+  ValueId output = copy_forward(forward, t, map, updated);
   t.output_type = g.value(output).type;
   t.target_type = loss_target_type(loss, t.output_type);
   ValueId target = g.add_input("target", t.target_type.dtype, t.target_type.shape);

@@ -212,6 +212,41 @@ TEST(TrainStep, MissingGradientRuleNamesTheOpAndNode) {
             "autodiff: no gradient rule for op Hardmax (node 'pick' (Hardmax))");
 }
 
+// x = ones [8, 16], W = ones [16, 8]: every output is 16 before dropout, 32 or 0 after (ratio
+// 0.5, kept values scaled by 2), so the MSE against zeros is 1024 * (kept fraction).
+float dropout_loss(uint64_t seed, int steps) {
+  ir::Graph g("dropout_model");
+  ir::ValueId x = g.add_input("input", DType::f32, Shape({8, 16}));
+  std::vector<float> ones(16 * 8, 1.0f);
+  ir::HostTensor w = ir::HostTensor::from(Shape({16, 8}), ones.data());
+  float ratio = 0.5f;
+  auto h = g.add_node(ir::OpType::MatMul, "fc", {x, g.add_constant("w", w)});
+  auto y = g.add_node(ir::OpType::Dropout, "drop",
+                      {h[0], g.add_constant("ratio", ir::HostTensor::from(Shape(), &ratio))});
+  g.add_output(y[0]);
+  TrainOptions o;
+  o.loss.kind = LossKind::mse;
+  o.optimizer.lr = 0.0;
+  o.seed = seed;
+  TrainStep step(g, {{"w", w}}, Device("cpu"), o);
+  ir::HostTensor xs = ir::HostTensor::from(Shape({8, 16}), ones.data());
+  ir::HostTensor t(DType::f32, Shape({8, 8}));
+  float loss = 0;
+  for (int i = 0; i < steps; ++i) loss = step.step(xs, t);
+  return loss;
+}
+
+TEST(TrainStep, DropoutMasksAreSeededPerStepAndScaled) {
+  float l1 = dropout_loss(7, 1);
+  double kept = l1 / 1024.0;
+  EXPECT_GT(kept, 0.25);
+  EXPECT_LT(kept, 0.75);
+  EXPECT_NEAR(kept * 64, std::round(kept * 64), 1e-3);  // a whole number of kept outputs
+  EXPECT_EQ(dropout_loss(7, 1), l1);                    // same seed, same step: same mask
+  EXPECT_NE(dropout_loss(7, 2), l1);                    // the next step draws a new mask
+  EXPECT_NE(dropout_loss(8, 1), l1);
+}
+
 TEST(Npz, WritesWhatItReads) {
   std::vector<int64_t> iv{1, -2, 3};
   std::vector<float> fv{0.5f, -1.25f, 3, 4, 5, 6};
