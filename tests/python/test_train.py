@@ -26,6 +26,11 @@ def cnn():
                                mimic.nn.ReLU(), mimic.nn.Flatten(), mimic.nn.Linear(8 * 2 * 2, 10, seed=3))
 
 
+def norm_mlp():
+    return mimic.nn.Sequential(mimic.nn.Linear(20, 32, seed=1), mimic.nn.LayerNorm(32), mimic.nn.GELU(),
+                               mimic.nn.Linear(32, 16, seed=2), mimic.nn.Sigmoid(), mimic.nn.Linear(16, 10, seed=3))
+
+
 def torch_twin(model):
     """The torch.nn.Sequential with `model`'s layers and weights."""
     layers = []
@@ -45,6 +50,14 @@ def torch_twin(model):
             t = torch.nn.BatchNorm2d(np.array(m.weight).shape[0], eps=m.eps)
             for name in ("weight", "bias", "running_mean", "running_var"):
                 getattr(t, name).data = torch.tensor(np.array(getattr(m, name)))
+        elif isinstance(m, mimic.nn.LayerNorm):
+            t = torch.nn.LayerNorm(np.array(m.weight).shape[0], eps=m.eps)
+            t.weight.data = torch.tensor(np.array(m.weight))
+            t.bias.data = torch.tensor(np.array(m.bias))
+        elif isinstance(m, mimic.nn.GELU):
+            t = torch.nn.GELU(approximate="tanh" if m.approximate else "none")
+        elif isinstance(m, mimic.nn.Sigmoid):
+            t = torch.nn.Sigmoid()
         elif isinstance(m, mimic.nn.ReLU):
             t = torch.nn.ReLU()
         elif isinstance(m, mimic.nn.Tanh):
@@ -79,7 +92,8 @@ def rel(a, b, floor=1e-12):
     return float(np.linalg.norm(np.asarray(a, np.float64) - b) / max(np.linalg.norm(b), floor))
 
 
-@pytest.mark.parametrize("make,shape", [(mlp, (16, 20)), (cnn, (8, 3, 8, 8))], ids=["mlp", "cnn"])
+@pytest.mark.parametrize("make,shape", [(mlp, (16, 20)), (norm_mlp, (16, 20)), (cnn, (8, 3, 8, 8))],
+                         ids=["mlp", "layernorm_gelu", "cnn"])
 def test_one_step_gradients_match_torch(make, shape):
     model = make()
     twin = torch_twin(model)
