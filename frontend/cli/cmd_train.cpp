@@ -2,9 +2,11 @@
 // class labels, cycled, so the loss falls as the model memorizes them) with one compiled training
 // step; prints the loss of every step and a summary, optionally saves a .npz checkpoint.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <iostream>
+#include <set>
 
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
@@ -38,6 +40,28 @@ std::vector<std::pair<ir::HostTensor, ir::HostTensor>> synthetic_data(const Trai
     out.emplace_back(x, y);
   }
   return out;
+}
+
+struct Totals {
+  float first_loss, last_loss;
+  double compile_s, wall_s, device_s;
+};
+
+void print_summary(const TrainArgs& a, const TrainStep& step, const Totals& t) {
+  int64_t params = 0;
+  for (const auto& [name, tensor] : step.parameters()) params += tensor.numel();
+  std::set<std::string> fell_back;
+  for (const auto& op : step.last_report().ops)
+    if (op.fallback) fell_back.insert(op.op_type);
+  std::cout << fmt::format("trained {} on {} ({} {} lr {}): {} steps of batch {}, {} parameters\n",
+                           a.model, a.device, a.optimizer, a.loss, a.lr, a.steps, a.batch, params);
+  std::cout << fmt::format("loss {:.6f} -> {:.6f}; compile {}, run {} wall, {} device\n",
+                           t.first_loss, t.last_loss, format_seconds(t.compile_s),
+                           format_seconds(t.wall_s), format_seconds(t.device_s));
+  if (!fell_back.empty())
+    std::cout << fmt::format("{} of {} ops ran on cpu (not lowered by {}): {}\n",
+                             step.last_report().fallback_count(), step.last_report().ops.size(),
+                             a.device, fmt::join(fell_back, ", "));
 }
 
 int run_train(const TrainArgs& a) {
@@ -75,14 +99,7 @@ int run_train(const TrainArgs& a) {
     if (!a.quiet) std::cout << fmt::format("step {:>5}/{}  loss {:.6f}\n", i + 1, a.steps, last);
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int64_t params = 0;
-  for (const auto& [name, t] : step.parameters()) params += t.numel();
-  std::cout << fmt::format("trained {} on {} ({} {} lr {}): {} steps of batch {}, {} parameters\n",
-                           a.model, a.device, a.optimizer, a.loss, a.lr, a.steps, a.batch, params);
-  std::cout << fmt::format(
-      "loss {:.6f} -> {:.6f}; compile {}, run {} wall, {} device; {} ops fell back to cpu\n", first,
-      last, format_seconds(compile_s), format_seconds(wall), format_seconds(device_s),
-      step.last_report().fallback_count());
+  print_summary(a, step, {first, last, compile_s, wall, device_s});
   if (!a.save.empty()) {
     step.save(a.save);
     std::cout << "checkpoint: " << a.save << "\n";
