@@ -17,8 +17,8 @@ namespace mimic::cli {
 namespace {
 
 struct TrainArgs {
-  std::string model = "mlp", device = "cpu", optimizer = "sgd", loss = "cross_entropy", save,
-              precision = "default";
+  std::string model = "mlp", layout = "nchw", device = "cpu", optimizer = "sgd",
+              loss = "cross_entropy", save, precision = "default";
   std::vector<std::string> model_args;
   int64_t batch = 32, steps = 100, batches = 4;
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0;
@@ -70,6 +70,7 @@ int run_train(const TrainArgs& a) {
                                       a.batch, a.steps, a.batches));
   zoo::ModelOptions mo;
   mo.seed = a.seed;
+  mo.layout = a.layout;
   mo.params = parse_int_values(a.model_args, "--model-arg");
   zoo::Model m = zoo::make(a.model, mo);
   if (m.int_input_high > 0)
@@ -117,6 +118,8 @@ Command add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--model-arg", a->model_args,
                   "Model parameter key=value (e.g. layers=2, hidden=256)");
+  cmd->add_option("--layout", a->layout, "CNN activation layout: nchw or nhwc")
+      ->capture_default_str();
   cmd->add_option("--device", a->device, "Device string (see `mimic devices`)")
       ->capture_default_str();
   cmd->add_option("--batch", a->batch, "Batch size")->capture_default_str();

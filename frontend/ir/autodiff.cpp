@@ -29,6 +29,27 @@ void GradContext::unsupported(const std::string& what) const {
                            {op_name(node_.op)});
 }
 
+void channels_first_grad(GradContext& c, GradRule rule) {
+  GraphBuilder& b = c.b;
+  int rank = c.x_shape(0).rank();
+  std::vector<int64_t> to_first{0, rank - 1}, to_last{0};
+  for (int i = 1; i < rank - 1; ++i) to_first.push_back(i);
+  for (int i = 2; i < rank; ++i) to_last.push_back(i);
+  to_last.push_back(1);
+  Node n = c.node();
+  n.attrs.erase("layout");
+  n.inputs[0] = b.transpose(c.x(0), to_first);
+  n.outputs[0] = b.transpose(c.y(), to_first);
+  std::vector<bool> needed;
+  for (int i = 0; i < n.num_inputs(); ++i) needed.push_back(c.needs(i));
+  GradContext inner(b, n, {b.transpose(c.dy(), to_first)}, needed);
+  rule(inner);
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    ValueId g = inner.input_grads()[i];
+    if (c.needs(i) && g != kNoValue) c.set(i, i == 0 ? b.transpose(g, to_last) : g);
+  }
+}
+
 GradRule find_grad_rule(OpType op) {
   for (auto family : {elementwise_grad_rule, linear_grad_rule, shape_grad_rule, nn_grad_rule})
     if (GradRule r = family(op)) return r;

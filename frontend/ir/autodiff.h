@@ -52,6 +52,11 @@ class GradContext {
 
 using GradRule = void (*)(GradContext&);
 
+// Runs `rule` (written for channels-first layouts) on a channels-last window op (layout "NHWC",
+// ...): activations, output and output gradient are transposed to channels first, and the input
+// gradient back.
+void channels_first_grad(GradContext& c, GradRule rule);
+
 // nullptr when the op has no rule. Rules are grouped by family (grad_rules_*.cpp).
 GradRule find_grad_rule(OpType op);
 GradRule elementwise_grad_rule(OpType op);

@@ -106,8 +106,7 @@ void set_bias_grad(GradContext& c, const WindowGeometry& w) {
 }
 
 void conv_rule(GradContext& c) {
-  if (is_channels_last(c.node()))
-    c.unsupported("channels-last Conv has no gradient rule (use NCHW)");
+  if (is_channels_last(c.node())) return channels_first_grad(c, conv_rule);
   WindowGeometry w = window_geometry(c.b.graph(), c.node());
   if (c.needs(0)) c.set(0, conv_data_grad(c, w));
   if (c.needs(1)) c.set(1, conv_weight_grad(c.b, c.x(0), c.dy(), w));
@@ -118,8 +117,7 @@ void conv_rule(GradContext& c) {
 // and groups: dx = C(dy), and dW is C's weight gradient with dy as C's input and x as its output
 // gradient.
 void conv_transpose_rule(GradContext& c) {
-  if (is_channels_last(c.node()))
-    c.unsupported("channels-last ConvTranspose has no gradient rule (use NCHW)");
+  if (is_channels_last(c.node())) return channels_first_grad(c, conv_transpose_rule);
   WindowGeometry w = window_geometry(c.b.graph(), c.node());
   std::vector<int64_t> pads = w.pad_begin;
   pads.insert(pads.end(), w.pad_end.begin(), w.pad_end.end());

@@ -129,8 +129,7 @@ ValueId scatter_windows(GraphBuilder& b, ValueId windows, const WindowGeometry& 
 void max_pool_rule(GradContext& c) {
   auto& b = c.b;
   if (c.node().outputs.size() > 1) c.unsupported("MaxPool's indices output has no gradient rule");
-  if (is_channels_last(c.node()))
-    c.unsupported("channels-last MaxPool has no gradient rule (use NCHW)");
+  if (is_channels_last(c.node())) return channels_first_grad(c, max_pool_rule);
   if (b.dtype(c.x(0)) != DType::f32) c.unsupported("MaxPool's gradient rule needs f32");
   WindowGeometry w = window_geometry(b.graph(), c.node());
   int last = w.spatial_rank + 2;
@@ -147,8 +146,7 @@ void max_pool_rule(GradContext& c) {
 // Scatter of each window's gradient over its inputs: ConvTranspose(dy / count, ones) per channel.
 void average_pool_rule(GradContext& c) {
   auto& b = c.b;
-  if (is_channels_last(c.node()))
-    c.unsupported("channels-last AveragePool has no gradient rule (use NCHW)");
+  if (is_channels_last(c.node())) return channels_first_grad(c, average_pool_rule);
   if (c.attrs().get_int("ceil_mode", 0) != 0)
     c.unsupported("ceil_mode AveragePool has no gradient rule");
   WindowGeometry w = window_geometry(b.graph(), c.node());
