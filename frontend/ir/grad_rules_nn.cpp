@@ -63,7 +63,7 @@ void layer_norm_rule(GradContext& c) {
   c.set(0, b.mul(rstd, inner));
 }
 
-// The window tensor of a pool: [N, C, out..., K] holding, for each output position, the K inputs
+// The window tensor of a pool: [K, N, C, out...] holding, for each output position, the K inputs
 // of its window (padding reads `pad_value`), gathered with one strided Slice per kernel offset.
 ValueId window_tensor(GraphBuilder& b, ValueId x, const WindowGeometry& w, double pad_value) {
   int r = w.spatial_rank;
@@ -86,9 +86,9 @@ ValueId window_tensor(GraphBuilder& b, ValueId x, const WindowGeometry& w, doubl
     }
     ValueId s =
         b.op(OpType::Slice, {xp, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)});
-    parts.push_back(b.op(OpType::Unsqueeze, {s, b.ints({r + 2})}));
+    parts.push_back(b.op(OpType::Unsqueeze, {s, b.ints({0})}));
   } while (next_offset(k, w.kernel));
-  return parts.size() == 1 ? parts[0] : b.op(OpType::Concat, parts, {{"axis", int64_t{r + 2}}});
+  return parts.size() == 1 ? parts[0] : b.op(OpType::Concat, parts, {{"axis", int64_t{0}}});
 }
 
 // A ConvTranspose whose one-hot kernels put window element j of channel c back at its input
@@ -96,8 +96,8 @@ ValueId window_tensor(GraphBuilder& b, ValueId x, const WindowGeometry& w, doubl
 ValueId scatter_windows(GraphBuilder& b, ValueId windows, const WindowGeometry& w) {
   int r = w.spatial_rank;
   int64_t c = w.in_channels, kv = w.kernel_volume();
-  std::vector<int64_t> perm{0, 1, r + 2};
-  for (int i = 0; i < r; ++i) perm.push_back(2 + i);
+  std::vector<int64_t> perm{1, 2, 0};
+  for (int i = 0; i < r; ++i) perm.push_back(3 + i);
   std::vector<int64_t> merged{w.batch, c * kv};
   merged.insert(merged.end(), w.out_size.begin(), w.out_size.end());
   ValueId cols = b.reshape(b.transpose(windows, perm), Shape(merged));
@@ -125,22 +125,26 @@ ValueId scatter_windows(GraphBuilder& b, ValueId windows, const WindowGeometry& 
 }
 
 // MaxPool: each output's gradient goes to the first maximum of its window (PyTorch's choice),
-// found as the first window element equal to the output (CumSum of the equality mask is 1).
+// found as the first window element equal to the output (CumSum of the equality mask is 1). The
+// window axis leads so that the output and its gradient broadcast over it.
 void max_pool_rule(GradContext& c) {
   auto& b = c.b;
   if (c.node().outputs.size() > 1) c.unsupported("MaxPool's indices output has no gradient rule");
   if (is_channels_last(c.node())) return channels_first_grad(c, max_pool_rule);
   if (b.dtype(c.x(0)) != DType::f32) c.unsupported("MaxPool's gradient rule needs f32");
   WindowGeometry w = window_geometry(b.graph(), c.node());
-  int last = w.spatial_rank + 2;
   ValueId xw = window_tensor(b, c.x(0), w, -std::numeric_limits<float>::infinity());
-  ValueId y = b.op(OpType::Unsqueeze, {c.y(), b.ints({last})});
-  ValueId eq = b.cast(b.op(OpType::Equal, {xw, y}), DType::f32);
-  ValueId first_ones = b.op(OpType::CumSum, {eq, b.ints({last})});
+  Shape wshape = b.shape(xw);
+  // The mask math runs on [K, outputs] matrices: one long minor dimension instead of the pool's
+  // small spatial ones.
+  int64_t k = wshape[0], m = b.shape(c.y()).numel();
+  ValueId x2 = b.reshape(xw, Shape({k, m}));
+  ValueId eq = b.cast(b.op(OpType::Equal, {x2, b.reshape(c.y(), Shape({m}))}), DType::f32);
+  ValueId first_ones = b.op(OpType::CumSum, {eq, b.ints({0})});
   ValueId first =
       b.mul(eq, b.cast(b.op(OpType::Equal, {first_ones, b.scalar(1.0, DType::f32)}), DType::f32));
-  ValueId contrib = b.mul(first, b.op(OpType::Unsqueeze, {c.dy(), b.ints({last})}));
-  c.set(0, scatter_windows(b, contrib, w));
+  ValueId contrib = b.mul(first, b.reshape(c.dy(), Shape({m})));
+  c.set(0, scatter_windows(b, b.reshape(contrib, wshape), w));
 }
 
 // Scatter of each window's gradient over its inputs: ConvTranspose(dy / count, ones) per channel.
