@@ -144,38 +144,65 @@ ValueId copy_forward(const ir::Graph& src, TrainGraph& t, std::unordered_map<Val
   return mapped(src.outputs().at(0));
 }
 
-}  // namespace
-
-TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
-                             const LossConfig& loss, const OptimizerConfig& optimizer) {
-  optimizer.validate();
+// Graph inputs for the forward graph's data inputs and its used parameters (buffers apart).
+void add_parameter_inputs(TrainGraph& t, const ir::Graph& forward, const NamedTensors& params,
+                          std::unordered_map<ValueId, ValueId>& map,
+                          std::vector<ValueId>& param_values, std::vector<ValueId>& buffer_values) {
   Matched matched = match_parameters(forward, params);
-  TrainGraph t{ir::Graph(forward.name() + ".train")};
-  ir::Graph& g = t.graph;
-  std::unordered_map<ValueId, ValueId> map, updated;
-  std::vector<ValueId> param_values, buffer_values;
   for (ValueId v : forward.inputs()) {
     const ir::Value& val = forward.value(v);
-    map[v] = g.add_input(val.name, val.type.dtype, val.type.shape);
+    map[v] = t.graph.add_input(val.name, val.type.dtype, val.type.shape);
     t.inputs.push_back({TrainRole::data});
   }
   for (size_t p = 0; p < params.size(); ++p) {
     auto it = matched.value_of_param.find(static_cast<int>(p));
     if (it == matched.value_of_param.end()) continue;  // not used by the graph
     const ir::TensorType& type = forward.value(it->second).type;
-    ValueId in = map[it->second] = g.add_input(params[p].first, type.dtype, type.shape);
-    if (matched.is_buffer[p]) {
-      t.inputs.push_back({TrainRole::buffer, static_cast<int>(t.buffers.size())});
-      t.buffers.push_back(params[p].first);
-      t.buffer_types.push_back(type);
-      buffer_values.push_back(in);
-    } else {
-      t.inputs.push_back({TrainRole::param, static_cast<int>(t.params.size())});
-      t.params.push_back(params[p].first);
-      t.param_types.push_back(type);
-      param_values.push_back(in);
-    }
+    ValueId in = map[it->second] = t.graph.add_input(params[p].first, type.dtype, type.shape);
+    bool buffer = matched.is_buffer[p];
+    t.inputs.push_back({buffer ? TrainRole::buffer : TrainRole::param,
+                        static_cast<int>(buffer ? t.buffers.size() : t.params.size())});
+    (buffer ? t.buffers : t.params).push_back(params[p].first);
+    (buffer ? t.buffer_types : t.param_types).push_back(type);
+    (buffer ? buffer_values : param_values).push_back(in);
   }
+}
+
+// Optimizer state inputs and the updated parameters and state as outputs (after the loss).
+std::vector<ValueId> add_updates(TrainGraph& t, ir::GraphBuilder& b,
+                                 const OptimizerConfig& optimizer,
+                                 const std::vector<ValueId>& param_values,
+                                 const std::vector<ValueId>& grads, ValueId lr, ValueId step) {
+  std::vector<ValueId> new_state;
+  for (size_t p = 0; p < param_values.size(); ++p) {
+    std::vector<ValueId> state;
+    for (const std::string& s : optimizer_slots(optimizer)) {
+      t.inputs.push_back({TrainRole::state, static_cast<int>(t.state.size())});
+      t.state.push_back(t.params[p] + "." + s);
+      t.state_types.push_back(t.param_types[p]);
+      state.push_back(
+          t.graph.add_input(t.state.back(), t.param_types[p].dtype, t.param_types[p].shape));
+    }
+    b.set_prefix("optimizer/" + t.params[p]);
+    ParamUpdate u = append_update(b, optimizer, param_values[p], grads[p], state, lr, step);
+    t.graph.add_output(u.param);
+    t.outputs.push_back({TrainRole::param, static_cast<int>(p)});
+    new_state.insert(new_state.end(), u.state.begin(), u.state.end());
+  }
+  return new_state;
+}
+
+}  // namespace
+
+TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
+                             const LossConfig& loss, const OptimizerConfig& optimizer) {
+  optimizer.validate();
+  TrainGraph t;
+  t.graph.set_name(forward.name() + ".train");
+  ir::Graph& g = t.graph;
+  std::unordered_map<ValueId, ValueId> map, updated;
+  std::vector<ValueId> param_values, buffer_values;
+  add_parameter_inputs(t, forward, params, map, param_values, buffer_values);
   ValueId output = copy_forward(forward, t, map, updated);
   t.output_type = g.value(output).type;
   t.target_type = loss_target_type(loss, t.output_type);
@@ -190,22 +217,7 @@ TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& param
   grads = append_grad_clip(b, optimizer, grads);
   g.add_output(loss_value);
   t.outputs.push_back({TrainRole::loss});
-  std::vector<std::string> slots = optimizer_slots(optimizer);
-  std::vector<ir::ValueId> new_state;
-  for (size_t p = 0; p < param_values.size(); ++p) {
-    std::vector<ValueId> state;
-    for (const std::string& s : slots) {
-      t.inputs.push_back({TrainRole::state, static_cast<int>(t.state.size())});
-      t.state.push_back(t.params[p] + "." + s);
-      t.state_types.push_back(t.param_types[p]);
-      state.push_back(g.add_input(t.state.back(), t.param_types[p].dtype, t.param_types[p].shape));
-    }
-    b.set_prefix("optimizer/" + t.params[p]);
-    ParamUpdate u = append_update(b, optimizer, param_values[p], grads[p], state, lr, step);
-    g.add_output(u.param);
-    t.outputs.push_back({TrainRole::param, static_cast<int>(p)});
-    new_state.insert(new_state.end(), u.state.begin(), u.state.end());
-  }
+  std::vector<ValueId> new_state = add_updates(t, b, optimizer, param_values, grads, lr, step);
   for (size_t i = 0; i < buffer_values.size(); ++i) {
     auto it = updated.find(buffer_values[i]);
     g.add_output(it == updated.end() ? buffer_values[i] : it->second);
