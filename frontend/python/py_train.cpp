@@ -31,6 +31,7 @@ TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
   p.eps = get<double>(opt, "eps", p.eps);
   p.max_grad_norm = get<double>(opt, "max_grad_norm", 0.0);
   o.compile.precision = precision;
+  o.seed = get<uint64_t>(loss, "seed", 0);
   for (auto item : options) o.compile.options[py::str(item.first)] = py::str(item.second);
   return o;
 }

@@ -7,11 +7,12 @@ from .optim import Optimizer
 
 
 def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
-                  label_smoothing=0.0, ignore_index=-100, precision="default", **options):
+                  label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, **options):
     """Compiles the training step of nn module `model` for `device`.
 
     loss: "cross_entropy" (logits [N, C], int64 labels [N]), "mse" or "bce_with_logits".
     optimizer: a mimic.optim.SGD / Adam / AdamW. example_inputs: an array with the batch's shape.
+    seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
     Returns a TrainStep: `loss = step(x, y)`; `step.state_dict()` gives the trained parameters
     (load them into the model with `model.load_state_dict(step.state_dict())`).
     """
@@ -27,6 +28,7 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     holder = _mimic.placeholder("input", list(x.shape), x.dtype, str(model.device))
     graph = _mimic.trace([model(holder)], type(model).__name__)
     params = list(model.named_parameters())
-    loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
+    loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index),
+                "seed": int(seed)}
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
                                  {k: str(v) for k, v in options.items()})
