@@ -15,8 +15,10 @@ T get(const py::dict& d, const char* key, T fallback) {
 }
 
 TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
-                                const std::string& precision, const py::dict& options) {
+                                const std::string& precision, const py::dict& options,
+                                uint64_t seed) {
   TrainOptions o;
+  o.seed = seed;
   o.loss.kind = parse_loss(get<std::string>(loss, "kind", "cross_entropy"));
   o.loss.label_smoothing = get<double>(loss, "label_smoothing", 0.0);
   o.loss.ignore_index = get<int64_t>(loss, "ignore_index", -100);
@@ -31,7 +33,6 @@ TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
   p.eps = get<double>(opt, "eps", p.eps);
   p.max_grad_norm = get<double>(opt, "max_grad_norm", 0.0);
   o.compile.precision = precision;
-  o.seed = get<uint64_t>(loss, "seed", 0);
   for (auto item : options) o.compile.options[py::str(item.first)] = py::str(item.second);
   return o;
 }
@@ -81,10 +82,10 @@ void bind_train(py::module_& m) {
   m.def("_compile_train",
         [](const ir::Graph& g, const std::vector<std::pair<std::string, Tensor>>& params,
            const std::string& device, const py::dict& loss, const py::dict& opt,
-           const std::string& precision, const py::dict& options) {
+           const std::string& precision, const py::dict& options, uint64_t seed) {
           NamedTensors named;
           for (const auto& [name, t] : params) named.emplace_back(name, t.host());
-          TrainOptions o = make_train_options(loss, opt, precision, options);
+          TrainOptions o = make_train_options(loss, opt, precision, options, seed);
           py::gil_scoped_release release;
           return std::make_unique<TrainStep>(g, named, Device(device), o);
         });

@@ -28,7 +28,6 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     holder = _mimic.placeholder("input", list(x.shape), x.dtype, str(model.device))
     graph = _mimic.trace([model(holder)], type(model).__name__)
     params = list(model.named_parameters())
-    loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index),
-                "seed": int(seed)}
+    loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
-                                 {k: str(v) for k, v in options.items()})
+                                 {k: str(v) for k, v in options.items()}, int(seed))
