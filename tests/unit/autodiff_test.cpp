@@ -394,6 +394,26 @@ TEST(Autodiff, NnRulesMatchFiniteDifferences) {
   for (const Case& c : nn_cases()) check_case(c);
 }
 
+// Ties in a max window: the whole gradient goes to the first maximum, as in PyTorch.
+TEST(Autodiff, MaxPoolGivesTiesGradientToTheFirstMaximum) {
+  ir::Graph g;
+  ValueId x = g.add_input("x", DType::f32, Shape({1, 1, 2, 4}));
+  GraphBuilder b(g, "t");
+  using V = std::vector<int64_t>;
+  ValueId y = b.op(OpType::MaxPool, {x}, {{"kernel_shape", V{2, 2}}, {"strides", V{2, 2}}});
+  ValueId loss = b.reduce_sum(
+      b.mul(y, g.add_constant("w", ir::HostTensor::from(Shape({1, 1, 1, 2}),
+                                                        std::vector<float>{3, 5}.data()))),
+      {0, 1, 2, 3}, false);
+  auto grads = ir::append_gradients(g, loss, {x});
+  g.add_output(grads[0]);
+  std::vector<float> xs{1, 1, 2, 0, 0, 1, 2, 2};  // window 0: 1 1 / 0 1, window 1: 2 0 / 2 2
+  auto out =
+      compile(g, Device("cpu")).run({ir::HostTensor::from(Shape({1, 1, 2, 4}), xs.data())}).outputs;
+  std::vector<float> want{3, 0, 5, 0, 0, 0, 0, 0};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(out[0].data<float>()[i], want[i]) << i;
+}
+
 TEST(Autodiff, MissingRuleIsAOneLineErrorNamingOpAndNode) {
   ir::Graph g;
   ValueId x = g.add_input("x", DType::f32, Shape({3}));
