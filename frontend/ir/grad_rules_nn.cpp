@@ -39,28 +39,42 @@ void softmax_rule(GradContext& c) {
   }
 }
 
-// y = xhat * scale + bias, xhat = (x - mean) * rstd over axes [axis, rank).
-// dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * scale.
-void layer_norm_rule(GradContext& c) {
+// y = xhat * scale + bias, xhat = (x - mean) * rstd over `axes`; scale and bias broadcast from
+// `param_shape`. dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * scale.
+void normalized_affine_grad(GradContext& c, const std::vector<int64_t>& axes,
+                            const Shape& param_shape, double eps) {
   auto& b = c.b;
-  const Shape& xs = c.x_shape(0);
-  int axis = normalize_axis(c.attrs().get_int("axis", -1), xs.rank(), "LayerNormalization axis");
-  double eps = c.attrs().get_float("epsilon", 1e-5);
-  std::vector<int64_t> axes;
-  for (int i = axis; i < xs.rank(); ++i) axes.push_back(i);
   ValueId x = c.x(0), g = c.dy();
   ValueId xc = b.sub(x, b.reduce_mean(x, axes, true));
   ValueId var = b.reduce_mean(b.mul(xc, xc), axes, true);
   ValueId rstd =
       b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar_like(eps, var))})});
   ValueId xhat = b.mul(xc, rstd);
-  if (c.needs(1)) c.set(1, b.unbroadcast(b.mul(g, xhat), c.x_shape(1)));
-  if (c.needs(2)) c.set(2, b.unbroadcast(g, c.x_shape(2)));
+  if (c.needs(1)) c.set(1, b.reshape(b.unbroadcast(b.mul(g, xhat), param_shape), c.x_shape(1)));
+  if (c.needs(2)) c.set(2, b.reshape(b.unbroadcast(g, param_shape), c.x_shape(2)));
   if (!c.needs(0)) return;
-  ValueId dxhat = b.mul(g, c.x(1));
+  ValueId dxhat = b.mul(g, b.reshape(c.x(1), param_shape));
   ValueId inner = b.sub(b.sub(dxhat, b.reduce_mean(dxhat, axes, true)),
                         b.mul(xhat, b.reduce_mean(b.mul(dxhat, xhat), axes, true)));
   c.set(0, b.mul(rstd, inner));
+}
+
+// LayerNormalization: over axes [axis, rank); InstanceNormalization: over the spatial axes of
+// each (sample, channel), with per-channel scale and bias.
+void normalization_rule(GradContext& c) {
+  Shape xs = c.x_shape(0);
+  double eps = c.attrs().get_float("epsilon", 1e-5);
+  std::vector<int64_t> axes;
+  if (c.node().op == OpType::LayerNormalization) {
+    int axis = normalize_axis(c.attrs().get_int("axis", -1), xs.rank(), "LayerNormalization axis");
+    for (int i = axis; i < xs.rank(); ++i) axes.push_back(i);
+    normalized_affine_grad(c, axes, c.x_shape(1), eps);
+    return;
+  }
+  std::vector<int64_t> param(xs.rank() - 1, 1);
+  param[0] = xs[1];
+  for (int i = 2; i < xs.rank(); ++i) axes.push_back(i);
+  normalized_affine_grad(c, axes, Shape(param), eps);
 }
 
 // The window tensor of a pool: [K, N, C, out...] holding, for each output position, the K inputs
@@ -235,7 +249,8 @@ GradRule nn_grad_rule(OpType op) {
     case OpType::LogSoftmax:
       return softmax_rule;
     case OpType::LayerNormalization:
-      return layer_norm_rule;
+    case OpType::InstanceNormalization:
+      return normalization_rule;
     case OpType::MaxPool:
       return max_pool_rule;
     case OpType::AveragePool:

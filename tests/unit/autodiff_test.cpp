@@ -348,6 +348,11 @@ std::vector<Case> nn_cases() {
        [](GraphBuilder& b, const std::vector<ValueId>& x) {
          return b.op(OpType::LayerNormalization, {x[0], x[1], x[2]}, {{"axis", int64_t{-1}}});
        }},
+      {"InstanceNormalization",
+       {{Shape({2, 3, 2, 3})}, {Shape({3})}, {Shape({3})}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         return b.op(OpType::InstanceNormalization, {x[0], x[1], x[2]}, {{"epsilon", 1e-3}});
+       }},
       pool("MaxPool 2x2", OpType::MaxPool, Shape({2, 2, 4, 4}),
            {{"kernel_shape", V{2, 2}}, {"strides", V{2, 2}}}),
       pool("MaxPool 3x3 s2 p1", OpType::MaxPool, Shape({1, 2, 5, 5}),
