@@ -116,7 +116,10 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
         fmt::format(
             "{} rows of {:.0f} bytes each (double-buffered) plus {} bytes of whole operands",
             t.rows, row_bytes, whole));
-  int64_t chunk = row_bytes > 0 ? static_cast<int64_t>((half - whole) / (2 * row_bytes)) : t.rows;
+  // Emitter::slot() rounds every slot up to 512 bytes: keep that slack out of the chunk budget.
+  const uint64_t slack = 512 * (2 * (t.inputs.size() + 1) + t.whole_inputs.size());
+  const uint64_t budget = half > whole + slack ? half - whole - slack : 0;
+  int64_t chunk = row_bytes > 0 ? static_cast<int64_t>(budget / (2 * row_bytes)) : t.rows;
   chunk = std::max<int64_t>(1, std::min(chunk, ceil_div(t.rows, spec.cores)));
   const int dma_in = 0, dma_out = static_cast<int>(1 % spec.dma.engines_per_core);
   em.begin_kernel(kernel);

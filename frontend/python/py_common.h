@@ -25,5 +25,6 @@ void register_errors(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_compile(py::module_& m);
 void bind_traces(py::module_& m);
+void bind_train(py::module_& m);
 
 }  // namespace mimic::python

@@ -2,13 +2,13 @@
 // input giving one line on stderr and the documented exit status.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <array>
 #include <cctype>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace {
 
@@ -19,7 +19,8 @@ struct Result {
 
 Result mimic(const std::string& args) {
   // One file per test process: ctest runs the cases of this binary in parallel processes.
-  std::string err_file = ::testing::TempDir() + "/mimic_stderr_" + std::to_string(getpid()) + ".txt";
+  std::string err_file =
+      ::testing::TempDir() + "/mimic_stderr_" + std::to_string(getpid()) + ".txt";
   std::string cmd = std::string(MIMIC_BIN) + " " + args + " 2>" + err_file;
   Result r{0, "", ""};
   FILE* p = popen(cmd.c_str(), "r");
@@ -50,12 +51,14 @@ TEST(Cli, DevicesListsCpuAndWhyOthersAreUnavailable) {
   auto devices = nlohmann::json::parse(j.out);
   for (const auto& d : devices) {
     if (d["name"] == "cpu") EXPECT_TRUE(d["available"].get<bool>());
-    if (!d["available"].get<bool>()) EXPECT_FALSE(d["reason"].get<std::string>().empty()) << d.dump();
+    if (!d["available"].get<bool>())
+      EXPECT_FALSE(d["reason"].get<std::string>().empty()) << d.dump();
   }
 }
 
 TEST(Cli, RunPrintsASummary) {
-  Result r = mimic("run --model mlp --batch 4 --model-arg layers=2 --model-arg hidden=64 --repeat 2");
+  Result r =
+      mimic("run --model mlp --batch 4 --model-arg layers=2 --model-arg hidden=64 --repeat 2");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("checksum sum="), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("f32[4,10]"), std::string::npos) << r.out;
@@ -72,8 +75,28 @@ TEST(Cli, RunJsonIsParseable) {
   EXPECT_GT(j["report"]["ops"].size(), 20u);
 }
 
+TEST(Cli, TrainPrintsTheLossOfEveryStepAndSavesACheckpoint) {
+  std::string ckpt = ::testing::TempDir() + "/mimic_train_" + std::to_string(getpid()) + ".npz";
+  Result r = mimic(
+      "train --model mlp --model-arg layers=2 --model-arg hidden=64 --batch 8 --steps 12 "
+      "--optimizer adamw --lr 0.01 --save " +
+      ckpt);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("step    12/12  loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trained mlp on cpu (adamw cross_entropy lr 0.01): 12 steps of batch 8"),
+            std::string::npos)
+      << r.out;
+  FILE* f = std::fopen(ckpt.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::array<char, 4> magic{};
+  EXPECT_EQ(std::fread(magic.data(), 1, 4, f), 4u);
+  std::fclose(f);
+  EXPECT_EQ(std::string(magic.data(), 2), "PK");
+  std::remove(ckpt.c_str());
+}
+
 TEST(Cli, HelpOnEverySubcommand) {
-  for (const char* sub : {"", "devices ", "run "}) {
+  for (const char* sub : {"", "devices ", "run ", "train "}) {
     Result r = mimic(std::string(sub) + "--help");
     EXPECT_EQ(r.status, 0) << sub;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
@@ -99,23 +122,28 @@ TEST_P(CliBadInput, OneLineErrorAndExitStatus) {
 
 INSTANTIATE_TEST_SUITE_P(
     Errors, CliBadInput,
-    ::testing::Values(BadInput{"run --model mlp --device gpu:0", 2, "unknown device 'gpu:0'"},
-                      BadInput{"run --model resnet51", 2, "unknown model 'resnet51'"},
-                      BadInput{"run --model mlp --batch 0", 2, "--batch must be positive, got 0"},
-                      BadInput{"run --model mlp --batch -3", 2, "--batch must be positive, got -3"},
-                      BadInput{"run --model mlp --model-arg layers", 2, "--model-arg 'layers' must look like key=value"},
-                      BadInput{"run --model mlp --model-arg layers=two", 2, "needs an integer value"},
-                      BadInput{"run --model mlp --model-arg hidden=-4", 2, "must be positive"},
-                      BadInput{"run --model resnet18 --layout nwhc", 2, "unknown layout 'nwhc'"},
-                      BadInput{"run --model mlp --device cuda:0", 5, "cuda:0' is unavailable"},
-                      BadInput{"run --model mlp --option threads=4", 2, "cpu: unknown option 'threads'"},
-                      BadInput{"run", 2, "give a model"},
-                      BadInput{"run --model mlp --batch x", 2, "--batch"},
-                      BadInput{"", 2, "subcommand"},
-                      BadInput{"frobnicate", 2, "frobnicate"}),
+    ::testing::Values(
+        BadInput{"run --model mlp --device gpu:0", 2, "unknown device 'gpu:0'"},
+        BadInput{"run --model resnet51", 2, "unknown model 'resnet51'"},
+        BadInput{"run --model mlp --batch 0", 2, "--batch must be positive, got 0"},
+        BadInput{"run --model mlp --batch -3", 2, "--batch must be positive, got -3"},
+        BadInput{"run --model mlp --model-arg layers", 2,
+                 "--model-arg 'layers' must look like key=value"},
+        BadInput{"run --model mlp --model-arg layers=two", 2, "needs an integer value"},
+        BadInput{"run --model mlp --model-arg hidden=-4", 2, "must be positive"},
+        BadInput{"run --model resnet18 --layout nwhc", 2, "unknown layout 'nwhc'"},
+        BadInput{"run --model mlp --device cuda:0", 5, "cuda:0' is unavailable"},
+        BadInput{"run --model mlp --option threads=4", 2, "cpu: unknown option 'threads'"},
+        BadInput{"run", 2, "give a model"}, BadInput{"run --model mlp --batch x", 2, "--batch"},
+        BadInput{"", 2, "subcommand"}, BadInput{"frobnicate", 2, "frobnicate"},
+        BadInput{"train --model mlp --lr -1", 2, "optimizer: lr = -1 must be a finite number >= 0"},
+        BadInput{"train --model mlp --optimizer lbfgs", 2, "unknown optimizer 'lbfgs'"},
+        BadInput{"train --model mlp --steps 0", 2, "--steps 0"},
+        BadInput{"train --model mlp --loss hinge", 2, "unknown loss 'hinge'"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       std::string name = std::to_string(info.index) + "_";
-      for (const char* c = info.param.args; *c && name.size() < 40; ++c) name += std::isalnum(*c) ? *c : '_';
+      for (const char* c = info.param.args; *c && name.size() < 40; ++c)
+        name += std::isalnum(*c) ? *c : '_';
       return name;
     });
 

@@ -14,8 +14,9 @@ from ._mimic import (Device, DeviceInfo, Executable, Graph, Tensor, add, avg_poo
 from ._mimic import trace as trace_graph
 from .errors import (CompileError, DeviceUnavailableError, Error, ExecutionError, InvalidArgument, IoError,
                      OutOfMemoryError, ShapeError, UnsupportedOpError)
-from . import nn, zoo, tpu, ipu, onnx, traces
+from . import nn, optim, zoo, tpu, ipu, onnx, traces
 from ._compile import compile
+from ._train import compile_train
 from ._trace import trace as trace
 
 __version__ = _mimic.__version__

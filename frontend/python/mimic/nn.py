@@ -37,6 +37,34 @@ class Module:
     def parameters(self):
         return [p for _, p in self.named_parameters()]
 
+    def state_dict(self):
+        """{name: numpy array} of every parameter (BatchNorm running statistics included)."""
+        return {name: np.array(p) for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state, strict=True):
+        """Replaces parameters by name (e.g. from a TrainStep's state_dict(); optimizer entries are
+        skipped). With strict, every parameter must be given; shapes must match."""
+        own = dict(self.named_parameters())
+        missing = [k for k in own if k not in state]
+        if strict and missing:
+            raise KeyError(f"load_state_dict: missing parameters {missing}")
+        for name, value in state.items():
+            if name not in own:
+                continue
+            value = np.ascontiguousarray(value, dtype=np.float32)
+            if tuple(value.shape) != tuple(own[name].shape):
+                raise ValueError(f"load_state_dict: '{name}' has shape {tuple(value.shape)}, "
+                                 f"the module has {tuple(own[name].shape)}")
+            *path, attr = name.split(".")
+            module = self
+            for part in path:
+                module = module._child(part)
+            object.__setattr__(module, attr, _mimic.constant(value, str(own[name].device)))
+        return self
+
+    def _child(self, name):
+        return getattr(self, name)
+
     def to(self, device):
         device = str(device)
         for k, v in list(vars(self).items()):
@@ -66,6 +94,12 @@ class Sequential(Module):
 
     def children(self):
         return [(m._name, m) for m in self._modules]
+
+    def _child(self, name):
+        for m in self._modules:
+            if m._name == name:
+                return m
+        raise KeyError(f"Sequential has no module '{name}'")
 
     def named_parameters(self, prefix=""):
         for m in self._modules:

@@ -1,0 +1,174 @@
+#include "frontend/api/train.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "frontend/api/npz.h"
+#include "frontend/api/random.h"
+#include "frontend/ir/error.h"
+
+namespace mimic {
+
+namespace {
+
+NamedTensors module_params(nn::Module& module) {
+  NamedTensors out;
+  for (auto& [name, t] : module.named_parameters()) out.emplace_back(name, t.host());
+  return out;
+}
+
+ir::Graph trace_for_training(nn::Module& module, const ir::TensorType& input_type) {
+  if (input_type.shape.is_symbolic())
+    throw InvalidArgument(
+        fmt::format("training: input type {} must have a concrete batch", input_type.str()));
+  return nn::trace_module(module, "input", input_type.dtype, input_type.shape,
+                          module.name().empty() ? "model" : module.name());
+}
+
+// Keep-with-probability (1 - ratio) mask of one Dropout node for one step.
+ir::HostTensor dropout_mask(const TrainGraph::Dropout& d, uint64_t seed, int64_t step, int index) {
+  Random rng(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(step) * 1000003u +
+             static_cast<uint64_t>(index));
+  ir::HostTensor m(ir::DType::f32, d.mask_type.shape);
+  float* p = m.data<float>();
+  for (int64_t i = 0; i < m.numel(); ++i) p[i] = rng.uniform() >= d.ratio ? 1.0f : 0.0f;
+  return m;
+}
+
+}  // namespace
+
+TrainStep::TrainStep(const ir::Graph& forward, const NamedTensors& params, const Device& device,
+                     const TrainOptions& options)
+    : graph_(std::make_shared<TrainGraph>(
+          build_train_graph(forward, params, options.loss, options.optimizer))),
+      options_(options),
+      lr_(options.optimizer.lr) {
+  const TrainGraph& t = *graph_;
+  int data_inputs = 0;
+  for (const TrainSlot& s : t.inputs) data_inputs += s.role == TrainRole::data;
+  if (data_inputs != 1)
+    throw InvalidArgument(fmt::format("training: graph '{}' has {} data inputs, needs exactly one",
+                                      forward.name(), data_inputs));
+  std::map<std::string, const ir::HostTensor*> by_name;
+  for (const auto& [name, tensor] : params) by_name[name] = &tensor;
+  for (const std::string& n : t.params) params_.push_back(by_name.at(n)->clone());
+  for (const std::string& n : t.buffers) buffers_.push_back(by_name.at(n)->clone());
+  for (const ir::TensorType& type : t.state_types) state_.emplace_back(type.dtype, type.shape);
+  exe_ = compile(t.graph, device, options.compile);
+  exe_.run_info().model = forward.name() + ".train";
+}
+
+TrainStep::TrainStep(nn::Module& module, const ir::TensorType& input_type, const Device& device,
+                     const TrainOptions& options)
+    : TrainStep(trace_for_training(module, input_type), module_params(module), device, options) {}
+
+void TrainStep::set_lr(double lr) {
+  OptimizerConfig o = options_.optimizer;
+  o.lr = lr;
+  o.validate();
+  lr_ = lr;
+}
+
+float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target) {
+  const TrainGraph& t = *graph_;
+  check_loss_target(options_.loss, t.output_type, target);
+  float lr = static_cast<float>(lr_), step = static_cast<float>(step_ + 1);
+  std::vector<ir::HostTensor> feed;
+  for (const TrainSlot& s : t.inputs) {
+    switch (s.role) {
+      case TrainRole::data:
+        feed.push_back(input);
+        break;
+      case TrainRole::target:
+        feed.push_back(target);
+        break;
+      case TrainRole::lr:
+        feed.push_back(ir::HostTensor::from(ir::Shape(), &lr));
+        break;
+      case TrainRole::step:
+        feed.push_back(ir::HostTensor::from(ir::Shape(), &step));
+        break;
+      case TrainRole::param:
+        feed.push_back(params_[s.index]);
+        break;
+      case TrainRole::buffer:
+        feed.push_back(buffers_[s.index]);
+        break;
+      case TrainRole::state:
+        feed.push_back(state_[s.index]);
+        break;
+      case TrainRole::dropout_mask:
+        feed.push_back(dropout_mask(t.dropouts[s.index], options_.seed, step_ + 1, s.index));
+        break;
+      case TrainRole::loss:
+        break;
+    }
+  }
+  RunOutput out = exe_.run(feed);
+  float loss = 0;
+  for (size_t i = 0; i < t.outputs.size(); ++i) {
+    const TrainSlot& s = t.outputs[i];
+    ir::HostTensor v = out.outputs[i].clone();  // outputs may alias the backend's buffers
+    if (s.role == TrainRole::loss) loss = v.data<float>()[0];
+    if (s.role == TrainRole::param) params_[s.index] = v;
+    if (s.role == TrainRole::buffer) buffers_[s.index] = v;
+    if (s.role == TrainRole::state) state_[s.index] = v;
+  }
+  ++step_;
+  last_report_ = std::move(out.report);
+  return loss;
+}
+
+NamedTensors TrainStep::parameters() const {
+  NamedTensors out;
+  for (size_t i = 0; i < params_.size(); ++i) out.emplace_back(graph_->params[i], params_[i]);
+  for (size_t i = 0; i < buffers_.size(); ++i) out.emplace_back(graph_->buffers[i], buffers_[i]);
+  return out;
+}
+
+NamedTensors TrainStep::state_dict() const {
+  NamedTensors out = parameters();
+  for (size_t i = 0; i < state_.size(); ++i) out.emplace_back(graph_->state[i], state_[i]);
+  int64_t step = step_;
+  out.emplace_back("optimizer.step", ir::HostTensor::from(ir::Shape(), &step));
+  return out;
+}
+
+void TrainStep::load_state_dict(const NamedTensors& values) {
+  std::map<std::string, ir::HostTensor*> slots;
+  for (size_t i = 0; i < params_.size(); ++i) slots[graph_->params[i]] = &params_[i];
+  for (size_t i = 0; i < buffers_.size(); ++i) slots[graph_->buffers[i]] = &buffers_[i];
+  for (size_t i = 0; i < state_.size(); ++i) slots[graph_->state[i]] = &state_[i];
+  for (const auto& [name, v] : values) {  // check everything before changing anything
+    if (name == "optimizer.step") {
+      if (v.dtype() != ir::DType::i64 || v.numel() != 1 || v.data<int64_t>()[0] < 0)
+        throw InvalidArgument(fmt::format(
+            "load_state_dict: 'optimizer.step' must be one i64 >= 0, got {}", v.type().str()));
+      continue;
+    }
+    auto it = slots.find(name);
+    if (it == slots.end())
+      throw InvalidArgument(fmt::format("load_state_dict: unknown entry '{}'", name));
+    if (it->second->type() != v.type())
+      throw InvalidArgument(fmt::format("load_state_dict: '{}' is {}, the model has {}", name,
+                                        v.type().str(), it->second->type().str()));
+  }
+  for (const auto& [name, v] : values) {
+    if (name == "optimizer.step")
+      step_ = v.data<int64_t>()[0];
+    else
+      *slots.at(name) = v.clone();
+  }
+}
+
+void TrainStep::save(const std::string& path) const {
+  write_npz(path, state_dict());
+}
+
+void TrainStep::load(const std::string& path) {
+  load_state_dict(read_npz(path));
+}
+
+}  // namespace mimic

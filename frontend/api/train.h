@@ -1,0 +1,65 @@
+// mimic::TrainStep: one compiled training step (forward, loss, backward, optimizer update; see
+// train_graph.h) plus the buffers it owns between steps: parameters, BatchNorm running
+// statistics, optimizer state and the step count. step(x, y) feeds them in with the batch and
+// takes the updated values back; checkpoints are .npz files keyed by name (npz.h).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "frontend/api/compile.h"
+#include "frontend/api/nn.h"
+#include "frontend/api/train_graph.h"
+
+namespace mimic {
+
+struct TrainOptions {
+  LossConfig loss;
+  OptimizerConfig optimizer;
+  CompileOptions compile;
+  uint64_t seed = 0;  // dropout masks: step k's masks come from (seed, k), so runs repeat exactly
+};
+
+class TrainStep {
+ public:
+  // `forward` has one input (the batch, concrete shape) and one output; `params` are matched to
+  // its constants by storage (nn::Module::named_parameters() gives them). Initial values are
+  // copied: the step never writes the caller's tensors.
+  TrainStep(const ir::Graph& forward, const NamedTensors& params, const Device& device,
+            const TrainOptions& options);
+  // Traces `module` on an input of `input_type`.
+  TrainStep(nn::Module& module, const ir::TensorType& input_type, const Device& device,
+            const TrainOptions& options);
+
+  // One step on a batch; returns the loss before the update. The target is checked first
+  // (type, labels in range): InvalidArgument naming the offending value.
+  float step(const ir::HostTensor& input, const ir::HostTensor& target);
+
+  // Trainable parameters and BatchNorm running statistics, by name.
+  NamedTensors parameters() const;
+  // parameters() plus optimizer state ("<param>.<slot>") and "optimizer.step".
+  NamedTensors state_dict() const;
+  // Replaces values by name; every name must be known and every type equal. Names absent from
+  // `values` keep their current value.
+  void load_state_dict(const NamedTensors& values);
+  void save(const std::string& path) const;  // .npz of state_dict()
+  void load(const std::string& path);
+
+  double lr() const { return lr_; }
+  void set_lr(double lr);
+  int64_t steps_taken() const { return step_; }
+  const TrainGraph& train_graph() const { return *graph_; }
+  const Executable& executable() const { return exe_; }
+  const backends::RunReport& last_report() const { return last_report_; }
+
+ private:
+  std::shared_ptr<TrainGraph> graph_;
+  Executable exe_;
+  TrainOptions options_;
+  std::vector<ir::HostTensor> params_, buffers_, state_;
+  double lr_;
+  int64_t step_ = 0;
+  backends::RunReport last_report_;
+};
+
+}  // namespace mimic

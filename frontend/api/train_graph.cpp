@@ -1,0 +1,233 @@
+#include "frontend/api/train_graph.h"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "backends/cpu/cpu_backend.h"
+#include "frontend/ir/autodiff.h"
+#include "frontend/ir/error.h"
+#include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/shape_inference.h"
+
+namespace mimic {
+
+using ir::OpType;
+using ir::ValueId;
+
+namespace {
+
+// The forward graph's constants that hold a parameter (by storage), and which parameters feed a
+// BatchNormalization's running mean or variance (buffers).
+struct Matched {
+  std::unordered_map<int, ValueId> value_of_param;
+  std::vector<bool> is_buffer;
+};
+
+Matched match_parameters(const ir::Graph& forward, const NamedTensors& params) {
+  if (forward.outputs().size() != 1)
+    throw InvalidArgument(
+        fmt::format("training: graph '{}' has {} outputs, needs exactly one (the model output)",
+                    forward.name(), forward.outputs().size()));
+  if (forward.has_symbolic_batch())
+    throw InvalidArgument(
+        fmt::format("training: graph '{}' has a symbolic batch; trace it with a concrete batch",
+                    forward.name()));
+  Matched m{{}, std::vector<bool>(params.size(), false)};
+  std::unordered_map<ValueId, int> param_of_value;
+  for (size_t p = 0; p < params.size(); ++p)
+    for (ValueId v = 0; v < forward.num_values(); ++v) {
+      const ir::Value& val = forward.value(v);
+      if (val.constant && val.producer < 0 && val.constant->same_storage(params[p].second) &&
+          val.constant->type() == params[p].second.type() && !param_of_value.count(v)) {
+        param_of_value[v] = static_cast<int>(p);
+        m.value_of_param[static_cast<int>(p)] = v;
+        break;
+      }
+    }
+  for (const ir::Node& n : forward.nodes())
+    if (n.op == OpType::BatchNormalization)
+      for (int i = 3; i < 5 && i < n.num_inputs(); ++i)
+        if (param_of_value.count(n.inputs[i])) m.is_buffer[param_of_value[n.inputs[i]]] = true;
+  return m;
+}
+
+// Training-mode BatchNormalization from batch statistics; returns y and records the running-stat
+// updates of inputs 3 and 4.
+ValueId batch_norm_train(ir::GraphBuilder& b, const ir::Node& n, const std::vector<ValueId>& in,
+                         std::unordered_map<ValueId, ValueId>& updated) {
+  const ir::Shape& xs = b.shape(in[0]);
+  int ch = ir::is_channels_last(n) ? xs.rank() - 1 : 1;
+  std::vector<int64_t> axes, bshape(xs.rank(), 1);
+  bshape[ch] = xs[ch];
+  for (int i = 0; i < xs.rank(); ++i)
+    if (i != ch) axes.push_back(i);
+  int64_t count = xs.numel() / xs[ch];
+  double eps = n.attrs.get_float("epsilon", 1e-5), m = 1.0 - n.attrs.get_float("momentum", 0.9);
+  ValueId mean = b.reduce_mean(in[0], axes, true);
+  ValueId xc = b.sub(in[0], mean);
+  ValueId var = b.reduce_mean(b.mul(xc, xc), axes, true);
+  ValueId rstd =
+      b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar_like(eps, var))})});
+  ValueId y = b.add(b.mul(b.mul(xc, rstd), b.reshape(in[1], ir::Shape(bshape))),
+                    b.reshape(in[2], ir::Shape(bshape)));
+  ir::Shape flat({xs[ch]});
+  double unbias = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1) : 1.0;
+  updated[in[3]] = b.add(b.scale(in[3], 1.0 - m), b.scale(b.reshape(mean, flat), m));
+  updated[in[4]] = b.add(b.scale(in[4], 1.0 - m), b.scale(b.reshape(var, flat), m * unbias));
+  return y;
+}
+
+// Copies `src` into `dst` node by node (inputs already created), rewriting BatchNormalization;
+// nodes whose inputs are all constant fold (shape computations), parameters being inputs now.
+// Training-mode Dropout: x * mask / (1 - ratio) with the mask a new graph input.
+void dropout_train(TrainGraph& t, const ir::Node& n, const std::vector<ValueId>& in,
+                   std::unordered_map<ValueId, ValueId>& map) {
+  ir::GraphBuilder b(t.graph, n.name);
+  double ratio = n.has_input(1) ? ir::constant_scalar(t.graph, n, 1).value_or(0.5) : 0.5;
+  if (n.has_input(1) && !t.graph.value(in[1]).constant)
+    throw UnsupportedOpError(
+        fmt::format("training: {}: the dropout ratio must be a constant", n.name));
+  if (!(ratio >= 0 && ratio < 1))
+    throw InvalidArgument(
+        fmt::format("training: {}: dropout ratio {} is outside [0, 1)", n.name, ratio));
+  ValueId x = in[0], y = x, mask = ir::kNoValue;
+  if (ratio > 0) {
+    ir::TensorType type{ir::DType::f32, b.shape(x)};
+    mask = t.graph.add_input(n.name + ".mask", type.dtype, type.shape);
+    t.inputs.push_back({TrainRole::dropout_mask, static_cast<int>(t.dropouts.size())});
+    t.dropouts.push_back({type, ratio});
+    y = b.scale(b.mul(x, b.cast(mask, b.dtype(x))), 1.0 / (1.0 - ratio));
+  }
+  map[n.outputs[0]] = y;
+  if (n.outputs.size() > 1) {
+    ValueId keep = mask == ir::kNoValue ? b.full({ir::DType::f32, b.shape(x)}, 1.0) : mask;
+    map[n.outputs[1]] = b.cast(keep, ir::DType::boolean);
+  }
+}
+
+ValueId copy_forward(const ir::Graph& src, TrainGraph& t, std::unordered_map<ValueId, ValueId>& map,
+                     std::unordered_map<ValueId, ValueId>& updated) {
+  ir::Graph& dst = t.graph;
+  auto evaluator = backends::cpu::make_evaluator();
+  ir::InferOptions infer{evaluator.get()};
+  auto mapped = [&](ValueId v) {
+    if (v == ir::kNoValue) return ir::kNoValue;
+    auto it = map.find(v);
+    if (it != map.end()) return it->second;
+    const ir::Value& val = src.value(v);
+    if (!val.constant)
+      throw ShapeError(fmt::format("training: value '{}' is used before defined", val.name));
+    return map[v] = dst.add_constant(val.name, *val.constant);
+  };
+  for (const ir::Node& n : src.nodes()) {
+    std::vector<ValueId> in;
+    for (ValueId v : n.inputs) in.push_back(mapped(v));
+    if (n.op == OpType::BatchNormalization) {
+      ir::GraphBuilder b(dst, n.name);
+      map[n.outputs[0]] = batch_norm_train(b, n, in, updated);
+      continue;
+    }
+    if (n.op == OpType::Dropout) {
+      ir::Node copy = n;
+      copy.inputs = in;
+      dropout_train(t, copy, in, map);
+      continue;
+    }
+    std::vector<std::string> names;
+    for (ValueId v : n.outputs) names.push_back(src.value(v).name);
+    std::vector<ValueId> out =
+        dst.add_node(n.op, n.name, in, n.attrs, static_cast<int>(n.outputs.size()), names);
+    ir::infer_node(dst, dst.num_nodes() - 1, infer);
+    for (size_t i = 0; i < out.size(); ++i) map[n.outputs[i]] = out[i];
+  }
+  return mapped(src.outputs().at(0));
+}
+
+// Graph inputs for the forward graph's data inputs and its used parameters (buffers apart).
+void add_parameter_inputs(TrainGraph& t, const ir::Graph& forward, const NamedTensors& params,
+                          std::unordered_map<ValueId, ValueId>& map,
+                          std::vector<ValueId>& param_values, std::vector<ValueId>& buffer_values) {
+  Matched matched = match_parameters(forward, params);
+  for (ValueId v : forward.inputs()) {
+    const ir::Value& val = forward.value(v);
+    map[v] = t.graph.add_input(val.name, val.type.dtype, val.type.shape);
+    t.inputs.push_back({TrainRole::data});
+  }
+  for (size_t p = 0; p < params.size(); ++p) {
+    auto it = matched.value_of_param.find(static_cast<int>(p));
+    if (it == matched.value_of_param.end()) continue;  // not used by the graph
+    const ir::TensorType& type = forward.value(it->second).type;
+    ValueId in = map[it->second] = t.graph.add_input(params[p].first, type.dtype, type.shape);
+    bool buffer = matched.is_buffer[p];
+    t.inputs.push_back({buffer ? TrainRole::buffer : TrainRole::param,
+                        static_cast<int>(buffer ? t.buffers.size() : t.params.size())});
+    (buffer ? t.buffers : t.params).push_back(params[p].first);
+    (buffer ? t.buffer_types : t.param_types).push_back(type);
+    (buffer ? buffer_values : param_values).push_back(in);
+  }
+}
+
+// Optimizer state inputs and the updated parameters and state as outputs (after the loss).
+std::vector<ValueId> add_updates(TrainGraph& t, ir::GraphBuilder& b,
+                                 const OptimizerConfig& optimizer,
+                                 const std::vector<ValueId>& param_values,
+                                 const std::vector<ValueId>& grads, ValueId lr, ValueId step) {
+  std::vector<ValueId> new_state;
+  for (size_t p = 0; p < param_values.size(); ++p) {
+    std::vector<ValueId> state;
+    for (const std::string& s : optimizer_slots(optimizer)) {
+      t.inputs.push_back({TrainRole::state, static_cast<int>(t.state.size())});
+      t.state.push_back(t.params[p] + "." + s);
+      t.state_types.push_back(t.param_types[p]);
+      state.push_back(
+          t.graph.add_input(t.state.back(), t.param_types[p].dtype, t.param_types[p].shape));
+    }
+    b.set_prefix("optimizer/" + t.params[p]);
+    ParamUpdate u = append_update(b, optimizer, param_values[p], grads[p], state, lr, step);
+    t.graph.add_output(u.param);
+    t.outputs.push_back({TrainRole::param, static_cast<int>(p)});
+    new_state.insert(new_state.end(), u.state.begin(), u.state.end());
+  }
+  return new_state;
+}
+
+}  // namespace
+
+TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
+                             const LossConfig& loss, const OptimizerConfig& optimizer) {
+  optimizer.validate();
+  TrainGraph t;
+  t.graph.set_name(forward.name() + ".train");
+  ir::Graph& g = t.graph;
+  std::unordered_map<ValueId, ValueId> map, updated;
+  std::vector<ValueId> param_values, buffer_values;
+  add_parameter_inputs(t, forward, params, map, param_values, buffer_values);
+  ValueId output = copy_forward(forward, t, map, updated);
+  t.output_type = g.value(output).type;
+  t.target_type = loss_target_type(loss, t.output_type);
+  ValueId target = g.add_input("target", t.target_type.dtype, t.target_type.shape);
+  ValueId lr = g.add_input("lr", ir::DType::f32, ir::Shape());
+  ValueId step = g.add_input("step", ir::DType::f32, ir::Shape());
+  t.inputs.insert(t.inputs.end(), {{TrainRole::target}, {TrainRole::lr}, {TrainRole::step}});
+  ir::GraphBuilder b(g, "loss");
+  ValueId loss_value = append_loss(b, loss, output, target);
+  std::vector<ValueId> grads = ir::append_gradients(g, loss_value, param_values);
+  b.set_prefix("optimizer");
+  grads = append_grad_clip(b, optimizer, grads);
+  g.add_output(loss_value);
+  t.outputs.push_back({TrainRole::loss});
+  std::vector<ValueId> new_state = add_updates(t, b, optimizer, param_values, grads, lr, step);
+  for (size_t i = 0; i < buffer_values.size(); ++i) {
+    auto it = updated.find(buffer_values[i]);
+    g.add_output(it == updated.end() ? buffer_values[i] : it->second);
+    t.outputs.push_back({TrainRole::buffer, static_cast<int>(i)});
+  }
+  for (size_t i = 0; i < new_state.size(); ++i) {
+    g.add_output(new_state[i]);
+    t.outputs.push_back({TrainRole::state, static_cast<int>(i)});
+  }
+  return t;
+}
+
+}  // namespace mimic

@@ -1,0 +1,286 @@
+// Gradient rules of elementwise ops (numpy broadcasting: each input's gradient is summed back
+// over the axes broadcasting stretched). Derivatives follow PyTorch's autograd formulas
+// (tools/autograd/derivatives.yaml), e.g. Relu' = 0 at 0, Abs' = sign(x).
+#include <cmath>
+
+#include "frontend/ir/autodiff.h"
+
+namespace mimic::ir {
+namespace {
+
+void set_unb(GradContext& c, int i, ValueId g) {
+  if (c.needs(i)) c.set(i, c.b.unbroadcast(g, c.x_shape(i)));
+}
+
+void add_rule(GradContext& c) {
+  set_unb(c, 0, c.dy());
+  set_unb(c, 1, c.dy());
+}
+
+void sub_rule(GradContext& c) {
+  set_unb(c, 0, c.dy());
+  if (c.needs(1)) set_unb(c, 1, c.b.neg(c.dy()));
+}
+
+void mul_rule(GradContext& c) {
+  if (c.needs(0)) set_unb(c, 0, c.b.mul(c.dy(), c.x(1)));
+  if (c.needs(1)) set_unb(c, 1, c.b.mul(c.dy(), c.x(0)));
+}
+
+void div_rule(GradContext& c) {
+  auto& b = c.b;
+  if (c.needs(0)) set_unb(c, 0, b.div(c.dy(), c.x(1)));
+  if (c.needs(1)) set_unb(c, 1, b.neg(b.div(b.mul(c.dy(), c.y()), c.x(1))));  // -g * (a/b) / b
+}
+
+void pow_rule(GradContext& c) {
+  auto& b = c.b;
+  if (c.needs(0)) {  // g * e * a^(e-1)
+    ValueId e = c.x(1);
+    ValueId em1 = b.sub(e, b.scalar_like(1.0, e));
+    set_unb(c, 0, b.mul(c.dy(), b.mul(e, b.op(OpType::Pow, {c.x(0), em1}))));
+  }
+  if (c.needs(1)) set_unb(c, 1, b.mul(c.dy(), b.mul(c.y(), b.op(OpType::Log, {c.x(0)}))));
+}
+
+// dx = g * f'(x) for a derivative built from x and y.
+void unary_rule(GradContext& c) {
+  auto& b = c.b;
+  ValueId x = c.x(0), y = c.y(), g = c.dy();
+  ValueId d = kNoValue;  // f'(x), or the gradient itself when `done`
+  switch (c.node().op) {
+    case OpType::Identity:
+    case OpType::Dropout:
+      c.set(0, g);
+      return;
+    case OpType::Neg:
+      c.set(0, b.neg(g));
+      return;
+    case OpType::Exp:
+      d = y;
+      break;
+    case OpType::Log:
+      c.set(0, b.div(g, x));
+      return;
+    case OpType::Sqrt:
+      c.set(0, b.div(g, b.scale(y, 2.0)));
+      return;
+    case OpType::Reciprocal:
+      c.set(0, b.neg(b.mul(g, b.mul(y, y))));
+      return;
+    case OpType::Abs:
+      d = b.op(OpType::Sign, {x});
+      break;
+    case OpType::Sigmoid:
+      d = b.mul(y, b.sub(b.scalar_like(1.0, y), y));
+      break;
+    case OpType::Tanh:
+      d = b.sub(b.scalar_like(1.0, y), b.mul(y, y));
+      break;
+    case OpType::Softplus:
+      d = b.op(OpType::Sigmoid, {x});
+      break;
+    case OpType::Erf:  // 2/sqrt(pi) * exp(-x^2)
+      d = b.scale(b.op(OpType::Exp, {b.neg(b.mul(x, x))}), 2.0 / std::sqrt(M_PI));
+      break;
+    case OpType::Sin:
+      d = b.op(OpType::Cos, {x});
+      break;
+    case OpType::Cos:
+      d = b.neg(b.op(OpType::Sin, {x}));
+      break;
+    default:
+      c.unsupported("no elementwise gradient rule");
+  }
+  c.set(0, b.mul(g, d));
+}
+
+// Relu, LeakyRelu, Clip: the gradient passes where a comparison on x holds.
+void relu_rule(GradContext& c) {
+  auto& b = c.b;
+  ValueId x = c.x(0), g = c.dy();
+  ValueId pos = b.op(OpType::Greater, {x, b.scalar_like(0.0, x)});
+  if (c.node().op == OpType::Relu) {
+    c.set(0, b.mul(g, b.cast(pos, b.dtype(x))));
+    return;
+  }
+  double alpha = c.attrs().get_float("alpha", 0.01);
+  c.set(0, b.op(OpType::Where, {pos, g, b.scale(g, alpha)}));
+}
+
+void clip_rule(GradContext& c) {
+  auto& b = c.b;
+  ValueId x = c.x(0), g = c.dy();
+  if (c.node().has_input(1))
+    g = b.mul(g, b.cast(b.op(OpType::GreaterOrEqual, {x, c.x(1)}), b.dtype(x)));
+  if (c.node().has_input(2))
+    g = b.mul(g, b.cast(b.op(OpType::LessOrEqual, {x, c.x(2)}), b.dtype(x)));
+  c.set(0, g);
+}
+
+// Gelu exact: d = Phi(x) + x * phi(x); tanh approximation: derivative of
+// 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi).
+void gelu_rule(GradContext& c) {
+  auto& b = c.b;
+  ValueId x = c.x(0);
+  ValueId one = b.scalar_like(1.0, x);
+  ValueId d;
+  if (c.attrs().get_string("approximate", "none") == "tanh") {
+    double k = std::sqrt(2.0 / M_PI);
+    ValueId x2 = b.mul(x, x);
+    ValueId u = b.scale(b.mul(x, b.add(one, b.scale(x2, 0.044715))), k);
+    ValueId t = b.op(OpType::Tanh, {u});
+    ValueId du = b.scale(b.add(one, b.scale(x2, 3 * 0.044715)), k);
+    ValueId left = b.scale(b.add(one, t), 0.5);
+    ValueId right = b.mul(b.scale(x, 0.5), b.mul(b.sub(one, b.mul(t, t)), du));
+    d = b.add(left, right);
+  } else {
+    ValueId cdf = b.scale(b.add(one, b.op(OpType::Erf, {b.scale(x, 1.0 / std::sqrt(2.0))})), 0.5);
+    ValueId pdf =
+        b.scale(b.op(OpType::Exp, {b.scale(b.mul(x, x), -0.5)}), 1.0 / std::sqrt(2.0 * M_PI));
+    d = b.add(cdf, b.mul(x, pdf));
+  }
+  c.set(0, b.mul(c.dy(), d));
+}
+
+// Piecewise activations: the derivative is built from masks on x (each boundary point takes the
+// derivative of the side ONNX's formula picks).
+void piecewise_rule(GradContext& c) {
+  auto& b = c.b;
+  ValueId x = c.x(0), one = b.scalar_like(1.0, x), zero = b.scalar_like(0.0, x);
+  DType t = b.dtype(x);
+  auto mask = [&](ValueId cond) { return b.cast(cond, t); };
+  ValueId pos = b.op(OpType::Greater, {x, zero});
+  ValueId d;
+  switch (c.node().op) {
+    case OpType::Elu: {  // x > 0: 1, else alpha e^x
+      double alpha = c.attrs().get_float("alpha", 1.0);
+      d = b.op(OpType::Where, {b.op(OpType::GreaterOrEqual, {x, zero}), one,
+                               b.scale(b.op(OpType::Exp, {x}), alpha)});
+      break;
+    }
+    case OpType::Selu: {
+      double alpha = c.attrs().get_float("alpha", 1.67326319217681884765625);
+      double gamma = c.attrs().get_float("gamma", 1.05070102214813232421875);
+      d = b.scale(b.op(OpType::Where, {pos, one, b.scale(b.op(OpType::Exp, {x}), alpha)}), gamma);
+      break;
+    }
+    case OpType::Celu: {
+      double alpha = c.attrs().get_float("alpha", 1.0);
+      d = b.op(OpType::Where, {pos, one, b.op(OpType::Exp, {b.scale(x, 1.0 / alpha)})});
+      break;
+    }
+    case OpType::HardSigmoid: {  // alpha where 0 < alpha x + beta < 1
+      double alpha = c.attrs().get_float("alpha", 0.2), beta = c.attrs().get_float("beta", 0.5);
+      ValueId u = b.add(b.scale(x, alpha), b.scalar_like(beta, x));
+      d = b.scale(b.mul(mask(b.op(OpType::Greater, {u, zero})), mask(b.op(OpType::Less, {u, one}))),
+                  alpha);
+      break;
+    }
+    case OpType::HardSwish: {  // x < -3: 0, x > 3: 1, else x/3 + 1/2 (PyTorch's hardswish_backward)
+      ValueId mid = b.add(b.scale(x, 1.0 / 3.0), b.scalar_like(0.5, x));
+      ValueId above = b.op(OpType::Greater, {x, b.scalar_like(3.0, x)});
+      ValueId below = b.op(OpType::Less, {x, b.scalar_like(-3.0, x)});
+      d = b.op(OpType::Where, {above, one, b.op(OpType::Where, {below, zero, mid})});
+      break;
+    }
+    case OpType::Softsign: {  // 1 / (1 + |x|)^2
+      ValueId den = b.add(one, b.op(OpType::Abs, {x}));
+      d = b.op(OpType::Reciprocal, {b.mul(den, den)});
+      break;
+    }
+    default:
+      c.unsupported("no piecewise gradient rule");
+  }
+  c.set(0, b.mul(c.dy(), d));
+}
+
+void cast_rule(GradContext& c) {
+  if (!is_floating(c.b.dtype(c.x(0))))
+    c.unsupported("gradient through a cast from a non-float type");
+  c.set(0, c.b.cast(c.dy(), c.b.dtype(c.x(0))));
+}
+
+void where_rule(GradContext& c) {
+  auto& b = c.b;
+  ValueId g = c.dy(), zero = b.scalar_like(0.0, g);
+  if (c.needs(1)) set_unb(c, 1, b.op(OpType::Where, {c.x(0), g, zero}));
+  if (c.needs(2)) set_unb(c, 2, b.op(OpType::Where, {c.x(0), zero, g}));
+}
+
+void sum_mean_rule(GradContext& c) {
+  ValueId g = c.dy();
+  if (c.node().op == OpType::Mean) g = c.b.scale(g, 1.0 / c.node().num_inputs());
+  for (int i = 0; i < c.node().num_inputs(); ++i) set_unb(c, i, g);
+}
+
+// Max/Min of several inputs: the gradient goes to every input equal to the result (PyTorch's
+// binary maximum splits ties evenly; mimic gives each tied input the whole gradient).
+void max_min_rule(GradContext& c) {
+  auto& b = c.b;
+  for (int i = 0; i < c.node().num_inputs(); ++i) {
+    if (!c.needs(i)) continue;
+    ValueId eq = b.cast(b.op(OpType::Equal, {c.x(i), c.y()}), b.dtype(c.y()));
+    set_unb(c, i, b.mul(c.dy(), eq));
+  }
+}
+
+}  // namespace
+
+GradRule elementwise_grad_rule(OpType op) {
+  switch (op) {
+    case OpType::Add:
+      return add_rule;
+    case OpType::Sub:
+      return sub_rule;
+    case OpType::Mul:
+      return mul_rule;
+    case OpType::Div:
+      return div_rule;
+    case OpType::Pow:
+      return pow_rule;
+    case OpType::Identity:
+    case OpType::Dropout:
+    case OpType::Neg:
+    case OpType::Exp:
+    case OpType::Log:
+    case OpType::Sqrt:
+    case OpType::Reciprocal:
+    case OpType::Abs:
+    case OpType::Sigmoid:
+    case OpType::Tanh:
+    case OpType::Softplus:
+    case OpType::Erf:
+    case OpType::Sin:
+    case OpType::Cos:
+      return unary_rule;
+    case OpType::Relu:
+    case OpType::LeakyRelu:
+      return relu_rule;
+    case OpType::Clip:
+      return clip_rule;
+    case OpType::Gelu:
+      return gelu_rule;
+    case OpType::Cast:
+      return cast_rule;
+    case OpType::Where:
+      return where_rule;
+    case OpType::Sum:
+    case OpType::Mean:
+      return sum_mean_rule;
+    case OpType::Max:
+    case OpType::Min:
+      return max_min_rule;
+    case OpType::Elu:
+    case OpType::Selu:
+    case OpType::Celu:
+    case OpType::HardSigmoid:
+    case OpType::HardSwish:
+    case OpType::Softsign:
+      return piecewise_rule;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace mimic::ir

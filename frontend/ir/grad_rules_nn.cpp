@@ -1,0 +1,269 @@
+// Gradient rules of neural-network ops: softmaxes and LayerNormalization as compositions, pools
+// (MaxPool as a first-maximum mask over the window tensor scattered back by a one-hot
+// ConvTranspose, average pools as a depthwise ConvTranspose with a ones kernel), and
+// BatchNormalization in inference form (fixed statistics: an affine map per channel). Training-mode
+// BatchNormalization is rewritten into batch-statistics ops before differentiation.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "frontend/ir/autodiff.h"
+#include "frontend/ir/nn_geometry.h"
+
+namespace mimic::ir {
+namespace {
+
+bool next_offset(std::vector<int64_t>& k, const std::vector<int64_t>& dims) {
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    if (++k[d] < dims[d]) return true;
+    k[d] = 0;
+  }
+  return false;
+}
+
+int softmax_axis(GradContext& c) {
+  if (c.attrs().get_int("coerce_2d", 0) != 0)
+    c.unsupported("coerce_2d softmax has no gradient rule");
+  return normalize_axis(c.attrs().get_int("axis", -1), c.x_shape(0).rank(), "softmax axis");
+}
+
+void softmax_rule(GradContext& c) {
+  auto& b = c.b;
+  int64_t axis = softmax_axis(c);
+  ValueId y = c.y(), g = c.dy();
+  if (c.node().op == OpType::Softmax) {  // y * (g - sum(g * y))
+    c.set(0, b.mul(y, b.sub(g, b.reduce_sum(b.mul(g, y), {axis}, true))));
+  } else {  // g - exp(y) * sum(g)
+    c.set(0, b.sub(g, b.mul(b.op(OpType::Exp, {y}), b.reduce_sum(g, {axis}, true))));
+  }
+}
+
+// y = xhat * scale + bias, xhat = (x - mean) * rstd over `axes`; scale and bias broadcast from
+// `param_shape`. dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dy * scale.
+void normalized_affine_grad(GradContext& c, const std::vector<int64_t>& axes,
+                            const Shape& param_shape, double eps) {
+  auto& b = c.b;
+  ValueId x = c.x(0), g = c.dy();
+  ValueId xc = b.sub(x, b.reduce_mean(x, axes, true));
+  ValueId var = b.reduce_mean(b.mul(xc, xc), axes, true);
+  ValueId rstd =
+      b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar_like(eps, var))})});
+  ValueId xhat = b.mul(xc, rstd);
+  if (c.needs(1)) c.set(1, b.reshape(b.unbroadcast(b.mul(g, xhat), param_shape), c.x_shape(1)));
+  if (c.needs(2)) c.set(2, b.reshape(b.unbroadcast(g, param_shape), c.x_shape(2)));
+  if (!c.needs(0)) return;
+  ValueId dxhat = b.mul(g, b.reshape(c.x(1), param_shape));
+  ValueId inner = b.sub(b.sub(dxhat, b.reduce_mean(dxhat, axes, true)),
+                        b.mul(xhat, b.reduce_mean(b.mul(dxhat, xhat), axes, true)));
+  c.set(0, b.mul(rstd, inner));
+}
+
+// LayerNormalization: over axes [axis, rank); InstanceNormalization: over the spatial axes of
+// each (sample, channel), with per-channel scale and bias.
+void normalization_rule(GradContext& c) {
+  Shape xs = c.x_shape(0);
+  double eps = c.attrs().get_float("epsilon", 1e-5);
+  std::vector<int64_t> axes;
+  if (c.node().op == OpType::LayerNormalization) {
+    int axis = normalize_axis(c.attrs().get_int("axis", -1), xs.rank(), "LayerNormalization axis");
+    for (int i = axis; i < xs.rank(); ++i) axes.push_back(i);
+    normalized_affine_grad(c, axes, c.x_shape(1), eps);
+    return;
+  }
+  std::vector<int64_t> param(xs.rank() - 1, 1);
+  param[0] = xs[1];
+  for (int i = 2; i < xs.rank(); ++i) axes.push_back(i);
+  normalized_affine_grad(c, axes, Shape(param), eps);
+}
+
+// The window tensor of a pool: [K, N, C, out...] holding, for each output position, the K inputs
+// of its window (padding reads `pad_value`), gathered with one strided Slice per kernel offset.
+ValueId window_tensor(GraphBuilder& b, ValueId x, const WindowGeometry& w, double pad_value) {
+  int r = w.spatial_rank;
+  std::vector<int64_t> pads(2 * (r + 2), 0), axes, steps;
+  for (int i = 0; i < r; ++i) {
+    int64_t extent = w.strides[i] * (w.out_size[i] - 1) + (w.kernel[i] - 1) * w.dilations[i] + 1;
+    pads[2 + i] = w.pad_begin[i];
+    pads[r + 4 + i] = std::max<int64_t>(0, extent - w.in_size[i] - w.pad_begin[i]);
+    axes.push_back(2 + i);
+    steps.push_back(w.strides[i]);
+  }
+  ValueId xp = b.op(OpType::Pad, {x, b.ints(pads), b.scalar_like(pad_value, x)});
+  std::vector<ValueId> parts;
+  std::vector<int64_t> k(r, 0);
+  do {
+    std::vector<int64_t> starts, ends;
+    for (int i = 0; i < r; ++i) {
+      starts.push_back(k[i] * w.dilations[i]);
+      ends.push_back(starts.back() + w.strides[i] * (w.out_size[i] - 1) + 1);
+    }
+    ValueId s =
+        b.op(OpType::Slice, {xp, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)});
+    parts.push_back(b.op(OpType::Unsqueeze, {s, b.ints({0})}));
+  } while (next_offset(k, w.kernel));
+  return parts.size() == 1 ? parts[0] : b.op(OpType::Concat, parts, {{"axis", int64_t{0}}});
+}
+
+// A ConvTranspose whose one-hot kernels put window element j of channel c back at its input
+// position: the transpose of window_tensor(), summing where windows overlap.
+ValueId scatter_windows(GraphBuilder& b, ValueId windows, const WindowGeometry& w) {
+  int r = w.spatial_rank;
+  int64_t c = w.in_channels, kv = w.kernel_volume();
+  std::vector<int64_t> perm{1, 2, 0};
+  for (int i = 0; i < r; ++i) perm.push_back(3 + i);
+  std::vector<int64_t> merged{w.batch, c * kv};
+  merged.insert(merged.end(), w.out_size.begin(), w.out_size.end());
+  ValueId cols = b.reshape(b.transpose(windows, perm), Shape(merged));
+  std::vector<int64_t> wshape{c * kv, 1};
+  wshape.insert(wshape.end(), w.kernel.begin(), w.kernel.end());
+  HostTensor onehot(b.dtype(windows), Shape(wshape));
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t j = 0; j < kv; ++j) onehot.data<float>()[(ch * kv + j) * kv + j] = 1.0f;
+  ValueId kernel = b.graph().add_constant("grad/onehot", std::move(onehot));
+  std::vector<int64_t> pad_end(r), out_pad(r);
+  for (int i = 0; i < r; ++i) {
+    int64_t extent = w.strides[i] * (w.out_size[i] - 1) + (w.kernel[i] - 1) * w.dilations[i] + 1;
+    int64_t rest = w.in_size[i] + w.pad_begin[i] - extent;  // input rows after the last window
+    pad_end[i] = std::max<int64_t>(0, -rest);
+    out_pad[i] = std::max<int64_t>(0, rest);
+  }
+  std::vector<int64_t> pads = w.pad_begin;
+  pads.insert(pads.end(), pad_end.begin(), pad_end.end());
+  Attributes at{{"strides", w.strides},
+                {"dilations", w.dilations},
+                {"pads", pads},
+                {"group", c},
+                {"output_padding", out_pad}};
+  return b.op(OpType::ConvTranspose, {cols, kernel}, at);
+}
+
+// MaxPool: each output's gradient goes to the first maximum of its window (PyTorch's choice),
+// found as the first window element equal to the output (CumSum of the equality mask is 1). The
+// window axis leads so that the output and its gradient broadcast over it.
+void max_pool_rule(GradContext& c) {
+  auto& b = c.b;
+  if (c.node().outputs.size() > 1) c.unsupported("MaxPool's indices output has no gradient rule");
+  if (is_channels_last(c.node())) return channels_first_grad(c, max_pool_rule);
+  if (b.dtype(c.x(0)) != DType::f32) c.unsupported("MaxPool's gradient rule needs f32");
+  WindowGeometry w = window_geometry(b.graph(), c.node());
+  ValueId xw = window_tensor(b, c.x(0), w, -std::numeric_limits<float>::infinity());
+  Shape wshape = b.shape(xw);
+  // The mask math runs on [K, outputs] matrices: one long minor dimension instead of the pool's
+  // small spatial ones.
+  int64_t k = wshape[0], m = b.shape(c.y()).numel();
+  ValueId x2 = b.reshape(xw, Shape({k, m}));
+  ValueId eq = b.cast(b.op(OpType::Equal, {x2, b.reshape(c.y(), Shape({m}))}), DType::f32);
+  ValueId first_ones = b.op(OpType::CumSum, {eq, b.ints({0})});
+  ValueId first =
+      b.mul(eq, b.cast(b.op(OpType::Equal, {first_ones, b.scalar(1.0, DType::f32)}), DType::f32));
+  ValueId contrib = b.mul(first, b.reshape(c.dy(), Shape({m})));
+  c.set(0, scatter_windows(b, b.reshape(contrib, wshape), w));
+}
+
+// Scatter of each window's gradient over its inputs: ConvTranspose(dy / count, ones) per channel.
+void average_pool_rule(GradContext& c) {
+  auto& b = c.b;
+  if (is_channels_last(c.node())) return channels_first_grad(c, average_pool_rule);
+  if (c.attrs().get_int("ceil_mode", 0) != 0)
+    c.unsupported("ceil_mode AveragePool has no gradient rule");
+  WindowGeometry w = window_geometry(b.graph(), c.node());
+  int r = w.spatial_rank;
+  bool include_pad = c.attrs().get_int("count_include_pad", 0) != 0;
+  bool padded = false;
+  for (int i = 0; i < r; ++i) padded = padded || w.pad_begin[i] || w.pad_end[i];
+  ValueId g = c.dy();
+  if (include_pad || !padded) {
+    g = b.scale(g, 1.0 / static_cast<double>(w.kernel_volume()));
+  } else {  // per-window count of the inputs inside the image: pool a ones plane with pads counted
+    std::vector<int64_t> plane{1, 1};
+    plane.insert(plane.end(), w.in_size.begin(), w.in_size.end());
+    Attributes at = c.attrs();
+    at.set("count_include_pad", int64_t{1});
+    ValueId frac =
+        b.op(OpType::AveragePool, {b.full(TensorType{b.dtype(g), Shape(plane)}, 1.0)}, at);
+    g = b.div(g, b.scale(frac, static_cast<double>(w.kernel_volume())));
+  }
+  std::vector<int64_t> wshape{w.in_channels, 1};
+  wshape.insert(wshape.end(), w.kernel.begin(), w.kernel.end());
+  ValueId ones = b.full(TensorType{b.dtype(g), Shape(wshape)}, 1.0);
+  std::vector<int64_t> pads = w.pad_begin, out_pad(r);
+  pads.insert(pads.end(), w.pad_end.begin(), w.pad_end.end());
+  for (int i = 0; i < r; ++i)
+    out_pad[i] =
+        w.in_size[i] - (w.strides[i] * (w.out_size[i] - 1) + (w.kernel[i] - 1) * w.dilations[i] +
+                        1 - w.pad_begin[i] - w.pad_end[i]);
+  Attributes at{{"strides", w.strides},
+                {"dilations", w.dilations},
+                {"pads", pads},
+                {"group", w.in_channels},
+                {"output_padding", out_pad}};
+  c.set(0, b.op(OpType::ConvTranspose, {g, ones}, at));
+}
+
+void global_average_pool_rule(GradContext& c) {
+  const Shape& x = c.x_shape(0);
+  int64_t spatial = x.numel() / std::max<int64_t>(1, c.b.shape(c.dy()).numel());
+  c.set(0, c.b.scale(c.b.expand(c.dy(), x), 1.0 / static_cast<double>(spatial)));
+}
+
+// GlobalMaxPool: the whole gradient of a channel goes to the elements equal to its maximum.
+void global_max_pool_rule(GradContext& c) {
+  auto& b = c.b;
+  Shape x = c.x_shape(0);
+  ValueId hit = b.cast(b.op(OpType::Equal, {c.x(0), c.y()}), b.dtype(c.x(0)));
+  c.set(0, b.mul(hit, b.expand(c.dy(), x)));
+}
+
+// Inference-form BatchNormalization: y = (x - mean) * scale / sqrt(var + eps) + bias.
+void batch_norm_rule(GradContext& c) {
+  auto& b = c.b;
+  if (c.needs(3) || c.needs(4))
+    c.unsupported("gradients of the running mean/var are not supported");
+  const Shape& xs = c.x_shape(0);
+  bool last = is_channels_last(c.node());
+  int ch_axis = last ? xs.rank() - 1 : 1;
+  std::vector<int64_t> bshape(xs.rank(), 1), axes;
+  bshape[ch_axis] = xs[ch_axis];
+  for (int i = 0; i < xs.rank(); ++i)
+    if (i != ch_axis) axes.push_back(i);
+  auto per_channel = [&](int i) { return b.reshape(c.x(i), Shape(bshape)); };
+  double eps = c.attrs().get_float("epsilon", 1e-5);
+  ValueId var = per_channel(4);
+  ValueId rstd =
+      b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar_like(eps, var))})});
+  ValueId g = c.dy();
+  if (c.needs(0)) c.set(0, b.mul(g, b.mul(per_channel(1), rstd)));
+  if (c.needs(1)) {
+    ValueId xhat = b.mul(b.sub(c.x(0), per_channel(3)), rstd);
+    c.set(1, b.reduce_sum(b.mul(g, xhat), axes, false));
+  }
+  if (c.needs(2)) c.set(2, b.reduce_sum(g, axes, false));
+}
+
+}  // namespace
+
+GradRule nn_grad_rule(OpType op) {
+  switch (op) {
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+      return softmax_rule;
+    case OpType::LayerNormalization:
+    case OpType::InstanceNormalization:
+      return normalization_rule;
+    case OpType::MaxPool:
+      return max_pool_rule;
+    case OpType::AveragePool:
+      return average_pool_rule;
+    case OpType::GlobalAveragePool:
+      return global_average_pool_rule;
+    case OpType::BatchNormalization:
+      return batch_norm_rule;
+    case OpType::GlobalMaxPool:
+      return global_max_pool_rule;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace mimic::ir

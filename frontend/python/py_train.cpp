@@ -1,0 +1,94 @@
+// mimic._compile_train(...) -> TrainStep: the training step of a traced module, callable from
+// Python with numpy batches; state_dict()/load_state_dict()/save()/load() move its buffers.
+#include <fmt/format.h>
+
+#include "frontend/api/train.h"
+#include "frontend/ir/error.h"
+#include "frontend/python/py_common.h"
+
+namespace mimic::python {
+namespace {
+
+template <typename T>
+T get(const py::dict& d, const char* key, T fallback) {
+  return d.contains(key) ? d[key].cast<T>() : fallback;
+}
+
+TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
+                                const std::string& precision, const py::dict& options,
+                                uint64_t seed) {
+  TrainOptions o;
+  o.seed = seed;
+  o.loss.kind = parse_loss(get<std::string>(loss, "kind", "cross_entropy"));
+  o.loss.label_smoothing = get<double>(loss, "label_smoothing", 0.0);
+  o.loss.ignore_index = get<int64_t>(loss, "ignore_index", -100);
+  OptimizerConfig& p = o.optimizer;
+  p.kind = parse_optimizer(get<std::string>(opt, "kind", "sgd"));
+  p.lr = get<double>(opt, "lr", p.lr);
+  p.momentum = get<double>(opt, "momentum", 0.0);
+  p.nesterov = get<bool>(opt, "nesterov", false);
+  p.weight_decay = get<double>(opt, "weight_decay", 0.0);
+  p.beta1 = get<double>(opt, "beta1", p.beta1);
+  p.beta2 = get<double>(opt, "beta2", p.beta2);
+  p.eps = get<double>(opt, "eps", p.eps);
+  p.max_grad_norm = get<double>(opt, "max_grad_norm", 0.0);
+  o.compile.precision = precision;
+  for (auto item : options) o.compile.options[py::str(item.first)] = py::str(item.second);
+  return o;
+}
+
+py::dict to_dict(const NamedTensors& tensors) {
+  py::dict d;
+  for (const auto& [name, t] : tensors) d[py::str(name)] = to_numpy(t.clone());
+  return d;
+}
+
+NamedTensors from_dict(const py::dict& d) {
+  NamedTensors out;
+  for (auto item : d) {
+    py::array a = py::array::ensure(item.second, py::array::c_style);
+    if (!a)
+      throw InvalidArgument(
+          fmt::format("load_state_dict: '{}' is not an array", std::string(py::str(item.first))));
+    out.emplace_back(py::str(item.first), to_host(a).clone());
+  }
+  return out;
+}
+
+float call_step(TrainStep& s, const py::object& x, const py::object& y) {
+  ir::HostTensor xi = to_host(py::array::ensure(x, py::array::c_style));
+  ir::HostTensor yi = to_host(py::array::ensure(y, py::array::c_style));
+  py::gil_scoped_release release;
+  return s.step(xi, yi);
+}
+
+}  // namespace
+
+void bind_train(py::module_& m) {
+  py::class_<TrainStep>(m, "TrainStep")
+      .def("__call__", &call_step, py::arg("input"), py::arg("target"),
+           "One training step on a batch; returns the loss before the update.")
+      .def("state_dict", [](const TrainStep& s) { return to_dict(s.state_dict()); })
+      .def("parameters", [](const TrainStep& s) { return to_dict(s.parameters()); })
+      .def("load_state_dict",
+           [](TrainStep& s, const py::dict& d) { s.load_state_dict(from_dict(d)); })
+      .def("save", &TrainStep::save, py::arg("path"))
+      .def("load", &TrainStep::load, py::arg("path"))
+      .def_property("lr", &TrainStep::lr, &TrainStep::set_lr)
+      .def_property_readonly("steps", &TrainStep::steps_taken)
+      .def_property_readonly("graph", [](const TrainStep& s) { return s.executable().graph(); })
+      .def_property_readonly("report",
+                             [](const TrainStep& s) { return report_dict(s.last_report()); });
+  m.def("_compile_train",
+        [](const ir::Graph& g, const std::vector<std::pair<std::string, Tensor>>& params,
+           const std::string& device, const py::dict& loss, const py::dict& opt,
+           const std::string& precision, const py::dict& options, uint64_t seed) {
+          NamedTensors named;
+          for (const auto& [name, t] : params) named.emplace_back(name, t.host());
+          TrainOptions o = make_train_options(loss, opt, precision, options, seed);
+          py::gil_scoped_release release;
+          return std::make_unique<TrainStep>(g, named, Device(device), o);
+        });
+}
+
+}  // namespace mimic::python
