@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/wire.h"
@@ -10,6 +12,8 @@
 #include "backends/tpu_emu/compiler.h"
 #include "backends/tpu_emu/program_codec.h"
 #include "frontend/ir/error.h"
+#include "frontend/ir/recurrent.h"
+#include "frontend/ir/recurrent_expand.h"
 #include "models/common/numeric_formats.h"
 
 namespace mimic::backends {
@@ -212,6 +216,12 @@ class TpuEmuBackend final : public Backend {
     return tpu_emu::supports_node(g, n);
   }
 
+  std::string unsupported_reason(const ir::Graph& g, const ir::Node& n, const std::string&,
+                                 const CompileOptions&) const override {
+    std::string why;
+    return tpu_emu::supports_node(g, n, &why) ? "" : why;
+  }
+
   std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
                                       const CompileOptions& options) const override {
     if (!options.options.empty())
@@ -221,8 +231,15 @@ class TpuEmuBackend final : public Backend {
                       options.options.begin()->first));
     TpuSpec spec = resolve_spec(arg, options.overrides);
     tpu_emu::precision_passes(options.precision, spec);  // rejects unknown precisions
-    CompiledProgram compiled = tpu_emu::compile_program(g, spec, options, "tpu-emu:" + arg);
-    return std::make_unique<TpuExecutable>(g, std::move(spec), std::move(compiled), options);
+    // Recurrent layers (admitted by supports_node) run unrolled into matrix and vector ops.
+    bool recurrent = std::any_of(g.nodes().begin(), g.nodes().end(),
+                                 [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    std::optional<ir::Graph> unrolled;
+    if (recurrent)
+      unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    const ir::Graph& graph = unrolled ? *unrolled : g;
+    CompiledProgram compiled = tpu_emu::compile_program(graph, spec, options, "tpu-emu:" + arg);
+    return std::make_unique<TpuExecutable>(graph, std::move(spec), std::move(compiled), options);
   }
 };
 

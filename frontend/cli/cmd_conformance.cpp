@@ -42,7 +42,7 @@ nlohmann::json to_json(const conformance::TestResult& r) {
           {"data_sets", r.data_sets}, {"rtol", r.tolerance.rtol},
           {"atol", r.tolerance.atol}, {"tolerance_basis", r.tolerance.basis},
           {"seconds", r.seconds},     {"device_ops", r.device_ops},
-          {"fallback_ops", r.fallback_ops}};
+          {"fallback_ops", r.fallback_ops}, {"fallback_reasons", r.fallback_reasons}};
 }
 
 int run(const ConformanceArgs& a) {

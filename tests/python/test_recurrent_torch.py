@@ -1,0 +1,74 @@
+"""torch.nn.LSTM/GRU/RNN exported by torch.onnx (opsets 13 and 17) and run by mimic on the cpu
+backend: outputs, final hidden and cell states must match PyTorch's."""
+import itertools
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import mimic
+
+try:
+    import torch
+except ImportError as e:  # Debian's python3-torch is optional
+    pytest.skip(f"torch is not importable: {e}", allow_module_level=True)
+
+try:
+    import onnx  # noqa: F401  (torch.onnx.export needs it)
+except ImportError as e:
+    pytest.skip(f"onnx is not importable (torch.onnx.export needs it): {e}", allow_module_level=True)
+
+SEQ, BATCH, INPUT, HIDDEN = 5, 3, 4, 6
+CASES = list(itertools.product(["LSTM", "GRU", "RNN"], [1, 2], [False, True], [False, True], [13, 17]))
+
+
+def export(module, args, path, opset, output_names):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, args, path, opset_version=opset, input_names=[f"in{i}" for i in range(len(args))],
+                          output_names=output_names)
+
+
+def as_list(outputs):
+    return list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+
+
+@pytest.mark.parametrize("kind,layers,bidirectional,batch_first,opset", CASES,
+                         ids=[f"{k}-l{l}-{'bi' if b else 'uni'}-{'bf' if f else 'sf'}-op{o}"
+                              for k, l, b, f, o in CASES])
+def test_torch_recurrent_matches_pytorch(tmp_path, kind, layers, bidirectional, batch_first, opset):
+    torch.manual_seed(layers * 7 + opset)
+    module = getattr(torch.nn, kind)(INPUT, HIDDEN, num_layers=layers, bidirectional=bidirectional,
+                                     batch_first=batch_first).eval()
+    shape = (BATCH, SEQ, INPUT) if batch_first else (SEQ, BATCH, INPUT)
+    x = torch.randn(*shape)
+    names = ["y", "h", "c"] if kind == "LSTM" else ["y", "h"]
+    path = os.path.join(tmp_path, f"{kind}.onnx")
+    export(module, (x,), path, opset, names)
+    with torch.no_grad():
+        y, state = module(x)
+    want = [y, *state] if kind == "LSTM" else [y, state]
+    got = as_list(mimic.compile(mimic.onnx.load(path))(x.numpy()))
+    assert len(got) == len(want)
+    for name, g, w in zip(names, got, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_torch_recurrent_with_initial_state(tmp_path, kind):
+    torch.manual_seed(3)
+    module = getattr(torch.nn, kind)(INPUT, HIDDEN, num_layers=2, bidirectional=True).eval()
+    x = torch.randn(SEQ, BATCH, INPUT)
+    h0 = torch.randn(4, BATCH, HIDDEN)
+    state = (h0, torch.randn(4, BATCH, HIDDEN)) if kind == "LSTM" else h0
+    path = os.path.join(tmp_path, f"{kind}_state.onnx")
+    names = ["y", "h", "c"] if kind == "LSTM" else ["y", "h"]
+    export(module, (x, state), path, 17, names)
+    with torch.no_grad():
+        y, out_state = module(x, state)
+    want = [y, *out_state] if kind == "LSTM" else [y, out_state]
+    inputs = [x.numpy(), *(s.numpy() for s in (state if kind == "LSTM" else (state,)))]
+    got = as_list(mimic.compile(mimic.onnx.load(path))(*inputs))
+    for name, g, w in zip(names, got, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
