@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <tuple>
+
 #include "frontend/ir/error.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/shape_inference.h"
@@ -58,6 +61,8 @@ class Unroller {
   std::vector<ValueId> step_inputs(int d, ValueId x2);
   ValueId initial_state(int input, int d);
   ValueId transposed_weights(int input, int d, int64_t row0, int64_t rows, int64_t cols);
+  ValueId vector_param(int input, int d, int64_t begin, int64_t end);
+  ValueId runtime_slice(int input, int d, int64_t begin, int64_t end);
   void lstm_step(int d, ValueId xw, ValueId& h, ValueId& c);
   void gru_step(int d, ValueId xw, ValueId& h);
   DirectionValues direction(int d, ValueId x2);
@@ -71,6 +76,8 @@ class Unroller {
   std::vector<ValueId>& map_;
   RecurrentSpec s_;
   std::vector<int64_t> lens_;
+  // Weights and parameter slices already emitted, shared by every step.
+  std::map<std::tuple<int, int, int64_t, int64_t>, ValueId> params_;
   bool varying_ = false;  // some row is shorter than seq_length
 };
 
@@ -123,13 +130,47 @@ ValueId Unroller::time_major_x() {
   return reshape(x, {s_.seq_length * s_.batch, s_.input_size});
 }
 
-// Rows [row0, row0 + rows) of W or R of direction d (each `cols` long), transposed: [cols, rows].
+// Rows [row0, row0 + rows) of W or R of direction d (each `cols` long), transposed: [cols, rows]:
+// rearranged at compile time when constant, by Slice and Transpose ops when given at run time.
 ValueId Unroller::transposed_weights(int input, int d, int64_t row0, int64_t rows, int64_t cols) {
-  const float* w = data(input) + d * s_.gates * s_.hidden * cols;
-  std::vector<float> t(cols * rows);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < cols; ++k) t[k * rows + r] = w[(row0 + r) * cols + k];
-  return floats(Shape({cols, rows}), t);
+  auto key = std::make_tuple(input, d, row0, rows);
+  if (auto it = params_.find(key); it != params_.end()) return it->second;
+  ValueId v;
+  if (g_.value(n_.inputs[input]).constant) {
+    const float* w = data(input) + d * s_.gates * s_.hidden * cols;
+    std::vector<float> t(cols * rows);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) t[k * rows + r] = w[(row0 + r) * cols + k];
+    v = floats(Shape({cols, rows}), t);
+  } else {
+    v = op(OpType::Transpose, {runtime_slice(input, d, row0, row0 + rows)},
+           {{"perm", std::vector<int64_t>{1, 0}}});
+  }
+  return params_[key] = v;
+}
+
+// Entries [begin, end) of direction d's row of B or P, as a [end - begin] vector.
+ValueId Unroller::vector_param(int input, int d, int64_t begin, int64_t end) {
+  auto key = std::make_tuple(input, d, begin, -end);
+  if (auto it = params_.find(key); it != params_.end()) return it->second;
+  ValueId v;
+  if (g_.value(n_.inputs[input]).constant) {
+    const float* row = data(input) + d * g_.value(n_.inputs[input]).type.shape[1];
+    v = floats(Shape({end - begin}), std::vector<float>(row + begin, row + end));
+  } else {
+    v = runtime_slice(input, d, begin, end);
+  }
+  return params_[key] = v;
+}
+
+// Direction d's rows (W, R: [end - begin, cols]) or entries (B, P: [end - begin]) of a runtime
+// input.
+ValueId Unroller::runtime_slice(int i, int d, int64_t begin, int64_t end) {
+  const Shape& shape = g_.value(n_.inputs[i]).type.shape;
+  ValueId v = op(OpType::Slice, {input(i), ints({d, begin}), ints({d + 1, end}), ints({0, 1})});
+  std::vector<int64_t> dims{end - begin};
+  if (shape.rank() == 3) dims.push_back(shape[2]);
+  return reshape(v, dims);
 }
 
 // Row (s * batch + b) of the result holds row (t * batch + b) of `v`, where t is the time that
@@ -152,12 +193,14 @@ std::vector<ValueId> Unroller::step_inputs(int d, ValueId x2) {
   int64_t gh = s_.gates * s_.hidden, hid = s_.hidden;
   ValueId xw = op(OpType::MatMul, {x2, transposed_weights(kW, d, 0, gh, s_.input_size)});
   if (n_.has_input(kB)) {
-    const float* wb = data(kB) + d * 2 * gh;
-    std::vector<float> bias(wb, wb + gh);
-    bool split_h = s_.op == OpType::GRU && s_.linear_before_reset;
-    for (int64_t j = 0; j < gh; ++j)
-      if (!(split_h && j >= 2 * hid)) bias[j] += wb[gh + j];
-    xw = op(OpType::Add, {xw, floats(Shape({gh}), bias)});
+    // Wb + Rb, except GRU's Rb_h with linear_before_reset (applied inside the reset product).
+    ValueId rb = vector_param(kB, d, gh, 2 * gh);
+    if (s_.op == OpType::GRU && s_.linear_before_reset) {
+      std::vector<float> keep(gh, 1.0f);
+      std::fill(keep.begin() + 2 * hid, keep.end(), 0.0f);
+      rb = op(OpType::Mul, {rb, floats(Shape({gh}), keep)});
+    }
+    xw = op(OpType::Add, {xw, op(OpType::Add, {vector_param(kB, d, 0, gh), rb})});
   }
   if (varying_ && s_.backward(d)) xw = gather_rows(xw, d, true);
   std::vector<ValueId> parts =
@@ -199,11 +242,10 @@ void Unroller::lstm_step(int d, ValueId xw, ValueId& h, ValueId& c) {
     pre =
         op(OpType::Add, {pre, op(OpType::MatMul, {h, transposed_weights(kR, d, 0, 4 * hid, hid)})});
   std::vector<ValueId> g = split(pre, 1, {hid, hid, hid, hid});  // i, o, f, c
-  const float* p = n_.has_input(kPeepholes) ? data(kPeepholes) + d * 3 * hid : nullptr;
   auto peephole = [&](ValueId gate, int which, ValueId state) {
-    if (!p || state == kNoValue) return gate;
-    std::vector<float> w(p + which * hid, p + (which + 1) * hid);
-    return op(OpType::Add, {gate, op(OpType::Mul, {state, floats(Shape({hid}), w)})});
+    if (!n_.has_input(kPeepholes) || state == kNoValue) return gate;
+    ValueId p = vector_param(kPeepholes, d, which * hid, (which + 1) * hid);
+    return op(OpType::Add, {gate, op(OpType::Mul, {state, p})});
   };
   ValueId i = activate(d, 0, clip(peephole(g[0], 0, c)));
   ValueId cell = op(OpType::Mul, {i, activate(d, 1, clip(g[3]))});
@@ -235,17 +277,13 @@ void Unroller::gru_step(int d, ValueId xw, ValueId& h) {
   std::vector<ValueId> zr = split(pre_zr, 1, {hid, hid});
   ValueId z = activate(d, 0, clip(zr[0])), r = activate(d, 0, clip(zr[1]));
   ValueId recurrent = kNoValue;
-  std::vector<float> rbh;
-  if (lbr && n_.has_input(kB)) {
-    const float* rb = data(kB) + d * 6 * hid + 3 * hid + 2 * hid;
-    rbh.assign(rb, rb + hid);
-  }
   if (lbr) {
     // r (.) (H R_h^T + Rb_h); with a zero state only r (.) Rb_h remains.
     ValueId inner = hr_h;
-    if (!rbh.empty())
-      inner = inner == kNoValue ? floats(Shape({hid}), rbh)
-                                : op(OpType::Add, {inner, floats(Shape({hid}), rbh)});
+    if (n_.has_input(kB)) {
+      ValueId rbh = vector_param(kB, d, 5 * hid, 6 * hid);
+      inner = inner == kNoValue ? rbh : op(OpType::Add, {inner, rbh});
+    }
     if (inner != kNoValue) recurrent = op(OpType::Mul, {r, inner});
   } else if (h != kNoValue) {
     recurrent =
@@ -346,13 +384,6 @@ bool can_unroll_recurrent(const Graph& g, const Node& n, std::string* why) {
   if (x.type.dtype != DType::f32) return fail(why, "unrolled only for f32 data");
   if (x.constant) return fail(why, "constant X");
   if (x.type.shape.is_symbolic()) return fail(why, "unbound batch");
-  for (int i : {kW, kR, kB, kPeepholes})
-    if (n.has_input(i) && !g.value(n.inputs[i]).constant)
-      return fail(why,
-                  fmt::format("runtime {} (unrolled with constant weights only)", i == kW   ? "W"
-                                                                                  : i == kR ? "R"
-                                                                                  : i == kB ? "B"
-                                                                                            : "P"));
   if (n.has_input(kSequenceLens) && !g.value(n.inputs[kSequenceLens]).constant)
     return fail(why, "runtime sequence_lens (unrolled with constant lengths only)");
   for (int i : {kInitialH, kInitialC})

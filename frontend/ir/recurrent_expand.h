@@ -13,9 +13,10 @@
 
 namespace mimic::ir {
 
-// Whether node `n` (LSTM, GRU or RNN, inferred) can be unrolled: f32 data, constant W, R, B and
-// P, sequence_lens absent or constant, initial states runtime values or constant zeros, and at
-// least one time step. Else `why` says which condition failed.
+// Whether node `n` (LSTM, GRU or RNN, inferred) can be unrolled: f32 data, sequence_lens absent
+// or constant, initial states runtime values or constant zeros, and at least one time step. Else
+// `why` says which condition failed. Constant weights are rearranged at compile time, runtime
+// ones by Slice and Transpose ops.
 bool can_unroll_recurrent(const Graph& g, const Node& n, std::string* why = nullptr);
 
 // A copy of `g` (inferred, batch bound) where every recurrent node for which `unroll(node)` is

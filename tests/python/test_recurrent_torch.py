@@ -72,3 +72,20 @@ def test_torch_recurrent_with_initial_state(tmp_path, kind):
     got = as_list(mimic.compile(mimic.onnx.load(path))(*inputs))
     for name, g, w in zip(names, got, want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("device,precision", [("tpu-emu:v4", "highest"), ("ipu-emu:gc200", "float32")])
+@pytest.mark.parametrize("kind", ["LSTM", "GRU", "RNN"])
+def test_torch_recurrent_runs_unrolled_on_emulators(tmp_path, kind, device, precision):
+    torch.manual_seed(5)
+    module = getattr(torch.nn, kind)(INPUT, HIDDEN, num_layers=2, bidirectional=True, batch_first=True).eval()
+    x = torch.randn(BATCH, SEQ, INPUT)
+    path = os.path.join(tmp_path, f"{kind}.onnx")
+    export(module, (x,), path, 13, ["y"])
+    with torch.no_grad():
+        y = module(x)[0].numpy()
+    exe = mimic.compile(mimic.onnx.load(path), device=device, precision=precision)
+    got = as_list(exe(x.numpy()))[0]
+    assert exe.compile_report["fallback_reasons"] == []
+    assert all(not op["fallback"] for op in exe.report["ops"])
+    np.testing.assert_allclose(got, y, rtol=1e-4, atol=1e-5)

@@ -204,9 +204,10 @@ Reference reference(const Case& k, const Tensors& t) {
   return r;
 }
 
-// The same node unrolled into primitive ops (recurrent_expand.h), run on the cpu backend.
+// The same node unrolled into primitive ops (recurrent_expand.h), run on the cpu backend, with
+// W, R, B and P as constants or as runtime inputs.
 void check_unrolled(const Case& k, const Tensors& t, const ir::Attributes& attrs,
-                    const std::vector<std::vector<float>>& want) {
+                    const std::vector<std::vector<float>>& want, bool constant_weights) {
   ir::Graph g;
   std::vector<HostTensor> inputs;
   auto param = [&](const HostTensor& x, bool constant) {
@@ -215,9 +216,10 @@ void check_unrolled(const Case& k, const Tensors& t, const ir::Attributes& attrs
     inputs.push_back(x);
     return g.add_input("in", x.dtype(), x.shape());
   };
-  std::vector<ir::ValueId> ids{param(t.x, false), param(t.w, true),    param(t.r, true),
-                               param(t.b, true),  param(t.lens, true), param(t.h0, false)};
-  if (k.op == OpType::LSTM) ids.insert(ids.end(), {param(t.c0, false), param(t.p, true)});
+  bool cw = constant_weights;
+  std::vector<ir::ValueId> ids{param(t.x, false), param(t.w, cw),      param(t.r, cw),
+                               param(t.b, cw),    param(t.lens, true), param(t.h0, false)};
+  if (k.op == OpType::LSTM) ids.insert(ids.end(), {param(t.c0, false), param(t.p, cw)});
   while (ids.back() == ir::kNoValue) ids.pop_back();
   int outputs = k.op == OpType::LSTM ? 3 : 2;
   for (ir::ValueId v : g.add_node(k.op, "rnn", ids, attrs, outputs)) g.add_output(v);
@@ -253,7 +255,7 @@ void check(const Case& k, uint64_t seed = 7) {
     SCOPED_TRACE("output " + std::to_string(i));
     expect_near(got[i], want[i], 2e-5f);
   }
-  check_unrolled(k, t, attrs, want);
+  for (bool constant_weights : {true, false}) check_unrolled(k, t, attrs, want, constant_weights);
 }
 
 TEST(CpuRecurrent, LstmForwardDefaults) {
