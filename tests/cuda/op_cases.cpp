@@ -127,12 +127,8 @@ std::vector<OpCase> op_cases() {
 }
 
 const std::map<ir::OpType, std::string>& ops_without_cases() {
-  // Recurrent layers have no CUDA kernel: cuda's unsupported_reason() sends them to the cpu.
-  static const std::map<ir::OpType, std::string> without = {
-      {ir::OpType::LSTM, "cpu fallback"},
-      {ir::OpType::GRU, "cpu fallback"},
-      {ir::OpType::RNN, "cpu fallback"}};
-  return without;
+  static const std::map<ir::OpType, std::string> none;
+  return none;
 }
 
 Tolerance tolerance_for(const OpCase& c, ir::DType output, bool tf32) {
