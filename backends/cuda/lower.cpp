@@ -356,9 +356,13 @@ Program Lowerer::finish() {
 
 Program lower(const ir::Graph& g, const CudaOptions& options) {
   if (std::any_of(g.nodes().begin(), g.nodes().end(),
-                  [](const ir::Node& n) { return ir::is_recurrent(n.op); }))
-    return lower(ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); }),
-                 options);
+                  [](const ir::Node& n) { return ir::is_recurrent(n.op); })) {
+    ir::Graph unrolled =
+        ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    Program p = lower(unrolled, options);
+    p.notes.push_back(ir::unroll_note(g, unrolled));
+    return p;
+  }
   Lowerer l(g, options);
   for (int i = 0; i < g.num_nodes(); ++i)
     if (!is_folded(g, g.node(i))) l.lower_node(i);

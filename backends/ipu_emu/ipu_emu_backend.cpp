@@ -185,6 +185,7 @@ class IpuEmuBackend final : public Backend {
     if (recurrent)
       unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
     IpuCompilation c = ipu_emu::compile_ipu(unrolled ? *unrolled : g, specs, o, device);
+    if (unrolled) c.report.notes.push_back(ir::unroll_note(g, *unrolled));
     auto exe = std::make_unique<IpuExecutable>(std::move(c), std::move(specs), o, device);
     if (!o.compile_only) exe->load();
     return exe;

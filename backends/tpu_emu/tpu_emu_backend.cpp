@@ -239,6 +239,7 @@ class TpuEmuBackend final : public Backend {
       unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
     const ir::Graph& graph = unrolled ? *unrolled : g;
     CompiledProgram compiled = tpu_emu::compile_program(graph, spec, options, "tpu-emu:" + arg);
+    if (unrolled) compiled.report.notes.push_back(ir::unroll_note(g, *unrolled));
     return std::make_unique<TpuExecutable>(graph, std::move(spec), std::move(compiled), options);
   }
 };

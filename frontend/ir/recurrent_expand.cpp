@@ -448,4 +448,17 @@ Graph unrolled_node(const Graph& g, const Node& n) {
   return unroll_recurrent_nodes(one, {true});
 }
 
+std::string unroll_note(const Graph& g, const Graph& unrolled) {
+  std::string layers;
+  for (const Node& n : g.nodes()) {
+    if (!is_recurrent(n.op)) continue;
+    RecurrentSpec s = recurrent_spec(g, n);
+    layers += fmt::format("{}{} '{}' ({} steps x {} direction{})", layers.empty() ? "" : ", ",
+                          op_name(n.op), n.name, s.seq_length, s.num_directions,
+                          s.num_directions == 1 ? "" : "s");
+  }
+  return fmt::format("recurrent layers unrolled: {}; {} nodes became {}", layers, g.num_nodes(),
+                     unrolled.num_nodes());
+}
+
 }  // namespace mimic::ir
