@@ -1,5 +1,6 @@
-"""torch.nn.LSTM/GRU/RNN exported by torch.onnx (opsets 13 and 17) and run by mimic on the cpu
-backend: outputs, final hidden and cell states must match PyTorch's."""
+"""torch.nn.LSTM/GRU/RNN exported by torch.onnx (opsets 13 and 17) and run by mimic: on the cpu
+backend, outputs and final hidden and cell states match PyTorch's; on tpu-emu and ipu-emu they run
+unrolled with no cpu fallback; a runtime sequence_lens falls back with the reason recorded."""
 import itertools
 import os
 import warnings
@@ -15,7 +16,7 @@ except ImportError as e:  # Debian's python3-torch is optional
     pytest.skip(f"torch is not importable: {e}", allow_module_level=True)
 
 try:
-    import onnx  # noqa: F401  (torch.onnx.export needs it)
+    import onnx  # torch.onnx.export needs it too
 except ImportError as e:
     pytest.skip(f"onnx is not importable (torch.onnx.export needs it): {e}", allow_module_level=True)
 
@@ -89,3 +90,30 @@ def test_torch_recurrent_runs_unrolled_on_emulators(tmp_path, kind, device, prec
     assert exe.compile_report["fallback_reasons"] == []
     assert all(not op["fallback"] for op in exe.report["ops"])
     np.testing.assert_allclose(got, y, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("device,precision", [("tpu-emu:v4", "highest"), ("ipu-emu:gc200", "float32")])
+def test_runtime_sequence_lens_falls_back_to_cpu_with_the_reason(tmp_path, device, precision):
+    from onnx import TensorProto, helper
+    hidden, rng = 3, np.random.default_rng(1)
+    w = rng.uniform(-1, 1, (1, 4 * hidden, INPUT)).astype(np.float32)
+    r = rng.uniform(-1, 1, (1, 4 * hidden, hidden)).astype(np.float32)
+    node = helper.make_node("LSTM", ["x", "w", "r", "", "lens"], ["y"], hidden_size=hidden, name="lstm1")
+    graph = helper.make_graph(
+        [node], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [SEQ, BATCH, INPUT]),
+         helper.make_tensor_value_info("lens", TensorProto.INT32, [BATCH])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [SEQ, 1, BATCH, hidden])],
+        [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()),
+         helper.make_tensor("r", TensorProto.FLOAT, r.shape, r.ravel())])
+    path = os.path.join(tmp_path, "lstm_lens.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), path)
+    g = mimic.onnx.load(path)
+    x = rng.normal(size=(SEQ, BATCH, INPUT)).astype(np.float32)
+    lens = np.array([SEQ, 2, 0], dtype=np.int32)
+    exe = mimic.compile(g, device=device, precision=precision)
+    got = as_list(exe(x, lens))[0]
+    reasons = exe.compile_report["fallback_reasons"]
+    assert len(reasons) == 1 and reasons[0].startswith("LSTM 'lstm1': ") and "runtime sequence_lens" in reasons[0]
+    np.testing.assert_allclose(got, as_list(mimic.compile(g)(x, lens))[0], rtol=0, atol=0)
+    assert np.all(got[2:, :, 1] == 0) and np.all(got[:, :, 2] == 0)
