@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/wire.h"

@@ -59,7 +59,9 @@ Emitter::Slot Emitter::slot(int core, int id, uint64_t bytes) {
 
 // Deduplicated in emit() (a slot read by thousands of kernels, e.g. an unrolled recurrent
 // layer's weights, gives its next writer that many dependencies: linear, not quadratic).
-void Emitter::add_dep(std::vector<uint32_t>& deps, uint32_t d) { deps.push_back(d); }
+void Emitter::add_dep(std::vector<uint32_t>& deps, uint32_t d) {
+  deps.push_back(d);
+}
 
 uint32_t Emitter::emit(Instruction in, const std::vector<int64_t>& reads,
                        const std::vector<int64_t>& writes) {

@@ -161,7 +161,8 @@ bool recurrent_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
   for (const ir::Node& m : one.nodes()) {
     reason = "no TPU lowering";
     if (!supports_node(one, m, &reason)) {
-      if (why) *why = fmt::format("its unrolling needs {} '{}': {}", ir::op_name(m.op), m.name, reason);
+      if (why)
+        *why = fmt::format("its unrolling needs {} '{}': {}", ir::op_name(m.op), m.name, reason);
       return false;
     }
   }
