@@ -57,6 +57,12 @@ class Backend {
   virtual DeviceInfo probe(const std::string& arg) const = 0;
   virtual bool supports_op(const ir::Graph& g, const ir::Node& n, const std::string& arg,
                            const CompileOptions& options) const = 0;
+  // Why supports_op() declines node `n`, one line, recorded with the cpu fallback; "" if untold.
+  virtual std::string unsupported_reason(const ir::Graph& g, const ir::Node& n,
+                                         const std::string& arg,
+                                         const CompileOptions& options) const {
+    return "";
+  }
   // `g` is fully inferred with a bound batch and every node supported. Throws mimic::Error.
   virtual std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
                                               const CompileOptions& options) const = 0;

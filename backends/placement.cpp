@@ -142,7 +142,7 @@ std::unique_ptr<Executable> compile_with_fallback(const Backend& b, const ir::Gr
   auto start = std::chrono::steady_clock::now();
   const Backend* cpu = Registry::global().find("cpu");
   std::vector<Segment> segments;
-  std::vector<std::string> unsupported, fallback_nodes;
+  std::vector<std::string> unsupported, fallback_nodes, fallback_reasons;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const ir::Node& n = g.node(i);
     if (is_folded(g, n)) continue;
@@ -150,6 +150,9 @@ std::unique_ptr<Executable> compile_with_fallback(const Backend& b, const ir::Gr
     if (!on_device) {
       unsupported.push_back(fmt::format("{} '{}'", ir::op_name(n.op), n.name));
       fallback_nodes.push_back(n.name);
+      std::string why = b.unsupported_reason(g, n, arg, options);
+      fallback_reasons.push_back(fmt::format("{} '{}': {}", ir::op_name(n.op), n.name,
+                                             why.empty() ? "not supported by " + b.name() : why));
     }
     const Backend* target = on_device ? &b : cpu;
     if (segments.empty() || segments.back().backend != target) {
@@ -189,6 +192,7 @@ std::unique_ptr<Executable> compile_with_fallback(const Backend& b, const ir::Gr
     for (const auto& note : r.notes) report.notes.push_back(note);
   }
   report.fallback_nodes = std::move(fallback_nodes);
+  report.fallback_reasons = std::move(fallback_reasons);
   report.compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return std::make_unique<PlacedExecutable>(g, std::move(segments), std::move(report));

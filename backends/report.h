@@ -60,6 +60,8 @@ struct CompileReport {
   std::map<std::string, Table> tables;
   std::vector<std::string> notes;
   std::vector<std::string> fallback_nodes;
+  // One per fallback node: "LSTM 'lstm1': no TPU lowering of recurrent layers".
+  std::vector<std::string> fallback_reasons;
 };
 
 }  // namespace mimic::backends

@@ -40,6 +40,7 @@ Kernel find_kernel(OpType op) {
     case OpType::DepthToSpace: case OpType::SpaceToDepth: return space_depth_kernel;
     case OpType::Trilu: return trilu_kernel;
     case OpType::EyeLike: return eye_like_kernel;
+    case OpType::LSTM: case OpType::GRU: case OpType::RNN: return recurrent_kernel;
     default: break;
   }
   switch (op) {

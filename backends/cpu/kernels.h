@@ -61,6 +61,7 @@ void range_kernel(const KernelArgs& a);
 void space_depth_kernel(const KernelArgs& a);
 void trilu_kernel(const KernelArgs& a);
 void eye_like_kernel(const KernelArgs& a);
+void recurrent_kernel(const KernelArgs& a);
 
 Kernel find_kernel(ir::OpType op);
 // Ops whose kernels move bytes without arithmetic: they run in any dtype, no f32 widening.

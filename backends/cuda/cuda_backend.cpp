@@ -62,6 +62,11 @@ class CudaBackend final : public Backend {
     return cuda::unsupported_reason(g, n).empty();
   }
 
+  std::string unsupported_reason(const ir::Graph& g, const ir::Node& n, const std::string&,
+                                 const CompileOptions&) const override {
+    return cuda::unsupported_reason(g, n);
+  }
+
   std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
                                       const CompileOptions& options) const override {
     auto start = std::chrono::steady_clock::now();

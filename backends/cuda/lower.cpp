@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "backends/common.h"
 #include "backends/cuda/lowerer.h"
 #include "backends/cuda/memory_plan.h"
 #include "frontend/ir/error.h"
+#include "frontend/ir/recurrent.h"
+#include "frontend/ir/recurrent_expand.h"
 #include "models/common/numeric_formats.h"
 
 namespace mimic::backends::cuda {
@@ -93,9 +97,26 @@ Family family_of(ir::OpType op) {
   }
 }
 
+namespace {
+
+// Recurrent layers run unrolled (frontend/ir/recurrent_expand.h) when every op of the unrolling
+// does: one input-projection GEMM, one GEMM per step, elementwise kernels for the gates.
+std::string recurrent_reason(const ir::Graph& g, const ir::Node& n) {
+  std::string why;
+  if (!ir::can_unroll_recurrent(g, n, &why)) return "recurrent layer not unrolled: " + why;
+  ir::Graph one = ir::unrolled_node(g, n);
+  for (const ir::Node& m : one.nodes())
+    if (std::string r = unsupported_reason(one, m); !r.empty())
+      return fmt::format("its unrolling needs {} '{}': {}", ir::op_name(m.op), m.name, r);
+  return "";
+}
+
+}  // namespace
+
 std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {
   for (ir::ValueId v : n.outputs)
     if (!g.value(v).typed) return "untyped output";
+  if (ir::is_recurrent(n.op)) return recurrent_reason(g, n);
   try {
     switch (family_of(n.op)) {
       case Family::elementwise:
@@ -334,6 +355,14 @@ Program Lowerer::finish() {
 }
 
 Program lower(const ir::Graph& g, const CudaOptions& options) {
+  if (std::any_of(g.nodes().begin(), g.nodes().end(),
+                  [](const ir::Node& n) { return ir::is_recurrent(n.op); })) {
+    ir::Graph unrolled =
+        ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    Program p = lower(unrolled, options);
+    p.notes.push_back(ir::unroll_note(g, unrolled));
+    return p;
+  }
   Lowerer l(g, options);
   for (int i = 0; i < g.num_nodes(); ++i)
     if (!is_folded(g, g.node(i))) l.lower_node(i);

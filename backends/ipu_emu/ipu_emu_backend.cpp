@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/wire.h"
@@ -13,6 +15,8 @@
 #include "backends/ipu_emu/ipu_compiler.h"
 #include "backends/ipu_emu/ipu_device_host.h"
 #include "frontend/ir/error.h"
+#include "frontend/ir/recurrent.h"
+#include "frontend/ir/recurrent_expand.h"
 
 namespace mimic::backends {
 namespace {
@@ -163,12 +167,25 @@ class IpuEmuBackend final : public Backend {
     return ipu_emu::ipu_supports(g, n);
   }
 
+  std::string unsupported_reason(const ir::Graph& g, const ir::Node& n, const std::string&,
+                                 const CompileOptions&) const override {
+    std::string why;
+    return ipu_emu::ipu_supports(g, n, &why) ? "" : why;
+  }
+
   std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
                                       const CompileOptions& options) const override {
     IpuSpecs specs = resolve(arg, options.overrides);
     IpuOptions o = ipu_emu::parse_options(options, specs);
     std::string device = "ipu-emu:" + arg;
-    IpuCompilation c = ipu_emu::compile_ipu(g, specs, o, device);
+    // Recurrent layers (admitted by ipu_supports) run unrolled into matrix and vector ops.
+    bool recurrent = std::any_of(g.nodes().begin(), g.nodes().end(),
+                                 [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    std::optional<ir::Graph> unrolled;
+    if (recurrent)
+      unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    IpuCompilation c = ipu_emu::compile_ipu(unrolled ? *unrolled : g, specs, o, device);
+    if (unrolled) c.report.notes.push_back(ir::unroll_note(g, *unrolled));
     auto exe = std::make_unique<IpuExecutable>(std::move(c), std::move(specs), o, device);
     if (!o.compile_only) exe->load();
     return exe;

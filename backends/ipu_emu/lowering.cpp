@@ -1,6 +1,10 @@
 #include "backends/ipu_emu/lowering.h"
 
+#include <fmt/format.h>
+
 #include "frontend/ir/error.h"
+#include "frontend/ir/recurrent.h"
+#include "frontend/ir/recurrent_expand.h"
 
 namespace mimic::backends::ipu_emu {
 
@@ -56,13 +60,45 @@ bool is_data_input(const ir::Graph& g, const ir::Node& n, int input) {
   return true;
 }
 
-bool ipu_supports(const ir::Graph& g, const ir::Node& n) {
+namespace {
+
+// Recurrent layers run unrolled (frontend/ir/recurrent_expand.h): a planned matrix product per
+// step, gates as vector vertices, when every op of the unrolling runs on the IPU.
+bool recurrent_supported(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  std::string reason;
+  if (!ir::can_unroll_recurrent(g, n, &reason)) {
+    if (why) *why = "recurrent layer not unrolled: " + reason;
+    return false;
+  }
+  ir::Graph one = ir::unrolled_node(g, n);
+  for (const ir::Node& m : one.nodes()) {
+    reason = "not supported";
+    if (!ipu_supports(one, m, &reason)) {
+      if (why)
+        *why = fmt::format("its unrolling needs {} '{}': {}", ir::op_name(m.op), m.name, reason);
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ipu_supports(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  auto decline = [why](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
   switch (n.op) {
     case OpType::Shape:
     case OpType::Size:
     case OpType::ArgMax:
     case OpType::ArgMin:
-      return false;  // 64-bit integer results: the IPU has no int64
+      return decline("64-bit integer results: the IPU has no int64");
+    case OpType::LSTM:
+    case OpType::GRU:
+    case OpType::RNN:
+      return recurrent_supported(g, n, why);
     default:
       break;
   }
@@ -71,17 +107,20 @@ bool ipu_supports(const ir::Graph& g, const ir::Node& n) {
     DType t = g.value(n.inputs[i]).type.dtype;
     bool data = is_data_input(g, n, i);
     if (t == DType::bf16 || t == DType::i8 || t == DType::f64)
-      return false;  // no bf16, int8 or float64 arithmetic on GC2/GC200
+      return decline(fmt::format("{} input: no bf16, int8 or float64 arithmetic on GC2/GC200",
+                                 ir::dtype_name(t)));
     // 64-bit indices are streamed as int32 (as IPU frameworks do); other int64 data is not
     // supported.
     bool index = (n.op == OpType::Gather || n.op == OpType::GatherElements) && i == 1;
-    if (t == DType::i64 && data && !index) return false;
+    if (t == DType::i64 && data && !index) return decline("i64 data input: the IPU has no int64");
   }
   for (ir::ValueId v : n.outputs) {
     DType t = g.value(v).type.dtype;
-    if (t == DType::bf16 || t == DType::i8 || t == DType::i64 || t == DType::f64) return false;
+    if (t == DType::bf16 || t == DType::i8 || t == DType::i64 || t == DType::f64)
+      return decline(fmt::format("{} output: not an IPU arithmetic type", ir::dtype_name(t)));
   }
-  if (is_matrix_op(n.op) && !ir::is_floating(g.value(n.outputs[0]).type.dtype)) return false;
+  if (is_matrix_op(n.op) && !ir::is_floating(g.value(n.outputs[0]).type.dtype))
+    return decline("integer matrix products");
   return true;
 }
 

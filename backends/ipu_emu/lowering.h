@@ -67,7 +67,7 @@ uint64_t element_bytes(const LowerContext& c, ir::ValueId v);
 bool is_data_input(const ir::Graph& g, const ir::Node& n, int input);
 
 // Whether ipu-emu can run node `n` (else it falls back to cpu).
-bool ipu_supports(const ir::Graph& g, const ir::Node& n);
+bool ipu_supports(const ir::Graph& g, const ir::Node& n, std::string* why = nullptr);
 
 LoweredOp lower_node(LowerContext& c, int node);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <unordered_set>
 
 #include "frontend/ir/error.h"
 
@@ -56,8 +57,10 @@ Emitter::Slot Emitter::slot(int core, int id, uint64_t bytes) {
   return Slot{resource, address};
 }
 
+// Deduplicated in emit() (a slot read by thousands of kernels, e.g. an unrolled recurrent
+// layer's weights, gives its next writer that many dependencies: linear, not quadratic).
 void Emitter::add_dep(std::vector<uint32_t>& deps, uint32_t d) {
-  if (std::find(deps.begin(), deps.end(), d) == deps.end()) deps.push_back(d);
+  deps.push_back(d);
 }
 
 uint32_t Emitter::emit(Instruction in, const std::vector<int64_t>& reads,
@@ -87,6 +90,10 @@ uint32_t Emitter::emit(Instruction in, const std::vector<int64_t>& reads,
     if (first_instruction_[in.core] < 0) first_instruction_[in.core] = index;
     kernel_instructions_[in.core].push_back(index);
   }
+  std::unordered_set<uint32_t> seen;
+  deps.erase(std::remove_if(deps.begin(), deps.end(),
+                            [&seen](uint32_t d) { return !seen.insert(d).second; }),
+             deps.end());
   in.dep_begin = static_cast<uint32_t>(program_.deps.size());
   in.dep_count = static_cast<uint32_t>(deps.size());
   program_.deps.insert(program_.deps.end(), deps.begin(), deps.end());

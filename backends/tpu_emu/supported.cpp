@@ -5,6 +5,8 @@
 #include "backends/tpu_emu/fusion.h"
 #include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/op_helpers.h"
+#include "frontend/ir/recurrent.h"
+#include "frontend/ir/recurrent_expand.h"
 
 namespace mimic::backends::tpu_emu {
 
@@ -146,6 +148,27 @@ bool dtypes_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
   return true;
 }
 
+// Recurrent layers run unrolled (frontend/ir/recurrent_expand.h) when every op of the unrolling
+// runs on the TPU: the input projection on the matrix units, one matrix product per step, the
+// gates on the vector unit.
+bool recurrent_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  std::string reason;
+  if (!ir::can_unroll_recurrent(g, n, &reason)) {
+    if (why) *why = "recurrent layer not unrolled: " + reason;
+    return false;
+  }
+  ir::Graph one = ir::unrolled_node(g, n);
+  for (const ir::Node& m : one.nodes()) {
+    reason = "no TPU lowering";
+    if (!supports_node(one, m, &reason)) {
+      if (why)
+        *why = fmt::format("its unrolling needs {} '{}': {}", ir::op_name(m.op), m.name, reason);
+      return false;
+    }
+  }
+  return true;
+}
+
 bool all_float_data(const ir::Graph& g, const ir::Node& n) {
   for (int i = 0; i < n.num_inputs(); ++i)
     if (n.has_input(i) && !is_float(g.value(n.inputs[i]).type.dtype)) return false;
@@ -155,6 +178,7 @@ bool all_float_data(const ir::Graph& g, const ir::Node& n) {
 }  // namespace
 
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  if (ir::is_recurrent(n.op)) return recurrent_ok(g, n, why);
   if (!dtypes_ok(g, n, why)) return false;
   models::tpu::VectorFunc f;
   float p0, p1;

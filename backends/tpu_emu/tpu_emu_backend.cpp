@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/wire.h"
@@ -11,6 +13,8 @@
 #include "backends/tpu_emu/layout_assignment.h"
 #include "backends/tpu_emu/program_codec.h"
 #include "frontend/ir/error.h"
+#include "frontend/ir/recurrent.h"
+#include "frontend/ir/recurrent_expand.h"
 #include "models/common/numeric_formats.h"
 
 namespace mimic::backends {
@@ -242,15 +246,29 @@ class TpuEmuBackend final : public Backend {
     return tpu_emu::supports_node(g, n);
   }
 
+  std::string unsupported_reason(const ir::Graph& g, const ir::Node& n, const std::string&,
+                                 const CompileOptions&) const override {
+    std::string why;
+    return tpu_emu::supports_node(g, n, &why) ? "" : why;
+  }
+
   std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
                                       const CompileOptions& options) const override {
     bool auto_layout = layout_option(options);
     TpuSpec spec = resolve_spec(arg, options.overrides);
     tpu_emu::precision_passes(options.precision, spec);  // rejects unknown precisions
+    // Recurrent layers (admitted by supports_node) run unrolled into matrix and vector ops.
+    bool recurrent = std::any_of(g.nodes().begin(), g.nodes().end(),
+                                 [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    std::optional<ir::Graph> unrolled;
+    if (recurrent)
+      unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    const ir::Graph& graph = unrolled ? *unrolled : g;
     HostLayout host;
     CompiledProgram compiled =
-        compile_with_layout(g, spec, options, "tpu-emu:" + arg, auto_layout, host);
-    return std::make_unique<TpuExecutable>(g, std::move(spec), std::move(compiled), options,
+        compile_with_layout(graph, spec, options, "tpu-emu:" + arg, auto_layout, host);
+    if (unrolled) compiled.report.notes.push_back(ir::unroll_note(g, *unrolled));
+    return std::make_unique<TpuExecutable>(graph, std::move(spec), std::move(compiled), options,
                                            std::move(host));
   }
 

@@ -39,7 +39,8 @@ nlohmann::json to_json(const backends::RunReport& r) {
 
 nlohmann::json to_json(const backends::CompileReport& r) {
   return nlohmann::json{{"device", r.device}, {"compile_seconds", r.compile_seconds}, {"metrics", r.metrics},
-                        {"notes", r.notes}, {"fallback_nodes", r.fallback_nodes}, {"tables", tables_json(r.tables)}};
+                        {"notes", r.notes}, {"fallback_nodes", r.fallback_nodes},
+                        {"fallback_reasons", r.fallback_reasons}, {"tables", tables_json(r.tables)}};
 }
 
 }  // namespace mimic

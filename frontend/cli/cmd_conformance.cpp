@@ -37,12 +37,18 @@ std::vector<conformance::TestCase> select_tests(const ConformanceArgs& a) {
 }
 
 nlohmann::json to_json(const conformance::TestResult& r) {
-  return {{"name", r.name},           {"status", conformance::status_name(r.status)},
-          {"detail", r.detail},       {"max_abs_error", r.max_abs_error},
-          {"data_sets", r.data_sets}, {"rtol", r.tolerance.rtol},
-          {"atol", r.tolerance.atol}, {"tolerance_basis", r.tolerance.basis},
-          {"seconds", r.seconds},     {"device_ops", r.device_ops},
-          {"fallback_ops", r.fallback_ops}};
+  return {{"name", r.name},
+          {"status", conformance::status_name(r.status)},
+          {"detail", r.detail},
+          {"max_abs_error", r.max_abs_error},
+          {"data_sets", r.data_sets},
+          {"rtol", r.tolerance.rtol},
+          {"atol", r.tolerance.atol},
+          {"tolerance_basis", r.tolerance.basis},
+          {"seconds", r.seconds},
+          {"device_ops", r.device_ops},
+          {"fallback_ops", r.fallback_ops},
+          {"fallback_reasons", r.fallback_reasons}};
 }
 
 int run(const ConformanceArgs& a) {

@@ -81,6 +81,7 @@ void print_compile_report(std::ostream& os, const backends::CompileReport& r, in
     for (const auto& [k, v] : r.metrics) os << fmt::format("  {:<32} {:g}\n", k, v);
   }
   for (const auto& note : r.notes) os << "note: " << note << "\n";
+  for (const auto& why : r.fallback_reasons) os << "cpu fallback: " << why << "\n";
   print_tables(os, r.tables, top_rows);
 }
 

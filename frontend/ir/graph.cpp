@@ -5,6 +5,7 @@
 
 #include "frontend/ir/error.h"
 #include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/recurrent.h"
 
 namespace mimic::ir {
 
@@ -209,6 +210,9 @@ int64_t node_flops(const Graph& g, const Node& n) {
     case OpType::Softmax:
     case OpType::LogSoftmax: return 5 * out;
     case OpType::Gelu: return 8 * out;
+    case OpType::LSTM:
+    case OpType::GRU:
+    case OpType::RNN: return recurrent_flops(g, n);
     default: break;
   }
   if (is_unary_elementwise(n.op) && !is_view_op(n.op) && n.op != OpType::Cast) return out;

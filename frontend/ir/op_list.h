@@ -23,6 +23,7 @@
   X(ReduceSumSquare) X(ReduceLogSum) X(ReduceLogSumExp) X(ArgMax) X(ArgMin)                       \
   X(Reshape) X(Flatten) X(Transpose) X(Concat) X(Split) X(Slice) X(Gather) X(GatherElements)      \
   X(Squeeze) X(Unsqueeze) X(Pad) X(Tile) X(Expand) X(Shape) X(Size) X(ConstantOfShape)            \
-  X(Constant) X(Range) X(DepthToSpace) X(SpaceToDepth) X(Trilu) X(CumSum) X(EyeLike)
+  X(Constant) X(Range) X(DepthToSpace) X(SpaceToDepth) X(Trilu) X(CumSum) X(EyeLike)   \
+  X(LSTM) X(GRU) X(RNN)
 
 #define MIMIC_ALL_OPS(X) MIMIC_UNARY_OPS(X) MIMIC_BINARY_OPS(X) MIMIC_OTHER_OPS(X)

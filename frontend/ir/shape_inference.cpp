@@ -133,6 +133,9 @@ OpSchema schema_for(OpType op) {
     case OpType::Trilu: return {1, 2, 1, 1, same_as_input};
     case OpType::CumSum: return {2, 2, 1, 1, same_as_input};
     case OpType::EyeLike: return {1, 1, 1, 1, eye_like};
+    // Y, Y_h (and Y_c): an IR node lists outputs up to the last one used.
+    case OpType::LSTM: return {3, 8, 1, 3, recurrent};
+    case OpType::GRU: case OpType::RNN: return {3, 6, 1, 2, recurrent};
     default: break;
   }
   return {0, 0, 0, 0, nullptr};

@@ -116,6 +116,7 @@ void range(InferContext& c);
 void depth_to_space(InferContext& c);
 void space_to_depth(InferContext& c);
 void eye_like(InferContext& c);
+void recurrent(InferContext& c);
 }  // namespace infer
 
 }  // namespace mimic::ir

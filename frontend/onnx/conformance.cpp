@@ -1,6 +1,7 @@
 #include "frontend/onnx/conformance.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -185,6 +186,7 @@ std::string run_data_set(const ir::Graph& model, const fs::path& dir, const Runn
   if (r.data_sets == 0) {
     r.fallback_ops = out.report.fallback_count();
     r.device_ops = static_cast<int>(out.report.ops.size()) - r.fallback_ops;
+    r.fallback_reasons = exe.compile_report().fallback_reasons;
   }
   if (out.outputs.size() != expected.size())
     return fmt::format("{} output(s), expected {}", out.outputs.size(), expected.size());
@@ -363,8 +365,10 @@ Summary run_tests(const std::vector<TestCase>& tests, const RunnerOptions& optio
 std::string format_result(const TestResult& r) {
   std::string line = fmt::format("{}  {}", status_name(r.status), r.name);
   if (r.status == Status::passed && r.fallback_ops > 0)
-    return line + fmt::format("  (max abs error {:.3g}; cpu fallback for {} of {} ops)", r.max_abs_error,
-                              r.fallback_ops, r.fallback_ops + r.device_ops);
+    return line + fmt::format("  (max abs error {:.3g}; cpu fallback for {} of {} ops{}{})",
+                              r.max_abs_error, r.fallback_ops, r.fallback_ops + r.device_ops,
+                              r.fallback_reasons.empty() ? "" : ": ",
+                              fmt::join(r.fallback_reasons, "; "));
   if (r.status == Status::passed)
     return line + fmt::format("  (max abs error {:.3g})", r.max_abs_error);
   return line + ": " + r.detail;

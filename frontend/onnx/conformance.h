@@ -78,6 +78,7 @@ struct TestResult {
   // Ops of the compiled model (first data set) that ran on the device and that fell back to the
   // cpu backend because the device cannot run them.
   int device_ops = 0, fallback_ops = 0;
+  std::vector<std::string> fallback_reasons;  // "LSTM 'node': why the device declined it"
 };
 
 struct RunnerOptions {

@@ -1,5 +1,6 @@
 // Converters of neural-network ONNX ops: matrix products, convolutions, pools, normalizations,
-// the softmax family (flatten-to-2D before opset 13) and reductions (axes attribute -> input).
+// the softmax family (flatten-to-2D before opset 13), reductions (axes attribute -> input) and
+// the recurrent layers.
 #include <fmt/format.h>
 
 #include "frontend/ir/error.h"
@@ -80,6 +81,10 @@ void add_nn_converters(std::map<std::string, Converter>& t) {
     t[ir::op_name(op)] = reduce(op);
   t["ArgMax"] = direct(OpType::ArgMax);
   t["ArgMin"] = direct(OpType::ArgMin);
+  // LSTM/GRU/RNN before opset 7 carried `output_sequence` (Y is optional anyway since then).
+  t["LSTM"] = direct(OpType::LSTM, {"output_sequence"});
+  t["GRU"] = direct(OpType::GRU, {"output_sequence"});
+  t["RNN"] = direct(OpType::RNN, {"output_sequence"});
 }
 
 }  // namespace mimic::onnx_import

@@ -268,7 +268,51 @@ void cumsum_cases(std::vector<OpCase>& out) {
 
 }  // namespace
 
+// Recurrent layers, unrolled by lowering: constant and runtime weights, both layouts, directions,
+// peepholes, GRU's linear_before_reset and constant sequence_lens.
+void recurrent_cases(std::vector<OpCase>& out) {
+  struct R {
+    const char* name;
+    OpType op;
+    int gates;
+    const char* direction;
+    int64_t layout;
+    bool constant_weights, lens;
+  };
+  for (const R& r :
+       {R{"LSTM/bidirectional_peepholes_lens", OpType::LSTM, 4, "bidirectional", 0, true, true},
+        R{"LSTM/reverse_layout1_runtime_weights", OpType::LSTM, 4, "reverse", 1, false, false},
+        R{"GRU/forward_lbr", OpType::GRU, 3, "forward", 0, true, false},
+        R{"GRU/bidirectional_layout1_lens", OpType::GRU, 3, "bidirectional", 1, false, true},
+        R{"RNN/reverse_lens", OpType::RNN, 1, "reverse", 0, true, true}}) {
+    CaseBuilder b(r.name);
+    int64_t dirs = std::string(r.direction) == "bidirectional" ? 2 : 1, seq = 4, batch = 3, hid = 5;
+    auto weight = [&](Shape s) {
+      return r.constant_weights ? b.random_constant(DType::f32, s) : b.in(DType::f32, s, -1, 1);
+    };
+    std::vector<ir::ValueId> in{
+        b.in(DType::f32, r.layout == 0 ? Shape({seq, batch, 6}) : Shape({batch, seq, 6}), -1, 1),
+        weight(Shape({dirs, r.gates * hid, 6})), weight(Shape({dirs, r.gates * hid, hid})),
+        weight(Shape({dirs, 2 * r.gates * hid}))};
+    in.push_back(r.lens ? b.constant(i64_tensor(Shape({batch}), {4, 1, 3})) : ir::kNoValue);
+    in.push_back(b.in(
+        DType::f32, r.layout == 0 ? Shape({dirs, batch, hid}) : Shape({batch, dirs, hid}), -1, 1));
+    if (r.op == OpType::LSTM) {
+      in.push_back(b.in(DType::f32,
+                        r.layout == 0 ? Shape({dirs, batch, hid}) : Shape({batch, dirs, hid}), -1,
+                        1));
+      in.push_back(weight(Shape({dirs, 3 * hid})));
+    }
+    ir::Attributes attrs{
+        {"hidden_size", hid}, {"direction", std::string(r.direction)}, {"layout", r.layout}};
+    if (r.op == OpType::GRU) attrs.set("linear_before_reset", int64_t{1});
+    b.node(r.op, in, attrs, r.op == OpType::LSTM ? 3 : 2);
+    out.push_back(b.matrix().done());
+  }
+}
+
 void add_nn_cases(std::vector<OpCase>& out) {
+  recurrent_cases(out);
   pool_cases(out);
   norm_cases(out);
   softmax_cases(out);
