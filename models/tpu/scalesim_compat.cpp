@@ -335,8 +335,9 @@ int64_t write_row_words(const Block& b, int64_t y) {
   return n;
 }
 
-// Sizes this emulation holds in memory: one 4-byte stamp per ifmap and per filter word.
-constexpr int64_t kMaxWords = int64_t{1} << 30;
+// Sizes this emulation holds in memory: a 4-byte stamp per ifmap and filter word, 24 bytes per
+// ofmap pixel (the ofmap is no larger than the ifmap); 2^26 words is a 4096x4096x4 ifmap.
+constexpr int64_t kMaxWords = int64_t{1} << 26;
 constexpr int64_t kMaxArraySide = int64_t{1} << 20;
 constexpr int64_t kMaxSramKb = int64_t{1} << 32;
 
@@ -378,7 +379,7 @@ void check(const ArchConfig& a, const Layer& l) {
   const int64_t ifmap = words(l.ifmap_h, l.ifmap_w, l.channels);
   const int64_t filter = words(words(l.filter_h, l.filter_w, l.channels), l.num_filters);
   if (ifmap > kMaxWords || filter > kMaxWords)
-    throw InvalidArgument(at + "ifmap or filter has more than 2^30 words (ifmap " +
+    throw InvalidArgument(at + "ifmap or filter has more than 2^26 words (ifmap " +
                           std::to_string(l.ifmap_h) + "x" + std::to_string(l.ifmap_w) + "x" +
                           std::to_string(l.channels) + ", " + std::to_string(l.num_filters) +
                           " filters); too large for this emulation");

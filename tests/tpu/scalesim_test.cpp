@@ -224,11 +224,15 @@ TEST(ScaleSimFiles, BadConfigsNameFileLineAndField) {
   EXPECT_EQ(user.bandwidths, (std::vector<int64_t>{10, 20}));
 }
 
-TEST(ScaleSim, ZeroSizedArchitectureIsRefused) {
+TEST(ScaleSim, ZeroSizedAndHugeInputsAreRefused) {
   ss::ArchConfig a = arch32(Dataflow::output_stationary);
   a.ofmap_sram_kb = 0;
   expect_error([&] { ss::simulate_layer(a, kAlexnetConv1); }, mimic::ErrorKind::invalid_argument,
                "OfmapSramSzkB must be >= 1, got 0");
+  const ss::Layer huge{"big", 100000000000, 100000000000, 1, 1, 1000000, 1, 1, 1};
+  expect_error([&] { ss::simulate_layer(arch32(Dataflow::weight_stationary), huge); },
+               mimic::ErrorKind::invalid_argument,
+               "layer 'big': ifmap or filter has more than 2^26 words");
 }
 
 }  // namespace
