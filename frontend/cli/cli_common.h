@@ -26,6 +26,7 @@ Command add_trace_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_conformance_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
+Command add_scalesim_command(CLI::App& app);
 
 // Exit status for an error kind: 2 bad input, 3 unsupported op, 4 compile/out of memory,
 // 5 device unavailable, 6 files, 7 run-time failure.

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<Command> commands{add_devices_command(app), add_run_command(app), add_sweep_command(app),
                                 add_trace_command(app), add_report_command(app),
-                                add_conformance_command(app), add_train_command(app)};
+                                add_conformance_command(app), add_train_command(app),
+                                add_scalesim_command(app)};
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;

@@ -147,4 +147,70 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// `mimic scalesim` writes SCALE-Sim v2's own golden reports (alexnet_part, ws) byte for byte.
+std::string read_all(const std::string& path) {
+  std::string s;
+  FILE* f = fopen(path.c_str(), "rb");
+  std::array<char, 4096> buf;
+  size_t n;
+  while (f && (n = fread(buf.data(), 1, buf.size(), f)) > 0) s.append(buf.data(), n);
+  if (f) fclose(f);
+  return s;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  static int count = 0;
+  std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + std::to_string(count++) + "_" + name;
+  FILE* f = fopen(path.c_str(), "wb");
+  fwrite(text.data(), 1, text.size(), f);
+  fclose(f);
+  return path;
+}
+
+std::string scalesim_cfg(const std::string& from, const std::string& to) {
+  std::string cfg = read_all(std::string(MIMIC_SOURCE_DIR) + "/tests/data/scalesim/scale.cfg");
+  cfg.replace(cfg.find(from), from.size(), to);
+  return write_temp("scalesim.cfg", cfg);
+}
+
+TEST(Cli, ScaleSimWritesSCALESimsGoldenReports) {
+  const std::string data = std::string(MIMIC_SOURCE_DIR) + "/tests/data/scalesim/";
+  const std::string cfg = scalesim_cfg("Dataflow : os", "Dataflow : ws");
+  const std::string out = ::testing::TempDir() + "/scalesim_out_" + std::to_string(getpid());
+  Result r = mimic("scalesim -c " + cfg + " -t " + data + "alexnet_part.csv -p " + out + " --native");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("112283 cycles"), std::string::npos) << r.out;
+  for (const char* f : {"COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv", "DETAILED_ACCESS_REPORT.csv"})
+    EXPECT_EQ(read_all(out + "/scale_example_run_32x32_os/" + f), read_all(data + "golden_trace/" + f)) << f;
+  EXPECT_EQ(read_all(out + "/scale_example_run_32x32_os/NATIVE_REPORT.csv"),
+            "LayerID, Layer, SCALE-Sim Total Cycles, Native Cycles, Native Cycles Double-Buffered,\n"
+            "0, Conv1, 112283, 112284, 108994,\n");
+}
+
+TEST(Cli, ScaleSimBadInputs) {
+  const std::string topo = std::string(MIMIC_SOURCE_DIR) + "/tests/data/scalesim/test.csv";
+  struct Case {
+    std::string args;
+    int status;
+    std::string text;
+  };
+  const Case cases[] = {
+      {"scalesim -c /nonexistent.cfg -t " + topo, 6, "cannot read '/nonexistent.cfg'"},
+      {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : rs") + " -t " + topo, 2, "Dataflow: 'rs' is not os"},
+      {"scalesim -c " + scalesim_cfg("InterfaceBandwidth: CALC", "InterfaceBandwidth: USER") + " -t " + topo, 3,
+       "InterfaceBandwidth USER is not reproduced"},
+      {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : os") + " -t " + topo + " -i mnk", 2,
+       "-i 'mnk' is not conv or gemm"},
+      {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : os") + " -t " +
+           write_temp("bad.csv", "h\nA, 7, 7, 3, x, 2, 4, 1,\n"),
+       6, "bad.csv:2: Filter Width: 'x' is not an integer"},
+  };
+  for (const Case& c : cases) {
+    Result r = mimic(c.args);
+    EXPECT_EQ(r.status, c.status) << c.args << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(c.text), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace

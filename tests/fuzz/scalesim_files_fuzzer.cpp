@@ -1,0 +1,32 @@
+// libFuzzer target: arbitrary bytes through `mimic scalesim`'s file parsers (config, conv and GEMM
+// topologies) and, for parsed layers small enough to run in a few milliseconds, the SCALE-Sim
+// compatibility model on a small array. Every input must end in results or a mimic::Error.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "frontend/cli/scalesim_files.h"
+#include "frontend/ir/error.h"
+
+namespace ss = mimic::models::tpu::scalesim;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    mimic::cli::scalesim::parse_config(text, "fuzz.cfg");
+  } catch (const mimic::Error&) {
+  }
+  for (bool gemm : {false, true}) {
+    try {
+      ss::ArchConfig arch{
+          4, 8, 1, 1, 1, 0, 10000000, 20000000, mimic::models::tpu::Dataflow::output_stationary};
+      for (const ss::Layer& l : mimic::cli::scalesim::parse_topology(text, "fuzz.csv", gemm)) {
+        const ss::LayerGemm g = ss::layer_gemm(l);
+        if (l.ifmap_h * l.ifmap_w * l.channels > 4096 || g.m * g.n * g.k > 100000) continue;
+        ss::simulate_layer(arch, l);
+      }
+    } catch (const mimic::Error&) {
+    }
+  }
+  return 0;
+}
