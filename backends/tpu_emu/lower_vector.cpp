@@ -294,6 +294,21 @@ VectorTiling row_tiling(Context& c, const VectorDesc& d, int64_t rows, double wo
   return t;
 }
 
+// row_tiling, with pooling and depthwise rows reading `stride` input rows per output row (window
+// halos ignored) of every channel, or of one with Window::channel_rows.
+VectorTiling window_tiling(Context& c, const VectorDesc& d, int64_t rows, double work) {
+  VectorTiling t = row_tiling(c, d, rows, work);
+  if (d.func != VectorFunc::max_pool && d.func != VectorFunc::avg_pool &&
+      d.func != VectorFunc::depthwise_conv)
+    return t;
+  const Window& w = d.window;
+  double in_row = bytes_per_row(c, d.in[0], w.n * w.h * (w.channel_rows ? w.c : 1));
+  t.input_bytes_per_row.assign(t.inputs.size(), 0);
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    if (t.inputs[i] == d.in[0]) t.input_bytes_per_row[i] = in_row * std::max<int64_t>(1, w.sh);
+  return t;
+}
+
 double tiled_per_row(const Context& c, int32_t t, int64_t rows) {
   return static_cast<double>(tiled_elements(c.p.tensors[t].dims, c.spec.vpu)) /
          std::max<int64_t>(rows, 1);
@@ -542,15 +557,16 @@ void emit_vector_desc(Context& c, const ir::Node& n, VectorDesc d, int64_t rows,
                    d.func == VectorFunc::layer_norm ||
                    (d.func >= VectorFunc::sum && d.func <= VectorFunc::log_sum_exp);
   if (work == 0) work = tiled_per_row(c, reads_all ? d.in[0] : d.out, rows);
-  VectorTiling t = row_tiling(c, d, rows, work);
-  // Pooling and depthwise rows read `stride` input rows per output row (window halos ignored).
-  if (d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool ||
-      d.func == VectorFunc::depthwise_conv) {
-    double in_row = bytes_per_row(c, d.in[0], d.window.n * d.window.h);
-    t.input_bytes_per_row.assign(t.inputs.size(), 0);
-    for (size_t i = 0; i < t.inputs.size(); ++i)
-      if (t.inputs[i] == d.in[0])
-        t.input_bytes_per_row[i] = in_row * std::max<int64_t>(1, d.window.sh);
+  const bool window = d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool ||
+                      d.func == VectorFunc::depthwise_conv;
+  VectorTiling t = window_tiling(c, d, rows, work);
+  if (window && !d.window.channels_last && working_set(c, t, 1) > c.em->half_bytes()) {
+    // One output row of every channel does not fit (many channels of small NCHW planes, each
+    // padded to (8, 128) tiles): rows of one channel each, same work in all.
+    const int64_t out_c = d.func == VectorFunc::depthwise_conv ? d.window.m : d.window.c;
+    Kernel& k = c.p.kernels[kid];
+    k.vec.window.channel_rows = d.window.channel_rows = true;
+    t = window_tiling(c, d, rows * out_c, work / static_cast<double>(out_c));
   }
   emit_vector_kernel(c, n, kid, t);
 }

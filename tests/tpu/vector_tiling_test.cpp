@@ -82,5 +82,26 @@ TEST(TpuVectorTiling, AnyOnChipSizeTilesOrNamesTheLayer) {
   EXPECT_EQ(compiled, 15);
 }
 
+// 5 x 5 depthwise convolution (pads 2) of [1, c, hw, hw], NCHW, then a 3 x 3 max pool.
+ir::Graph depthwise_pool_graph(int64_t c, int64_t hw) {
+  ir::Graph g("depthwise");
+  auto x = g.add_input("x", ir::DType::f32, ir::Shape({1, c, hw, hw}));
+  auto w = g.add_constant("w", tpu_test::random_tensor(ir::Shape({c, 1, 5, 5}), 11, 0.2f));
+  ir::Attributes a{{"pads", std::vector<int64_t>{2, 2, 2, 2}}, {"group", c}};
+  auto y = g.add_node(ir::OpType::Conv, "dw", {x, w}, a)[0];
+  ir::Attributes p{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                   {"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  g.add_output(g.add_node(ir::OpType::MaxPool, "pool", {y}, p)[0]);
+  return g;
+}
+
+TEST(TpuVectorTiling, WindowOpsOverManySmallPlanesTileByChannel) {
+  // EfficientNet-B0 at 64 x 64, features.6.1: 1152 channels of 2 x 2, each plane padded to an
+  // (8, 128) tile: one output row of every channel needs 2 x 4.7 MB, more than v4's half.
+  EXPECT_LT(
+      max_difference_vs_cpu(depthwise_pool_graph(1152, 2), "tpu-emu:v4", options({}, "highest")),
+      1e-5);
+}
+
 }  // namespace
 }  // namespace mimic
