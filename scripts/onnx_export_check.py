@@ -156,20 +156,20 @@ def parameter_count(torchvision, name):
 
 
 def model_table(torch, torchvision):
-    """name -> (builder, input shape without batch, note)."""
-    table = {}
-    names = torchvision_names(torchvision)
-    for name in sorted(names, key=lambda n: (parameter_count(torchvision, n), n)):
-        size, why = size_of(name)
-        builder = getattr(torchvision.models, name)
-        table[name] = (lambda b=builder: b(weights=None), (3, size, size), f"{size} x {size}: {why}")
-    table["transformer_encoder"] = (lambda: transformer_encoder(torch), (16, 64),
-                                    "2 layers, d_model 64, 4 heads, causal attention mask, seq 16")
+    """name -> (builder, input shape without batch, note): the small non-vision models first, then
+    torchvision's classifiers, smallest first."""
+    table = {"transformer_encoder": (lambda: transformer_encoder(torch), (16, 64),
+                                     "2 layers, d_model 64, 4 heads, causal attention mask, seq 16")}
     for cell in ("LSTM", "GRU"):
         for bidirectional in (False, True):
             name = f"{cell.lower()}_{'bidirectional' if bidirectional else 'unidirectional'}"
             table[name] = (Recurrent(torch, cell, bidirectional), (20, 32),
                            f"torch.nn.{cell}(32, 48, num_layers=2), seq 20")
+    names = torchvision_names(torchvision)
+    for name in sorted(names, key=lambda n: (parameter_count(torchvision, n), n)):
+        size, why = size_of(name)
+        builder = getattr(torchvision.models, name)
+        table[name] = (lambda b=builder: b(weights=None), (3, size, size), f"{size} x {size}: {why}")
     return table
 
 
