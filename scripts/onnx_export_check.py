@@ -190,11 +190,18 @@ def calibrate_batch_norm(torch, model, shape, seed):
         m.reset_running_stats()
         m.momentum = None
     g = torch.Generator().manual_seed(seed + 2)
+    # Auxiliary classifiers (GoogLeNet, Inception v3) run only in training and need full-size
+    # inputs: detached while calibrating.
+    aux = {n: getattr(model, n) for n in ("AuxLogits", "aux1", "aux2") if getattr(model, n, None)}
+    for n in aux:
+        setattr(model, n, None)
     model.train()
     with torch.no_grad():
         for _ in range(4):
             model(torch.randn(4, *shape, generator=g))
     model.eval()
+    for n, m in aux.items():
+        setattr(model, n, m)
     return True
 
 
