@@ -80,18 +80,22 @@ void overview(std::ostream& out, const TraceReader& reader, const RunRecord& r) 
 }
 
 void op_type_section(std::ostream& out, const std::vector<OpTypeRecord>& types) {
-  out << "<h2>Time by op type</h2>\n<table>\n"
-      << header_row({"op type", "ops", "total", "mean", "% of run", "FLOP", "bytes", "achieved"},
-                    1);
+  // Shares of the summed op time: op times overlap on chips with several cores, so shares of the
+  // run's span would add up past 100%.
+  out << "<h2>Time by op type</h2>\n<p class=\"note\">% of op time: the op type's share of the "
+         "time summed over all ops (ops that overlap on several cores or units each count "
+         "fully), so the column adds up to 100%.</p>\n<table>\n"
+      << header_row(
+             {"op type", "ops", "total", "mean", "% of op time", "FLOP", "bytes", "achieved"}, 1);
   std::vector<Bar> bars;
   for (const OpTypeRecord& t : types) {
     out << "<tr>" << td(t.op_type) << td_num(std::to_string(t.ops)) << td_num(format_ns(t.total_ns))
-        << td_num(format_ns(t.mean_ns)) << td_num(fmt::format("{:.1f}", t.pct_of_run))
+        << td_num(format_ns(t.mean_ns)) << td_num(fmt::format("{:.1f}", t.pct_of_op_time))
         << td_num(format_si(static_cast<double>(t.flops), ""))
         << td_num(format_bytes(static_cast<double>(t.bytes)))
         << td_num(rate(static_cast<double>(t.flops), t.total_ns)) << "</tr>\n";
     bars.push_back(Bar{t.op_type, t.total_ns,
-                       fmt::format("{} ({:.1f}%)", format_ns(t.total_ns), t.pct_of_run),
+                       fmt::format("{} ({:.1f}% of op time)", format_ns(t.total_ns), t.pct_of_op_time),
                        category_color(t.op_type),
                        fmt::format("{}: {} ops, {}", t.op_type, t.ops, format_ns(t.total_ns))});
   }

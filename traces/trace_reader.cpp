@@ -274,10 +274,13 @@ std::vector<OpTypeRecord> TraceReader::op_types(int64_t run_id) const {
     t.bytes += o.bytes_in + o.bytes_out;
     t.fallback_ops += o.fallback ? 1 : 0;
   }
+  double op_ns = 0;
+  for (const auto& [name, t] : by_type) op_ns += t.total_ns;
   std::vector<OpTypeRecord> out;
   for (auto& [name, t] : by_type) {
     t.mean_ns = t.total_ns / static_cast<double>(t.ops);
     t.pct_of_run = run_ns > 0 ? 100.0 * t.total_ns / run_ns : 0;
+    t.pct_of_op_time = op_ns > 0 ? 100.0 * t.total_ns / op_ns : 0;
     out.push_back(t);
   }
   std::stable_sort(out.begin(), out.end(), [](const OpTypeRecord& a, const OpTypeRecord& b) {

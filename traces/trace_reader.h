@@ -64,7 +64,12 @@ struct OpRecord {
 struct OpTypeRecord {
   std::string op_type;
   int64_t ops = 0, events = 0, flops = 0, bytes = 0, fallback_ops = 0;
-  double total_ns = 0, mean_ns = 0, pct_of_run = 0;
+  double total_ns = 0, mean_ns = 0;
+  // Time over the run's span: op times overlap when a chip runs ops on several cores or units at
+  // once, so these can sum past 100 (the op_type_summary view's pct_of_run).
+  double pct_of_run = 0;
+  // Share of the summed time of all ops of the run: sums to 100 over the op types.
+  double pct_of_op_time = 0;
   double flops_per_s() const { return total_ns > 0 ? flops / (total_ns * 1e-9) : 0.0; }
 };
 

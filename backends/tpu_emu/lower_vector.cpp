@@ -96,6 +96,31 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
   return s;
 }
 
+namespace {
+
+// The emitter reserves slots in 512-byte granules (Emitter::slot).
+uint64_t slot_bytes(double bytes) {
+  return (static_cast<uint64_t>(std::ceil(bytes)) + 511) / 512 * 512;
+}
+
+// On-chip bytes one core reserves for `t` streamed in chunks of `chunk` rows: two buffers per
+// streamed operand and for the output (when not on chip), one per whole operand.
+uint64_t working_set(const Context& c, const VectorTiling& t, int64_t chunk) {
+  if (!t.vector_instruction) return 0;
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    if (c.home(t.inputs[i]) != Level::onchip)
+      bytes += 2 * slot_bytes(chunk * t.input_bytes_per_row[i]);
+  if (c.home(t.output) != Level::onchip) bytes += 2 * slot_bytes(chunk * t.output_bytes_per_row);
+  for (int32_t w : t.whole_inputs)
+    if (c.home(w) != Level::onchip)
+      bytes += slot_bytes(static_cast<double>(tiled_elements(c.p.tensors[w].dims, c.spec.vpu) *
+                                              c.element_bytes(w)));
+  return bytes;
+}
+
+}  // namespace
+
 void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t) {
   Emitter& em = *c.em;
   const TpuSpec& spec = c.spec;
@@ -110,17 +135,26 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
     if (c.home(w) != Level::onchip)
       whole +=
           static_cast<uint64_t>(tiled_elements(c.p.tensors[w].dims, spec.vpu) * c.element_bytes(w));
-  if (whole + 2 * row_bytes > half)
+  if (working_set(c, t, 1) > half)
     c.untileable(
-        n, whole + static_cast<uint64_t>(std::ceil(2 * row_bytes)),
+        n, working_set(c, t, 1),
         fmt::format(
             "{} rows of {:.0f} bytes each (double-buffered) plus {} bytes of whole operands",
             t.rows, row_bytes, whole));
-  // Emitter::slot() rounds every slot up to 512 bytes: keep that slack out of the chunk budget.
-  const uint64_t slack = 512 * (2 * (t.inputs.size() + 1) + t.whole_inputs.size());
-  const uint64_t budget = half > whole + slack ? half - whole - slack : 0;
-  int64_t chunk = row_bytes > 0 ? static_cast<int64_t>(budget / (2 * row_bytes)) : t.rows;
+  int64_t chunk = row_bytes > 0 ? static_cast<int64_t>((half - whole) / (2 * row_bytes)) : t.rows;
   chunk = std::max<int64_t>(1, std::min(chunk, ceil_div(t.rows, spec.cores)));
+  // The estimate ignores the slots' rounding to granules: shrink until the rounded set fits.
+  if (working_set(c, t, chunk) > half) {
+    int64_t lo = 1, hi = chunk;
+    while (lo < hi) {
+      int64_t mid = lo + (hi - lo + 1) / 2;
+      if (working_set(c, t, mid) <= half)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    chunk = lo;
+  }
   const int dma_in = 0, dma_out = static_cast<int>(1 % spec.dma.engines_per_core);
   em.begin_kernel(kernel);
   std::vector<int64_t> parity(spec.cores, 0);
@@ -243,7 +277,11 @@ VectorTiling row_tiling(Context& c, const VectorDesc& d, int64_t rows, double wo
   for (int32_t x : d.in) {
     if (x < 0) continue;
     int64_t elems = c.p.tensors[x].numel();
-    if (elems < out_elems && elems * 4 <= static_cast<int64_t>(c.em->half_bytes() / 8)) {
+    // Small operands (broadcast scales, biases) load whole once per core, judged by their tiled
+    // size: a per-channel scale [1, C, 1, 1] pads every 1 x 1 plane to a full (8, 128) tile, so
+    // one with many channels streams by rows like the others (its rows follow the output's).
+    int64_t tiled_bytes = tiled_elements(c.p.tensors[x].dims, c.spec.vpu) * c.element_bytes(x);
+    if (elems < out_elems && tiled_bytes <= static_cast<int64_t>(c.em->half_bytes() / 8)) {
       t.whole_inputs.push_back(x);
     } else {
       t.inputs.push_back(x);
@@ -253,6 +291,21 @@ VectorTiling row_tiling(Context& c, const VectorDesc& d, int64_t rows, double wo
   t.elements_per_row = work_per_row;
   t.ops = vector_ops_per_element(d.func) +
           (d.epi.activation != VectorFunc::identity ? vector_ops_per_element(d.epi.activation) : 0);
+  return t;
+}
+
+// row_tiling, with pooling and depthwise rows reading `stride` input rows per output row (window
+// halos ignored) of every channel, or of one with Window::channel_rows.
+VectorTiling window_tiling(Context& c, const VectorDesc& d, int64_t rows, double work) {
+  VectorTiling t = row_tiling(c, d, rows, work);
+  if (d.func != VectorFunc::max_pool && d.func != VectorFunc::avg_pool &&
+      d.func != VectorFunc::depthwise_conv)
+    return t;
+  const Window& w = d.window;
+  double in_row = bytes_per_row(c, d.in[0], w.n * w.h * (w.channel_rows ? w.c : 1));
+  t.input_bytes_per_row.assign(t.inputs.size(), 0);
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    if (t.inputs[i] == d.in[0]) t.input_bytes_per_row[i] = in_row * std::max<int64_t>(1, w.sh);
   return t;
 }
 
@@ -504,15 +557,16 @@ void emit_vector_desc(Context& c, const ir::Node& n, VectorDesc d, int64_t rows,
                    d.func == VectorFunc::layer_norm ||
                    (d.func >= VectorFunc::sum && d.func <= VectorFunc::log_sum_exp);
   if (work == 0) work = tiled_per_row(c, reads_all ? d.in[0] : d.out, rows);
-  VectorTiling t = row_tiling(c, d, rows, work);
-  // Pooling and depthwise rows read `stride` input rows per output row (window halos ignored).
-  if (d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool ||
-      d.func == VectorFunc::depthwise_conv) {
-    double in_row = bytes_per_row(c, d.in[0], d.window.n * d.window.h);
-    t.input_bytes_per_row.assign(t.inputs.size(), 0);
-    for (size_t i = 0; i < t.inputs.size(); ++i)
-      if (t.inputs[i] == d.in[0])
-        t.input_bytes_per_row[i] = in_row * std::max<int64_t>(1, d.window.sh);
+  const bool window = d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool ||
+                      d.func == VectorFunc::depthwise_conv;
+  VectorTiling t = window_tiling(c, d, rows, work);
+  if (window && !d.window.channels_last && working_set(c, t, 1) > c.em->half_bytes()) {
+    // One output row of every channel does not fit (many channels of small NCHW planes, each
+    // padded to (8, 128) tiles): rows of one channel each, same work in all.
+    const int64_t out_c = d.func == VectorFunc::depthwise_conv ? d.window.m : d.window.c;
+    Kernel& k = c.p.kernels[kid];
+    k.vec.window.channel_rows = d.window.channel_rows = true;
+    t = window_tiling(c, d, rows * out_c, work / static_cast<double>(out_c));
   }
   emit_vector_kernel(c, n, kid, t);
 }

@@ -88,12 +88,12 @@ void print_summary(std::ostream& os, const traces::TraceReader& reader, int64_t 
     size_t n = top > 0 ? std::min<size_t>(size_t(top), types.size()) : types.size();
     os << "\ntime by op type\n";
     os << fmt::format("  {:<22} {:>5} {:>11} {:>11} {:>6} {:>11} {:>11} {:>9}\n", "op type",
-                      "count", "total", "mean", "% run", "FLOP", "bytes", "GFLOP/s");
+                      "count", "total", "mean", "% ops", "FLOP", "bytes", "GFLOP/s");
     for (size_t i = 0; i < n; ++i) {
       const auto& t = types[i];
       os << fmt::format("  {:<22} {:>5} {:>11} {:>11} {:>6.1f} {:>11} {:>11} {:>9}\n",
                         clip(t.op_type, 22), t.ops, format_ns(t.total_ns), format_ns(t.mean_ns),
-                        t.pct_of_run, format_si(double(t.flops), ""), format_bytes(double(t.bytes)),
+                        t.pct_of_op_time, format_si(double(t.flops), ""), format_bytes(double(t.bytes)),
                         rate(double(t.flops), t.total_ns));
     }
     if (n < types.size())
@@ -134,6 +134,7 @@ nlohmann::json summary_json(const traces::TraceReader& reader, int64_t run_id) {
                              {"total_ns", t.total_ns},
                              {"mean_ns", t.mean_ns},
                              {"pct_of_run", t.pct_of_run},
+                             {"pct_of_op_time", t.pct_of_op_time},
                              {"flops", t.flops},
                              {"bytes", t.bytes},
                              {"flops_per_s", t.flops_per_s()},

@@ -181,6 +181,7 @@ std::string run_data_set(const ir::Graph& model, const fs::path& dir, const Runn
   co.precision = options.precision;
   co.batch = batch_of(g, inputs);
   Executable exe = compile(g, Device(options.device), co);
+  if (options.compile_only) return "";
   RunOutput out = exe.run(inputs);
   r.tolerance = tolerance_for(out.report.precision, options.precision);
   if (r.data_sets == 0) {

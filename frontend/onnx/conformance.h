@@ -84,6 +84,9 @@ struct TestResult {
 struct RunnerOptions {
   std::string device = "cpu";
   std::string precision = "default";
+  // Compile each data set's model for the device and stop there (no run, no comparison): a
+  // compiler sweep that needs neither the device model nor the time to run it.
+  bool compile_only = false;
 };
 
 TestResult run_test(const TestCase& test, const RunnerOptions& options);

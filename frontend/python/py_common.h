@@ -18,6 +18,9 @@ ir::HostTensor to_host(const py::array& array);
 // A HostTensor as a numpy array sharing its storage; bf16 (no numpy dtype) comes back as float32.
 py::array to_numpy(const ir::HostTensor& t);
 ir::DType parse_dtype_arg(const py::object& dtype);
+// A fresh HostTensor from a numpy array, a nested list/tuple of numbers or a Python scalar (numpy's
+// conversion rules), cast to `dtype` (None: numpy's inferred dtype, float64 stored as f32).
+ir::HostTensor host_from_data(const py::object& data, const py::object& dtype);
 py::dict report_dict(const backends::RunReport& r);
 py::dict compile_report_dict(const backends::CompileReport& r);
 

@@ -62,6 +62,38 @@ ir::HostTensor to_host(const py::array& input) {
   return ir::HostTensor::wrap(dtype, ir::Shape(dims), const_cast<void*>(array.data()), keep);
 }
 
+ir::HostTensor host_from_data(const py::object& data, const py::object& dtype) {
+  if (py::isinstance<py::str>(data) || py::isinstance<py::bytes>(data))
+    throw py::type_error(
+        fmt::format("mimic.tensor() takes a numpy array, a (nested) list or tuple of numbers or a "
+                    "number, not {}",
+                    std::string(py::str(data.get_type().attr("__name__")))));
+  py::module_ np = py::module_::import("numpy");
+  if (dtype.is_none()) {
+    // numpy's inference (Python floats are float64, stored as f32 like PyTorch's default dtype).
+    if (py::isinstance<py::array>(data)) return to_host(data.cast<py::array>()).clone();
+    return to_host(np.attr("asarray")(data)).clone();
+  }
+  const ir::DType want = parse_dtype_arg(dtype);
+  if (want == ir::DType::bf16) {
+    // numpy has no bfloat16: round float32 values to nearest even, as the cast op does.
+    ir::HostTensor f = to_host(np.attr("asarray")(data, py::arg("dtype") = "float32"));
+    ir::HostTensor out(ir::DType::bf16, f.shape());
+    numeric::f32_to_bf16(f.data<float>(), static_cast<uint16_t*>(out.raw()),
+                         static_cast<size_t>(f.numel()));
+    return out;
+  }
+  static const std::pair<ir::DType, const char*> numpy_names[] = {
+      {ir::DType::f32, "float32"}, {ir::DType::f16, "float16"}, {ir::DType::i8, "int8"},
+      {ir::DType::i32, "int32"},   {ir::DType::i64, "int64"},   {ir::DType::boolean, "bool"}};
+  for (const auto& [d, name] : numpy_names)
+    if (d == want) return to_host(np.attr("asarray")(data, py::arg("dtype") = name)).clone();
+  throw py::type_error(
+      fmt::format("mimic.tensor() cannot hold dtype {} (use float32, float16, bfloat16, int8, "
+                  "int32, int64 or bool)",
+                  ir::dtype_name(want)));
+}
+
 py::array to_numpy(const ir::HostTensor& t) {
   std::vector<py::ssize_t> shape(t.shape().dims().begin(), t.shape().dims().end());
   if (t.dtype() == ir::DType::bf16) {

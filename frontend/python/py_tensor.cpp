@@ -81,9 +81,11 @@ void bind_tensor(py::module_& m) {
       .def("__truediv__", [](const Tensor& a, const py::object& b) { return div(a, as_tensor(b, a)); })
       .def("__matmul__", [](const Tensor& a, const py::object& b) { return matmul(a, as_tensor(b, a)); });
 
-  m.def("tensor", [](const py::array& array, const py::object& device) {
-    return Tensor(to_host(array).clone(), as_device(device));
-  }, py::arg("array"), py::arg("device") = py::none(), "A tensor holding a copy of `array` on `device`.");
+  m.def("tensor", [](const py::object& data, const py::object& device, const py::object& dtype) {
+    return Tensor(host_from_data(data, dtype), as_device(device));
+  }, py::arg("data"), py::arg("device") = py::none(), py::arg("dtype") = py::none(),
+        "A tensor holding a copy of `data` (numpy array, nested list/tuple or number) on `device`, "
+        "optionally cast to `dtype` (numpy dtype or name such as 'float32', 'int64', 'bfloat16').");
   m.def("placeholder", [](const std::string& name, const std::vector<int64_t>& shape, const py::object& dtype,
                           const py::object& device) {
     return Tensor::placeholder(name, parse_dtype_arg(dtype), ir::Shape(shape), as_device(device));

@@ -378,46 +378,58 @@ void scale_shift(const VectorDesc& d, const float* x, const float* s, const floa
   }
 }
 
-// Max/average pooling and depthwise convolution over image rows (n, oh) in [r0, r1).
+// One output row (image, oh) of output channel oc of a pooling or depthwise convolution.
+void window_row(const VectorDesc& d, const float* x, const float* w, const float* bias, float* y,
+                int64_t img, int64_t oh, int64_t oc) {
+  const Window& g = d.window;
+  const bool dw = d.func == VectorFunc::depthwise_conv;
+  const int64_t out_c = dw ? g.m : g.c, ic = oc / (dw ? g.m / g.c : 1);
+  for (int64_t ow = 0; ow < g.ow; ++ow) {
+    float acc = d.func == VectorFunc::max_pool ? -std::numeric_limits<float>::infinity() : 0.0f;
+    int64_t count = 0;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      int64_t ih = oh * g.sh - g.ph + i * g.dh;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        int64_t iw = ow * g.sw - g.pw + j * g.dw;
+        bool inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
+        if (!inside) {
+          if (g.count_include_pad) ++count;
+          continue;
+        }
+        float v = g.channels_last ? x[((img * g.h + ih) * g.w + iw) * g.c + ic]
+                                  : x[((img * g.c + ic) * g.h + ih) * g.w + iw];
+        if (dw)
+          acc += v * w[oc * g.kh * g.kw + i * g.kw + j];
+        else if (d.func == VectorFunc::max_pool)
+          acc = std::max(acc, v);
+        else
+          acc += v;
+        ++count;
+      }
+    }
+    if (d.func == VectorFunc::avg_pool) acc = count ? acc / static_cast<float>(count) : 0.0f;
+    if (dw && bias) acc += bias[oc];
+    int64_t at = g.channels_last ? ((img * g.oh + oh) * g.ow + ow) * out_c + oc
+                                 : ((img * out_c + oc) * g.oh + oh) * g.ow + ow;
+    y[at] = store(d.epi, acc);
+  }
+}
+
+// Max/average pooling and depthwise convolution over rows [r0, r1): image rows (n, oh) of every
+// channel, or (n, channel, oh) with Window::channel_rows.
 void window_op(const VectorDesc& d, const float* x, const float* w, const float* bias, float* y,
                int64_t r0, int64_t r1) {
   const Window& g = d.window;
-  const bool dw = d.func == VectorFunc::depthwise_conv;
-  const int64_t out_c = dw ? g.m : g.c, mult = dw ? g.m / g.c : 1;
+  const int64_t out_c = d.func == VectorFunc::depthwise_conv ? g.m : g.c;
+  if (g.channel_rows) {
+#pragma omp parallel for if ((r1 - r0) * g.ow > 16384) schedule(static)
+    for (int64_t r = r0; r < r1; ++r)
+      window_row(d, x, w, bias, y, r / (out_c * g.oh), r % g.oh, (r / g.oh) % out_c);
+    return;
+  }
 #pragma omp parallel for collapse(2) if ((r1 - r0) * g.ow * out_c > 16384) schedule(static)
   for (int64_t r = r0; r < r1; ++r)
-    for (int64_t oc = 0; oc < out_c; ++oc) {
-      int64_t img = r / g.oh, oh = r % g.oh, ic = oc / mult;
-      for (int64_t ow = 0; ow < g.ow; ++ow) {
-        float acc = d.func == VectorFunc::max_pool ? -std::numeric_limits<float>::infinity() : 0.0f;
-        int64_t count = 0;
-        for (int64_t i = 0; i < g.kh; ++i) {
-          int64_t ih = oh * g.sh - g.ph + i * g.dh;
-          for (int64_t j = 0; j < g.kw; ++j) {
-            int64_t iw = ow * g.sw - g.pw + j * g.dw;
-            bool inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
-            if (!inside) {
-              if (g.count_include_pad) ++count;
-              continue;
-            }
-            float v = g.channels_last ? x[((img * g.h + ih) * g.w + iw) * g.c + ic]
-                                      : x[((img * g.c + ic) * g.h + ih) * g.w + iw];
-            if (dw)
-              acc += v * w[oc * g.kh * g.kw + i * g.kw + j];
-            else if (d.func == VectorFunc::max_pool)
-              acc = std::max(acc, v);
-            else
-              acc += v;
-            ++count;
-          }
-        }
-        if (d.func == VectorFunc::avg_pool) acc = count ? acc / static_cast<float>(count) : 0.0f;
-        if (dw && bias) acc += bias[oc];
-        int64_t at = g.channels_last ? ((img * g.oh + oh) * g.ow + ow) * out_c + oc
-                                     : ((img * out_c + oc) * g.oh + oh) * g.ow + ow;
-        y[at] = store(d.epi, acc);
-      }
-    }
+    for (int64_t oc = 0; oc < out_c; ++oc) window_row(d, x, w, bias, y, r / g.oh, r % g.oh, oc);
 }
 
 // Gather over [outer, axis, inner]: output rows (o, j) in [r0, r1) copy row idx[j] of outer o

@@ -144,6 +144,9 @@ struct Window {
   int64_t groups = 1;
   bool channels_last = false;
   bool count_include_pad = false;  // average pooling
+  // Vector window ops on NCHW: instruction rows are (n, output channel, oh) instead of (n, oh),
+  // so that layers whose every channel does not fit on chip for one output row still tile.
+  bool channel_rows = false;
 };
 
 struct TensorInfo {

@@ -116,3 +116,49 @@ def test_wrong_argument_types_raise_type_errors():
         mimic.compile(mimic.zoo.mlp(), batch=0)
     with pytest.raises(TypeError):
         mimic.tensor(np.zeros(2, np.float32)) + "x"
+
+
+def test_tensor_from_nested_lists_tuples_and_scalars():
+    t = mimic.tensor([[1., 2.], [3., 4.]], device="cpu")
+    assert t.shape == (2, 2) and t.dtype == "f32"
+    np.testing.assert_array_equal(t.numpy(), np.array([[1, 2], [3, 4]], np.float32))
+    i = mimic.tensor(((1, 2, 3),))
+    assert i.shape == (1, 3) and i.dtype == "i64"
+    np.testing.assert_array_equal(i.numpy(), [[1, 2, 3]])
+    s = mimic.tensor(2.5)
+    assert s.shape == () and s.dtype == "f32"
+    assert float(s.numpy()) == 2.5
+    b = mimic.tensor([True, False])
+    assert b.dtype == "bool"
+    np.testing.assert_array_equal((mimic.tensor([[1., 2.]]) * 2.0).numpy(), [[2., 4.]])
+
+
+@pytest.mark.parametrize("dtype,name,np_dtype", [
+    ("float32", "f32", np.float32), (np.float16, "f16", np.float16), ("int64", "i64", np.int64),
+    (np.int32, "i32", np.int32), ("int8", "i8", np.int8), ("bool", "bool", np.bool_)])
+def test_tensor_dtype_argument_casts_like_numpy(dtype, name, np_dtype):
+    t = mimic.tensor([[0, 1], [2, 3]], dtype=dtype)
+    assert t.dtype == name
+    back = t.numpy()
+    assert back.dtype == np_dtype
+    np.testing.assert_array_equal(back, np.array([[0, 1], [2, 3]]).astype(np_dtype))
+    a = mimic.tensor(np.array([1.7, -2.2]), dtype=dtype)
+    np.testing.assert_array_equal(a.numpy(), np.array([1.7, -2.2]).astype(np_dtype))
+
+
+def test_tensor_bfloat16_rounds_to_nearest_even():
+    t = mimic.tensor([1.0, 1.00390625, 1.01171875, 3.14159], dtype="bfloat16")
+    assert t.dtype == "bf16"
+    # 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1.0); 1 + 3 * 2^-8 to 1 + 2^-6.
+    np.testing.assert_array_equal(t.numpy(), np.array([1.0, 1.0, 1.015625, 3.140625], np.float32))
+
+
+def test_tensor_rejects_what_numpy_cannot_make_numbers_of():
+    with pytest.raises(TypeError, match="not str"):
+        mimic.tensor("1.0")
+    with pytest.raises(ValueError):
+        mimic.tensor([[1., 2.], [3.]])  # ragged
+    with pytest.raises(ValueError, match="unknown dtype 'complex7'"):
+        mimic.tensor([1.0], dtype="complex7")
+    with pytest.raises(TypeError, match="cannot hold dtype f64"):
+        mimic.tensor([1.0], dtype="float64")

@@ -4,7 +4,10 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "tests/traces/test_util.h"
+#include "traces/html_report.h"
 #include "traces/run_diff.h"
 #include "traces/trace_reader.h"
 #include "traces/trace_writer.h"
@@ -248,6 +251,45 @@ TEST(TraceReaderUnfinished, AggregatesComeFromTheRowsUntilTheRunEnds) {
   TraceReader r(path);
   EXPECT_EQ(r.query("SELECT COUNT(*), SUM(events) FROM event_stat")[0],
             (std::vector<std::string>{"5", "1143"}));  // (a|b) x (n0|n1), b x no op
+}
+
+// Two cores run a Conv and a Relu at the same time for the whole run: each op type takes the
+// run's whole span (100% of run each, 200% in all), and half of the summed op time, which is what
+// the report shows.
+TEST(TraceReaderShares, OpTypeSharesOfOpTimeSumTo100WhenCoresOverlap) {
+  TempDir tmp;
+  std::string path = tmp.file("t.db");
+  {
+    TraceWriter w(path);
+    auto run = w.begin_run(test::meta("two_cores"));
+    auto dev = run->add_device(
+        sim::DeviceDesc{"tpu-emu", "v4", 1'000'000'000, sim::TimeUnit::cycles, "{}"});
+    auto core0 = run->add_track(dev, "core0.mxu", "matrix");
+    auto core1 = run->add_track(dev, "core1.vpu", "vector");
+    auto conv = run->add_op(sim::OpDesc{"conv", "Conv", "", "f32", 1, 1, 1, "tpu-emu", false});
+    auto relu = run->add_op(sim::OpDesc{"relu", "Relu", "", "f32", 1, 1, 1, "tpu-emu", false});
+    run->event(core0, conv, "mm", 0, 1000);
+    run->event(core1, relu, "relu", 0, 250);
+    run->event(core1, relu, "relu", 500, 500);
+    run->finish(true);
+  }
+  TraceReader r(path);
+  auto types = r.op_types(1);
+  ASSERT_EQ(types.size(), 2u);
+  double run_sum = 0, op_sum = 0;
+  for (const OpTypeRecord& t : types) {
+    run_sum += t.pct_of_run;
+    op_sum += t.pct_of_op_time;
+    EXPECT_NEAR(t.pct_of_run, 100.0, 1e-9) << t.op_type;
+    EXPECT_NEAR(t.pct_of_op_time, 50.0, 1e-9) << t.op_type;
+  }
+  EXPECT_NEAR(run_sum, 200.0, 1e-9);
+  EXPECT_NEAR(op_sum, 100.0, 1e-9);
+  std::stringstream html;
+  write_html_report(r, 1, html);
+  EXPECT_NE(html.str().find("% of op time"), std::string::npos);
+  EXPECT_EQ(html.str().find("% of run"), std::string::npos);
+  EXPECT_NE(html.str().find("<td class=\"num\">50.0</td>"), std::string::npos) << html.str();
 }
 
 }  // namespace
