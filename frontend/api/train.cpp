@@ -46,6 +46,7 @@ TrainStep::TrainStep(const ir::Graph& forward, const NamedTensors& params, const
       options_(options),
       lr_(options.optimizer.lr) {
   const TrainGraph& t = *graph_;
+  options.schedule.validate();
   int data_inputs = 0;
   for (const TrainSlot& s : t.inputs) data_inputs += s.role == TrainRole::data;
   if (data_inputs != 1)
@@ -74,7 +75,7 @@ void TrainStep::set_lr(double lr) {
 float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target) {
   const TrainGraph& t = *graph_;
   check_loss_target(options_.loss, t.output_type, target);
-  float lr = static_cast<float>(lr_), step = static_cast<float>(step_ + 1);
+  float lr_value = static_cast<float>(lr()), step = static_cast<float>(step_ + 1);
   std::vector<ir::HostTensor> feed;
   for (const TrainSlot& s : t.inputs) {
     switch (s.role) {
@@ -85,7 +86,7 @@ float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target)
         feed.push_back(target);
         break;
       case TrainRole::lr:
-        feed.push_back(ir::HostTensor::from(ir::Shape(), &lr));
+        feed.push_back(ir::HostTensor::from(ir::Shape(), &lr_value));
         break;
       case TrainRole::step:
         feed.push_back(ir::HostTensor::from(ir::Shape(), &step));

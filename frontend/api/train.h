@@ -8,6 +8,7 @@
 #include <string>
 
 #include "frontend/api/compile.h"
+#include "frontend/api/lr_schedule.h"
 #include "frontend/api/nn.h"
 #include "frontend/api/train_graph.h"
 
@@ -17,7 +18,8 @@ struct TrainOptions {
   LossConfig loss;
   OptimizerConfig optimizer;
   CompileOptions compile;
-  uint64_t seed = 0;  // dropout masks: step k's masks come from (seed, k), so runs repeat exactly
+  LrSchedule schedule;  // of optimizer.lr (the base lr); empty: constant
+  uint64_t seed = 0;    // dropout masks: step k's masks come from (seed, k), so runs repeat exactly
 };
 
 class TrainStep {
@@ -45,7 +47,9 @@ class TrainStep {
   void save(const std::string& path) const;  // .npz of state_dict()
   void load(const std::string& path);
 
-  double lr() const { return lr_; }
+  // The lr the next step uses (the schedule's value at steps_taken()).
+  double lr() const { return options_.schedule.lr_at(lr_, step_); }
+  // Sets the base lr that the schedule scales (with no schedule, the lr of every later step).
   void set_lr(double lr);
   int64_t steps_taken() const { return step_; }
   const TrainGraph& train_graph() const { return *graph_; }

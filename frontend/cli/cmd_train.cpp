@@ -18,10 +18,11 @@ namespace {
 
 struct TrainArgs {
   std::string model = "mlp", layout = "nchw", device = "cpu", optimizer = "sgd",
-              loss = "cross_entropy", save, precision = "default";
+              loss = "cross_entropy", save, precision = "default", schedule = "constant";
   std::vector<std::string> model_args;
-  int64_t batch = 32, steps = 100, batches = 4;
-  double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0;
+  int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
+  double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
+         min_lr = 0.0;
   uint64_t seed = 0;
   bool quiet = false;
 };
@@ -84,6 +85,8 @@ int run_train(const TrainArgs& a) {
   o.optimizer.momentum = a.momentum;
   o.optimizer.weight_decay = a.weight_decay;
   o.optimizer.max_grad_norm = a.max_grad_norm;
+  if (o.optimizer.kind == OptimizerKind::lamb) o.optimizer.eps = 1e-6;  // apex FusedLAMB's
+  o.schedule = make_schedule(a.schedule, a.steps, a.warmup_steps, a.step_size, a.gamma, a.min_lr);
   o.compile.precision = a.precision;
   auto t0 = std::chrono::steady_clock::now();
   TrainStep step(*m.module, in, Device(a.device), o);
@@ -94,10 +97,12 @@ int run_train(const TrainArgs& a) {
   t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < a.steps; ++i) {
     const auto& [x, y] = data[i % data.size()];
+    double lr = step.lr();
     last = step.step(x, y);
     if (i == 0) first = last;
     device_s += step.last_report().device_seconds;
-    if (!a.quiet) std::cout << fmt::format("step {:>5}/{}  loss {:.6f}\n", i + 1, a.steps, last);
+    if (!a.quiet)
+      std::cout << fmt::format("step {:>5}/{}  lr {:.6g}  loss {:.6f}\n", i + 1, a.steps, lr, last);
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   print_summary(a, step, {first, last, compile_s, wall, device_s});
@@ -126,10 +131,23 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--steps", a->steps, "Training steps")->capture_default_str();
   cmd->add_option("--batches", a->batches, "Distinct synthetic batches, cycled")
       ->capture_default_str();
-  cmd->add_option("--optimizer", a->optimizer, "sgd, adam or adamw")->capture_default_str();
+  cmd->add_option("--optimizer", a->optimizer, "sgd, adam, adamw or lamb")->capture_default_str();
   cmd->add_option("--loss", a->loss, "cross_entropy, mse or bce_with_logits")
       ->capture_default_str();
   cmd->add_option("--lr", a->lr, "Learning rate")->capture_default_str();
+  cmd->add_option("--schedule", a->schedule,
+                  "Learning-rate schedule after the warmup: constant, step, exponential, "
+                  "linear (to 0 at the last step) or cosine (to --min-lr at the last step)")
+      ->capture_default_str();
+  cmd->add_option("--warmup-steps", a->warmup_steps,
+                  "Linear learning-rate warmup from 0 over this many steps")
+      ->capture_default_str();
+  cmd->add_option("--step-size", a->step_size, "step schedule: decay every N steps")
+      ->capture_default_str();
+  cmd->add_option("--gamma", a->gamma, "step/exponential schedule: decay factor")
+      ->capture_default_str();
+  cmd->add_option("--min-lr", a->min_lr, "cosine schedule: the final learning rate")
+      ->capture_default_str();
   cmd->add_option("--momentum", a->momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", a->weight_decay, "Weight decay")->capture_default_str();
   cmd->add_option("--max-grad-norm", a->max_grad_norm,

@@ -37,6 +37,28 @@ TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
   return o;
 }
 
+// The phase dicts of mimic.optim.lr_scheduler (keys as LrPhase's fields).
+LrSchedule make_schedule(const py::list& phases) {
+  LrSchedule s;
+  for (auto item : phases) {
+    py::dict d = py::reinterpret_borrow<py::dict>(item);
+    LrPhase p;
+    p.kind = parse_lr_phase(get<std::string>(d, "kind", "constant"));
+    p.milestone = get<int64_t>(d, "milestone", 0);
+    p.factor = get<double>(d, "factor", p.factor);
+    p.total_iters = get<int64_t>(d, "total_iters", p.total_iters);
+    p.step_size = get<int64_t>(d, "step_size", p.step_size);
+    p.gamma = get<double>(d, "gamma", p.gamma);
+    p.start_factor = get<double>(d, "start_factor", p.start_factor);
+    p.end_factor = get<double>(d, "end_factor", p.end_factor);
+    p.t_max = get<int64_t>(d, "t_max", p.t_max);
+    p.eta_min = get<double>(d, "eta_min", p.eta_min);
+    s.phases.push_back(p);
+  }
+  s.validate();
+  return s;
+}
+
 py::dict to_dict(const NamedTensors& tensors) {
   py::dict d;
   for (const auto& [name, t] : tensors) d[py::str(name)] = to_numpy(t.clone());
@@ -82,13 +104,21 @@ void bind_train(py::module_& m) {
   m.def("_compile_train",
         [](const ir::Graph& g, const std::vector<std::pair<std::string, Tensor>>& params,
            const std::string& device, const py::dict& loss, const py::dict& opt,
-           const std::string& precision, const py::dict& options, uint64_t seed) {
+           const std::string& precision, const py::dict& options, uint64_t seed,
+           const py::list& schedule) {
           NamedTensors named;
           for (const auto& [name, t] : params) named.emplace_back(name, t.host());
           TrainOptions o = make_train_options(loss, opt, precision, options, seed);
+          o.schedule = make_schedule(schedule);
           py::gil_scoped_release release;
           return std::make_unique<TrainStep>(g, named, Device(device), o);
         });
+  m.def(
+      "_lr_at",
+      [](const py::list& phases, double base_lr, int64_t step) {
+        return make_schedule(phases).lr_at(base_lr, step);
+      },
+      "The lr of step `step` under a schedule given as mimic.optim.lr_scheduler phase dicts.");
 }
 
 }  // namespace mimic::python

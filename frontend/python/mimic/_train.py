@@ -4,20 +4,26 @@ import numpy as np
 from . import _mimic
 from .errors import InvalidArgument
 from .optim import Optimizer
+from .lr_scheduler import LRScheduler
 
 
 def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
-                  label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, **options):
+                  label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
+                  **options):
     """Compiles the training step of nn module `model` for `device`.
 
     loss: "cross_entropy" (logits [N, C], int64 labels [N]), "mse" or "bce_with_logits".
-    optimizer: a mimic.optim.SGD / Adam / AdamW. example_inputs: an array with the batch's shape.
+    optimizer: a mimic.optim.SGD / Adam / AdamW / LAMB. example_inputs: an array with the batch's shape.
+    schedule: a mimic.optim.lr_scheduler scheduler (StepLR, CosineAnnealingLR, LinearLR,
+    SequentialLR, ...): step k uses its lr for k, as PyTorch's scheduler after k step() calls.
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
     Returns a TrainStep: `loss = step(x, y)`; `step.state_dict()` gives the trained parameters
     (load them into the model with `model.load_state_dict(step.state_dict())`).
     """
     if not isinstance(optimizer, Optimizer):
         raise InvalidArgument(f"compile_train needs optimizer=mimic.optim.SGD/Adam/AdamW(...), got {optimizer!r}")
+    if schedule is not None and not isinstance(schedule, LRScheduler):
+        raise InvalidArgument(f"compile_train: schedule must be a mimic.optim.lr_scheduler scheduler, got {schedule!r}")
     if example_inputs is None:
         raise InvalidArgument("compile_train needs example_inputs (an array with the batch's shape)")
     if isinstance(example_inputs, (list, tuple)):
@@ -30,4 +36,5 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     params = list(model.named_parameters())
     loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
-                                 {k: str(v) for k, v in options.items()}, int(seed))
+                                 {k: str(v) for k, v in options.items()}, int(seed),
+                                 [] if schedule is None else schedule.phases())
