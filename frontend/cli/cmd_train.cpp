@@ -18,7 +18,8 @@ namespace {
 
 struct TrainArgs {
   std::string model = "mlp", layout = "nchw", device = "cpu", optimizer = "sgd",
-              loss = "cross_entropy", save, precision = "default", schedule = "constant";
+              loss = "cross_entropy", save, precision = "default", schedule = "constant",
+              loss_scale = "none";
   std::vector<std::string> model_args;
   int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
@@ -56,6 +57,9 @@ void print_summary(const TrainArgs& a, const TrainStep& step, const Totals& t) {
     if (op.fallback) fell_back.insert(op.op_type);
   std::cout << fmt::format("trained {} on {} ({} {} lr {}): {} steps of batch {}, {} parameters\n",
                            a.model, a.device, a.optimizer, a.loss, a.lr, a.steps, a.batch, params);
+  if (step.skipped_steps() > 0 || a.loss_scale != "none")
+    std::cout << fmt::format("loss scale {} after {} steps skipped for inf/NaN gradients\n",
+                             step.loss_scale(), step.skipped_steps());
   std::cout << fmt::format("loss {:.6f} -> {:.6f}; compile {}, run {} wall, {} device\n",
                            t.first_loss, t.last_loss, format_seconds(t.compile_s),
                            format_seconds(t.wall_s), format_seconds(t.device_s));
@@ -86,6 +90,7 @@ int run_train(const TrainArgs& a) {
   o.optimizer.weight_decay = a.weight_decay;
   o.optimizer.max_grad_norm = a.max_grad_norm;
   if (o.optimizer.kind == OptimizerKind::lamb) o.optimizer.eps = 1e-6;  // apex FusedLAMB's
+  o.loss_scale = parse_loss_scale(a.loss_scale);
   o.schedule = make_schedule(a.schedule, a.steps, a.warmup_steps, a.step_size, a.gamma, a.min_lr);
   o.compile.precision = a.precision;
   auto t0 = std::chrono::steady_clock::now();
@@ -154,6 +159,9 @@ Command add_train_command(CLI::App& app) {
                   "Clip gradients to this global norm (0: off)");
   cmd->add_option("--precision", a->precision,
                   "Matrix precision: default|high|highest (TPU), float32|float16 (IPU)")
+      ->capture_default_str();
+  cmd->add_option("--loss-scale", a->loss_scale,
+                  "fp16 loss scaling: none, dynamic (GradScaler's rule) or a fixed number")
       ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed for weights and data")->capture_default_str();
   cmd->add_option("--save", a->save,

@@ -9,13 +9,18 @@ from .lr_scheduler import LRScheduler
 
 def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
                   label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
-                  **options):
+                  loss_scale=None, **options):
     """Compiles the training step of nn module `model` for `device`.
 
     loss: "cross_entropy" (logits [N, C], int64 labels [N]), "mse" or "bce_with_logits".
     optimizer: a mimic.optim.SGD / Adam / AdamW / LAMB. example_inputs: an array with the batch's shape.
     schedule: a mimic.optim.lr_scheduler scheduler (StepLR, CosineAnnealingLR, LinearLR,
     SequentialLR, ...): step k uses its lr for k, as PyTorch's scheduler after k step() calls.
+    loss_scale: None, "dynamic" (torch.amp.GradScaler's rule and defaults), a number (a fixed
+    scale) or a dict of init_scale / growth_factor / backoff_factor / growth_interval (dynamic):
+    the gradients of loss * scale are unscaled before the update, and a step whose gradients hold
+    an inf or NaN is skipped (`step.skipped_steps`, `step.loss_scale`). For fp16 devices
+    (ipu-emu at precision="float16").
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
     Returns a TrainStep: `loss = step(x, y)`; `step.state_dict()` gives the trained parameters
     (load them into the model with `model.load_state_dict(step.state_dict())`).
@@ -37,4 +42,4 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
                                  {k: str(v) for k, v in options.items()}, int(seed),
-                                 [] if schedule is None else schedule.phases())
+                                 [] if schedule is None else schedule.phases(), loss_scale)
