@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "frontend/api/random.h"
+#include "frontend/api/trace.h"
 #include "frontend/api/train.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
@@ -19,7 +21,7 @@ namespace {
 struct TrainArgs {
   std::string model = "mlp", layout = "nchw", device = "cpu", optimizer = "sgd",
               loss = "cross_entropy", save, precision = "default", schedule = "constant",
-              loss_scale = "none";
+              loss_scale = "none", trace;
   std::vector<std::string> model_args;
   int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
@@ -99,6 +101,8 @@ int run_train(const TrainArgs& a) {
   auto data = synthetic_data(step, in, a);
   float first = 0, last = 0;
   double device_s = 0;
+  std::optional<TraceScope> trace;  // one run per step, ops tagged forward/backward/update
+  if (!a.trace.empty()) trace.emplace(a.trace);
   t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < a.steps; ++i) {
     const auto& [x, y] = data[i % data.size()];
@@ -111,6 +115,10 @@ int run_train(const TrainArgs& a) {
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   print_summary(a, step, {first, last, compile_s, wall, device_s});
+  if (trace) {
+    trace->close();
+    std::cout << fmt::format("trace: {} ({} runs, one per step)\n", a.trace, a.steps);
+  }
   if (!a.save.empty()) {
     step.save(a.save);
     std::cout << "checkpoint: " << a.save << "\n";
@@ -166,6 +174,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Seed for weights and data")->capture_default_str();
   cmd->add_option("--save", a->save,
                   "Write a .npz checkpoint (parameters, optimizer state) at the end");
+  cmd->add_option("--trace", a->trace,
+                  "Record every step as a run in this SQLite trace (`mimic trace summary` shows "
+                  "per-phase time: forward, backward, update)");
   cmd->add_flag("--quiet", a->quiet, "Only the summary");
   return {cmd, [a]() { return run_train(*a); }};
 }
