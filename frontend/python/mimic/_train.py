@@ -43,3 +43,36 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
                                  {k: str(v) for k, v in options.items()}, int(seed),
                                  [] if schedule is None else schedule.phases(), loss_scale)
+
+
+def fit(step, x, y, epochs=1, batch_size=None, shuffle=True, seed=0, verbose=False):
+    """Keras-style training loop over arrays: `epochs` passes over (x, y) in batches of
+    `batch_size` (the batch the step was compiled for), shuffled each epoch with `seed`. A last
+    partial batch is dropped (the compiled step has a fixed batch), as tf.data's
+    drop_remainder=True. Returns {"loss": [mean loss of each epoch]}, like Keras' History.history.
+    Also available as `step.fit(x, y, ...)`."""
+    x, y = np.asarray(x), np.asarray(y)
+    if batch_size is None or int(batch_size) <= 0:
+        raise InvalidArgument(f"fit: batch_size must be the step's batch (a positive int), got {batch_size!r}")
+    if len(x) != len(y):
+        raise InvalidArgument(f"fit: x has {len(x)} samples, y has {len(y)}")
+    batches = len(x) // int(batch_size)
+    if batches == 0:
+        raise InvalidArgument(f"fit: {len(x)} samples do not fill one batch of {batch_size}")
+    if int(epochs) <= 0:
+        raise InvalidArgument(f"fit: epochs must be > 0, got {epochs!r}")
+    rng = np.random.default_rng(seed)
+    history = {"loss": []}
+    for epoch in range(int(epochs)):
+        order = rng.permutation(len(x)) if shuffle else np.arange(len(x))
+        losses = []
+        for b in range(batches):
+            idx = order[b * batch_size:(b + 1) * batch_size]
+            losses.append(step(np.ascontiguousarray(x[idx]), np.ascontiguousarray(y[idx])))
+        history["loss"].append(float(np.mean(losses)))
+        if verbose:
+            print(f"epoch {epoch + 1}/{epochs}: loss {history['loss'][-1]:.6f} ({batches} steps)")
+    return history
+
+
+_mimic.TrainStep.fit = fit
