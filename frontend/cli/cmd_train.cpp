@@ -101,6 +101,7 @@ int run_train(const TrainArgs& a) {
   auto data = synthetic_data(step, in, a);
   float first = 0, last = 0;
   double device_s = 0;
+  bool scheduled = !o.schedule.phases.empty();  // print each step's lr
   std::optional<TraceScope> trace;  // one run per step, ops tagged forward/backward/update
   if (!a.trace.empty()) trace.emplace(a.trace);
   t0 = std::chrono::steady_clock::now();
@@ -110,8 +111,10 @@ int run_train(const TrainArgs& a) {
     last = step.step(x, y);
     if (i == 0) first = last;
     device_s += step.last_report().device_seconds;
-    if (!a.quiet)
+    if (!a.quiet && scheduled)
       std::cout << fmt::format("step {:>5}/{}  lr {:.6g}  loss {:.6f}\n", i + 1, a.steps, lr, last);
+    else if (!a.quiet)
+      std::cout << fmt::format("step {:>5}/{}  loss {:.6f}\n", i + 1, a.steps, last);
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   print_summary(a, step, {first, last, compile_s, wall, device_s});
