@@ -102,6 +102,25 @@ void op_type_section(std::ostream& out, const std::vector<OpTypeRecord>& types) 
   out << "</table>\n" << svg_bar_chart(bars) << "\n";
 }
 
+// Forward, backward and update time of a training step (nothing for other runs).
+void phase_section(std::ostream& out, const std::vector<PhaseRecord>& phases) {
+  if (phases.size() < 2) return;
+  out << "<h2>Time by training phase</h2>\n<table>\n"
+      << header_row({"phase", "ops", "total", "% of run", "FLOP", "bytes"}, 1);
+  std::vector<Bar> bars;
+  for (const PhaseRecord& p : phases) {
+    out << "<tr>" << td(p.phase) << td_num(std::to_string(p.ops)) << td_num(format_ns(p.total_ns))
+        << td_num(fmt::format("{:.1f}", p.pct_of_run))
+        << td_num(format_si(static_cast<double>(p.flops), ""))
+        << td_num(format_bytes(static_cast<double>(p.bytes))) << "</tr>\n";
+    bars.push_back(Bar{p.phase, p.total_ns,
+                       fmt::format("{} ({:.1f}%)", format_ns(p.total_ns), p.pct_of_run),
+                       category_color(p.phase),
+                       fmt::format("{}: {} ops, {}", p.phase, p.ops, format_ns(p.total_ns))});
+  }
+  out << "</table>\n" << svg_bar_chart(bars) << "\n";
+}
+
 void top_ops_section(std::ostream& out, std::vector<OpRecord> ops, int top) {
   std::stable_sort(ops.begin(), ops.end(),
                    [](const OpRecord& a, const OpRecord& b) { return a.time_ns > b.time_ns; });
@@ -285,6 +304,7 @@ void write_html_report(const TraceReader& reader, int64_t run_id, std::ostream& 
       << html_escape(fmt::format("mimic run {}: {} on {}", run.id, run.model, run.device))
       << "</title>\n<style>" << kStyle << "</style></head><body>\n";
   overview(out, reader, run);
+  phase_section(out, reader.phases(run_id));
   op_type_section(out, reader.op_types(run_id));
   top_ops_section(out, ops, o.top_ops);
   timeline_section(out, reader, run_id, o, devices, tracks, units);

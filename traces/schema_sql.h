@@ -255,4 +255,26 @@ CREATE VIEW sweep_results AS
   FROM sweep_point p;
 )sql";
 
+// Version 3: training-step phases. A training step's graph names its nodes by phase
+// (frontend/api/train_graph.h): "grad/..." the backward pass (autodiff), "optimizer/..." and
+// "loss_scale/..." the update; every other op is forward (the model and its loss). trace_reader's
+// op_phase() applies the same rule. SELECT phase, SUM(time_ns) FROM op_phase WHERE run_id = 1
+// GROUP BY phase, or phase_summary.
+inline constexpr const char* kMigrationV3 = R"sql(
+CREATE VIEW op_phase AS
+  SELECT s.*, CASE
+           WHEN s.node = 'grad' OR substr(s.node, 1, 5) = 'grad/' THEN 'backward'
+           WHEN substr(s.node, 1, 10) = 'optimizer/' OR s.node = 'optimizer'
+                OR substr(s.node, 1, 11) = 'loss_scale/' OR s.node = 'loss_scale' THEN 'update'
+           ELSE 'forward' END AS phase
+  FROM op_summary s;
+CREATE VIEW phase_summary AS
+  SELECT p.run_id, p.phase, COUNT(*) AS ops, SUM(p.time_ns) AS total_ns, SUM(p.busy_ns) AS busy_ns,
+         100.0 * SUM(p.time_ns) / NULLIF(r.time_ns, 0) AS pct_of_run, SUM(p.flops) AS flops,
+         SUM(p.bytes_in + p.bytes_out) AS bytes
+  FROM op_phase p
+  LEFT JOIN run_time r ON r.run_id = p.run_id
+  GROUP BY p.run_id, p.phase;
+)sql";
+
 }  // namespace mimic::traces::sql

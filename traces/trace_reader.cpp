@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -289,6 +290,37 @@ std::vector<OpTypeRecord> TraceReader::op_types(int64_t run_id) const {
   return out;
 }
 
+const char* op_phase(const std::string& node) {
+  auto starts = [&](const char* prefix) {
+    size_t n = std::strlen(prefix);
+    return node.compare(0, n, prefix) == 0 && (node.size() == n || node[n] == '/');
+  };
+  if (starts("grad")) return "backward";
+  if (starts("optimizer") || starts("loss_scale")) return "update";
+  return "forward";
+}
+
+std::vector<PhaseRecord> TraceReader::phases(int64_t run_id) const {
+  double run_ns = run_time_ns(run_id);
+  std::vector<PhaseRecord> out = {{"forward"}, {"backward"}, {"update"}};
+  for (const OpRecord& o : ops(run_id)) {
+    std::string phase = op_phase(o.node);
+    PhaseRecord& p = phase == "forward" ? out[0] : phase == "backward" ? out[1] : out[2];
+    p.ops += 1;
+    p.flops += o.flops;
+    p.bytes += o.bytes_in + o.bytes_out;
+    p.total_ns += o.time_ns;
+    p.busy_ns += o.busy_ns;
+  }
+  std::vector<PhaseRecord> present;
+  for (PhaseRecord& p : out)
+    if (p.ops > 0) {
+      p.pct_of_run = run_ns > 0 ? 100.0 * p.total_ns / run_ns : 0;
+      present.push_back(p);
+    }
+  return present;
+}
+
 std::vector<UnitRecord> TraceReader::units(int64_t run_id) const {
   std::map<int64_t, DeviceRecord> devs;
   for (const DeviceRecord& d : devices(run_id)) devs[d.id] = d;
@@ -410,10 +442,14 @@ TraceReader::QueryTable TraceReader::query_table(const std::string& sql) const {
   while (s.step()) {
     std::vector<QueryValue> row;
     for (int c = 0; c < s.columns(); ++c) {
-      if (s.null_at(c)) row.emplace_back(std::monostate{});
-      else if (s.integer_at(c)) row.emplace_back(s.int_at(c));
-      else if (s.real_number_at(c)) row.emplace_back(s.real_at(c));
-      else row.emplace_back(s.text_at(c));
+      if (s.null_at(c))
+        row.emplace_back(std::monostate{});
+      else if (s.integer_at(c))
+        row.emplace_back(s.int_at(c));
+      else if (s.real_number_at(c))
+        row.emplace_back(s.real_at(c));
+      else
+        row.emplace_back(s.text_at(c));
     }
     t.rows.push_back(std::move(row));
   }

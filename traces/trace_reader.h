@@ -73,6 +73,18 @@ struct OpTypeRecord {
   double flops_per_s() const { return total_ns > 0 ? flops / (total_ns * 1e-9) : 0.0; }
 };
 
+// Time of one phase of a training step (forward, backward, update; see op_phase()).
+struct PhaseRecord {
+  std::string phase;
+  int64_t ops = 0, flops = 0, bytes = 0;
+  double total_ns = 0, busy_ns = 0, pct_of_run = 0;
+};
+
+// The phase of an op by its node name, as a training step's graph names them (train_graph.h):
+// "grad/..." backward, "optimizer/..." or "loss_scale/..." update, anything else forward. The
+// op_phase view (schema v3) applies the same rule.
+const char* op_phase(const std::string& node);
+
 struct UnitRecord {
   int64_t track_id = 0, device_id = 0;
   std::string track, kind, backend;
@@ -119,6 +131,8 @@ class TraceReader {
   std::vector<OpRecord> ops(int64_t run_id) const;           // in emission order
   std::vector<OpTypeRecord> op_types(int64_t run_id) const;  // by total time, largest first
   std::vector<UnitRecord> units(int64_t run_id) const;
+  // forward, backward, update (those present), in that order.
+  std::vector<PhaseRecord> phases(int64_t run_id) const;
   double run_time_ns(int64_t run_id) const;
   int64_t event_count(int64_t run_id) const;
   int64_t counter_count(int64_t run_id) const;

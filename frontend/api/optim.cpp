@@ -30,7 +30,9 @@ OptimizerKind parse_optimizer(const std::string& name) {
   if (name == "sgd") return OptimizerKind::sgd;
   if (name == "adam") return OptimizerKind::adam;
   if (name == "adamw") return OptimizerKind::adamw;
-  throw InvalidArgument(fmt::format("unknown optimizer '{}' (known: sgd, adam, adamw)", name));
+  if (name == "lamb") return OptimizerKind::lamb;
+  throw InvalidArgument(
+      fmt::format("unknown optimizer '{}' (known: sgd, adam, adamw, lamb)", name));
 }
 
 const char* optimizer_name(OptimizerKind kind) {
@@ -41,6 +43,8 @@ const char* optimizer_name(OptimizerKind kind) {
       return "adam";
     case OptimizerKind::adamw:
       return "adamw";
+    case OptimizerKind::lamb:
+      return "lamb";
   }
   return "?";
 }
@@ -103,12 +107,42 @@ ParamUpdate adam(ir::GraphBuilder& b, const OptimizerConfig& o, ValueId p, Value
   return {b.sub(p, b.mul(step_size, b.div(m, denom))), {m, v}};
 }
 
+ValueId l2_norm(ir::GraphBuilder& b, ValueId x) {
+  std::vector<int64_t> axes(b.shape(x).rank());
+  for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+  ValueId sq = b.mul(x, x);
+  return b.op(OpType::Sqrt, {axes.empty() ? sq : b.reduce_sum(sq, axes, false)});
+}
+
+ParamUpdate lamb(ir::GraphBuilder& b, const OptimizerConfig& o, ValueId p, ValueId g,
+                 const std::vector<ValueId>& state, ValueId lr, ValueId step) {
+  ValueId one = b.scalar_like(1.0, step);
+  ValueId m = b.add(b.scale(state.at(0), o.beta1), b.scale(g, 1.0 - o.beta1));
+  ValueId v = b.add(b.scale(state.at(1), o.beta2), b.scale(b.mul(g, g), 1.0 - o.beta2));
+  ValueId bc1 = b.sub(one, b.op(OpType::Pow, {b.scalar_like(o.beta1, step), step}));
+  ValueId bc2 = b.sub(one, b.op(OpType::Pow, {b.scalar_like(o.beta2, step), step}));
+  ValueId denom = b.add(b.op(OpType::Sqrt, {b.div(v, bc2)}), b.scalar_like(o.eps, v));
+  ValueId u = b.div(b.div(m, bc1), denom);
+  ValueId rate = lr;
+  if (o.weight_decay > 0) {
+    u = b.add(u, b.scale(p, o.weight_decay));
+    ValueId pn = l2_norm(b, p), un = l2_norm(b, u), zero = b.scalar_like(0.0, pn);
+    ValueId ratio = b.div(pn, b.op(OpType::Max, {un, b.scalar_like(1e-30, un)}));
+    ValueId one_r = b.scalar_like(1.0, pn);
+    ratio = b.op(OpType::Where, {b.op(OpType::Greater, {un, zero}), ratio, one_r});
+    ratio = b.op(OpType::Where, {b.op(OpType::Greater, {pn, zero}), ratio, one_r});
+    rate = b.mul(lr, b.cast(ratio, b.dtype(lr)));
+  }
+  return {b.sub(p, b.mul(rate, u)), {m, v}};
+}
+
 }  // namespace
 
 ParamUpdate append_update(ir::GraphBuilder& b, const OptimizerConfig& o, ValueId param,
                           ValueId grad, const std::vector<ValueId>& state, ValueId lr,
                           ValueId step) {
   if (o.kind == OptimizerKind::sgd) return sgd(b, o, param, grad, state, lr);
+  if (o.kind == OptimizerKind::lamb) return lamb(b, o, param, grad, state, lr, step);
   return adam(b, o, param, grad, state, lr, step);
 }
 

@@ -42,10 +42,13 @@ ir::HostTensor dropout_mask(const TrainGraph::Dropout& d, uint64_t seed, int64_t
 TrainStep::TrainStep(const ir::Graph& forward, const NamedTensors& params, const Device& device,
                      const TrainOptions& options)
     : graph_(std::make_shared<TrainGraph>(
-          build_train_graph(forward, params, options.loss, options.optimizer))),
+          build_train_graph(forward, params, options.loss, options.optimizer,
+                            options.loss_scale.mode != LossScaleMode::none))),
       options_(options),
-      lr_(options.optimizer.lr) {
+      lr_(options.optimizer.lr),
+      scaler_(options.loss_scale) {
   const TrainGraph& t = *graph_;
+  options.schedule.validate();
   int data_inputs = 0;
   for (const TrainSlot& s : t.inputs) data_inputs += s.role == TrainRole::data;
   if (data_inputs != 1)
@@ -74,7 +77,8 @@ void TrainStep::set_lr(double lr) {
 float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target) {
   const TrainGraph& t = *graph_;
   check_loss_target(options_.loss, t.output_type, target);
-  float lr = static_cast<float>(lr_), step = static_cast<float>(step_ + 1);
+  float lr_value = static_cast<float>(lr()), step = static_cast<float>(step_ + 1);
+  float scale = static_cast<float>(scaler_.scale());
   std::vector<ir::HostTensor> feed;
   for (const TrainSlot& s : t.inputs) {
     switch (s.role) {
@@ -85,7 +89,7 @@ float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target)
         feed.push_back(target);
         break;
       case TrainRole::lr:
-        feed.push_back(ir::HostTensor::from(ir::Shape(), &lr));
+        feed.push_back(ir::HostTensor::from(ir::Shape(), &lr_value));
         break;
       case TrainRole::step:
         feed.push_back(ir::HostTensor::from(ir::Shape(), &step));
@@ -102,21 +106,33 @@ float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target)
       case TrainRole::dropout_mask:
         feed.push_back(dropout_mask(t.dropouts[s.index], options_.seed, step_ + 1, s.index));
         break;
+      case TrainRole::loss_scale:
+        feed.push_back(ir::HostTensor::from(ir::Shape(), &scale));
+        break;
       case TrainRole::loss:
+      case TrainRole::grads_check:
         break;
     }
   }
   RunOutput out = exe_.run(feed);
+  bool found_inf = false;
+  for (size_t i = 0; i < t.outputs.size(); ++i)
+    if (t.outputs[i].role == TrainRole::grads_check)
+      found_inf = !std::isfinite(out.outputs[i].data<float>()[0]);
   float loss = 0;
   for (size_t i = 0; i < t.outputs.size(); ++i) {
     const TrainSlot& s = t.outputs[i];
     ir::HostTensor v = out.outputs[i].clone();  // outputs may alias the backend's buffers
     if (s.role == TrainRole::loss) loss = v.data<float>()[0];
-    if (s.role == TrainRole::param) params_[s.index] = v;
+    if (s.role == TrainRole::param && !found_inf) params_[s.index] = v;
     if (s.role == TrainRole::buffer) buffers_[s.index] = v;
-    if (s.role == TrainRole::state) state_[s.index] = v;
+    if (s.role == TrainRole::state && !found_inf) state_[s.index] = v;
   }
-  ++step_;
+  if (scaling()) scaler_.update(found_inf);
+  if (found_inf)
+    ++skipped_;
+  else
+    ++step_;
   last_report_ = std::move(out.report);
   return loss;
 }
@@ -133,6 +149,12 @@ NamedTensors TrainStep::state_dict() const {
   for (size_t i = 0; i < state_.size(); ++i) out.emplace_back(graph_->state[i], state_[i]);
   int64_t step = step_;
   out.emplace_back("optimizer.step", ir::HostTensor::from(ir::Shape(), &step));
+  if (scaling()) {
+    float scale = static_cast<float>(scaler_.scale());  // powers of 2: exact in f32
+    int64_t good = scaler_.good_steps();
+    out.emplace_back("loss_scale.scale", ir::HostTensor::from(ir::Shape(), &scale));
+    out.emplace_back("loss_scale.good_steps", ir::HostTensor::from(ir::Shape(), &good));
+  }
   return out;
 }
 
@@ -148,6 +170,10 @@ void TrainStep::load_state_dict(const NamedTensors& values) {
             "load_state_dict: 'optimizer.step' must be one i64 >= 0, got {}", v.type().str()));
       continue;
     }
+    if (name.rfind("loss_scale.", 0) == 0) {
+      load_scaler_entry(name, v);
+      continue;
+    }
     auto it = slots.find(name);
     if (it == slots.end())
       throw InvalidArgument(fmt::format("load_state_dict: unknown entry '{}'", name));
@@ -158,9 +184,29 @@ void TrainStep::load_state_dict(const NamedTensors& values) {
   for (const auto& [name, v] : values) {
     if (name == "optimizer.step")
       step_ = v.data<int64_t>()[0];
+    else if (name == "loss_scale.scale")
+      scaler_.set_scale(v.data<float>()[0], scaler_.good_steps());
+    else if (name == "loss_scale.good_steps")
+      scaler_.set_scale(scaler_.scale(), v.data<int64_t>()[0]);
     else
       *slots.at(name) = v.clone();
   }
+}
+
+// Checks a loss-scaler entry of a state dict (loading it into a step without scaling is an error).
+void TrainStep::load_scaler_entry(const std::string& name, const ir::HostTensor& v) {
+  if (!scaling())
+    throw InvalidArgument(
+        fmt::format("load_state_dict: '{}' given, but this step has no loss scaling", name));
+  bool scale = name == "loss_scale.scale", good = name == "loss_scale.good_steps";
+  if (!scale && !good)
+    throw InvalidArgument(fmt::format("load_state_dict: unknown entry '{}'", name));
+  ir::DType want = scale ? ir::DType::f32 : ir::DType::i64;
+  if (v.dtype() != want || v.numel() != 1 ||
+      (scale ? !(v.data<float>()[0] > 0) : v.data<int64_t>()[0] < 0))
+    throw InvalidArgument(fmt::format("load_state_dict: '{}' must be one {} {}, got {}", name,
+                                      ir::dtype_name(want), scale ? "> 0" : ">= 0",
+                                      v.type().str()));
 }
 
 void TrainStep::save(const std::string& path) const {

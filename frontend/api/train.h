@@ -8,6 +8,8 @@
 #include <string>
 
 #include "frontend/api/compile.h"
+#include "frontend/api/loss_scale.h"
+#include "frontend/api/lr_schedule.h"
 #include "frontend/api/nn.h"
 #include "frontend/api/train_graph.h"
 
@@ -17,6 +19,8 @@ struct TrainOptions {
   LossConfig loss;
   OptimizerConfig optimizer;
   CompileOptions compile;
+  LossScaleConfig loss_scale;  // fp16: scale the loss, unscale gradients, skip steps with inf/NaN
+  LrSchedule schedule;         // of optimizer.lr (the base lr); empty: constant
   uint64_t seed = 0;  // dropout masks: step k's masks come from (seed, k), so runs repeat exactly
 };
 
@@ -31,13 +35,15 @@ class TrainStep {
   TrainStep(nn::Module& module, const ir::TensorType& input_type, const Device& device,
             const TrainOptions& options);
 
-  // One step on a batch; returns the loss before the update. The target is checked first
-  // (type, labels in range): InvalidArgument naming the offending value.
+  // One step on a batch; returns the loss before the update (with loss scaling, a step whose
+  // gradients hold an inf or NaN changes no parameter: see loss_scale.h). The target is checked
+  // first (type, labels in range): InvalidArgument naming the offending value.
   float step(const ir::HostTensor& input, const ir::HostTensor& target);
 
   // Trainable parameters and BatchNorm running statistics, by name.
   NamedTensors parameters() const;
-  // parameters() plus optimizer state ("<param>.<slot>") and "optimizer.step".
+  // parameters() plus optimizer state ("<param>.<slot>") and "optimizer.step" (and, with loss
+  // scaling, "loss_scale.scale" f32 and "loss_scale.good_steps" i64).
   NamedTensors state_dict() const;
   // Replaces values by name; every name must be known and every type equal. Names absent from
   // `values` keep their current value.
@@ -45,20 +51,29 @@ class TrainStep {
   void save(const std::string& path) const;  // .npz of state_dict()
   void load(const std::string& path);
 
-  double lr() const { return lr_; }
+  // The lr the next step uses (the schedule's value at steps_taken()).
+  double lr() const { return options_.schedule.lr_at(lr_, step_); }
+  // Sets the base lr that the schedule scales (with no schedule, the lr of every later step).
   void set_lr(double lr);
   int64_t steps_taken() const { return step_; }
+  // Loss scaling: the scale the next step uses (1 without scaling) and the steps skipped so far.
+  double loss_scale() const { return scaling() ? scaler_.scale() : 1.0; }
+  int64_t skipped_steps() const { return skipped_; }
   const TrainGraph& train_graph() const { return *graph_; }
   const Executable& executable() const { return exe_; }
   const backends::RunReport& last_report() const { return last_report_; }
 
  private:
+  bool scaling() const { return options_.loss_scale.mode != LossScaleMode::none; }
+  void load_scaler_entry(const std::string& name, const ir::HostTensor& v);
+
   std::shared_ptr<TrainGraph> graph_;
   Executable exe_;
   TrainOptions options_;
   std::vector<ir::HostTensor> params_, buffers_, state_;
   double lr_;
-  int64_t step_ = 0;
+  int64_t step_ = 0, skipped_ = 0;
+  LossScaler scaler_;
   backends::RunReport last_report_;
 };
 

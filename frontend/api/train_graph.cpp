@@ -192,10 +192,36 @@ std::vector<ValueId> add_updates(TrainGraph& t, ir::GraphBuilder& b,
   return new_state;
 }
 
+// Gradients of loss * scale, times 1 / scale, and the inf/NaN check: sum(g * 0) over every
+// gradient is 0 when all are finite and NaN otherwise (inf * 0 = NaN), and cannot overflow.
+std::vector<ValueId> scaled_gradients(TrainGraph& t, ir::GraphBuilder& b, ValueId loss_value,
+                                      const std::vector<ValueId>& params) {
+  ValueId scale = t.graph.add_input("loss_scale", ir::DType::f32, ir::Shape());
+  t.inputs.push_back({TrainRole::loss_scale});
+  b.set_prefix("loss_scale");
+  ValueId scaled = b.mul(loss_value, b.cast(scale, b.dtype(loss_value)));
+  std::vector<ValueId> grads = ir::append_gradients(t.graph, scaled, params);
+  b.set_prefix("loss_scale");
+  ValueId inv = b.op(OpType::Reciprocal, {scale});
+  ValueId check = ir::kNoValue;
+  for (ValueId& g : grads) {
+    g = b.mul(g, b.cast(inv, b.dtype(g)));
+    std::vector<int64_t> axes(b.shape(g).rank());
+    for (size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<int64_t>(i);
+    ValueId zeros = b.cast(b.scale(g, 0.0), ir::DType::f32);
+    ValueId s = axes.empty() ? zeros : b.reduce_sum(zeros, axes, false);
+    check = check == ir::kNoValue ? s : b.add(check, s);
+  }
+  t.graph.add_output(check == ir::kNoValue ? b.scalar(0.0, ir::DType::f32) : check);
+  t.outputs.push_back({TrainRole::grads_check});
+  return grads;
+}
+
 }  // namespace
 
 TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
-                             const LossConfig& loss, const OptimizerConfig& optimizer) {
+                             const LossConfig& loss, const OptimizerConfig& optimizer,
+                             bool loss_scaling) {
   optimizer.validate();
   TrainGraph t;
   t.graph.set_name(forward.name() + ".train");
@@ -212,11 +238,12 @@ TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& param
   t.inputs.insert(t.inputs.end(), {{TrainRole::target}, {TrainRole::lr}, {TrainRole::step}});
   ir::GraphBuilder b(g, "loss");
   ValueId loss_value = append_loss(b, loss, output, target);
-  std::vector<ValueId> grads = ir::append_gradients(g, loss_value, param_values);
-  b.set_prefix("optimizer");
-  grads = append_grad_clip(b, optimizer, grads);
   g.add_output(loss_value);
   t.outputs.push_back({TrainRole::loss});
+  std::vector<ValueId> grads = loss_scaling ? scaled_gradients(t, b, loss_value, param_values)
+                                            : ir::append_gradients(g, loss_value, param_values);
+  b.set_prefix("optimizer");
+  grads = append_grad_clip(b, optimizer, grads);
   std::vector<ValueId> new_state = add_updates(t, b, optimizer, param_values, grads, lr, step);
   for (size_t i = 0; i < buffer_values.size(); ++i) {
     auto it = updated.find(buffer_values[i]);

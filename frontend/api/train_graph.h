@@ -19,7 +19,19 @@ namespace mimic {
 
 using NamedTensors = std::vector<std::pair<std::string, ir::HostTensor>>;
 
-enum class TrainRole { data, target, lr, step, param, buffer, state, loss, dropout_mask };
+enum class TrainRole {
+  data,
+  target,
+  lr,
+  step,
+  param,
+  buffer,
+  state,
+  loss,
+  dropout_mask,
+  loss_scale,  // input: the f32 scale S of loss scaling (loss_scale.h)
+  grads_check  // output: the sum of every unscaled gradient times 0 (0, or NaN on an inf/NaN)
+};
 
 // One graph input or output of the step: its role and, for params/buffers/state/dropout masks, an
 // index into TrainGraph::params / buffers / state / dropouts.
@@ -47,7 +59,10 @@ struct TrainGraph {
 // parameter the graph does not use is left out). Those feeding a BatchNormalization's mean or var
 // are buffers (updated, not trained). The forward graph must have one output and a bound batch.
 // Dropout nodes with a ratio > 0 get a mask input each (TrainRole::dropout_mask).
+// With `loss_scaling`, the gradients are those of loss * S (S a graph input) times 1/S, and an
+// output checks them for inf/NaN (TrainRole::loss_scale, TrainRole::grads_check).
 TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
-                             const LossConfig& loss, const OptimizerConfig& optimizer);
+                             const LossConfig& loss, const OptimizerConfig& optimizer,
+                             bool loss_scaling = false);
 
 }  // namespace mimic

@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "frontend/api/random.h"
+#include "frontend/api/trace.h"
 #include "frontend/api/train.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
@@ -18,10 +20,12 @@ namespace {
 
 struct TrainArgs {
   std::string model = "mlp", layout = "nchw", device = "cpu", optimizer = "sgd",
-              loss = "cross_entropy", save, precision = "default";
+              loss = "cross_entropy", save, precision = "default", schedule = "constant",
+              loss_scale = "none", trace;
   std::vector<std::string> model_args;
-  int64_t batch = 32, steps = 100, batches = 4;
-  double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0;
+  int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
+  double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
+         min_lr = 0.0;
   uint64_t seed = 0;
   bool quiet = false;
 };
@@ -55,6 +59,9 @@ void print_summary(const TrainArgs& a, const TrainStep& step, const Totals& t) {
     if (op.fallback) fell_back.insert(op.op_type);
   std::cout << fmt::format("trained {} on {} ({} {} lr {}): {} steps of batch {}, {} parameters\n",
                            a.model, a.device, a.optimizer, a.loss, a.lr, a.steps, a.batch, params);
+  if (step.skipped_steps() > 0 || a.loss_scale != "none")
+    std::cout << fmt::format("loss scale {} after {} steps skipped for inf/NaN gradients\n",
+                             step.loss_scale(), step.skipped_steps());
   std::cout << fmt::format("loss {:.6f} -> {:.6f}; compile {}, run {} wall, {} device\n",
                            t.first_loss, t.last_loss, format_seconds(t.compile_s),
                            format_seconds(t.wall_s), format_seconds(t.device_s));
@@ -84,6 +91,9 @@ int run_train(const TrainArgs& a) {
   o.optimizer.momentum = a.momentum;
   o.optimizer.weight_decay = a.weight_decay;
   o.optimizer.max_grad_norm = a.max_grad_norm;
+  if (o.optimizer.kind == OptimizerKind::lamb) o.optimizer.eps = 1e-6;  // apex FusedLAMB's
+  o.loss_scale = parse_loss_scale(a.loss_scale);
+  o.schedule = make_schedule(a.schedule, a.steps, a.warmup_steps, a.step_size, a.gamma, a.min_lr);
   o.compile.precision = a.precision;
   auto t0 = std::chrono::steady_clock::now();
   TrainStep step(*m.module, in, Device(a.device), o);
@@ -91,16 +101,27 @@ int run_train(const TrainArgs& a) {
   auto data = synthetic_data(step, in, a);
   float first = 0, last = 0;
   double device_s = 0;
+  bool scheduled = !o.schedule.phases.empty();  // print each step's lr
+  std::optional<TraceScope> trace;  // one run per step, ops tagged forward/backward/update
+  if (!a.trace.empty()) trace.emplace(a.trace);
   t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < a.steps; ++i) {
     const auto& [x, y] = data[i % data.size()];
+    double lr = step.lr();
     last = step.step(x, y);
     if (i == 0) first = last;
     device_s += step.last_report().device_seconds;
-    if (!a.quiet) std::cout << fmt::format("step {:>5}/{}  loss {:.6f}\n", i + 1, a.steps, last);
+    if (!a.quiet && scheduled)
+      std::cout << fmt::format("step {:>5}/{}  lr {:.6g}  loss {:.6f}\n", i + 1, a.steps, lr, last);
+    else if (!a.quiet)
+      std::cout << fmt::format("step {:>5}/{}  loss {:.6f}\n", i + 1, a.steps, last);
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   print_summary(a, step, {first, last, compile_s, wall, device_s});
+  if (trace) {
+    trace->close();
+    std::cout << fmt::format("trace: {} ({} runs, one per step)\n", a.trace, a.steps);
+  }
   if (!a.save.empty()) {
     step.save(a.save);
     std::cout << "checkpoint: " << a.save << "\n";
@@ -126,10 +147,23 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--steps", a->steps, "Training steps")->capture_default_str();
   cmd->add_option("--batches", a->batches, "Distinct synthetic batches, cycled")
       ->capture_default_str();
-  cmd->add_option("--optimizer", a->optimizer, "sgd, adam or adamw")->capture_default_str();
+  cmd->add_option("--optimizer", a->optimizer, "sgd, adam, adamw or lamb")->capture_default_str();
   cmd->add_option("--loss", a->loss, "cross_entropy, mse or bce_with_logits")
       ->capture_default_str();
   cmd->add_option("--lr", a->lr, "Learning rate")->capture_default_str();
+  cmd->add_option("--schedule", a->schedule,
+                  "Learning-rate schedule after the warmup: constant, step, exponential, "
+                  "linear (to 0 at the last step) or cosine (to --min-lr at the last step)")
+      ->capture_default_str();
+  cmd->add_option("--warmup-steps", a->warmup_steps,
+                  "Linear learning-rate warmup from 0 over this many steps")
+      ->capture_default_str();
+  cmd->add_option("--step-size", a->step_size, "step schedule: decay every N steps")
+      ->capture_default_str();
+  cmd->add_option("--gamma", a->gamma, "step/exponential schedule: decay factor")
+      ->capture_default_str();
+  cmd->add_option("--min-lr", a->min_lr, "cosine schedule: the final learning rate")
+      ->capture_default_str();
   cmd->add_option("--momentum", a->momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", a->weight_decay, "Weight decay")->capture_default_str();
   cmd->add_option("--max-grad-norm", a->max_grad_norm,
@@ -137,9 +171,15 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--precision", a->precision,
                   "Matrix precision: default|high|highest (TPU), float32|float16 (IPU)")
       ->capture_default_str();
+  cmd->add_option("--loss-scale", a->loss_scale,
+                  "fp16 loss scaling: none, dynamic (GradScaler's rule) or a fixed number")
+      ->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed for weights and data")->capture_default_str();
   cmd->add_option("--save", a->save,
                   "Write a .npz checkpoint (parameters, optimizer state) at the end");
+  cmd->add_option("--trace", a->trace,
+                  "Record every step as a run in this SQLite trace (`mimic trace summary` shows "
+                  "per-phase time: forward, backward, update)");
   cmd->add_flag("--quiet", a->quiet, "Only the summary");
   return {cmd, [a]() { return run_train(*a); }};
 }

@@ -115,6 +115,16 @@ void print_summary(std::ostream& os, const traces::TraceReader& reader, int64_t 
           rate(double(o.flops), o.time_ns), o.backend, o.fallback ? " (fallback)" : "");
     }
   }
+  std::vector<traces::PhaseRecord> phases = reader.phases(run_id);
+  if (phases.size() > 1) {  // a training step: forward, backward, update
+    os << "\ntime by training phase\n";
+    os << fmt::format("  {:<10} {:>5} {:>11} {:>6} {:>11} {:>11}\n", "phase", "ops", "total",
+                      "% run", "FLOP", "bytes");
+    for (const auto& p : phases)
+      os << fmt::format("  {:<10} {:>5} {:>11} {:>6.1f} {:>11} {:>11}\n", p.phase, p.ops,
+                        format_ns(p.total_ns), p.pct_of_run, format_si(double(p.flops), ""),
+                        format_bytes(double(p.bytes)));
+  }
   os << "\nutilization per unit\n";
   os << fmt::format("  {:<6} {:<24} {:<10} {:>8} {:>11} {:>11} {:>7}\n", "device", "track", "kind",
                     "events", "busy", "span", "util");
@@ -126,6 +136,14 @@ void print_summary(std::ostream& os, const traces::TraceReader& reader, int64_t 
 
 nlohmann::json summary_json(const traces::TraceReader& reader, int64_t run_id) {
   nlohmann::json j{{"trace", reader.path()}, {"run", run_json(reader.run(run_id))}};
+  j["phases"] = nlohmann::json::array();
+  for (const auto& p : reader.phases(run_id))
+    j["phases"].push_back({{"phase", p.phase},
+                           {"ops", p.ops},
+                           {"total_ns", p.total_ns},
+                           {"pct_of_run", p.pct_of_run},
+                           {"flops", p.flops},
+                           {"bytes", p.bytes}});
   j["op_types"] = nlohmann::json::array();
   for (const auto& t : reader.op_types(run_id))
     j["op_types"].push_back({{"op_type", t.op_type},

@@ -37,6 +37,46 @@ TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
   return o;
 }
 
+// The phase dicts of mimic.optim.lr_scheduler (keys as LrPhase's fields).
+LrSchedule make_schedule(const py::list& phases) {
+  LrSchedule s;
+  for (auto item : phases) {
+    py::dict d = py::reinterpret_borrow<py::dict>(item);
+    LrPhase p;
+    p.kind = parse_lr_phase(get<std::string>(d, "kind", "constant"));
+    p.milestone = get<int64_t>(d, "milestone", 0);
+    p.factor = get<double>(d, "factor", p.factor);
+    p.total_iters = get<int64_t>(d, "total_iters", p.total_iters);
+    p.step_size = get<int64_t>(d, "step_size", p.step_size);
+    p.gamma = get<double>(d, "gamma", p.gamma);
+    p.start_factor = get<double>(d, "start_factor", p.start_factor);
+    p.end_factor = get<double>(d, "end_factor", p.end_factor);
+    p.t_max = get<int64_t>(d, "t_max", p.t_max);
+    p.eta_min = get<double>(d, "eta_min", p.eta_min);
+    s.phases.push_back(p);
+  }
+  s.validate();
+  return s;
+}
+
+// None, "dynamic", a number (fixed scale) or a dict of LossScaleConfig's fields (dynamic).
+LossScaleConfig make_loss_scale(const py::object& v) {
+  if (v.is_none()) return {};
+  if (py::isinstance<py::str>(v)) return parse_loss_scale(v.cast<std::string>());
+  if (py::isinstance<py::dict>(v)) {
+    py::dict d = v.cast<py::dict>();
+    LossScaleConfig c;
+    c.mode = LossScaleMode::dynamic;
+    c.init_scale = get<double>(d, "init_scale", c.init_scale);
+    c.growth_factor = get<double>(d, "growth_factor", c.growth_factor);
+    c.backoff_factor = get<double>(d, "backoff_factor", c.backoff_factor);
+    c.growth_interval = get<int64_t>(d, "growth_interval", c.growth_interval);
+    c.validate();
+    return c;
+  }
+  return parse_loss_scale(std::string(py::str(v)));
+}
+
 py::dict to_dict(const NamedTensors& tensors) {
   py::dict d;
   for (const auto& [name, t] : tensors) d[py::str(name)] = to_numpy(t.clone());
@@ -76,19 +116,30 @@ void bind_train(py::module_& m) {
       .def("load", &TrainStep::load, py::arg("path"))
       .def_property("lr", &TrainStep::lr, &TrainStep::set_lr)
       .def_property_readonly("steps", &TrainStep::steps_taken)
+      .def_property_readonly("loss_scale", &TrainStep::loss_scale)
+      .def_property_readonly("skipped_steps", &TrainStep::skipped_steps)
       .def_property_readonly("graph", [](const TrainStep& s) { return s.executable().graph(); })
       .def_property_readonly("report",
                              [](const TrainStep& s) { return report_dict(s.last_report()); });
   m.def("_compile_train",
         [](const ir::Graph& g, const std::vector<std::pair<std::string, Tensor>>& params,
            const std::string& device, const py::dict& loss, const py::dict& opt,
-           const std::string& precision, const py::dict& options, uint64_t seed) {
+           const std::string& precision, const py::dict& options, uint64_t seed,
+           const py::list& schedule, const py::object& loss_scale) {
           NamedTensors named;
           for (const auto& [name, t] : params) named.emplace_back(name, t.host());
           TrainOptions o = make_train_options(loss, opt, precision, options, seed);
+          o.schedule = make_schedule(schedule);
+          o.loss_scale = make_loss_scale(loss_scale);
           py::gil_scoped_release release;
           return std::make_unique<TrainStep>(g, named, Device(device), o);
         });
+  m.def(
+      "_lr_at",
+      [](const py::list& phases, double base_lr, int64_t step) {
+        return make_schedule(phases).lr_at(base_lr, step);
+      },
+      "The lr of step `step` under a schedule given as mimic.optim.lr_scheduler phase dicts.");
 }
 
 }  // namespace mimic::python

@@ -95,6 +95,23 @@ TEST(Cli, TrainPrintsTheLossOfEveryStepAndSavesACheckpoint) {
   std::remove(ckpt.c_str());
 }
 
+TEST(Cli, TrainWithWarmupCosineLambAndLossScalingPrintsTheLr) {
+  Result r = mimic(
+      "train --model mlp --model-arg layers=2 --model-arg hidden=32 --batch 8 --steps 4 "
+      "--optimizer lamb --lr 0.01 --weight-decay 0.01 --schedule cosine --warmup-steps 2 "
+      "--loss-scale dynamic");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("step     1/4  lr 0  loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step     2/4  lr 0.005  loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step     3/4  lr 0.01  loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step     4/4  lr 0.005  loss "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("loss scale 65536 after 0 steps skipped"), std::string::npos) << r.out;
+  Result bad = mimic("train --steps 4 --schedule cosine --warmup-steps 4");
+  EXPECT_NE(bad.status, 0);
+  EXPECT_NE(bad.err.find("warmup steps 4 must be in [0, total steps 4)"), std::string::npos)
+      << bad.err;
+}
+
 TEST(Cli, HelpOnEverySubcommand) {
   for (const char* sub : {"", "devices ", "run ", "train "}) {
     Result r = mimic(std::string(sub) + "--help");

@@ -16,7 +16,7 @@ from .errors import (CompileError, DeviceUnavailableError, Error, ExecutionError
                      OutOfMemoryError, ShapeError, UnsupportedOpError)
 from . import nn, optim, zoo, tpu, ipu, onnx, traces
 from ._compile import compile
-from ._train import compile_train
+from ._train import compile_train, fit
 from ._trace import trace as trace
 
 __version__ = _mimic.__version__

@@ -4,20 +4,31 @@ import numpy as np
 from . import _mimic
 from .errors import InvalidArgument
 from .optim import Optimizer
+from .lr_scheduler import LRScheduler
 
 
 def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
-                  label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, **options):
+                  label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
+                  loss_scale=None, **options):
     """Compiles the training step of nn module `model` for `device`.
 
     loss: "cross_entropy" (logits [N, C], int64 labels [N]), "mse" or "bce_with_logits".
-    optimizer: a mimic.optim.SGD / Adam / AdamW. example_inputs: an array with the batch's shape.
+    optimizer: a mimic.optim.SGD / Adam / AdamW / LAMB. example_inputs: an array with the batch's shape.
+    schedule: a mimic.optim.lr_scheduler scheduler (StepLR, CosineAnnealingLR, LinearLR,
+    SequentialLR, ...): step k uses its lr for k, as PyTorch's scheduler after k step() calls.
+    loss_scale: None, "dynamic" (torch.amp.GradScaler's rule and defaults), a number (a fixed
+    scale) or a dict of init_scale / growth_factor / backoff_factor / growth_interval (dynamic):
+    the gradients of loss * scale are unscaled before the update, and a step whose gradients hold
+    an inf or NaN is skipped (`step.skipped_steps`, `step.loss_scale`). For fp16 devices
+    (ipu-emu at precision="float16").
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
     Returns a TrainStep: `loss = step(x, y)`; `step.state_dict()` gives the trained parameters
     (load them into the model with `model.load_state_dict(step.state_dict())`).
     """
     if not isinstance(optimizer, Optimizer):
         raise InvalidArgument(f"compile_train needs optimizer=mimic.optim.SGD/Adam/AdamW(...), got {optimizer!r}")
+    if schedule is not None and not isinstance(schedule, LRScheduler):
+        raise InvalidArgument(f"compile_train: schedule must be a mimic.optim.lr_scheduler scheduler, got {schedule!r}")
     if example_inputs is None:
         raise InvalidArgument("compile_train needs example_inputs (an array with the batch's shape)")
     if isinstance(example_inputs, (list, tuple)):
@@ -30,4 +41,38 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     params = list(model.named_parameters())
     loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
-                                 {k: str(v) for k, v in options.items()}, int(seed))
+                                 {k: str(v) for k, v in options.items()}, int(seed),
+                                 [] if schedule is None else schedule.phases(), loss_scale)
+
+
+def fit(step, x, y, epochs=1, batch_size=None, shuffle=True, seed=0, verbose=False):
+    """Keras-style training loop over arrays: `epochs` passes over (x, y) in batches of
+    `batch_size` (the batch the step was compiled for), shuffled each epoch with `seed`. A last
+    partial batch is dropped (the compiled step has a fixed batch), as tf.data's
+    drop_remainder=True. Returns {"loss": [mean loss of each epoch]}, like Keras' History.history.
+    Also available as `step.fit(x, y, ...)`."""
+    x, y = np.asarray(x), np.asarray(y)
+    if batch_size is None or int(batch_size) <= 0:
+        raise InvalidArgument(f"fit: batch_size must be the step's batch (a positive int), got {batch_size!r}")
+    if len(x) != len(y):
+        raise InvalidArgument(f"fit: x has {len(x)} samples, y has {len(y)}")
+    batches = len(x) // int(batch_size)
+    if batches == 0:
+        raise InvalidArgument(f"fit: {len(x)} samples do not fill one batch of {batch_size}")
+    if int(epochs) <= 0:
+        raise InvalidArgument(f"fit: epochs must be > 0, got {epochs!r}")
+    rng = np.random.default_rng(seed)
+    history = {"loss": []}
+    for epoch in range(int(epochs)):
+        order = rng.permutation(len(x)) if shuffle else np.arange(len(x))
+        losses = []
+        for b in range(batches):
+            idx = order[b * batch_size:(b + 1) * batch_size]
+            losses.append(step(np.ascontiguousarray(x[idx]), np.ascontiguousarray(y[idx])))
+        history["loss"].append(float(np.mean(losses)))
+        if verbose:
+            print(f"epoch {epoch + 1}/{epochs}: loss {history['loss'][-1]:.6f} ({batches} steps)")
+    return history
+
+
+_mimic.TrainStep.fit = fit

@@ -4,9 +4,13 @@
                            enable_half_partials=True, compile_only=False) as ipu:
         compiled = ipu.compile_model(model, example_inputs)
         out = ipu.execute_model(compiled, inputs)
+        trainer = ipu.training_model(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
+                                     example_inputs=x, gradient_accumulation=4, replication_factor=2)
+        loss = trainer(x, y)
 """
 from . import _mimic
 from ._compile import compile as _compile
+from ._train import compile_train as _compile_train
 from .errors import InvalidArgument
 
 
@@ -36,6 +40,41 @@ class Manager:
                         compile_only=self.compile_only, num_ipus=self.num_ipus,
                         memory_proportion=self.memory_proportion, enable_half_partials=self.enable_half_partials,
                         **self.options)
+
+    def training_model(self, model, loss="cross_entropy", optimizer=None, example_inputs=None, *,
+                       gradient_accumulation=1, replication_factor=1, loss_scale=None, schedule=None, **kwargs):
+        """A compiled training step on the emulated IPU(s), as poptorch.trainingModel: `loss = step(x, y)`.
+
+        example_inputs' batch is the combined batch of one step (PopTorch's micro-batch x
+        gradient_accumulation x replication_factor). gradient_accumulation maps to the emulator's
+        micro_batches (the batch runs as that many micro-batches, serially); replication_factor to
+        data-parallel replicas with the weight all-reduce of every step (weight_update), on
+        num_ipus IPUs (a multiple of it). The update uses the mean gradient of the whole batch,
+        which is what accumulating equal micro-batches and all-reducing replicas compute, except
+        that BatchNorm here normalizes over the whole batch, not per micro-batch and replica.
+        loss_scale and schedule: as mimic.compile_train.
+        """
+        if kwargs:
+            raise InvalidArgument(f"training_model: option(s) {', '.join(sorted(kwargs))} are not modeled "
+                                  "(known: gradient_accumulation, replication_factor, loss_scale, schedule)")
+        if self.compile_only:
+            raise InvalidArgument("training_model: the Manager has compile_only=True; a training step must run")
+        for name, value in (("gradient_accumulation", gradient_accumulation),
+                            ("replication_factor", replication_factor)):
+            if not isinstance(value, int) or value <= 0:
+                raise InvalidArgument(f"training_model: {name} must be a positive int, got {value!r}")
+        if self.num_ipus % replication_factor != 0:
+            raise InvalidArgument(f"training_model: replication_factor={replication_factor} must divide "
+                                  f"num_ipus={self.num_ipus}")
+        options = dict(self.options, num_ipus=self.num_ipus, memory_proportion=self.memory_proportion,
+                       enable_half_partials=self.enable_half_partials)
+        if gradient_accumulation > 1:
+            options["micro_batches"] = gradient_accumulation
+        if replication_factor > 1:
+            options.update(replication_factor=replication_factor, weight_update=True)
+        return _compile_train(model, loss, optimizer, f"ipu-emu:{self.preset}", example_inputs=example_inputs,
+                              precision=self.precision, loss_scale=loss_scale, schedule=schedule,
+                              **{k: str(v).lower() if isinstance(v, bool) else v for k, v in options.items()})
 
     def execute_model(self, compiled, inputs):
         if not isinstance(inputs, (list, tuple)):

@@ -52,3 +52,21 @@ class AdamW(Adam):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, max_grad_norm=0.0):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          max_grad_norm=max_grad_norm)
+
+
+class LAMB(Optimizer):
+    """LAMB (You et al. 2019) as NVIDIA apex's FusedLAMB computes it (adam_w_mode, bias correction,
+    trust ratio ||w|| / ||update|| per parameter where weight_decay > 0). apex clips gradients to a
+    global norm of 1.0 by default; here max_grad_norm is off unless set."""
+    kind = "lamb"
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, max_grad_norm=0.0):
+        super().__init__(params, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay,
+                         max_grad_norm=max_grad_norm)
+
+
+import sys  # noqa: E402
+
+from . import lr_scheduler  # noqa: E402
+
+sys.modules[__name__ + ".lr_scheduler"] = lr_scheduler  # `from mimic.optim.lr_scheduler import StepLR`

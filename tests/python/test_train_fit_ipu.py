@@ -1,0 +1,68 @@
+"""Keras-style fit() over arrays, and the IPU manager's training path (poptorch.trainingModel's
+idiom) with gradient accumulation and replication mapped to ipu-emu's micro-batches and replicas."""
+import numpy as np
+import pytest
+
+import mimic
+
+
+def mlp():
+    return mimic.nn.Sequential(mimic.nn.Linear(20, 32, seed=1), mimic.nn.ReLU(), mimic.nn.Linear(32, 10, seed=2))
+
+
+def dataset(n, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, 20)).astype(np.float32), rng.integers(0, 10, n).astype(np.int64)
+
+
+def test_fit_matches_a_manual_loop_and_drops_the_partial_batch():
+    x, y = dataset(70)
+    a, b = mlp(), mlp()
+    sa = mimic.compile_train(a, "cross_entropy", mimic.optim.SGD(a.parameters(), lr=0.1, momentum=0.9),
+                             example_inputs=x[:16])
+    sb = mimic.compile_train(b, "cross_entropy", mimic.optim.SGD(b.parameters(), lr=0.1, momentum=0.9),
+                             example_inputs=x[:16])
+    history = sa.fit(x, y, epochs=3, batch_size=16, seed=7)
+    assert sa.steps == 3 * 4  # 70 samples: 4 full batches of 16 per epoch
+    rng, manual = np.random.default_rng(7), []
+    for _ in range(3):
+        order = rng.permutation(70)
+        manual.append(np.mean([sb(x[order[i * 16:(i + 1) * 16]], y[order[i * 16:(i + 1) * 16]]) for i in range(4)]))
+    np.testing.assert_allclose(history["loss"], manual, rtol=1e-6)
+    assert history["loss"][-1] < history["loss"][0]
+    with pytest.raises(mimic.InvalidArgument, match="do not fill one batch"):
+        mimic.fit(sa, x[:8], y[:8], batch_size=16)
+    with pytest.raises(mimic.InvalidArgument, match="x has 70 samples, y has 69"):
+        sa.fit(x, y[:69], batch_size=16)
+
+
+def test_ipu_training_model_with_accumulation_and_replicas_follows_cpu():
+    x, y = dataset(16)
+    ref = mlp()
+    cpu = mimic.compile_train(ref, "cross_entropy", mimic.optim.SGD(ref.parameters(), lr=0.1), example_inputs=x)
+    want = [cpu(x, y) for _ in range(3)]
+    cycles = {}
+    for accumulation, replicas in ((1, 1), (4, 2)):
+        model = mlp()
+        with mimic.ipu.Manager(num_ipus=2) as ipu:
+            step = ipu.training_model(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
+                                      example_inputs=x, gradient_accumulation=accumulation,
+                                      replication_factor=replicas)
+            got = [step(x, y) for _ in range(3)]
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+        cycles[(accumulation, replicas)] = step.report["cycles"]
+    assert cycles[(1, 1)] > 0 and cycles[(4, 2)] != cycles[(1, 1)]
+
+
+def test_ipu_training_model_errors_are_one_line():
+    x, _ = dataset(16)
+    model = mlp()
+    opt = mimic.optim.SGD(model.parameters(), lr=0.1)
+    with mimic.ipu.Manager(num_ipus=2) as ipu:
+        with pytest.raises(mimic.InvalidArgument, match="auto_round_num_ipus are not modeled"):
+            ipu.training_model(model, "cross_entropy", opt, example_inputs=x, auto_round_num_ipus=True)
+        with pytest.raises(mimic.InvalidArgument, match="replication_factor=4 must divide num_ipus=2"):
+            ipu.training_model(model, "cross_entropy", opt, example_inputs=x, replication_factor=4)
+    with mimic.ipu.Manager(compile_only=True) as ipu:
+        with pytest.raises(mimic.InvalidArgument, match="compile_only"):
+            ipu.training_model(model, "cross_entropy", opt, example_inputs=x)
