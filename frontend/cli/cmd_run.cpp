@@ -202,6 +202,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--warmup", a->warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--top", a->top, "Rows in the per-op table")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON");
+  add_memory_limit_option(cmd);
   cmd->add_option("--trace", a->trace, "Record the runs to this SQLite trace file (created when missing)");
   cmd->add_option("--tag", a->tag, "Tag stored with the runs in the trace (e.g. an experiment name)");
   return {cmd, [a]() { return run(*a); }};
