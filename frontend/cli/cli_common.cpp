@@ -30,8 +30,9 @@ void add_memory_limit_option(CLI::App* cmd) {
           throw CLI::ValidationError(e.what());
         }
       },
-      fmt::format("Largest tensor a model may need, e.g. 2GiB (default: half the physical memory, {})",
-                  ir::format_bytes(ir::default_max_tensor_bytes())));
+      fmt::format(
+          "Largest tensor a model may need, e.g. 2GiB (default: half the physical memory, {})",
+          ir::format_bytes(ir::default_max_tensor_bytes())));
 }
 
 std::map<std::string, std::string> parse_key_values(const std::vector<std::string>& items, const std::string& what) {

@@ -77,17 +77,18 @@ double parse_duration(const std::string& text) {
 
 std::vector<Point> enumerate(const Spec& spec) {
   // The grid is checked before it is built: a few --set lists multiply to billions of points.
-  double count = static_cast<double>(spec.devices.size()) * spec.layouts.size() * spec.precisions.size() *
-                 spec.batches.size();
-  std::string factors = fmt::format("{} devices x {} layouts x {} precisions x {} batches", spec.devices.size(),
-                                    spec.layouts.size(), spec.precisions.size(), spec.batches.size());
+  double count = static_cast<double>(spec.devices.size()) * spec.layouts.size() *
+                 spec.precisions.size() * spec.batches.size();
+  std::string factors =
+      fmt::format("{} devices x {} layouts x {} precisions x {} batches", spec.devices.size(),
+                  spec.layouts.size(), spec.precisions.size(), spec.batches.size());
   for (const auto& [field, values] : spec.overrides) {
     count *= static_cast<double>(values.size());
     factors += fmt::format(" x {} values of {}", values.size(), field);
   }
   if (count > kMaxSweepPoints)
-    throw InvalidArgument(fmt::format("the sweep grid has {:.0f} points ({}), at most {}", count, factors,
-                                      kMaxSweepPoints));
+    throw InvalidArgument(fmt::format("the sweep grid has {:.0f} points ({}), at most {}", count,
+                                      factors, kMaxSweepPoints));
   std::vector<std::vector<std::pair<std::string, std::string>>> override_sets{{}};
   for (const auto& [field, values] : spec.overrides) {
     std::vector<std::vector<std::pair<std::string, std::string>>> next;

@@ -55,7 +55,10 @@ void check_unary_attributes(InferContext& c) {
       // Celu divides by alpha.
       if (c.float_attr("alpha", 1.0, -kBig, kBig) == 0.0) c.fail("attribute alpha must not be 0");
       break;
-    case OpType::LeakyRelu: case OpType::Elu: case OpType::HardSigmoid: case OpType::Selu:
+    case OpType::LeakyRelu:
+    case OpType::Elu:
+    case OpType::HardSigmoid:
+    case OpType::Selu:
     case OpType::ThresholdedRelu:
       c.float_attr("alpha", 0.0, -kBig, kBig);
       c.float_attr("beta", 0.0, -kBig, kBig);

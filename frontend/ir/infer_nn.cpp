@@ -39,11 +39,15 @@ void check_bias(InferContext& c, int64_t channels) {
   if (!c.has_input(2)) return;
   if (c.shape(2).rank() != 1 || c.shape(2)[0] != channels)
     c.fail(fmt::format("bias must have shape [{}]", channels));
-  if (c.dtype(0) == DType::i8) c.expect_dtype(2, {DType::i8, DType::i32});
-  else c.expect_same_dtype(0, 2);
+  if (c.dtype(0) == DType::i8)
+    c.expect_dtype(2, {DType::i8, DType::i32});
+  else
+    c.expect_same_dtype(0, 2);
 }
 
-void check_flag(InferContext& c, const char* name) { c.int_attr(name, 0, 0, 1); }
+void check_flag(InferContext& c, const char* name) {
+  c.int_attr(name, 0, 0, 1);
+}
 
 }  // namespace
 

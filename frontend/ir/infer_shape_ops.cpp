@@ -20,7 +20,8 @@ int64_t known_product(const std::vector<int64_t>& dims, int& symbols) {
 }
 
 // A 1-D integer tensor of parameters (shape, repeats, axes, pads, starts, ...).
-void expect_int_vector(InferContext& c, int i, std::initializer_list<DType> allowed = {DType::i32, DType::i64}) {
+void expect_int_vector(InferContext& c, int i,
+                       std::initializer_list<DType> allowed = {DType::i32, DType::i64}) {
   if (!c.has_input(i)) return;
   c.expect_dtype(i, allowed);
   c.expect_rank_between(i, 1, 1);
@@ -148,11 +149,13 @@ void gather_elements(InferContext& c) {
   c.expect_dtype(1, {DType::i32, DType::i64});
   if (c.shape(0).rank() != c.shape(1).rank()) c.fail("data and indices must have the same rank");
   c.expect_rank_at_least(0, 1);
-  int axis = normalize_axis(c.attrs().get_int("axis", 0), c.shape(0).rank(), c.node().name + " axis");
+  int axis =
+      normalize_axis(c.attrs().get_int("axis", 0), c.shape(0).rank(), c.node().name + " axis");
   // Every index addresses data at its own position outside `axis` (onnxruntime's bound).
   for (int d = 0; d < c.shape(0).rank(); ++d)
     if (d != axis && c.shape(1)[d] > c.shape(0)[d])
-      c.fail(fmt::format("indices dim {} is {}, larger than data's {}", d, c.shape(1)[d], c.shape(0)[d]));
+      c.fail(fmt::format("indices dim {} is {}, larger than data's {}", d, c.shape(1)[d],
+                         c.shape(0)[d]));
   c.set_output(0, c.dtype(0), c.shape(1));
 }
 

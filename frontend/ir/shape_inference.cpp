@@ -46,8 +46,9 @@ void InferContext::set_output(int i, DType dtype, Shape shape) {
   int64_t bytes = empty ? 0 : elements * static_cast<int64_t>(dtype_size(dtype));
   int64_t limit = max_bytes_ > 0 ? max_bytes_ : max_tensor_bytes();
   if (bytes > limit)
-    fail(fmt::format("output {} ({}) needs {}, over the tensor memory limit of {} (--max-tensor-bytes)",
-                     i, TensorType{dtype, shape}.str(), format_bytes(bytes), format_bytes(limit)));
+    fail(fmt::format(
+        "output {} ({}) needs {}, over the tensor memory limit of {} (--max-tensor-bytes)", i,
+        TensorType{dtype, shape}.str(), format_bytes(bytes), format_bytes(limit)));
   if (static_cast<int>(outputs_.size()) <= i) outputs_.resize(i + 1);
   outputs_[i] = TensorType{dtype, std::move(shape)};
 }
@@ -118,7 +119,8 @@ double InferContext::float_attr(const std::string& name, double fallback, double
 int64_t InferContext::int_attr(const std::string& name, int64_t fallback, int64_t lo,
                                int64_t hi) const {
   int64_t v = attrs().get_int(name, fallback);
-  if (v < lo || v > hi) fail(fmt::format("attribute {}={} is out of range [{}, {}]", name, v, lo, hi));
+  if (v < lo || v > hi)
+    fail(fmt::format("attribute {}={} is out of range [{}, {}]", name, v, lo, hi));
   return v;
 }
 
@@ -159,8 +161,10 @@ OpSchema schema_for(OpType op) {
     case OpType::GlobalAveragePool: case OpType::GlobalMaxPool: return {1, 1, 1, 1, global_pool};
     case OpType::BatchNormalization: return {5, 5, 1, 1, batch_norm};
     case OpType::LayerNormalization: return {2, 3, 1, 3, layer_norm};
-    case OpType::InstanceNormalization: return {3, 3, 1, 1, instance_norm};
-    case OpType::LRN: return {1, 1, 1, 1, lrn};
+    case OpType::InstanceNormalization:
+      return {3, 3, 1, 1, instance_norm};
+    case OpType::LRN:
+      return {1, 1, 1, 1, lrn};
     case OpType::Softmax: case OpType::LogSoftmax: case OpType::Hardmax:
       return {1, 1, 1, 1, softmax};
     case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax:
@@ -188,8 +192,10 @@ OpSchema schema_for(OpType op) {
     case OpType::Range: return {3, 3, 1, 1, range};
     case OpType::DepthToSpace: return {1, 1, 1, 1, depth_to_space};
     case OpType::SpaceToDepth: return {1, 1, 1, 1, space_to_depth};
-    case OpType::Trilu: return {1, 2, 1, 1, trilu};
-    case OpType::CumSum: return {2, 2, 1, 1, cumsum};
+    case OpType::Trilu:
+      return {1, 2, 1, 1, trilu};
+    case OpType::CumSum:
+      return {2, 2, 1, 1, cumsum};
     case OpType::EyeLike: return {1, 1, 1, 1, eye_like};
     default: break;
   }
@@ -293,9 +299,10 @@ void infer_shapes(Graph& g, const InferOptions& options) {
       if (d != kBatch && elements >= 0) elements = checked_mul_or(elements, d);
     int64_t bytes = elements < 0 ? INT64_MAX : elements * static_cast<int64_t>(dtype_size(t.dtype));
     if (bytes > limit)
-      throw ShapeError(fmt::format("graph input '{}' ({}) needs {}, over the tensor memory limit of {} "
-                                   "(--max-tensor-bytes)", g.value(v).name, t.str(), format_bytes(bytes),
-                                   format_bytes(limit)));
+      throw ShapeError(
+          fmt::format("graph input '{}' ({}) needs {}, over the tensor memory limit of {} "
+                      "(--max-tensor-bytes)",
+                      g.value(v).name, t.str(), format_bytes(bytes), format_bytes(limit)));
   }
   for (int i = 0; i < g.num_nodes(); ++i) infer_node(g, i, options);
   for (ValueId v : g.outputs())

@@ -39,7 +39,8 @@ void validate(const Graph& g, const InferOptions& options = {});
 // Everything an op's inference function sees.
 class InferContext {
  public:
-  InferContext(const Graph& g, const Node& n, int64_t max_bytes = 0) : g_(g), n_(n), max_bytes_(max_bytes) {}
+  InferContext(const Graph& g, const Node& n, int64_t max_bytes = 0)
+      : g_(g), n_(n), max_bytes_(max_bytes) {}
 
   const Graph& graph() const { return g_; }
   const Node& node() const { return n_; }

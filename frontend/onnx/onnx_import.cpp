@@ -180,7 +180,8 @@ class Importer {
       std::string what = "initializer '" + t.name() + "'";
       try {
         define(t.name(),
-               state_.graph.add_constant(t.name(), tensor_from_proto(t, what, state_.base_dir, state_.max_tensor_bytes)),
+               state_.graph.add_constant(
+                   t.name(), tensor_from_proto(t, what, state_.base_dir, state_.max_tensor_bytes)),
                "initializer");
       } catch (const UnsupportedOpError& e) {
         unsupported_.add(key_of(e, "initializers"), what);

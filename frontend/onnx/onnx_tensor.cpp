@@ -215,9 +215,11 @@ ir::HostTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& 
   int64_t nbytes = numel * static_cast<int64_t>(ir::dtype_size(*dtype));
   int64_t limit = max_bytes > 0 ? max_bytes : ir::max_tensor_bytes();
   if (nbytes > limit)
-    throw IoError(fmt::format("{}: {} needs {}, over the tensor memory limit of {} (--max-tensor-bytes)",
-                              what, type.str(), ir::format_bytes(nbytes), ir::format_bytes(limit)));
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) return read_external(t, type, nbytes, what, base_dir);
+    throw IoError(
+        fmt::format("{}: {} needs {}, over the tensor memory limit of {} (--max-tensor-bytes)",
+                    what, type.str(), ir::format_bytes(nbytes), ir::format_bytes(limit)));
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    return read_external(t, type, nbytes, what, base_dir);
   if (t.has_raw_data()) {
     if (static_cast<int64_t>(t.raw_data().size()) != nbytes)
       throw IoError(fmt::format("{}: raw data has {} bytes, {} needs {}", what, t.raw_data().size(),

@@ -23,11 +23,14 @@ void read_run(const traces::TraceReader& r, int64_t id) {
   std::ostringstream out;
   cli::print_summary(out, r, id, false, 0);
   cli::print_summary(out, r, id, true, 20);
-  cli::summary_json(r, id).dump();
+  cli::summary_json(r, id).dump(
+      2, ' ', false, nlohmann::json::error_handler_t::replace);  // as `mimic trace summary --json`
   traces::export_chrome(r, {id}, out);
   traces::export_csv(r, {id}, out);
   traces::write_html_report(r, id, out);
-  cli::print_diff(out, traces::diff_runs(r, id, r, id), 10);
+  traces::RunDiff diff = traces::diff_runs(r, id, r, id);
+  cli::print_diff(out, diff, 10);
+  cli::diff_json(diff).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace
@@ -40,6 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<traces::RunRecord> runs = r.runs();
     std::ostringstream out;
     cli::print_run_list(out, db.path(), runs);
+    for (const auto& run : runs)
+      cli::run_json(run).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     r.resolve_run("");
     for (size_t i = 0; i < runs.size() && i < 3; ++i) {
       try {

@@ -182,12 +182,15 @@ TEST(Sweep, SpecParsersBoundWhatTheyBuild) {
   sw::Spec s;
   s.devices = {"cpu", "tpu-emu:v4"};
   s.batches = {1, 2, 4, 8};
-  for (char f = 'a'; f < 'h'; ++f) s.overrides.emplace_back(std::string(1, f), sw::parse_list("1,2,3,4,5,6,7,8,9,10", "x"));
+  for (char f = 'a'; f < 'h'; ++f)
+    s.overrides.emplace_back(std::string(1, f), sw::parse_list("1,2,3,4,5,6,7,8,9,10", "x"));
   try {
     sw::enumerate(s);
     FAIL() << "no error";
   } catch (const mimic::InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("the sweep grid has 80000000 points (2 devices x 1 layouts"), std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("the sweep grid has 80000000 points (2 devices x 1 layouts"),
+        std::string::npos)
         << e.what();
   }
 }
