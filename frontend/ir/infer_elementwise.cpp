@@ -149,9 +149,8 @@ void binary(InferContext& c) {
     case OpType::Mod: {
       expect_numeric(c, 0);
       c.expect_same_dtype(0, 1);
-      int64_t fmod = c.int_attr("fmod", 0, 0, 1);
-      if (is_floating(c.dtype(0)) && fmod != 1)
-        c.fail("floating-point Mod needs attribute fmod=1 (ONNX Mod)");
+      // ONNX asks fmod=1 for floats; the IR also defines float fmod=0 (numpy's mod, sign of divisor).
+      c.int_attr("fmod", 0, 0, 1);
       c.set_output(0, c.dtype(0), s);
       return;
     }

@@ -81,11 +81,6 @@ const std::vector<Case>& cases() {
       {"sqrt_of_int", OpType::Sqrt,
        [](Graph& g, A&) { return std::vector{in(g, "x", DType::i32, {4})}; },
        "needs a floating-point input"},
-      {"mod_float_without_fmod", OpType::Mod,
-       [](Graph& g, A&) {
-         return std::vector{f32(g, "x", {4}), f32(g, "y", {4})};
-       },
-       "needs attribute fmod=1"},
       {"mod_fmod_two", OpType::Mod,
        [](Graph& g, A& a) {
          a.set("fmod", int64_t{2});
