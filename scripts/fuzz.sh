@@ -71,18 +71,20 @@ summary() {
   if [[ $rc -ne 0 ]]; then
     result="FINDING (exit $rc): $(grep -E "^==[0-9]+==ERROR|SUMMARY|ALARM|out-of-memory|deadly signal" "$log" | head -2 | tr '\n' ' ')"
   fi
-  printf "fuzz: %-12s %ss  runs=%s cov=%s ft=%s  %s\n" "$f" "$seconds" "${runs:-?}" "${cov:-?}" "${ft:-?}" "$result"
+  printf "fuzz: %-12s %ss of %ss  runs=%s cov=%s ft=%s  %s\n" "$f" "$(($(date +%s) - started[$f]))" "$seconds" \
+    "${runs:-?}" "${cov:-?}" "${ft:-?}" "$result"
 }
 
 mkdir -p "$dir/fuzz-logs"
 for f in "${fuzzers[@]}"; do seed "$f"; done
 status=0
 pending=("${fuzzers[@]}")
-declare -A pids=()
+declare -A pids=() started=()
 while [[ ${#pending[@]} -gt 0 || ${#pids[@]} -gt 0 ]]; do
   while [[ ${#pending[@]} -gt 0 && ${#pids[@]} -lt $jobs ]]; do
     run_one "${pending[0]}" &
     pids[${pending[0]}]=$!
+    started[${pending[0]}]=$(date +%s)
     pending=("${pending[@]:1}")
   done
   for f in "${!pids[@]}"; do
