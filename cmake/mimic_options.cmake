@@ -13,7 +13,7 @@ if(MIMIC_FUZZ)
   # libFuzzer targets (tests/fuzz): every mimic library gets coverage instrumentation, ASan and UBSan.
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "MIMIC_FUZZ=ON needs clang: configure with -DCMAKE_C_COMPILER=clang "
-                        "-DCMAKE_CXX_COMPILER=clang++ (scripts/fuzz_onnx.sh does)")
+                        "-DCMAKE_CXX_COMPILER=clang++ (scripts/fuzz.sh and scripts/test.sh do)")
   endif()
   target_compile_options(mimic_flags INTERFACE -fsanitize=fuzzer-no-link,address,undefined
                                                -fno-sanitize-recover=undefined -fno-omit-frame-pointer)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Configures and builds mimic. Usage: scripts/build.sh [BUILD_DIR] [cmake args...] [--target-unit-tests]
-# BUILD_DIR defaults to build/ (Release). --target-unit-tests builds only what the unit tests need.
+# Configures and builds mimic. Usage:
+#   scripts/build.sh [BUILD_DIR] [cmake args...] [--target-unit-tests] [--target-fuzzers]
+# BUILD_DIR defaults to build/ (Release). --target-unit-tests builds only what the unit tests need,
+# --target-fuzzers the libFuzzer targets (with -DMIMIC_FUZZ=ON); both together build both.
 # Quiet unless the build fails.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,7 +11,11 @@ shift || true
 target=()
 cmake_args=()
 for a in "$@"; do
-  if [[ "$a" == "--target-unit-tests" ]]; then target=(--target unit_tests); else cmake_args+=("$a"); fi
+  case "$a" in
+    --target-unit-tests) target+=(--target unit_tests) ;;
+    --target-fuzzers) target+=(--target fuzzers) ;;
+    *) cmake_args+=("$a") ;;
+  esac
 done
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
@@ -18,7 +24,7 @@ if [[ ! -f "$dir/CMakeCache.txt" ]]; then
     { cat "$dir.configure.log" >&2; exit 1; }
 fi
 log="$dir.build.log"
-if ! cmake --build "$dir" -j "$(nproc)" "${target[@]}" >"$log" 2>&1; then
+if ! cmake --build "$dir" -j "$(nproc)" ${target[@]+"${target[@]}"} >"$log" 2>&1; then
   grep -E "error|Error" -A3 "$log" | head -60 >&2
   echo "build: failed, full log in $log" >&2
   exit 1

@@ -97,7 +97,7 @@ ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>&
     std::unordered_map<int64_t, std::pair<int64_t, double>> track_pid;  // track -> pid, ns/unit
     std::unordered_map<int64_t, std::string> track_name;
     for (const TrackRecord& t : reader.tracks(run_id)) {
-      int64_t pid = pid_of_device.at(t.device_id);
+      int64_t pid = referenced(pid_of_device, t.device_id, reader.path(), "device");
       track_pid[t.id] = {pid, t.ns_per_unit};
       track_name[t.id] = t.name;
       w.metadata("thread_name", pid, t.id + 1,
@@ -112,7 +112,7 @@ ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>&
       for (const TrackRecord& t : reader.tracks(run_id))
         if (t.device_id == d.id) cycles_track[t.id] = d.time_unit == "cycles";
     reader.for_each_event(run_id, [&](const EventRecord& e) {
-      auto [pid, k] = track_pid.at(e.track_id);
+      auto [pid, k] = referenced(track_pid, e.track_id, reader.path(), "track");
       int64_t start = to_ns(e.ts, k), end = to_ns(e.ts + e.dur, k);
       std::string& b = w.buf();
       w.begin_event();
@@ -142,7 +142,7 @@ ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>&
       w.maybe_flush();
     });
     reader.for_each_counter(run_id, [&](const CounterRecord& c) {
-      auto [pid, k] = track_pid.at(c.track_id);
+      auto [pid, k] = referenced(track_pid, c.track_id, reader.path(), "track");
       std::string& b = w.buf();
       w.begin_event();
       b += R"({"ph":"C","name":)";
@@ -179,8 +179,8 @@ ExportStats export_csv(const TraceReader& reader, const std::vector<int64_t>& ru
     for (const OpRecord& o : reader.ops(run_id))
       ops[o.op_id] = {csv_field(o.node), csv_field(o.op_type)};
     reader.for_each_event(run_id, [&](const EventRecord& e) {
-      const TrackRecord& t = tracks.at(e.track_id);
-      const DeviceRecord& d = devices.at(t.device_id);
+      const TrackRecord& t = referenced(tracks, e.track_id, reader.path(), "track");
+      const DeviceRecord& d = referenced(devices, t.device_id, reader.path(), "device");
       auto op = ops.find(e.op_id);
       line.clear();
       fmt::format_to(std::back_inserter(line), "{},{},{},{},{},", run_id, d.id,

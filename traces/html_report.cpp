@@ -175,8 +175,8 @@ void timeline_section(std::ostream& out, const TraceReader& reader, int64_t run_
   reader.for_each_event(run_id, [&](const EventRecord& e) {
     auto it = row_of.find(e.track_id);
     if (it == row_of.end()) return;
-    const TrackRecord& t = *track_of.at(e.track_id);
-    const DeviceRecord& d = *device_of.at(t.device_id);
+    const TrackRecord& t = *referenced(track_of, e.track_id, reader.path(), "track");
+    const DeviceRecord& d = *referenced(device_of, t.device_id, reader.path(), "device");
     double start = (e.ts - d.start) * t.ns_per_unit, end = (e.ts + e.dur - d.start) * t.ns_per_unit;
     auto type = op_type.find(e.op_id);
     std::string category = type == op_type.end() ? t.kind : type->second;

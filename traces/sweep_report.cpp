@@ -50,7 +50,9 @@ Plot roofline(const SweepReport& r) {
   }
   for (const auto& [device, roof] : roofs) {
     double lo = std::min(x_lo, roof.second) / 4, hi = std::max(x_hi, roof.second) * 4;
-    auto at = [&](double x) { return roof.first * std::min(1.0, x / roof.second); };
+    double peak = roof.first,
+           ridge = roof.second;  // C++17 lambdas cannot capture structured bindings
+    auto at = [peak, ridge](double x) { return peak * std::min(1.0, x / ridge); };
     plot.series.push_back(PlotSeries{device + " roof", "#555",
                                      {{lo, at(lo), ""}, {roof.second, roof.first, fmt::format("ridge {:.0f} FLOP/byte", roof.second)},
                                       {hi, at(hi), ""}},

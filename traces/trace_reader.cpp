@@ -185,7 +185,7 @@ std::vector<DeviceRecord> TraceReader::devices(int64_t run_id) const {
   for (const TrackRecord& t : tracks(run_id)) track_device[t.id] = t.device_id;
   std::map<int64_t, bool> seen;
   for (const auto& [track, agg] : track_aggregates(run_id)) {
-    DeviceRecord* d = by_id.at(track_device.at(track));
+    DeviceRecord* d = referenced(by_id, referenced(track_device, track, path(), "track"), path(), "device");
     if (!seen[d->id]) {
       d->start = agg.first_ts;
       d->end = agg.last_end;
@@ -332,7 +332,7 @@ std::vector<UnitRecord> TraceReader::units(int64_t run_id) const {
     u.device_id = t.device_id;
     u.track = t.name;
     u.kind = t.kind;
-    const DeviceRecord& d = devs.at(t.device_id);
+    const DeviceRecord& d = referenced(devs, t.device_id, path(), "device");
     u.backend = d.backend;
     auto it = aggs.find(t.id);
     if (it != aggs.end()) {

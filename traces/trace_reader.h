@@ -18,10 +18,25 @@
 #include <variant>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "frontend/ir/error.h"
 #include "traces/schema.h"
 #include "traces/sqlite_db.h"
 
 namespace mimic::traces {
+
+// Row `key` of a table read into `rows`; a missing one means rows refer to rows that do not exist
+// (a corrupt or hand-edited trace): IoError naming the file and the reference, never an internal
+// error.
+template <typename Map>
+const typename Map::mapped_type& referenced(const Map& rows, const typename Map::key_type& key,
+                                           const std::string& path, const char* what) {
+  auto it = rows.find(key);
+  if (it == rows.end())
+    throw IoError(fmt::format("trace '{}' is corrupt: {} {} does not exist", path, what, key));
+  return it->second;
+}
 
 struct RunRecord {
   int64_t id = 0;

@@ -1,8 +1,9 @@
 // Data movement: views, transposes, concatenation, slicing, gathering, padding, tiling, casts.
 // These work on raw elements of any dtype (most through one strided copy).
+#include <fmt/format.h>
+#include <cassert>
 #include <cmath>
 #include <cstring>
-#include <fmt/format.h>
 #include <vector>
 
 #include "backends/cpu/int_math.h"
@@ -110,6 +111,8 @@ void gather_elements_kernel(const KernelArgs& a) {
   const char* src = static_cast<const char*>(data.raw());
   char* dst = static_cast<char*>(a.output(0).raw());
   int64_t dim = data.shape()[axis];
+  for (int d = 0; d < is.rank(); ++d)
+    assert(d == axis || is[d] <= data.shape()[d]);  // infer::gather_elements
   for (int64_t i = 0; i < idx.numel(); ++i) {
     int64_t rem = i, off = 0;
     for (int d = is.rank() - 1; d >= 0; --d) {
@@ -197,6 +200,8 @@ void shape_kernel(const KernelArgs& a) {
 void constant_kernel(const KernelArgs& a) {
   ir::HostTensor& out = a.output(0);
   const ir::HostTensor* value = a.node.attrs.get_tensor("value");
+  assert(a.node.op == ir::OpType::Constant || !value ||
+         value->numel() == 1);  // infer::constant_of_shape
   if (a.node.op == ir::OpType::Constant) {
     out = *value;
     return;
@@ -248,6 +253,7 @@ void space_depth_kernel(const KernelArgs& a) {
 
 void trilu_kernel(const KernelArgs& a) {
   const ir::Shape& s = a.input(0).shape();
+  assert(s.rank() >= 2);  // infer::trilu
   std::vector<int64_t> kv = ir::constant_ints(a.graph, a.node, 1, {0});
   int64_t k = kv.empty() ? 0 : kv[0];
   bool upper = a.node.attrs.get_int("upper", 1) != 0;

@@ -1,5 +1,6 @@
 // Pooling, normalizations and softmax.
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -153,6 +154,7 @@ void global_pool_kernel(const KernelArgs& a) {
 
 void batch_norm_kernel(const KernelArgs& a) {
   const ir::Shape& s = a.input(0).shape();
+  assert(s.rank() >= 2);  // infer::batch_norm, which also checks the four per-channel inputs
   bool last = ir::is_channels_last(a.node);
   int64_t n = s[0], c = last ? s.dim(-1) : s[1], sp = s.numel() / std::max<int64_t>(1, n * c);
   double eps = a.node.attrs.get_float("epsilon", 1e-5);
@@ -217,6 +219,8 @@ void layer_norm_kernel(const KernelArgs& a) {
 
 void instance_norm_kernel(const KernelArgs& a) {
   const ir::Shape& s = a.input(0).shape();
+  // Shape inference (infer::instance_norm) guarantees these.
+  assert(s.rank() >= 3 && a.input(1).numel() == s[1] && a.input(2).numel() == s[1]);
   int64_t n = s[0], c = s[1], sp = s.numel() / (n * c);
   double eps = a.node.attrs.get_float("epsilon", 1e-5);
   const float *x = f32(a.input(0)), *scale = f32(a.input(1)), *bias = f32(a.input(2));
@@ -237,6 +241,7 @@ void instance_norm_kernel(const KernelArgs& a) {
 
 void lrn_kernel(const KernelArgs& a) {
   const ir::Shape& s = a.input(0).shape();
+  assert(s.rank() >= 3);  // infer::lrn
   int64_t n = s[0], c = s[1], sp = s.numel() / (n * c);
   double alpha = a.node.attrs.get_float("alpha", 1e-4), beta = a.node.attrs.get_float("beta", 0.75);
   double bias = a.node.attrs.get_float("bias", 1.0);

@@ -19,9 +19,10 @@ struct Executable::Impl {
   RunInfo info;
 };
 
-ir::Graph prepare_graph(const ir::Graph& g, int64_t batch) {
+ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_bytes) {
   auto evaluator = backends::cpu::make_evaluator();
   ir::InferOptions infer{evaluator.get()};
+  infer.max_tensor_bytes = max_tensor_bytes;
   if (g.outputs().empty()) throw ShapeError(fmt::format("graph '{}' has no outputs", g.name()));
   if (g.has_symbolic_batch()) {
     if (batch <= 0)
@@ -42,7 +43,7 @@ ir::Graph prepare_graph(const ir::Graph& g, int64_t batch) {
 Executable compile(const ir::Graph& g, const Device& device, const CompileOptions& options) {
   device.require_available();
   auto impl = std::make_shared<Executable::Impl>();
-  impl->graph = prepare_graph(g, options.batch);
+  impl->graph = prepare_graph(g, options.batch, options.max_tensor_bytes);
   impl->device = device;
   impl->options = options;
   const backends::Backend* backend = backends::Registry::global().find(device.backend());

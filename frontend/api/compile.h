@@ -15,6 +15,9 @@ namespace mimic {
 
 struct CompileOptions : backends::CompileOptions {
   int64_t batch = 0;  // binds the graph's symbolic batch; required when it has one
+  // Largest tensor (bytes) the graph may need, checked on every inferred value before compiling;
+  // 0: ir::max_tensor_bytes() (half the physical memory unless set).
+  int64_t max_tensor_bytes = 0;
 };
 
 struct RunOutput {
@@ -44,7 +47,7 @@ class Executable {
 Executable compile(const ir::Graph& g, const Device& device, const CompileOptions& options = {});
 
 // Validates `g`, binds its batch (when symbolic; `batch` must then be > 0) and folds constants.
-ir::Graph prepare_graph(const ir::Graph& g, int64_t batch);
+ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_bytes = 0);
 
 // Deterministic example inputs: floats ~ N(0, 1), integer inputs in [0, int_high), bools random.
 std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, int64_t int_high = 100);

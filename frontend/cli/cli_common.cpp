@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "frontend/ir/error.h"
+#include "frontend/ir/memory_limit.h"
 
 namespace mimic::cli {
 
@@ -17,6 +18,21 @@ int exit_code(ErrorKind kind) {
     case ErrorKind::runtime: return 7;
   }
   return 1;
+}
+
+void add_memory_limit_option(CLI::App* cmd) {
+  cmd->add_option_function<std::string>(
+      "--max-tensor-bytes",
+      [](const std::string& text) {
+        try {
+          ir::set_max_tensor_bytes(ir::parse_byte_size(text, "--max-tensor-bytes"));
+        } catch (const Error& e) {
+          throw CLI::ValidationError(e.what());
+        }
+      },
+      fmt::format(
+          "Largest tensor a model may need, e.g. 2GiB (default: half the physical memory, {})",
+          ir::format_bytes(ir::default_max_tensor_bytes())));
 }
 
 std::map<std::string, std::string> parse_key_values(const std::vector<std::string>& items, const std::string& what) {

@@ -32,6 +32,10 @@ Command add_scalesim_command(CLI::App& app);
 // 5 device unavailable, 6 files, 7 run-time failure.
 int exit_code(ErrorKind kind);
 
+// Adds --max-tensor-bytes SIZE: the process-wide limit of one tensor (ir::set_max_tensor_bytes),
+// checked on the model's initializers and inferred shapes before anything is allocated.
+void add_memory_limit_option(CLI::App* cmd);
+
 // "k=v" items into a map; throws InvalidArgument naming `what` for items without '='.
 std::map<std::string, std::string> parse_key_values(const std::vector<std::string>& items, const std::string& what);
 // Integer values of "k=v" items (e.g. --model-arg layers=2).

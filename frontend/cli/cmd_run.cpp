@@ -101,12 +101,12 @@ int run(const RunArgs& a) {
     batch = exe.graph().input_type(0).shape[0];
   exe.run_info().model = model_name;
   exe.run_info().layout = a.onnx.empty() ? a.layout : "";
-  exe.run_info().config_json = run_config(a).dump();
+  exe.run_info().config_json = run_config(a).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   nlohmann::json j{{"model", model_name}, {"device", device.str()}, {"batch", batch}, {"layout", a.layout},
                    {"parameters", model.parameters}, {"compile_seconds", compile_s},
                    {"compile", to_json(exe.compile_report())}};
   if (a.compile_only) {
-    if (a.json) std::cout << j.dump(2) << "\n";
+    if (a.json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", model_name, batch, device.str(), format_seconds(compile_s));
     if (!a.json) print_compile_report(std::cout, exe.compile_report(), static_cast<int>(a.top));
     return 0;
@@ -151,7 +151,7 @@ int run(const RunArgs& a) {
       j["difference_vs_cpu"] = {{"max_abs", diff.max_abs}, {"max_rel", diff.max_rel}, {"of_scale", diff.of_scale}};
     j["report"] = to_json(out.report);
     if (trace) j["trace"] = {{"file", a.trace}, {"runs", trace_runs}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::cout << fmt::format("{:<12}{} (batch {}, {}, {} parameters)\n", "model", model_name, batch,
@@ -202,6 +202,7 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--warmup", a->warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--top", a->top, "Rows in the per-op table")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON");
+  add_memory_limit_option(cmd);
   cmd->add_option("--trace", a->trace, "Record the runs to this SQLite trace file (created when missing)");
   cmd->add_option("--tag", a->tag, "Tag stored with the runs in the trace (e.g. an experiment name)");
   return {cmd, [a]() { return run(*a); }};

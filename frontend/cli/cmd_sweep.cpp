@@ -198,6 +198,7 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_option("-j,--jobs", a->jobs, "Points run in parallel")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed for weights and inputs")->capture_default_str();
   cmd->add_option("--csv", a->csv_path, "Write the table as CSV");
+  add_memory_limit_option(cmd);
   cmd->add_option("--json", a->json_path, "Write points and recommendations as JSON");
   cmd->add_option("--trace", a->trace, "Record every run and the sweep's results in this SQLite file");
   cmd->add_option("-o,--report", a->report, "Write the HTML report (plots, roofline, recommendation)");

@@ -29,7 +29,7 @@ int list(const TraceArgs& a) {
   if (a.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : runs) j.push_back(run_json(r));
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // trace text may be any bytes
     return 0;
   }
   print_run_list(std::cout, a.file, runs);
@@ -43,7 +43,7 @@ int summary(const TraceArgs& a) {
   TraceReader reader(a.file);
   int64_t id = reader.resolve_run(a.run);
   if (a.json) {
-    std::cout << summary_json(reader, id).dump(2) << "\n";
+    std::cout << summary_json(reader, id).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   print_summary(std::cout, reader, id, a.by == "op", a.top);
@@ -95,7 +95,7 @@ int diff(const TraceArgs& a) {
   }
   traces::RunDiff d = traces::diff_runs(reader_a, run_a, reader_b, run_b);
   if (a.json) {
-    std::cout << diff_json(d).dump(2) << "\n";
+    std::cout << diff_json(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   print_diff(std::cout, d, a.top == 0 ? 25 : a.top);

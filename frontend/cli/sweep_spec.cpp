@@ -54,7 +54,8 @@ std::vector<int64_t> parse_batches(const std::string& text) {
     if (out.empty() || i + 1 >= items.size())
       throw InvalidArgument(fmt::format("--batch '{}': '...' needs a value on each side", text));
     int64_t end = number(items[i + 1]);
-    for (int64_t b = out.back() * 2; b < end; b *= 2) out.push_back(b);
+    // Doubling stops below `end` without overflowing, whatever the two ends are.
+    for (int64_t b = out.back(); b <= (end - 1) / 2;) out.push_back(b *= 2);
   }
   return out;
 }
@@ -69,12 +70,25 @@ double parse_duration(const std::string& text) {
   }
   std::string unit = text.substr(used);
   double scale = unit == "s" ? 1 : unit == "ms" ? 1e-3 : unit == "us" ? 1e-6 : unit == "ns" ? 1e-9 : -1;
-  if (used == 0 || scale < 0 || v <= 0)
+  if (used == 0 || scale < 0 || !std::isfinite(v) || v <= 0)
     throw InvalidArgument(fmt::format("duration '{}' must be a positive number with a unit (s, ms, us, ns), e.g. 7ms", text));
   return v * scale;
 }
 
 std::vector<Point> enumerate(const Spec& spec) {
+  // The grid is checked before it is built: a few --set lists multiply to billions of points.
+  double count = static_cast<double>(spec.devices.size()) * spec.layouts.size() *
+                 spec.precisions.size() * spec.batches.size();
+  std::string factors =
+      fmt::format("{} devices x {} layouts x {} precisions x {} batches", spec.devices.size(),
+                  spec.layouts.size(), spec.precisions.size(), spec.batches.size());
+  for (const auto& [field, values] : spec.overrides) {
+    count *= static_cast<double>(values.size());
+    factors += fmt::format(" x {} values of {}", values.size(), field);
+  }
+  if (count > kMaxSweepPoints)
+    throw InvalidArgument(fmt::format("the sweep grid has {:.0f} points ({}), at most {}", count,
+                                      factors, kMaxSweepPoints));
   std::vector<std::vector<std::pair<std::string, std::string>>> override_sets{{}};
   for (const auto& [field, values] : spec.overrides) {
     std::vector<std::vector<std::pair<std::string, std::string>>> next;

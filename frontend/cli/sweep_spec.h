@@ -38,6 +38,10 @@ std::vector<int64_t> parse_batches(const std::string& text);
 std::vector<std::string> parse_list(const std::string& text, const std::string& what);
 // "7ms", "250us", "0.5s", "2000ns" -> seconds.
 double parse_duration(const std::string& text);
+// Largest grid a sweep may have: each point is one `mimic run` process, so 10,000 points are hours.
+inline constexpr int64_t kMaxSweepPoints = 10000;
+// Every point of the grid; InvalidArgument naming the factors when it has more than
+// kMaxSweepPoints.
 std::vector<Point> enumerate(const Spec& spec);
 // Deterministic id of a sweep (same spec, same id), so --resume finds its points again.
 std::string sweep_id(const Spec& spec);

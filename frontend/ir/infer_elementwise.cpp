@@ -47,6 +47,35 @@ Shape broadcast(InferContext& c, int first, int last) {
   return s;
 }
 
+// Attribute ranges of the parametrized activations (ONNX opset 17).
+void check_unary_attributes(InferContext& c) {
+  constexpr double kBig = 1e30;
+  switch (c.node().op) {
+    case OpType::Celu:
+      // Celu divides by alpha.
+      if (c.float_attr("alpha", 1.0, -kBig, kBig) == 0.0) c.fail("attribute alpha must not be 0");
+      break;
+    case OpType::LeakyRelu:
+    case OpType::Elu:
+    case OpType::HardSigmoid:
+    case OpType::Selu:
+    case OpType::ThresholdedRelu:
+      c.float_attr("alpha", 0.0, -kBig, kBig);
+      c.float_attr("beta", 0.0, -kBig, kBig);
+      c.float_attr("gamma", 1.0, -kBig, kBig);
+      break;
+    case OpType::Shrink:
+      c.float_attr("lambd", 0.5, 0.0, kBig);
+      c.float_attr("bias", 0.0, -kBig, kBig);
+      break;
+    case OpType::Gelu:
+      c.string_attr("approximate", "none", {"none", "tanh"});
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 void unary(InferContext& c) {
@@ -79,10 +108,21 @@ void unary(InferContext& c) {
         }
       break;
     case OpType::Dropout:
+      expect_float(c, 0);
+      if (c.has_input(1)) {
+        c.expect_scalar(1);
+        expect_float(c, 1);
+      }
+      if (c.has_input(2)) {
+        c.expect_scalar(2);
+        c.expect_dtype(2, {DType::boolean});
+      }
+      c.float_attr("ratio", 0.5, 0.0, 1.0);
       if (c.node().outputs.size() > 1) c.set_output(1, DType::boolean, c.shape(0));
       break;
     default:
       expect_numeric(c, 0);
+      check_unary_attributes(c);
   }
   c.set_output(0, t, c.shape(0));
 }
@@ -106,6 +146,14 @@ void binary(InferContext& c) {
       expect_numeric(c, 1);
       c.set_output(0, c.dtype(0), s);
       return;
+    case OpType::Mod: {
+      expect_numeric(c, 0);
+      c.expect_same_dtype(0, 1);
+      // ONNX asks fmod=1 for floats; the IR also defines float fmod=0 (numpy's mod, sign of divisor).
+      c.int_attr("fmod", 0, 0, 1);
+      c.set_output(0, c.dtype(0), s);
+      return;
+    }
     case OpType::PRelu:
       expect_float(c, 0);
       c.expect_same_dtype(0, 1);
@@ -135,6 +183,7 @@ void where(InferContext& c) {
 
 void softmax(InferContext& c) {
   expect_float(c, 0);
+  c.expect_rank_at_least(0, 1);
   normalize_axis(c.attrs().get_int("axis", -1), c.shape(0).rank(), "softmax axis");
   c.set_output(0, c.dtype(0), c.shape(0));
 }
@@ -142,11 +191,13 @@ void softmax(InferContext& c) {
 void batch_norm(InferContext& c) {
   expect_float(c, 0);
   c.expect_rank_at_least(0, 2);
+  c.float_attr("epsilon", 1e-5, 0.0, 1e30);
   if (c.attrs().get_int("training_mode", 0) != 0)
     throw UnsupportedOpError(fmt::format("{}: training_mode=1 is not supported (inference only)",
                                          c.node().name), {"BatchNormalization"});
   const Shape& x = c.shape(0);
   int64_t channels = is_channels_last(c.node()) ? x.dim(-1) : x[1];
+  if (channels == kBatch) c.fail("the channel dimension cannot be the symbolic batch");
   for (int i = 1; i < 5; ++i) {
     if (c.shape(i).rank() != 1 || c.shape(i)[0] != channels)
       c.fail(fmt::format("input {} must have shape [{}] (one value per channel)", i, channels));
@@ -155,10 +206,39 @@ void batch_norm(InferContext& c) {
   c.set_output(0, c.dtype(0), x);
 }
 
+// ONNX InstanceNormalization: X is (N, C, D1, ..., Dn); like onnxruntime, rank >= 3.
+void instance_norm(InferContext& c) {
+  expect_float(c, 0);
+  c.expect_rank_at_least(0, 3);
+  c.float_attr("epsilon", 1e-5, 0.0, 1e30);
+  int64_t channels = c.shape(0)[1];
+  if (channels == kBatch) c.fail("the channel dimension cannot be the symbolic batch");
+  c.expect_per_channel(1, channels);
+  c.expect_per_channel(2, channels);
+  c.set_output(0, c.dtype(0), c.shape(0));
+}
+
+// ONNX LRN: X is (N, C, D1, ..., Dn) and the window `size` (channels summed over) is required.
+void lrn(InferContext& c) {
+  expect_float(c, 0);
+  c.expect_rank_at_least(0, 3);
+  if (!c.attrs().has("size")) c.fail("attribute size is required");
+  c.int_attr("size", 1, 1, int64_t{1} << 20);
+  c.float_attr("alpha", 1e-4, -1e30, 1e30);
+  c.float_attr("beta", 0.75, -1e30, 1e30);
+  c.float_attr("bias", 1.0, -1e30, 1e30);
+  c.set_output(0, c.dtype(0), c.shape(0));
+}
+
 void layer_norm(InferContext& c) {
   expect_float(c, 0);
+  c.expect_rank_at_least(0, 1);
+  c.float_attr("epsilon", 1e-5, 0.0, 1e30);
+  c.int_attr("stash_type", 1, 1, 1);
   const Shape& x = c.shape(0);
   int axis = normalize_axis(c.attrs().get_int("axis", -1), x.rank(), "LayerNormalization axis");
+  for (int i = 1; i < c.num_inputs(); ++i)
+    if (c.has_input(i)) c.expect_same_dtype(0, i);
   Shape normalized(std::vector<int64_t>(x.dims().begin() + axis, x.dims().end()));
   for (int i = 1; i < c.num_inputs(); ++i) {
     if (!c.has_input(i)) continue;

@@ -39,6 +39,14 @@ void check_bias(InferContext& c, int64_t channels) {
   if (!c.has_input(2)) return;
   if (c.shape(2).rank() != 1 || c.shape(2)[0] != channels)
     c.fail(fmt::format("bias must have shape [{}]", channels));
+  if (c.dtype(0) == DType::i8)
+    c.expect_dtype(2, {DType::i8, DType::i32});
+  else
+    c.expect_same_dtype(0, 2);
+}
+
+void check_flag(InferContext& c, const char* name) {
+  c.int_attr(name, 0, 0, 1);
 }
 
 }  // namespace
@@ -75,7 +83,9 @@ void gemm(InferContext& c) {
   const Shape& a = c.shape(0);
   const Shape& b = c.shape(1);
   if (a.rank() != 2 || b.rank() != 2) c.fail("Gemm inputs A and B must be 2-D");
-  bool ta = c.attrs().get_int("transA", 0) != 0, tb = c.attrs().get_int("transB", 0) != 0;
+  bool ta = c.int_attr("transA", 0, 0, 1) != 0, tb = c.int_attr("transB", 0, 0, 1) != 0;
+  c.float_attr("alpha", 1.0, -1e30, 1e30);
+  c.float_attr("beta", 1.0, -1e30, 1e30);
   int64_t m = ta ? a[1] : a[0], ka = ta ? a[0] : a[1];
   int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
   if (ka != kb || ka == kBatch)
@@ -113,6 +123,9 @@ void conv_transpose(InferContext& c) {
 void pool(InferContext& c) {
   expect_float(c, 0);
   if (c.attrs().get_ints("kernel_shape").empty()) c.fail("attribute kernel_shape is required");
+  check_flag(c, "ceil_mode");
+  check_flag(c, "count_include_pad");
+  check_flag(c, "storage_order");
   WindowGeometry g = geometry(c, WindowKind::pool);
   c.set_output(0, c.dtype(0), output_of_window(g, g.in_channels));
 }
@@ -128,6 +141,12 @@ void global_pool(InferContext& c) {
 
 void reduce(InferContext& c) {
   if (c.dtype(0) == DType::boolean) c.fail("cannot reduce a bool tensor");
+  check_flag(c, "keepdims");
+  check_flag(c, "noop_with_empty_axes");
+  if (c.has_input(1)) {
+    c.expect_dtype(1, {DType::i32, DType::i64});
+    c.expect_rank_between(1, 1, 1);
+  }
   std::vector<bool> reduced = resolve_reduce_axes(c.graph(), c.node());
   bool keep = c.attrs().get_int("keepdims", 1) != 0;
   std::vector<int64_t> dims;
@@ -140,6 +159,10 @@ void reduce(InferContext& c) {
 }
 
 void arg_reduce(InferContext& c) {
+  if (c.dtype(0) == DType::boolean) c.fail("cannot take ArgMax/ArgMin of a bool tensor");
+  c.expect_rank_at_least(0, 1);
+  check_flag(c, "keepdims");
+  check_flag(c, "select_last_index");
   const Shape& s = c.shape(0);
   int axis = normalize_axis(c.attrs().get_int("axis", 0), s.rank(), c.node().name + " axis");
   bool keep = c.attrs().get_int("keepdims", 1) != 0;

@@ -19,9 +19,18 @@ int64_t known_product(const std::vector<int64_t>& dims, int& symbols) {
   return p;
 }
 
+// A 1-D integer tensor of parameters (shape, repeats, axes, pads, starts, ...).
+void expect_int_vector(InferContext& c, int i,
+                       std::initializer_list<DType> allowed = {DType::i32, DType::i64}) {
+  if (!c.has_input(i)) return;
+  c.expect_dtype(i, allowed);
+  c.expect_rank_between(i, 1, 1);
+}
+
 }  // namespace
 
 void reshape(InferContext& c) {
+  expect_int_vector(c, 1);
   const Shape& in = c.shape(0);
   std::vector<int64_t> target = c.ints(1);
   bool allow_zero = c.attrs().get_int("allowzero", 0) != 0;
@@ -84,6 +93,7 @@ void transpose(InferContext& c) {
 }
 
 void concat(InferContext& c) {
+  c.expect_rank_at_least(0, 1);
   Shape out = c.shape(0);
   int axis = normalize_axis(c.attrs().require_int("axis"), out.rank(), c.node().name + " axis");
   for (int i = 1; i < c.num_inputs(); ++i) {
@@ -100,6 +110,8 @@ void concat(InferContext& c) {
 }
 
 void split(InferContext& c) {
+  c.expect_rank_at_least(0, 1);
+  expect_int_vector(c, 1);
   std::vector<int64_t> sizes = resolve_split(c.graph(), c.node());
   int axis = normalize_axis(c.attrs().get_int("axis", 0), c.shape(0).rank(), "split axis");
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -110,6 +122,9 @@ void split(InferContext& c) {
 }
 
 void slice(InferContext& c) {
+  for (int i = 1; i < c.num_inputs(); ++i) expect_int_vector(c, i, {DType::i32, DType::i64});
+  for (int i = 2; i < c.num_inputs(); ++i)
+    if (c.has_input(i) && c.dtype(i) != c.dtype(1)) c.expect_same_dtype(1, i);
   SliceSpec spec = resolve_slice(c.graph(), c.node());
   c.set_output(0, c.dtype(0), Shape(spec.length));
 }
@@ -117,7 +132,13 @@ void slice(InferContext& c) {
 void gather(InferContext& c) {
   c.expect_dtype(1, {DType::i32, DType::i64});
   const Shape& data = c.shape(0);
+  c.expect_rank_at_least(0, 1);
   int axis = normalize_axis(c.attrs().get_int("axis", 0), data.rank(), c.node().name + " axis");
+  int64_t dim = data[axis];
+  if (c.constant(1) && dim != kBatch)
+    for (int64_t k : c.ints(1))
+      if (k < -dim || k >= dim)
+        c.fail(fmt::format("index {} is out of range for axis {} of size {}", k, axis, dim));
   std::vector<int64_t> out(data.dims().begin(), data.dims().begin() + axis);
   for (int64_t d : c.shape(1).dims()) out.push_back(d);
   for (int i = axis + 1; i < data.rank(); ++i) out.push_back(data[i]);
@@ -127,11 +148,19 @@ void gather(InferContext& c) {
 void gather_elements(InferContext& c) {
   c.expect_dtype(1, {DType::i32, DType::i64});
   if (c.shape(0).rank() != c.shape(1).rank()) c.fail("data and indices must have the same rank");
-  normalize_axis(c.attrs().get_int("axis", 0), c.shape(0).rank(), c.node().name + " axis");
+  c.expect_rank_at_least(0, 1);
+  int axis =
+      normalize_axis(c.attrs().get_int("axis", 0), c.shape(0).rank(), c.node().name + " axis");
+  // Every index addresses data at its own position outside `axis` (onnxruntime's bound).
+  for (int d = 0; d < c.shape(0).rank(); ++d)
+    if (d != axis && c.shape(1)[d] > c.shape(0)[d])
+      c.fail(fmt::format("indices dim {} is {}, larger than data's {}", d, c.shape(1)[d],
+                         c.shape(0)[d]));
   c.set_output(0, c.dtype(0), c.shape(1));
 }
 
 void squeeze(InferContext& c) {
+  expect_int_vector(c, 1);
   const Shape& in = c.shape(0);
   std::vector<int64_t> axes = resolve_squeeze_axes(c.graph(), c.node());
   std::vector<int64_t> out;
@@ -145,6 +174,7 @@ void squeeze(InferContext& c) {
 }
 
 void unsqueeze(InferContext& c) {
+  expect_int_vector(c, 1);
   const Shape& in = c.shape(0);
   std::vector<int64_t> axes = resolve_squeeze_axes(c.graph(), c.node());
   std::vector<int64_t> out;
@@ -164,6 +194,9 @@ void pad(InferContext& c) {
   std::string mode = c.attrs().get_string("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
     c.fail(fmt::format("unknown pad mode '{}'", mode));
+  expect_int_vector(c, 1);
+  expect_int_vector(c, 3, {DType::i32, DType::i64});
+  c.expect_scalar(2);
   PadSpec spec = resolve_pads(c.graph(), c.node());
   Shape out = c.shape(0);
   for (int i = 0; i < out.rank(); ++i) {
@@ -171,6 +204,8 @@ void pad(InferContext& c) {
       if (spec.before[i] || spec.after[i]) c.fail("cannot pad the symbolic batch axis");
       continue;
     }
+    if (mode != "constant" && out[i] == 0 && (spec.before[i] > 0 || spec.after[i] > 0))
+      c.fail(fmt::format("{} padding of an empty axis {} has nothing to copy", mode, i));
     if (mode == "reflect" && (spec.before[i] >= out[i] || spec.after[i] >= out[i]))
       c.fail(fmt::format("reflect padding of {} on axis {} needs a dimension larger than the pad",
                          std::max(spec.before[i], spec.after[i]), i));
@@ -182,6 +217,7 @@ void pad(InferContext& c) {
 }
 
 void tile(InferContext& c) {
+  expect_int_vector(c, 1);
   std::vector<int64_t> repeats = c.ints(1);
   Shape out = c.shape(0);
   if (static_cast<int>(repeats.size()) != out.rank())
@@ -195,14 +231,17 @@ void tile(InferContext& c) {
 }
 
 void expand(InferContext& c) {
+  expect_int_vector(c, 1);
   Shape target(c.ints(1));
   for (int64_t d : target.dims())
     if (d < 0) c.fail(fmt::format("shape {} has a negative size", target.str()));
+  Shape out;
   try {
-    c.set_output(0, c.dtype(0), broadcast_shapes(c.shape(0), target, "Expand"));
+    out = broadcast_shapes(c.shape(0), target, "Expand");
   } catch (const ShapeError&) {
     c.fail(fmt::format("cannot expand {} to {}", c.shape(0).str(), target.str()));
   }
+  c.set_output(0, c.dtype(0), out);
 }
 
 void shape(InferContext& c) {
@@ -218,10 +257,14 @@ void shape(InferContext& c) {
 void size(InferContext& c) { c.set_output(0, DType::i64, Shape()); }
 
 void constant_of_shape(InferContext& c) {
+  expect_int_vector(c, 0);
   std::vector<int64_t> dims = c.ints(0);
   for (int64_t d : dims)
     if (d < 0) c.fail("shape values must be non-negative");
   const HostTensor* value = c.attrs().get_tensor("value");
+  if (value && value->numel() != 1)
+    c.fail(fmt::format("attribute value must hold one element, holds {} ({})", value->numel(),
+                       value->type().str()));
   c.set_output(0, value ? value->dtype() : DType::f32, Shape(dims));
 }
 
@@ -232,6 +275,7 @@ void constant(InferContext& c) {
 }
 
 void range(InferContext& c) {
+  c.expect_dtype(0, {DType::f32, DType::f64, DType::i32, DType::i64});
   for (int i = 0; i < 3; ++i) {
     if (c.shape(i).rank() != 0 && c.shape(i).numel() != 1) c.fail("start, limit and delta must be scalars");
     c.expect_same_dtype(0, i);
@@ -250,6 +294,7 @@ void range(InferContext& c) {
 }
 
 void depth_to_space(InferContext& c) {
+  c.string_attr("mode", "DCR", {"DCR", "CRD"});
   const Shape& in = c.shape(0);
   int64_t b = c.attrs().require_int("blocksize");
   if (in.rank() != 4 || b <= 0 || b > (1 << 20) || in[1] % (b * b) != 0)
@@ -263,6 +308,29 @@ void space_to_depth(InferContext& c) {
   if (in.rank() != 4 || b <= 0 || b > (1 << 20) || in[2] % b != 0 || in[3] % b != 0)
     c.fail(fmt::format("needs NCHW input with H and W divisible by blocksize {}", b));
   c.set_output(0, c.dtype(0), Shape({in[0], checked_mul(in[1], b * b, "channels"), in[2] / b, in[3] / b}));
+}
+
+// ONNX Trilu: the last two axes are the matrices; k is an optional int64 scalar.
+void trilu(InferContext& c) {
+  c.expect_rank_at_least(0, 2);
+  c.int_attr("upper", 1, 0, 1);
+  if (c.has_input(1)) {
+    c.expect_dtype(1, {DType::i32, DType::i64});
+    c.expect_scalar(1);
+  }
+  c.set_output(0, c.dtype(0), c.shape(0));
+}
+
+// ONNX CumSum: axis is an int32/int64 scalar in [-rank, rank - 1].
+void cumsum(InferContext& c) {
+  c.expect_dtype(0, {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i32, DType::i64});
+  c.expect_rank_at_least(0, 1);
+  c.expect_dtype(1, {DType::i32, DType::i64});
+  c.expect_scalar(1);
+  c.int_attr("exclusive", 0, 0, 1);
+  c.int_attr("reverse", 0, 0, 1);
+  if (c.constant(1)) normalize_axis(c.ints(1).at(0), c.shape(0).rank(), "CumSum axis");
+  c.set_output(0, c.dtype(0), c.shape(0));
 }
 
 void eye_like(InferContext& c) {

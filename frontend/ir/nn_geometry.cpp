@@ -154,6 +154,11 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
   g.pad_end.assign(pads.begin() + sr, pads.end());
   g.out_size.assign(sr, 0);
   std::string auto_pad = n.attrs.get_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" &&
+      auto_pad != "VALID")
+    fail(n, x,
+         fmt::format("auto_pad '{}' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", auto_pad));
+  if (g.in_channels == kBatch) fail(n, x, "the channel dimension cannot be the symbolic batch");
   if (kind == WindowKind::conv_transpose) {
     std::vector<int64_t> output_padding = n.attrs.get_ints("output_padding");
     std::vector<int64_t> output_shape = n.attrs.get_ints("output_shape");

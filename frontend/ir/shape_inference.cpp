@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "frontend/ir/error.h"
+#include "frontend/ir/memory_limit.h"
 
 namespace mimic::ir {
 namespace {
@@ -31,12 +34,21 @@ const HostTensor* InferContext::constant(int i) const {
 void InferContext::set_output(int i, DType dtype, Shape shape) {
   // Zero dims are skipped in the product so that strides of empty tensors stay bounded too.
   int64_t elements = 1;
+  bool empty = false;
   for (int64_t d : shape.dims()) {
     if (d < 0 && d != kBatch) fail(fmt::format("output {} would have negative dim in {}", i, shape.str()));
+    empty = empty || d == 0;
     if (d == kBatch || d == 0) continue;
     if (d > kMaxElements || (elements = checked_mul_or(elements, d)) < 0)
       fail(fmt::format("output {} of shape {} would have more than 2^40 elements", i, shape.str()));
   }
+  // Per batch item while the batch is symbolic; bind_batch re-checks with the real batch.
+  int64_t bytes = empty ? 0 : elements * static_cast<int64_t>(dtype_size(dtype));
+  int64_t limit = max_bytes_ > 0 ? max_bytes_ : max_tensor_bytes();
+  if (bytes > limit)
+    fail(fmt::format(
+        "output {} ({}) needs {}, over the tensor memory limit of {} (--max-tensor-bytes)", i,
+        TensorType{dtype, shape}.str(), format_bytes(bytes), format_bytes(limit)));
   if (static_cast<int>(outputs_.size()) <= i) outputs_.resize(i + 1);
   outputs_[i] = TensorType{dtype, std::move(shape)};
 }
@@ -75,6 +87,54 @@ void InferContext::expect_rank_at_least(int i, int rank) const {
     fail(fmt::format("input {} has rank {}, needs at least {}", i, shape(i).rank(), rank));
 }
 
+void InferContext::expect_rank_between(int i, int lo, int hi) const {
+  int r = shape(i).rank();
+  if (r < lo || r > hi)
+    fail(lo == hi ? fmt::format("input {} has rank {}, needs rank {}", i, r, lo)
+                  : fmt::format("input {} has rank {}, needs rank {} to {}", i, r, lo, hi));
+}
+
+void InferContext::expect_scalar(int i) const {
+  if (!has_input(i)) return;
+  const Shape& s = shape(i);
+  if (s.rank() > 1 || (s.rank() == 1 && s[0] != 1))
+    fail(fmt::format("input {} must be a scalar, has shape {}", i, s.str()));
+}
+
+void InferContext::expect_per_channel(int i, int64_t size) const {
+  if (shape(i).rank() != 1 || shape(i)[0] != size)
+    fail(fmt::format("input {} has shape {}, must have shape [{}] (one value per channel)", i,
+                     shape(i).str(), size));
+  expect_same_dtype(0, i);
+}
+
+double InferContext::float_attr(const std::string& name, double fallback, double lo,
+                                double hi) const {
+  double v = attrs().get_float(name, fallback);
+  if (!std::isfinite(v) || v < lo || v > hi)
+    fail(fmt::format("attribute {}={} is out of range [{}, {}]", name, v, lo, hi));
+  return v;
+}
+
+int64_t InferContext::int_attr(const std::string& name, int64_t fallback, int64_t lo,
+                               int64_t hi) const {
+  int64_t v = attrs().get_int(name, fallback);
+  if (v < lo || v > hi)
+    fail(fmt::format("attribute {}={} is out of range [{}, {}]", name, v, lo, hi));
+  return v;
+}
+
+std::string InferContext::string_attr(const std::string& name, const std::string& fallback,
+                                      std::initializer_list<const char*> allowed) const {
+  std::string v = attrs().get_string(name, fallback);
+  std::string names;
+  for (const char* a : allowed) {
+    if (v == a) return v;
+    names += (names.empty() ? "" : "|") + std::string(a);
+  }
+  fail(fmt::format("attribute {}='{}' is not one of {}", name, v, names));
+}
+
 namespace {
 
 constexpr int kMany = 1 << 20;
@@ -101,8 +161,10 @@ OpSchema schema_for(OpType op) {
     case OpType::GlobalAveragePool: case OpType::GlobalMaxPool: return {1, 1, 1, 1, global_pool};
     case OpType::BatchNormalization: return {5, 5, 1, 1, batch_norm};
     case OpType::LayerNormalization: return {2, 3, 1, 3, layer_norm};
-    case OpType::InstanceNormalization: return {3, 3, 1, 1, same_as_input};
-    case OpType::LRN: return {1, 1, 1, 1, same_as_input};
+    case OpType::InstanceNormalization:
+      return {3, 3, 1, 1, instance_norm};
+    case OpType::LRN:
+      return {1, 1, 1, 1, lrn};
     case OpType::Softmax: case OpType::LogSoftmax: case OpType::Hardmax:
       return {1, 1, 1, 1, softmax};
     case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax:
@@ -130,8 +192,10 @@ OpSchema schema_for(OpType op) {
     case OpType::Range: return {3, 3, 1, 1, range};
     case OpType::DepthToSpace: return {1, 1, 1, 1, depth_to_space};
     case OpType::SpaceToDepth: return {1, 1, 1, 1, space_to_depth};
-    case OpType::Trilu: return {1, 2, 1, 1, same_as_input};
-    case OpType::CumSum: return {2, 2, 1, 1, same_as_input};
+    case OpType::Trilu:
+      return {1, 2, 1, 1, trilu};
+    case OpType::CumSum:
+      return {2, 2, 1, 1, cumsum};
     case OpType::EyeLike: return {1, 1, 1, 1, eye_like};
     // Y, Y_h (and Y_c): an IR node lists outputs up to the last one used.
     case OpType::LSTM: return {3, 8, 1, 3, recurrent};
@@ -197,7 +261,7 @@ const OpSchema& op_schema(OpType op) {
 void infer_node(Graph& g, int node_index, const InferOptions& options) {
   const Node& n = g.node(node_index);
   const OpSchema& schema = op_schema(n.op);
-  InferContext c(g, n);
+  InferContext c(g, n, options.max_tensor_bytes);
   int ni = n.num_inputs(), no = static_cast<int>(n.outputs.size());
   if (ni < schema.min_inputs || ni > schema.max_inputs)
     c.fail(fmt::format("takes {} to {} inputs, got {}", schema.min_inputs, schema.max_inputs, ni));
@@ -207,8 +271,10 @@ void infer_node(Graph& g, int node_index, const InferOptions& options) {
     if (!n.has_input(i)) c.fail(fmt::format("required input {} is missing", i));
   try {
     schema.infer(c);
-  } catch (const ShapeError&) {
-    throw;
+  } catch (const ShapeError& e) {
+    // Shared helpers (normalize_axis, attribute getters) do not know the node: name it here.
+    if (std::string(e.what()).rfind(describe(g, n), 0) == 0) throw;
+    c.fail(e.what());
   } catch (const Error& e) {
     c.fail(e.what());
   }
@@ -228,6 +294,19 @@ void infer_node(Graph& g, int node_index, const InferOptions& options) {
 }
 
 void infer_shapes(Graph& g, const InferOptions& options) {
+  int64_t limit = options.max_tensor_bytes > 0 ? options.max_tensor_bytes : max_tensor_bytes();
+  for (ValueId v : g.inputs()) {
+    const TensorType& t = g.value(v).type;
+    int64_t elements = 1;
+    for (int64_t d : t.shape.dims())
+      if (d != kBatch && elements >= 0) elements = checked_mul_or(elements, d);
+    int64_t bytes = elements < 0 ? INT64_MAX : elements * static_cast<int64_t>(dtype_size(t.dtype));
+    if (bytes > limit)
+      throw ShapeError(
+          fmt::format("graph input '{}' ({}) needs {}, over the tensor memory limit of {} "
+                      "(--max-tensor-bytes)",
+                      g.value(v).name, t.str(), format_bytes(bytes), format_bytes(limit)));
+  }
   for (int i = 0; i < g.num_nodes(); ++i) infer_node(g, i, options);
   for (ValueId v : g.outputs())
     if (!g.value(v).typed)

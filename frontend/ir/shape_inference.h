@@ -24,6 +24,8 @@ class ConstantEvaluator {
 struct InferOptions {
   ConstantEvaluator* evaluator = nullptr;
   int64_t max_fold_elements = int64_t{1} << 26;
+  // Largest value (bytes) a node may produce; 0: ir::max_tensor_bytes() (memory_limit.h).
+  int64_t max_tensor_bytes = 0;
 };
 
 // Infers one node's outputs (its inputs must be typed). Throws ShapeError naming the node.
@@ -37,7 +39,8 @@ void validate(const Graph& g, const InferOptions& options = {});
 // Everything an op's inference function sees.
 class InferContext {
  public:
-  InferContext(const Graph& g, const Node& n) : g_(g), n_(n) {}
+  InferContext(const Graph& g, const Node& n, int64_t max_bytes = 0)
+      : g_(g), n_(n), max_bytes_(max_bytes) {}
 
   const Graph& graph() const { return g_; }
   const Node& node() const { return n_; }
@@ -61,10 +64,24 @@ class InferContext {
   void expect_dtype(int i, std::initializer_list<DType> allowed) const;
   void expect_same_dtype(int a, int b) const;
   void expect_rank_at_least(int i, int rank) const;
+  // Fails unless input i's rank is in [lo, hi].
+  void expect_rank_between(int i, int lo, int hi) const;
+  // Fails unless input i (when present) is a scalar: rank 0, or rank 1 with one element.
+  void expect_scalar(int i) const;
+  // Fails unless input i is a 1-D tensor of `size` values with input 0's dtype ("one per channel").
+  void expect_per_channel(int i, int64_t size) const;
+  // Float attribute `name` (or `fallback`), failing unless it is finite and in [lo, hi].
+  double float_attr(const std::string& name, double fallback, double lo, double hi) const;
+  // Int attribute `name` (or `fallback`), failing unless it is in [lo, hi].
+  int64_t int_attr(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const;
+  // String attribute `name` (or `fallback`), failing unless it is one of `allowed`.
+  std::string string_attr(const std::string& name, const std::string& fallback,
+                          std::initializer_list<const char*> allowed) const;
 
  private:
   const Graph& g_;
   const Node& n_;
+  int64_t max_bytes_;
   std::vector<TensorType> outputs_;
 };
 
@@ -86,6 +103,10 @@ void where(InferContext& c);
 void softmax(InferContext& c);
 void batch_norm(InferContext& c);
 void layer_norm(InferContext& c);
+void instance_norm(InferContext& c);
+void lrn(InferContext& c);
+void trilu(InferContext& c);
+void cumsum(InferContext& c);
 void same_as_input(InferContext& c);
 void matmul(InferContext& c);
 void gemm(InferContext& c);

@@ -126,7 +126,7 @@ ir::Attributes NodeConverter::attributes(std::initializer_list<const char*> skip
       case AttributeProto::TENSOR:
         out.set(a.name(),
                 tensor_from_proto(a.t(), fmt::format("{} attribute '{}'", describe(), a.name()),
-                                  state_.base_dir));
+                                  state_.base_dir, state_.max_tensor_bytes));
         break;
       case AttributeProto::UNDEFINED:
         out.set(a.name(), std::vector<int64_t>{});

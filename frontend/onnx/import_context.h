@@ -20,6 +20,7 @@ struct ImportState {
   ir::Graph graph;
   std::map<std::string, ir::ValueId> values;
   std::string base_dir;  // external data files
+  int64_t max_tensor_bytes = 0;  // 0: ir::max_tensor_bytes()
   int64_t opset = 0;     // of the default domain
 };
 

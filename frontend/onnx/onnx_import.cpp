@@ -136,6 +136,7 @@ class Importer {
   Importer(const onnx::ModelProto& m, std::string name, const ImportOptions& options)
       : m_(m), name_(std::move(name)), options_(options) {
     state_.base_dir = options.base_dir;
+    state_.max_tensor_bytes = options.max_tensor_bytes;
     state_.opset = default_opset(m, name_);
   }
 
@@ -179,7 +180,8 @@ class Importer {
       std::string what = "initializer '" + t.name() + "'";
       try {
         define(t.name(),
-               state_.graph.add_constant(t.name(), tensor_from_proto(t, what, state_.base_dir)),
+               state_.graph.add_constant(
+                   t.name(), tensor_from_proto(t, what, state_.base_dir, state_.max_tensor_bytes)),
                "initializer");
       } catch (const UnsupportedOpError& e) {
         unsupported_.add(key_of(e, "initializers"), what);

@@ -33,6 +33,9 @@ struct ImportOptions {
   // Take a first dimension of size 0 for the symbolic batch (some exporters write 0 for
   // "unknown"). Off for models whose inputs may really be empty, such as the ONNX test models.
   bool zero_dim_is_batch = true;
+  // Largest initializer or attribute tensor (bytes), checked before allocating it; 0:
+  // ir::max_tensor_bytes() (half the physical memory unless set).
+  int64_t max_tensor_bytes = 0;
 };
 
 struct ImportedModel {

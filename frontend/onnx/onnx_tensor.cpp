@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "frontend/ir/error.h"
+#include "frontend/ir/memory_limit.h"
 
 namespace mimic::onnx_import {
 namespace {
@@ -95,8 +96,8 @@ fs::path external_path(const std::string& location, const std::string& base_dir,
   return fs::path(base_dir.empty() ? "." : base_dir) / rel;
 }
 
-void fill_from_external(const onnx::TensorProto& t, ir::HostTensor& out, const std::string& what,
-                        const std::string& base_dir) {
+ir::HostTensor read_external(const onnx::TensorProto& t, const ir::TensorType& type, int64_t want,
+                             const std::string& what, const std::string& base_dir) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& entry : t.external_data()) {
@@ -107,10 +108,9 @@ void fill_from_external(const onnx::TensorProto& t, ir::HostTensor& out, const s
     else if (entry.key() == "length")
       length = parse_size(entry.value(), "length", what);
   }
-  int64_t want = static_cast<int64_t>(out.nbytes());
   if (length >= 0 && length != want)
     throw IoError(fmt::format("{}: external data length {} does not match {} ({} bytes)", what,
-                              length, out.type().str(), want));
+                              length, type.str(), want));
   fs::path path = external_path(location, base_dir, what);
   std::error_code ec;
   auto size = fs::file_size(path, ec);
@@ -125,7 +125,9 @@ void fill_from_external(const onnx::TensorProto& t, ir::HostTensor& out, const s
   in.seekg(offset);
   if (!in.read(bytes.data(), want))
     throw IoError(fmt::format("{}: reading {} bytes of '{}' failed", what, want, path.string()));
+  ir::HostTensor out(type.dtype, type.shape);
   fill_from_bytes(bytes.data(), out);
+  return out;
 }
 
 }  // namespace
@@ -196,7 +198,7 @@ int64_t checked_numel(const int64_t* dims, int rank, const std::string& what) {
 }
 
 ir::HostTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what,
-                                 const std::string& base_dir) {
+                                 const std::string& base_dir, int64_t max_bytes) {
   auto dtype = dtype_from_onnx(t.data_type());
   if (!dtype)
     throw UnsupportedOpError(
@@ -208,22 +210,28 @@ ir::HostTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& 
     throw UnsupportedOpError(fmt::format("{}: segmented tensors are not supported", what));
   std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
   int64_t numel = checked_numel(dims.data(), static_cast<int>(dims.size()), what);
-  ir::HostTensor out(*dtype, ir::Shape(dims));
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    fill_from_external(t, out, what, base_dir);
-    return out;
-  }
+  // Everything is checked before the tensor is allocated: a few bytes of file may declare GBs.
+  ir::TensorType type{*dtype, ir::Shape(dims)};
+  int64_t nbytes = numel * static_cast<int64_t>(ir::dtype_size(*dtype));
+  int64_t limit = max_bytes > 0 ? max_bytes : ir::max_tensor_bytes();
+  if (nbytes > limit)
+    throw IoError(
+        fmt::format("{}: {} needs {}, over the tensor memory limit of {} (--max-tensor-bytes)",
+                    what, type.str(), ir::format_bytes(nbytes), ir::format_bytes(limit)));
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    return read_external(t, type, nbytes, what, base_dir);
   if (t.has_raw_data()) {
-    if (t.raw_data().size() != out.nbytes())
+    if (static_cast<int64_t>(t.raw_data().size()) != nbytes)
       throw IoError(fmt::format("{}: raw data has {} bytes, {} needs {}", what, t.raw_data().size(),
-                                out.type().str(), out.nbytes()));
+                                type.str(), nbytes));
+    ir::HostTensor out(type.dtype, type.shape);
     fill_from_bytes(t.raw_data().data(), out);
     return out;
   }
   int have = typed_field_size(t, *dtype);
   if (have != numel)
-    throw IoError(
-        fmt::format("{}: holds {} values, {} needs {}", what, have, out.type().str(), numel));
+    throw IoError(fmt::format("{}: holds {} values, {} needs {}", what, have, type.str(), numel));
+  ir::HostTensor out(type.dtype, type.shape);
   fill_from_typed_field(t, out);
   return out;
 }

@@ -31,9 +31,11 @@ inline constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
 int64_t checked_numel(const int64_t* dims, int rank, const std::string& what);
 
 // Converts one TensorProto. `what` names it in errors ("initializer 'conv1.weight'");
-// `base_dir` is where external data files live (the model's folder).
+// `base_dir` is where external data files live (the model's folder). The declared size is checked
+// against the data and against `max_bytes` (0: ir::max_tensor_bytes()) before anything is
+// allocated.
 ir::HostTensor tensor_from_proto(const onnx::TensorProto& t, const std::string& what,
-                                 const std::string& base_dir);
+                                 const std::string& base_dir, int64_t max_bytes = 0);
 
 // Reads a file holding one serialized TensorProto. Its name (may be empty) goes to `name`.
 // `uint16_is_bf16` reads UINT16 tensors as bf16 bit patterns: the ONNX test data stores bfloat16

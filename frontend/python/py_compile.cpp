@@ -99,10 +99,12 @@ void bind_compile(py::module_& m) {
       .def_property_readonly("graph", [](const PyExecutable& e) { return e.exe.graph(); })
       .def_property_readonly("device", [](const PyExecutable& e) { return e.exe.device(); });
 
-  m.def("_compile", [](const ir::Graph& g, const std::string& device, int64_t batch, const std::string& precision,
-                       bool strict, bool timing_only, bool compile_only, const py::dict& options,
-                       const py::dict& overrides, const std::string& model_name) {
+  m.def("_compile", [](const ir::Graph& g, const std::string& device, int64_t batch,
+                       const std::string& precision, bool strict, bool timing_only,
+                       bool compile_only, const py::dict& options, const py::dict& overrides,
+                       const std::string& model_name, int64_t max_tensor_bytes) {
     CompileOptions o = make_options(batch, precision, strict, timing_only, compile_only, options, overrides);
+    o.max_tensor_bytes = max_tensor_bytes;
     Device d(device);
     auto result = std::make_unique<PyExecutable>();
     {

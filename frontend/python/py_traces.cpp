@@ -106,9 +106,11 @@ void bind_traces(py::module_& m) {
     if (what == "units") return units_of(reader, id);
     throw py::value_error("traces.read: 'what' must be 'runs', 'ops', 'units' or an SQL query, got '" + what + "'");
   });
-  m.def("_onnx_load", [](const std::string& path) {
+  m.def("_onnx_load", [](const std::string& path, int64_t max_tensor_bytes) {
     py::gil_scoped_release release;
-    return onnx_import::import_model(path).graph;
+    onnx_import::ImportOptions o;
+    o.max_tensor_bytes = max_tensor_bytes;
+    return onnx_import::import_model(path, o).graph;
   });
 }
 

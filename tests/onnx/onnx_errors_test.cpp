@@ -177,25 +177,5 @@ TEST(OnnxErrors, TensorFiles) {
   std::filesystem::remove_all(dir);
 }
 
-// Inputs the fuzzer once crashed on (tests/fuzz/regressions): loading them must give an error or
-// a graph, never a crash.
-TEST(OnnxErrors, FuzzRegressions) {
-  std::filesystem::path dir = std::filesystem::path(MIMIC_SOURCE_DIR) / "tests/fuzz/regressions";
-  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no regression inputs";
-  int count = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(e.path(), std::ios::binary);
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    try {
-      ir::Graph g =
-          onnx_import::import_model_bytes(bytes.data(), bytes.size(), e.path().string()).graph;
-      prepare_graph(g, g.has_symbolic_batch() ? 1 : 0);
-    } catch (const Error&) {
-    }
-    ++count;
-  }
-  RecordProperty("regressions", count);
-}
-
 }  // namespace
 }  // namespace mimic::testing

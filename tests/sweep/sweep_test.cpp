@@ -171,6 +171,30 @@ TEST(Sweep, BadSpecsAreOneLineErrors) {
   EXPECT_DOUBLE_EQ(mimic::cli::sweep::parse_duration("7ms"), 7e-3);
 }
 
+// Found by tests/fuzz/sweep_spec_fuzzer (regressions in tests/fuzz/regressions/sweep_spec).
+TEST(Sweep, SpecParsersBoundWhatTheyBuild) {
+  namespace sw = mimic::cli::sweep;
+  std::vector<int64_t> b = sw::parse_batches("1,...,9223372036854775807");
+  EXPECT_EQ(b.size(), 64u);
+  EXPECT_EQ(b[62], int64_t{1} << 62);
+  EXPECT_THROW(sw::parse_duration("nanms"), mimic::InvalidArgument);
+  EXPECT_THROW(sw::parse_duration("infs"), mimic::InvalidArgument);
+  sw::Spec s;
+  s.devices = {"cpu", "tpu-emu:v4"};
+  s.batches = {1, 2, 4, 8};
+  for (char f = 'a'; f < 'h'; ++f)
+    s.overrides.emplace_back(std::string(1, f), sw::parse_list("1,2,3,4,5,6,7,8,9,10", "x"));
+  try {
+    sw::enumerate(s);
+    FAIL() << "no error";
+  } catch (const mimic::InvalidArgument& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("the sweep grid has 80000000 points (2 devices x 1 layouts"),
+        std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 
 namespace {

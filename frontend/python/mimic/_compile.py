@@ -27,12 +27,22 @@ def _graph_of(model, example_inputs, device):
     return _mimic.trace([model(holder)], type(model).__name__), 0, type(model).__name__
 
 
+def _byte_limit(max_tensor_bytes):
+    if max_tensor_bytes is None:
+        return 0
+    if not isinstance(max_tensor_bytes, int) or isinstance(max_tensor_bytes, bool) or max_tensor_bytes <= 0:
+        raise InvalidArgument(f"max_tensor_bytes must be a positive int, got {max_tensor_bytes!r}")
+    return max_tensor_bytes
+
+
 def compile(model, device="cpu", *, batch=None, example_inputs=None, precision="default", strict=False,
-            timing_only=False, compile_only=False, overrides=None, **options):
+            timing_only=False, compile_only=False, overrides=None, max_tensor_bytes=None, **options):
     """Compiles a mimic.Graph, a zoo model or an nn module for `device`.
 
     Keyword options other than the named ones are device options (e.g. num_ipus=2,
     memory_proportion=0.6 for ipu-emu); `overrides` changes preset fields (e.g. {"mxu.rows": 64}).
+    `max_tensor_bytes` bounds the largest tensor the model may need (default: half the physical
+    memory); a model over it raises mimic.ShapeError before anything is allocated.
     Returns an Executable: call it with numpy arrays; `.report` describes the last run.
     """
     if not isinstance(device, (str, _mimic.Device)):
@@ -41,4 +51,5 @@ def compile(model, device="cpu", *, batch=None, example_inputs=None, precision="
         raise InvalidArgument(f"batch must be a positive int, got {batch!r}")
     graph, default_batch, name = _graph_of(model, example_inputs, str(device))
     return _mimic._compile(graph, str(device), batch or default_batch, str(precision), bool(strict),
-                           bool(timing_only), bool(compile_only), dict(options), dict(overrides or {}), name)
+                           bool(timing_only), bool(compile_only), dict(options), dict(overrides or {}), name,
+                           _byte_limit(max_tensor_bytes))
