@@ -97,26 +97,15 @@ Family family_of(ir::OpType op) {
   }
 }
 
-namespace {
-
-// Recurrent layers run unrolled (frontend/ir/recurrent_expand.h) when every op of the unrolling
-// does: one input-projection GEMM, one GEMM per step, elementwise kernels for the gates.
-std::string recurrent_reason(const ir::Graph& g, const ir::Node& n) {
-  std::string why;
-  if (!ir::can_unroll_recurrent(g, n, &why)) return "recurrent layer not unrolled: " + why;
-  ir::Graph one = ir::unrolled_node(g, n);
-  for (const ir::Node& m : one.nodes())
-    if (std::string r = unsupported_reason(one, m); !r.empty())
-      return fmt::format("its unrolling needs {} '{}': {}", ir::op_name(m.op), m.name, r);
-  return "";
-}
-
-}  // namespace
-
 std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {
   for (ir::ValueId v : n.outputs)
     if (!g.value(v).typed) return "untyped output";
-  if (ir::is_recurrent(n.op)) return recurrent_reason(g, n);
+  // Recurrent layers run unrolled (frontend/ir/recurrent_expand.h) when every op of the unrolling
+  // does: one input-projection GEMM, one GEMM per step, elementwise kernels for the gates.
+  if (ir::is_recurrent(n.op))
+    return ir::unrolled_unsupported_reason(g, n, [](const ir::Graph& one, const ir::Node& m) {
+      return unsupported_reason(one, m);
+    });
   try {
     switch (family_of(n.op)) {
       case Family::elementwise:

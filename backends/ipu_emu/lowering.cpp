@@ -65,21 +65,13 @@ namespace {
 // Recurrent layers run unrolled (frontend/ir/recurrent_expand.h): a planned matrix product per
 // step, gates as vector vertices, when every op of the unrolling runs on the IPU.
 bool recurrent_supported(const ir::Graph& g, const ir::Node& n, std::string* why) {
-  std::string reason;
-  if (!ir::can_unroll_recurrent(g, n, &reason)) {
-    if (why) *why = "recurrent layer not unrolled: " + reason;
-    return false;
-  }
-  ir::Graph one = ir::unrolled_node(g, n);
-  for (const ir::Node& m : one.nodes()) {
-    reason = "not supported";
-    if (!ipu_supports(one, m, &reason)) {
-      if (why)
-        *why = fmt::format("its unrolling needs {} '{}': {}", ir::op_name(m.op), m.name, reason);
-      return false;
-    }
-  }
-  return true;
+  std::string reason =
+      ir::unrolled_unsupported_reason(g, n, [](const ir::Graph& one, const ir::Node& m) {
+        std::string r = "not supported";
+        return ipu_supports(one, m, &r) ? std::string() : r;
+      });
+  if (why && !reason.empty()) *why = reason;
+  return reason.empty();
 }
 
 }  // namespace

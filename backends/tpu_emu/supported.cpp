@@ -92,8 +92,7 @@ bool gemm_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
 bool is_movement(OpType op) {
   return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze ||
          op == OpType::Unsqueeze || op == OpType::Identity || op == OpType::Transpose ||
-         op == OpType::Concat || op == OpType::Slice || op == OpType::Split ||
-         op == OpType::Expand;
+         op == OpType::Concat || op == OpType::Slice || op == OpType::Split || op == OpType::Expand;
 }
 
 bool is_logical(OpType op) {
@@ -101,9 +100,9 @@ bool is_logical(OpType op) {
 }
 
 bool makes_bool(OpType op) {
-  return is_logical(op) || op == OpType::Equal || op == OpType::Less ||
-         op == OpType::LessOrEqual || op == OpType::Greater || op == OpType::GreaterOrEqual ||
-         op == OpType::IsNaN || op == OpType::IsInf || op == OpType::Cast || is_movement(op);
+  return is_logical(op) || op == OpType::Equal || op == OpType::Less || op == OpType::LessOrEqual ||
+         op == OpType::Greater || op == OpType::GreaterOrEqual || op == OpType::IsNaN ||
+         op == OpType::IsInf || op == OpType::Cast || is_movement(op);
 }
 
 // Whether output `v` of `n` may have dtype `t`: float data everywhere; bool masks from
@@ -152,21 +151,13 @@ bool dtypes_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
 // runs on the TPU: the input projection on the matrix units, one matrix product per step, the
 // gates on the vector unit.
 bool recurrent_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
-  std::string reason;
-  if (!ir::can_unroll_recurrent(g, n, &reason)) {
-    if (why) *why = "recurrent layer not unrolled: " + reason;
-    return false;
-  }
-  ir::Graph one = ir::unrolled_node(g, n);
-  for (const ir::Node& m : one.nodes()) {
-    reason = "no TPU lowering";
-    if (!supports_node(one, m, &reason)) {
-      if (why)
-        *why = fmt::format("its unrolling needs {} '{}': {}", ir::op_name(m.op), m.name, reason);
-      return false;
-    }
-  }
-  return true;
+  std::string reason =
+      ir::unrolled_unsupported_reason(g, n, [](const ir::Graph& one, const ir::Node& m) {
+        std::string r = "no TPU lowering";
+        return supports_node(one, m, &r) ? std::string() : r;
+      });
+  if (why && !reason.empty()) *why = reason;
+  return reason.empty();
 }
 
 bool all_float_data(const ir::Graph& g, const ir::Node& n) {
@@ -261,7 +252,8 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
       if (n.attrs.get_string("mode", "constant") != "constant") return false;
       if (n.has_input(2)) {
         const auto& fill = g.value(n.inputs[2]);
-        // The fill value is baked into the fill kernel: a runtime or non-f32 value stays on the host.
+        // The fill value is baked into the fill kernel: a runtime or non-f32 value stays on the
+        // host.
         if (!fill.constant || fill.constant->numel() != 1 || fill.type.dtype != ir::DType::f32) {
           if (why) *why = "Pad fill value that is not a constant f32 scalar";
           return false;

@@ -461,4 +461,16 @@ std::string unroll_note(const Graph& g, const Graph& unrolled) {
                      unrolled.num_nodes());
 }
 
+std::string unrolled_unsupported_reason(
+    const Graph& g, const Node& n,
+    const std::function<std::string(const Graph&, const Node&)>& op_reason) {
+  std::string why;
+  if (!can_unroll_recurrent(g, n, &why)) return "recurrent layer not unrolled: " + why;
+  Graph one = unrolled_node(g, n);
+  for (const Node& m : one.nodes())
+    if (std::string r = op_reason(one, m); !r.empty())
+      return fmt::format("its unrolling needs {} '{}': {}", op_name(m.op), m.name, r);
+  return "";
+}
+
 }  // namespace mimic::ir

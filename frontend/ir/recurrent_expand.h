@@ -7,6 +7,7 @@
 // the ONNX equations of recurrent.h; it has seq * (about 15) nodes per direction.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "frontend/ir/graph.h"
@@ -33,6 +34,13 @@ std::string unroll_note(const Graph& g, const Graph& unrolled);
 // The unrolling of node `n` alone, as a graph whose inputs are n's runtime inputs (for a backend
 // to check that it supports every op of it).
 Graph unrolled_node(const Graph& g, const Node& n);
+
+// Why a backend cannot run recurrent node `n` unrolled, "" when it can: the unrolling's own
+// conditions (can_unroll_recurrent), then `op_reason(graph, node)` ("" when the backend runs that
+// op) for every op of the unrolling; the first refusal is named.
+std::string unrolled_unsupported_reason(
+    const Graph& g, const Node& n,
+    const std::function<std::string(const Graph&, const Node&)>& op_reason);
 
 template <typename Pred>
 Graph unroll_recurrent(const Graph& g, Pred unroll) {

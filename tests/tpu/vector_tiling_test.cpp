@@ -35,6 +35,15 @@ ir::Graph se_graph(int64_t n, int64_t c, int64_t h, int64_t w) {
   return g;
 }
 
+// Layout assignment compiles window ops channels-last; layout=as_given keeps the graph's
+// channels-first tiling, the one these regressions were found in. Both are checked.
+constexpr const char* kLayouts[] = {"auto", "as_given"};
+
+CompileOptions with_layout(CompileOptions o, const char* layout) {
+  o.options["layout"] = layout;
+  return o;
+}
+
 double max_difference_vs_cpu(const ir::Graph& g, const std::string& device,
                              const CompileOptions& o) {
   RunOutput dev = tpu_test::run(g, device, o), cpu = tpu_test::run(g, "cpu");
@@ -49,15 +58,21 @@ double max_difference_vs_cpu(const ir::Graph& g, const std::string& device,
 TEST(TpuVectorTiling, EfficientNetB0SiluAndSqueezeExcitationCompileAndMatchCpu) {
   // features.2.0: the expand conv's SiLU at 112 x 112 x 96 (kernel of 8389632 bytes of slots on
   // v4's 8388608-byte half before the fix), and its SE scale at 56 x 56.
-  CompileOptions o = options({}, "highest");
-  EXPECT_LT(max_difference_vs_cpu(silu_graph(1, 96, 112, 112), "tpu-emu:v4", o), 1e-6);
-  EXPECT_LT(max_difference_vs_cpu(se_graph(1, 96, 56, 56), "tpu-emu:v4", o), 1e-6);
+  for (const char* layout : kLayouts) {
+    SCOPED_TRACE(layout);
+    CompileOptions o = with_layout(options({}, "highest"), layout);
+    EXPECT_LT(max_difference_vs_cpu(silu_graph(1, 96, 112, 112), "tpu-emu:v4", o), 1e-6);
+    EXPECT_LT(max_difference_vs_cpu(se_graph(1, 96, 56, 56), "tpu-emu:v4", o), 1e-6);
+  }
 }
 
 TEST(TpuVectorTiling, WideBroadcastScaleStreamsInsteadOfOverflowing) {
   // [1, 2048, 1, 1] pads to 2048 (8, 128) tiles: 8 MiB, all of v4's half for one kernel.
-  EXPECT_LT(max_difference_vs_cpu(se_graph(1, 2048, 7, 7), "tpu-emu:v4", options({}, "highest")),
-            1e-6);
+  for (const char* layout : kLayouts)
+    EXPECT_LT(max_difference_vs_cpu(se_graph(1, 2048, 7, 7), "tpu-emu:v4",
+                                    with_layout(options({}, "highest"), layout)),
+              1e-6)
+        << layout;
 }
 
 TEST(TpuVectorTiling, AnyOnChipSizeTilesOrNamesTheLayer) {
@@ -69,6 +84,7 @@ TEST(TpuVectorTiling, AnyOnChipSizeTilesOrNamesTheLayer) {
     for (const ir::Graph& g : {silu_graph(1, 24, 40, 40), se_graph(2, 40, 20, 20)}) {
       CompileOptions o = options({{"onchip.bytes", std::to_string(kib * 1024 + 200)}}, "default",
                                  /*timing_only=*/true);
+      o.options["layout"] = "as_given";  // the count below is the channels-first tiling's
       try {
         compile(g, Device("tpu-emu:v4"), o);
         ++compiled;
@@ -98,9 +114,11 @@ ir::Graph depthwise_pool_graph(int64_t c, int64_t hw) {
 TEST(TpuVectorTiling, WindowOpsOverManySmallPlanesTileByChannel) {
   // EfficientNet-B0 at 64 x 64, features.6.1: 1152 channels of 2 x 2, each plane padded to an
   // (8, 128) tile: one output row of every channel needs 2 x 4.7 MB, more than v4's half.
-  EXPECT_LT(
-      max_difference_vs_cpu(depthwise_pool_graph(1152, 2), "tpu-emu:v4", options({}, "highest")),
-      1e-5);
+  for (const char* layout : kLayouts)
+    EXPECT_LT(max_difference_vs_cpu(depthwise_pool_graph(1152, 2), "tpu-emu:v4",
+                                    with_layout(options({}, "highest"), layout)),
+              1e-5)
+        << layout;
 }
 
 }  // namespace

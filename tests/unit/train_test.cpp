@@ -10,6 +10,7 @@
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
 #include "frontend/ir/error.h"
+#include "train_test_util.h"
 
 namespace mimic {
 namespace {
@@ -17,30 +18,11 @@ namespace {
 using ir::DType;
 using ir::Shape;
 
-constexpr int64_t kN = 4, kIn = 3, kOut = 2;
-
-// y = x @ W, loss = mean((y - t)^2): dL/dW = 2/(N*Out) x^T (x W - t).
-std::vector<double> linear_grad(const std::vector<double>& w, const float* x, const float* t) {
-  std::vector<double> g(kIn * kOut, 0.0);
-  for (int64_t n = 0; n < kN; ++n)
-    for (int64_t o = 0; o < kOut; ++o) {
-      double y = 0;
-      for (int64_t i = 0; i < kIn; ++i) y += x[n * kIn + i] * w[i * kOut + o];
-      double d = 2.0 * (y - t[n * kOut + o]) / (kN * kOut);
-      for (int64_t i = 0; i < kIn; ++i) g[i * kOut + o] += x[n * kIn + i] * d;
-    }
-  return g;
-}
-
-struct LinearSetup {
-  nn::Linear model{kIn, kOut, false, nn::Init{3}};
-  ir::HostTensor x = Random(1).tensor(DType::f32, Shape({kN, kIn}));
-  ir::HostTensor t = Random(2).tensor(DType::f32, Shape({kN, kOut}));
-  std::vector<double> w0() {
-    const float* p = model.weight.host().data<float>();
-    return std::vector<double>(p, p + kIn * kOut);
-  }
-};
+using train_test::kIn;
+using train_test::kN;
+using train_test::kOut;
+using train_test::linear_grad;
+using train_test::LinearSetup;
 
 void expect_weights(const TrainStep& s, const std::vector<double>& want) {
   const float* got = s.parameters().at(0).second.data<float>();
