@@ -3,18 +3,12 @@
 
 #include "frontend/ir/error.h"
 #include "frontend/ir/shape_inference.h"
+#include "ir_test_util.h"
 
 namespace mimic::ir {
 namespace {
 
-std::string error_of(Graph& g) {
-  try {
-    infer_shapes(g);
-  } catch (const ShapeError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(ValidationErrors, MatMulInnerDimensionMismatchNamesNodeAndShapes) {
   Graph g;

@@ -5,6 +5,7 @@
 #include "frontend/ir/error.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/shape_inference.h"
+#include "ir_test_util.h"
 
 namespace mimic::ir {
 namespace {
@@ -27,14 +28,7 @@ Net make(OpType op, Attributes attrs, int dirs = 1, int gates = 4, Shape x = Sha
   return n;
 }
 
-std::string error_of(Graph& g) {
-  try {
-    infer_shapes(g);
-  } catch (const ShapeError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(RecurrentShapes, LstmBidirectionalLayout0) {
   Net n = make(OpType::LSTM, {{"direction", std::string("bidirectional")}}, 2);
