@@ -20,7 +20,7 @@ Each model is exported at each opset (torch.onnx.export), then run with `mimic r
 --device D --precision P --input input=x.npy --output-dir OUT --json --no-compare`, and OUT/output.npy
 is compared with PyTorch's output. Device configurations: cpu; tpu-emu:v4 at its default (one bf16
 pass) and highest (f32) precision; ipu-emu:gc200 in float32 and float16; cuda:0 (highest) when
-`mimic devices` lists it available.
+`mimic devices` lists it available, at highest (f32) and default (TF32) precision.
 
 Tolerance: |mimic - torch| <= atol * max|torch| + rtol * |torch| elementwise, by the precision
 class the run reports (the classes of frontend/onnx/conformance.h; whole models accumulate the
@@ -45,6 +45,7 @@ not install python3-torch).
 import argparse
 import copy
 import datetime
+import inspect
 import json
 import os
 import platform
@@ -59,7 +60,8 @@ import numpy as np
 SKIP = 77
 OPSETS = (13, 17)
 CONFIGS = [("cpu", "default"), ("tpu-emu:v4", "default"), ("tpu-emu:v4", "highest"),
-           ("ipu-emu:gc200", "float32"), ("ipu-emu:gc200", "float16"), ("cuda:0", "highest")]
+           ("ipu-emu:gc200", "float32"), ("ipu-emu:gc200", "float16"), ("cuda:0", "highest"),
+           ("cuda:0", "default")]
 QUICK_MODELS = ("resnet18", "efficientnet_b0", "transformer_encoder")
 QUICK_OPSETS = (17,)
 TOLERANCES = {"f32": (1e-3, 1e-4), "bf16x3": (1e-3, 1e-3), "tf32": (1e-2, 1e-2),
@@ -250,8 +252,11 @@ def export(torch, name, spec, opset, folder):
     path = os.path.join(folder, f"{name}_op{opset}.onnx")
     # Exported with gradients enabled: PyTorch's fused inference path for transformer layers
     # (aten::_transformer_encoder_layer_fwd) has no ONNX export and is only taken without them.
+    # PyTorch 2.9 and later export through torch.export by default; the TorchScript exporter
+    # (dynamo=False) is the one whose opset choice and ops this check was written against.
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
-                      output_names=["output"])
+                      output_names=["output"], **legacy)
     np.save(os.path.join(folder, f"{name}_input.npy"), x.numpy())
     if bf16 is not None:
         note = "; ".join(filter(None, [note, f"PyTorch in bfloat16 is off by {bf16:.2e}"]))

@@ -77,9 +77,10 @@ class CudaExecutable final : public Executable {
     std::lock_guard<std::mutex> lock(ctx_.run_mutex());
     ctx_.activate();
     cudaStream_t s = ctx_.stream();
-    ArenaLease arena(ctx_, prog_.arena_bytes,
+    // A captured graph holds the addresses it was captured with, so its activations stay put.
+    ArenaLease arena(ctx_, options_.use_graph ? 0 : prog_.arena_bytes,
                      fmt::format("{} bytes of activations", prog_.arena_bytes));
-    DeviceBuffers buffers = resolve(arena.get());
+    DeviceBuffers buffers = resolve(options_.use_graph ? graph_arena() : arena.get());
     check_cuda(cudaMemsetAsync(error_slot_, 0, sizeof(ErrorSlot), s), "cudaMemsetAsync");
     Clock::time_point gpu_zero = Clock::now();
     record(kRunStart);
@@ -91,7 +92,8 @@ class CudaExecutable final : public Executable {
                  "copy of the inputs to the device");
     }
     record(kInputsDone);
-    std::vector<Launch> launches = enqueue_steps(buffers, start);
+    std::vector<Launch> launches =
+        options_.use_graph ? launch_graph(buffers, start) : enqueue_steps(buffers, start);
     record(kComputeDone);
     for (size_t i = 0; i < prog_.outputs.size(); ++i)
       if (output_bytes(i) > 0)
@@ -130,14 +132,66 @@ class CudaExecutable final : public Executable {
     events_.clear();
     if (pinned_) cudaFreeHost(pinned_);
     pinned_ = nullptr;
+    if (graph_exec_) cudaGraphExecDestroy(graph_exec_);
+    graph_exec_ = nullptr;
+    if (graph_arena_) ctx_.pool().release(graph_arena_);
+    graph_arena_ = nullptr;
     if (error_slot_) ctx_.pool().release(error_slot_);
     error_slot_ = nullptr;
     if (constants_) ctx_.pool().release(constants_);
     constants_ = nullptr;
   }
 
+  // While capturing, an event is recorded only when the graph is replayed if it is marked
+  // external (CUDA Runtime API, cudaEventRecordWithFlags).
   void record(int index) {
-    check_cuda(cudaEventRecord(events_[index], ctx_.stream()), "cudaEventRecord");
+    check_cuda(cudaEventRecordWithFlags(events_[index], ctx_.stream(),
+                                        capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault),
+               "cudaEventRecord");
+  }
+
+  char* graph_arena() {
+    if (!graph_arena_ && prog_.arena_bytes > 0)
+      graph_arena_ = static_cast<char*>(ctx_.pool().allocate(
+          prog_.arena_bytes, fmt::format("{} bytes of activations", prog_.arena_bytes)));
+    return graph_arena_;
+  }
+
+  // graph=on: the first run captures the steps' launches (per-op events included) as one CUDA
+  // graph; every run then replays it with a single launch. Host launch times are those of the
+  // capture on the first run and zero on replays, where nothing is launched per op.
+  std::vector<Launch> launch_graph(const DeviceBuffers& buffers, Clock::time_point start) {
+    std::vector<Launch> launches(prog_.steps.size());
+    if (!graph_exec_) {
+      launches = capture_graph(buffers, start);
+    } else {
+      for (Launch& l : launches) l.correlation = next_correlation++;
+    }
+    check_cuda(cudaGraphLaunch(graph_exec_, ctx_.stream()), "cudaGraphLaunch");
+    return launches;
+  }
+
+  std::vector<Launch> capture_graph(const DeviceBuffers& buffers, Clock::time_point start) {
+    cudaStream_t s = ctx_.stream();
+    check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal),
+               "cudaStreamBeginCapture");
+    capturing_ = true;
+    std::vector<Launch> launches;
+    cudaGraph_t graph = nullptr;
+    try {
+      launches = enqueue_steps(buffers, start);
+    } catch (...) {
+      capturing_ = false;
+      cudaStreamEndCapture(s, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    capturing_ = false;
+    check_cuda(cudaStreamEndCapture(s, &graph), "capturing the run as a CUDA graph");
+    cudaError_t e = cudaGraphInstantiate(&graph_exec_, graph, 0);
+    cudaGraphDestroy(graph);
+    check_cuda(e, "cudaGraphInstantiate");
+    return launches;
   }
   int step_begin(size_t k) const { return 4 + 2 * static_cast<int>(k); }
 
@@ -343,6 +397,10 @@ class CudaExecutable final : public Executable {
     r.metrics["pool_device_allocations"] = static_cast<double>(ps.device_allocations);
     if (!options_.per_op_timing)
       r.notes.push_back("cuda: timing=run: per-op GPU times were not measured");
+    if (options_.use_graph)
+      r.notes.push_back(fmt::format("cuda: graph=on: the compute ran as one CUDA graph launch of "
+                                    "{} instructions",
+                                    prog_.instrs.size()));
     return r;
   }
 
@@ -366,6 +424,9 @@ class CudaExecutable final : public Executable {
   std::vector<size_t> input_offsets_, output_offsets_;
   size_t error_offset_ = 0;
   std::vector<cudaEvent_t> events_;
+  cudaGraphExec_t graph_exec_ = nullptr;
+  char* graph_arena_ = nullptr;
+  bool capturing_ = false;
 };
 
 }  // namespace

@@ -8,7 +8,11 @@
 namespace mimic::backends::cuda {
 
 std::map<std::string, std::string> option_help() {
-  return {{"timing",
+  return {{"graph",
+           "off (default): launch every kernel on each run; on: capture the run's launches once "
+           "as a CUDA graph and replay it (one launch per run; the activations stay allocated "
+           "for the executable's lifetime)"},
+          {"timing",
            "ops (default): CUDA events around every op, per-op GPU time in reports and traces; "
            "run: events around the whole run only"},
           {"workspace_mb",
@@ -33,6 +37,10 @@ CudaOptions parse_options(const CompileOptions& options) {
       if (value != "ops" && value != "run")
         throw InvalidArgument(fmt::format("cuda: option timing={} must be 'ops' or 'run'", value));
       o.per_op_timing = value == "ops";
+    } else if (key == "graph") {
+      if (value != "on" && value != "off")
+        throw InvalidArgument(fmt::format("cuda: option graph={} must be 'on' or 'off'", value));
+      o.use_graph = value == "on";
     } else if (key == "workspace_mb") {
       bool digits = !value.empty() && value.size() <= 6;
       for (char c : value) digits = digits && std::isdigit(static_cast<unsigned char>(c));

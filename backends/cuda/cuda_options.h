@@ -4,6 +4,8 @@
 //              own tensor-core path with f32 accumulation), "highest" = full fp32 GEMMs.
 //   options:   timing=ops|run       per-op CUDA events (default) or only the whole run
 //              workspace_mb=N       bound on im2col/col2im scratch per convolution (default 256)
+//              graph=off|on         launch every kernel each run (default), or capture the
+//                                   run's launches once as a CUDA graph and replay it
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@ struct CudaOptions {
   bool tf32 = true;
   bool per_op_timing = true;
   int64_t workspace_bytes = int64_t{256} << 20;
+  bool use_graph = false;
 };
 
 // Throws InvalidArgument naming the option, its value and what is accepted.

@@ -139,6 +139,8 @@ double scalar_as_double(const ir::HostTensor& t) {
   switch (t.dtype()) {
     case ir::DType::f32:
       return t.data<float>()[0];
+    case ir::DType::f64:
+      return t.data<double>()[0];
     case ir::DType::f16:
       return numeric::f16_to_f32(t.data<ir::Float16>()[0].bits);
     case ir::DType::bf16:

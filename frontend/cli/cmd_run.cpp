@@ -120,11 +120,12 @@ int run(const RunArgs& a) {
   exe.run_info().tag = a.tag.empty() ? "warmup" : a.tag + " warmup";
   for (int64_t i = 0; i < a.warmup; ++i) exe.run(inputs);
   exe.run_info().tag = a.tag;
-  std::vector<double> walls;
+  std::vector<double> walls, device_times;
   RunOutput out;
   for (int64_t i = 0; i < a.repeat; ++i) {
     out = exe.run(inputs);
     walls.push_back(out.report.wall_seconds);
+    device_times.push_back(out.report.device_seconds);
   }
   std::vector<int64_t> trace_runs;
   if (trace) {
@@ -145,6 +146,8 @@ int run(const RunArgs& a) {
   if (!a.output_dir.empty()) write_output_files(a.output_dir, exe.graph(), out.outputs);
   if (a.json) {
     j["wall_seconds"] = {{"min", timing.min}, {"median", timing.median}, {"runs", a.repeat}};
+    Timing device_timing = summarize(device_times);
+    j["device_seconds"] = {{"min", device_timing.min}, {"median", device_timing.median}};
     j["outputs"] = nlohmann::json::array();
     for (const auto& s : stats) j["outputs"].push_back({{"name", s.name}, {"type", s.type}, {"sum", s.sum}, {"mean_abs", s.mean_abs}});
     if (compare)

@@ -296,6 +296,66 @@ TEST(GpuOptions, TimingRunSkipsPerOpEvents) {
   ASSERT_FALSE(out.report.notes.empty());
 }
 
+// graph=on replays one captured CUDA graph: fresh inputs on every replay, the same numbers as
+// launching each kernel, per-op times still measured, and a bad index still reported.
+TEST(GpuGraph, ReplaysMatchPerKernelLaunches) {
+  REQUIRE_GPU();
+  for (const char* model : {"resnet18", "bert"}) {
+    SCOPED_TRACE(model);
+    std::map<std::string, int64_t> params =
+        std::string(model) == "bert"
+            ? std::map<std::string, int64_t>{{"layers", 2}, {"hidden", 128}, {"heads", 4},
+                                             {"seq", 32}, {"vocab", 1000}}
+            : std::map<std::string, int64_t>{{"image_size", 64}, {"classes", 10}};
+    zoo::ModelOptions mo{"nchw", 5, params};
+    zoo::Model m = zoo::make(model, mo);
+    ir::Graph g = zoo::build(model, mo);
+    CompileOptions plain = gpu_options("highest");
+    plain.batch = 2;
+    CompileOptions graph = gpu_options("highest", {{"graph", "on"}});
+    graph.batch = 2;
+    Executable launched = compile(g, Device("cuda:0"), plain);
+    Executable replayed = compile(g, Device("cuda:0"), graph);
+    int64_t high = m.int_input_high > 0 ? m.int_input_high : 100;
+    for (uint64_t seed : {1u, 2u, 3u}) {
+      std::vector<ir::HostTensor> in = random_inputs(launched.graph(), seed, high);
+      RunOutput want = launched.run(in);
+      RunOutput got = replayed.run(in);
+      for (size_t i = 0; i < want.outputs.size(); ++i)
+        EXPECT_EQ(compare_tensors(got.outputs[i], want.outputs[i], {1e-6, 1e-6}), "")
+            << "seed " << seed << " output " << i;
+      double busy = 0;
+      for (const auto& op : got.report.ops) busy += op.device_seconds;
+      EXPECT_GT(busy, 0);
+      EXPECT_LE(busy, got.report.device_seconds * 1.05);
+      bool noted = false;
+      for (const std::string& n : got.report.notes) noted = noted || n.find("graph=on") == 6;
+      EXPECT_TRUE(noted);
+    }
+  }
+}
+
+TEST(GpuGraph, BadIndexIsReportedFromAReplay) {
+  REQUIRE_GPU();
+  ir::Graph g("gather");
+  ir::HostTensor table(ir::DType::f32, ir::Shape({5, 2}));
+  ir::ValueId data = g.add_constant("table", table);
+  ir::ValueId idx = g.add_input("ids", ir::DType::i64, ir::Shape({3}));
+  g.add_output(g.add_node(ir::OpType::Gather, "lookup", {data, idx})[0]);
+  Executable exe = compile(g, Device("cuda:0"), gpu_options("default", {{"graph", "on"}}));
+  ir::HostTensor ids(ir::DType::i64, ir::Shape({3}));
+  EXPECT_NO_THROW(exe.run({ids}));
+  ids.data<int64_t>()[1] = -7;
+  try {
+    exe.run({ids});
+    FAIL();
+  } catch (const RuntimeError& e) {
+    EXPECT_NE(std::string(e.what()).find("'lookup'"), std::string::npos) << e.what();
+  }
+  ids.data<int64_t>()[1] = 4;
+  EXPECT_NO_THROW(exe.run({ids}));
+}
+
 TEST(GpuFallback, UnsupportedNodesRunOnCpuBetweenGpuSegments) {
   REQUIRE_GPU();
   ir::Graph g("mixed");

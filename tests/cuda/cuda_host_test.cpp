@@ -185,12 +185,15 @@ TEST(CudaOptions, BackendOptions) {
   CudaOptions d = parse_options(o);
   EXPECT_TRUE(d.per_op_timing);
   EXPECT_EQ(d.workspace_bytes, int64_t{256} << 20);
-  o.options = {{"timing", "run"}, {"workspace_mb", "64"}};
+  EXPECT_FALSE(d.use_graph);
+  o.options = {{"timing", "run"}, {"workspace_mb", "64"}, {"graph", "on"}};
   CudaOptions p = parse_options(o);
+  EXPECT_TRUE(p.use_graph);
   EXPECT_FALSE(p.per_op_timing);
   EXPECT_EQ(p.workspace_bytes, int64_t{64} << 20);
   for (auto [key, value] :
        std::vector<std::pair<std::string, std::string>>{{"timing", "always"},
+                                                        {"graph", "yes"},
                                                         {"workspace_mb", "0"},
                                                         {"workspace_mb", "abc"},
                                                         {"workspace_mb", "100000"},
@@ -208,11 +211,11 @@ TEST(CudaOptions, BackendOptions) {
     parse_options(o);
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown option 'num_ipus' (known: timing, workspace_mb)"),
+    EXPECT_NE(std::string(e.what()).find("unknown option 'num_ipus' (known: graph, timing, workspace_mb)"),
               std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(cuda_backend().option_help().size(), 2u);
+  EXPECT_EQ(cuda_backend().option_help().size(), 3u);
 }
 
 TEST(CudaOptions, BadOptionsAreReportedBeforeTheDevice) {
