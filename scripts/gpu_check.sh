@@ -30,7 +30,7 @@ stage() {  # stage NAME SECONDS COMMAND...: runs COMMAND, logs to OUT/NAME.log, 
   return $rc
 }
 
-if ! "$build/bin/mimic" devices | grep -q '^cuda:0.*available'; then
+if ! "$build/bin/mimic" devices | grep -Eq '^cuda:0 +available'; then
   "$build/bin/mimic" devices | grep '^cuda'
   echo "gpu_check: cuda:0 is unavailable; nothing checked"
   exit 2

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <iostream>
 #include <map>
 
 #include "frontend/api/compile.h"
@@ -13,6 +15,7 @@
 #include "frontend/api/zoo.h"
 #include "frontend/ir/error.h"
 #include "tests/cuda/op_cases.h"
+#include "tests/cuda/op_cases_util.h"
 
 namespace mimic::testing {
 namespace {
@@ -53,12 +56,12 @@ TEST_P(GpuOp, MatchesCpu) {
     Executable exe = compile(c.graph, Device("cuda:0"), gpu_options(precision, c.options));
     RunOutput out = exe.run(c.inputs);
     ASSERT_EQ(out.outputs.size(), want.size());
-    for (size_t i = 0; i < want.size(); ++i)
-      EXPECT_EQ(
-          compare_tensors(out.outputs[i], want[i],
-                          tolerance_for(c, want[i].dtype(), std::string(precision) == "default")),
-          "")
-          << "output " << i;
+    for (size_t i = 0; i < want.size(); ++i) {
+      Tolerance tol = tolerance_for(c, want[i].dtype(), std::string(precision) == "default");
+      EXPECT_EQ(compare_tensors(out.outputs[i], want[i], tol), "") << "output " << i;
+      std::cout << "observed: " << c.name << " " << precision << " output " << i << ": "
+                << error_summary(out.outputs[i], want[i], tol) << "\n";
+    }
     EXPECT_EQ(out.report.fallback_count(), 0);
   }
 }
@@ -71,6 +74,84 @@ std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCases, GpuOp, ::testing::Range<size_t>(0, cases().size()), case_name);
+
+// Reductions, softmax and layer norm at the sizes real models reach (long rows, a million elements,
+// odd lengths, reductions over the leading axis): block counts, grid-stride loops and multi-block
+// reductions that the small op cases never exercise. Tolerance relative to max|want|, since the
+// GPU's tree sums and the cpu's sequential ones round differently over a million terms. Cases are
+// built in the test body: their inputs are large, and every test process registers all of them.
+struct LargeCase {
+  std::string name;
+  std::function<OpCase()> make;
+};
+
+std::vector<LargeCase> large_cases() {
+  using ir::DType;
+  using ir::OpType;
+  using ir::Shape;
+  std::vector<LargeCase> out;
+  struct R {
+    const char* name;
+    Shape x;
+    std::vector<int64_t> axes;
+  };
+  for (OpType op : {OpType::ReduceSum, OpType::ReduceMean, OpType::ReduceMax, OpType::ReduceL2,
+                    OpType::ReduceLogSumExp})
+    for (const R& r : {R{"row_of_1M", Shape({2, 1 << 20}), {-1}},
+                       R{"odd_1000003", Shape({1000003}), {0}},
+                       R{"leading_axis", Shape({4096, 3, 257}), {0}},
+                       R{"global_pool", Shape({32, 3136, 64}), {1}}}) {
+      std::string name = std::string(ir::op_name(op)) + "/" + r.name;
+      out.push_back({name, [=] {
+                       CaseBuilder b(name);
+                       b.op(op, {b.in(DType::f32, r.x), b.ints(r.axes)});
+                       return b.done();
+                     }});
+    }
+  for (OpType op : {OpType::Softmax, OpType::LogSoftmax}) {
+    std::string name = std::string(ir::op_name(op)) + "/vocab_50257";
+    out.push_back({name, [=] {
+                     CaseBuilder b(name);
+                     b.op(op, {b.in(DType::f32, Shape({8, 50257}), -8, 8)}, {{"axis", int64_t{-1}}});
+                     return b.done();
+                   }});
+  }
+  out.push_back({"LayerNormalization/hidden_8192", [] {
+                   CaseBuilder b("LayerNormalization/hidden_8192");
+                   b.op(OpType::LayerNormalization,
+                        {b.in(DType::f32, Shape({512, 8192})),
+                         b.random_constant(DType::f32, Shape({8192}), 0.5, 1.5),
+                         b.random_constant(DType::f32, Shape({8192}))});
+                   return b.done();
+                 }});
+  return out;
+}
+
+class GpuLarge : public ::testing::TestWithParam<LargeCase> {};
+
+TEST_P(GpuLarge, MatchesCpu) {
+  REQUIRE_GPU();
+  OpCase c = GetParam().make();
+  std::vector<ir::HostTensor> want = compile(c.graph, Device("cpu")).run(c.inputs).outputs;
+  RunOutput out = compile(c.graph, Device("cuda:0"), gpu_options("highest")).run(c.inputs);
+  Tolerance tol{1e-5, 1e-4};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(compare_tensors(out.outputs[i], want[i], tol), "") << c.name << " output " << i;
+    std::cout << "observed: " << c.name << " output " << i << ": "
+              << error_summary(out.outputs[i], want[i], tol) << "\n";
+  }
+}
+
+void PrintTo(const LargeCase& c, std::ostream* os) { *os << c.name; }
+
+std::string large_name(const ::testing::TestParamInfo<LargeCase>& info) {
+  std::string s = info.param.name;
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(RealSizes, GpuLarge, ::testing::ValuesIn(large_cases()), large_name);
 
 struct ZooCase {
   std::string model, layout;
@@ -102,9 +183,12 @@ TEST_P(GpuZoo, MatchesCpu) {
     go.batch = z.batch;
     RunOutput out = compile(g, Device("cuda:0"), go).run(inputs);
     double tol = std::string(precision) == "highest" ? 1e-3 : 3e-2;
-    for (size_t i = 0; i < want.size(); ++i)
+    for (size_t i = 0; i < want.size(); ++i) {
       EXPECT_EQ(compare_tensors(out.outputs[i], want[i], {tol, tol}), "")
           << precision << " output " << i;
+      std::cout << "observed: " << z.model << " " << z.layout << " " << precision << " output "
+                << i << ": " << error_summary(out.outputs[i], want[i], {tol, tol}) << "\n";
+    }
     EXPECT_EQ(out.report.precision, std::string(precision) == "highest" ? "fp32" : "tf32");
   }
 }

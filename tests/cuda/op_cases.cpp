@@ -186,4 +186,20 @@ std::string compare_tensors(const ir::HostTensor& got, const ir::HostTensor& wan
   return "";
 }
 
+std::string error_summary(const ir::HostTensor& got, const ir::HostTensor& want, Tolerance tol) {
+  if (got.type() != want.type()) return "types differ";
+  double scale = 0, worst = 0, used = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    if (std::isfinite(element(want, i))) scale = std::max(scale, std::fabs(element(want, i)));
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double g = element(got, i), w = element(want, i);
+    if (!std::isfinite(w) || !std::isfinite(g)) continue;
+    double d = std::fabs(g - w), bound = tol.atol * scale + tol.rtol * std::fabs(w);
+    worst = std::max(worst, d);
+    used = std::max(used, bound > 0 ? d / bound : (d > 0 ? 1e9 : 0));
+  }
+  return fmt::format("max|got - want| / max|want| = {:.3g}, {:.3g}% of the tolerance",
+                     scale > 0 ? worst / scale : worst, 100 * used);
+}
+
 }  // namespace mimic::testing

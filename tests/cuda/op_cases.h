@@ -44,4 +44,8 @@ Tolerance tolerance_for(const OpCase& c, ir::DType output, bool tf32);
 // want 1.25").
 std::string compare_tensors(const ir::HostTensor& got, const ir::HostTensor& want, Tolerance tol);
 
+// "max|got - want| / max|want| = 3.1e-07, 2% of the tolerance": printed by the GPU tests for every
+// case, so the tolerances can be set from what the GPU produces (ctest's LastTest.log keeps it).
+std::string error_summary(const ir::HostTensor& got, const ir::HostTensor& want, Tolerance tol);
+
 }  // namespace mimic::testing
