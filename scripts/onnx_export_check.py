@@ -28,12 +28,13 @@ rounding of every layer, so atol is relative to the output's scale and the 16-bi
 looser than for single ops):
     f32 (cpu, TPU highest, IPU float32):  rtol 1e-3, atol 1e-4
     bf16x3 (TPU high):                    rtol 1e-3, atol 1e-3
-    tf32 (cuda default):                  rtol 1e-2, atol 1e-2
+    tf32 (cuda default):                  rtol 1e-2, atol 1e-2, raised as for f16 below
     f16 (IPU float16), bf16 (TPU default): rtol 5e-2, atol 5e-2, with atol raised to what the
         precision costs this model in PyTorch itself: the model is also run in bfloat16 (weights
         and activations rounded to bf16; the chip's default rounds only the matrix-unit operands,
         so it should do no worse), and atol is at least twice that run's error for bf16, and a
-        quarter of it for f16 (2^3 times smaller unit roundoff, times two).
+        quarter of it for f16 and tf32 (both round to 10-bit mantissas: 2^3 times smaller unit
+        roundoff, times two).
 The reported error is max|mimic - torch| / max|torch|.
 
 Prints a table (model, opset, device, status, max error, fallback ops, wall time) and writes it, with
@@ -281,7 +282,7 @@ def tolerance(basis, bf16):
     rtol, atol = TOLERANCES[basis]
     if bf16 is not None and basis == "bf16":
         atol = max(atol, 2 * bf16)
-    if bf16 is not None and basis == "f16":
+    if bf16 is not None and basis in ("f16", "tf32"):
         atol = max(atol, bf16 / 4)
     return rtol, atol
 

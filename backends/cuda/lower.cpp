@@ -100,6 +100,12 @@ Family family_of(ir::OpType op) {
 std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {
   for (ir::ValueId v : n.outputs)
     if (!g.value(v).typed) return "untyped output";
+  // The kernels compute in f32, f16 and bf16; double (ONNX DOUBLE, imported models) runs on cpu.
+  std::vector<ir::ValueId> values = n.outputs;
+  values.insert(values.end(), n.inputs.begin(), n.inputs.end());
+  for (ir::ValueId v : values)
+    if (v != ir::kNoValue && g.value(v).typed && g.value(v).type.dtype == ir::DType::f64)
+      return dtype_reason(n, ir::DType::f64);
   // Recurrent layers run unrolled (frontend/ir/recurrent_expand.h) when every op of the unrolling
   // does: one input-projection GEMM, one GEMM per step, elementwise kernels for the gates.
   if (ir::is_recurrent(n.op))
@@ -128,7 +134,7 @@ std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {
 // ---- helpers ----
 
 bool is_float_type(ir::DType t) {
-  return ir::is_floating(t);
+  return t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16;
 }
 
 std::string dtype_reason(const ir::Node& n, ir::DType t) {

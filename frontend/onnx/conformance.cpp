@@ -212,7 +212,7 @@ Tolerance tolerance_for(const std::string& report_precision, const std::string& 
   if (basis.empty()) basis = precision_class(requested);
   if (basis == "bf16") return {1e-2, 1e-2, basis};
   if (basis == "f16") return {5e-3, 1e-3, basis};
-  if (basis == "tf32") return {5e-3, 1e-4, basis};
+  if (basis == "tf32") return {5e-3, 1e-3, basis};
   if (basis == "bf16x3") return {1e-3, 1e-5, basis};
   return {1e-3, 1e-7, "f32"};
 }

@@ -520,7 +520,12 @@ TEST(CudaSupport, SaysWhyAnOpStaysOnCpu) {
   g.add_node(ir::OpType::Dropout, "dropout_mask", {x}, {}, 2);
   g.add_node(ir::OpType::Clip, "clip_input_bound", {x, lo});
   g.add_node(ir::OpType::Relu, "relu", {x});
+  ir::ValueId d = g.add_input("d", ir::DType::f64, ir::Shape({2, 3}));
+  g.add_node(ir::OpType::Cast, "to_double", {x}, {{"to", std::string("f64")}});
+  g.add_node(ir::OpType::CumSum, "double_cumsum", {d, g.add_constant("axis", ir::HostTensor(ir::DType::i64, ir::Shape()))});
   ir::infer_shapes(g);
+  EXPECT_EQ(unsupported_reason(g, g.node(5)), "Cast on f64");
+  EXPECT_EQ(unsupported_reason(g, g.node(6)), "CumSum on f64");
   EXPECT_EQ(unsupported_reason(g, g.node(0)), "MatMul on i8");
   EXPECT_NE(unsupported_reason(g, g.node(1)).find("4 spatial dims"), std::string::npos);
   EXPECT_EQ(unsupported_reason(g, g.node(2)), "Dropout's mask output");
