@@ -333,7 +333,8 @@ def write_markdown(path, a, specs, notes, rows, finished, unavailable):
     lines = ["# PyTorch models exported to ONNX, checked on every device", "",
              f"`{' '.join(['scripts/onnx_export_check.py'] + a.argv)}` on {platform.node()} "
              f"({os.cpu_count()} cores), {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, "
-             f"{'complete' if finished else f'partial: {len(rows)} checks so far'}.",
+             f"{'complete' if finished else f'partial: {len(rows)} checks so far'}; "
+             f"PyTorch {a.torch_version}.",
              "", "Error: max|mimic - PyTorch| / max|PyTorch|; tolerances by precision class in the "
              "script's docstring. Status `import`: mimic's ONNX importer has no IR op for a node; "
              "`export`: torch.onnx.export failed.", ""]
@@ -389,6 +390,7 @@ def main():
         print(f"SKIP: torch/torchvision not importable ({type(e).__name__}: {e}); install "
               "python3-torch and python3-torchvision")
         return SKIP
+    a.torch_version = f"{torch.__version__}, torchvision {torchvision.__version__}"
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // 2))
     warnings.simplefilter("ignore")  # torch.onnx.export's shape-inference and LSTM batch warnings
     specs = model_table(torch, torchvision)
@@ -408,6 +410,7 @@ def main():
     if a.devices:
         keep = a.devices.split(",")
         configs = [(d, p) for d, p in configs if d in keep or label(d, p) in keep]
+        unavailable = {d: why for d, why in unavailable.items() if d in keep}
     folder = a.keep or tempfile.mkdtemp(prefix="mimic_onnx_export_")
     os.makedirs(folder, exist_ok=True)
     rows, notes = [], {}

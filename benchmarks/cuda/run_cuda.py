@@ -21,6 +21,7 @@ device's SM count (device_runtime.h) otherwise. Without a usable GPU the script 
 exits with status 2, writing nothing.
 """
 import argparse
+import datetime
 import json
 import os
 import subprocess
@@ -130,8 +131,10 @@ def gap_table(gaps):
     return lines
 
 
-def markdown(info, gpu, models, gaps, gemm, torch_ref):
-    lines = [machine.markdown(info), "", f"GPU: {gpu.get('name')} (sm_{gpu.get('compute_capability', '').replace('.', '')}, "
+def markdown(info, gpu, models, gaps, gemm, torch_ref, date):
+    lines = ["# mimic on cuda:0: zoo models, launch gaps, cuBLAS GEMM", "",
+             f"Written by `benchmarks/cuda/run_cuda.py` on {date} UTC (model rows: median GPU time of the runs).", "",
+             machine.markdown(info), "", f"GPU: {gpu.get('name')} (sm_{gpu.get('compute_capability', '').replace('.', '')}, "
              f"{gpu.get('sm_count')} SMs, driver {gpu.get('driver')}, runtime {gpu.get('runtime')})", ""]
     if torch_ref:
         lines += [f"PyTorch {torch_ref['torch']} (CUDA {torch_ref['cuda']}, cuDNN {torch_ref['cudnn']}) on "
@@ -203,11 +206,12 @@ def main():
                         gaps.append(launch_gaps(a, model, batch, models[-2], row))
                         print(json.dumps(gaps[-1]), flush=True)
     info = machine.describe(a.build)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out + ".json", "w") as f:
         json.dump({"machine": info, "gpu": gpu, "datasheet_peaks": datasheet_peak(gpu.get("name", "")),
-                   "models": models, "launch_gaps": gaps, "gemm": gemm, "torch": torch_ref}, f, indent=2)
-    text = markdown(info, gpu, models, gaps, gemm, torch_ref)
+                   "models": models, "launch_gaps": gaps, "gemm": gemm, "torch": torch_ref, "date": date}, f, indent=2)
+    text = markdown(info, gpu, models, gaps, gemm, torch_ref, date)
     with open(a.out + ".md", "w") as f:
         f.write(text)
     print(text)
