@@ -31,6 +31,7 @@ Kernel find_kernel(OpType op) {
     case OpType::Slice: return slice_kernel;
     case OpType::Gather: return gather_kernel;
     case OpType::GatherElements: return gather_elements_kernel;
+    case OpType::ScatterND: return scatter_nd_kernel;
     case OpType::Pad: return pad_kernel;
     case OpType::Tile: return tile_kernel;
     case OpType::Expand: return expand_kernel;
@@ -68,7 +69,7 @@ bool supports_f64(OpType op) {
   if (is_data_movement(op) || ir::is_unary_elementwise(op) || ir::is_binary_elementwise(op)) return true;
   Kernel k = find_kernel(op);
   return k == variadic_kernel || k == reduce_kernel || k == arg_reduce_kernel || k == cumsum_kernel ||
-         k == range_kernel;
+         k == range_kernel || k == scatter_nd_kernel;
 }
 
 }  // namespace mimic::backends::cpu

@@ -52,6 +52,7 @@ void split_kernel(const KernelArgs& a);
 void slice_kernel(const KernelArgs& a);
 void gather_kernel(const KernelArgs& a);
 void gather_elements_kernel(const KernelArgs& a);
+void scatter_nd_kernel(const KernelArgs& a);
 void pad_kernel(const KernelArgs& a);
 void tile_kernel(const KernelArgs& a);
 void expand_kernel(const KernelArgs& a);

@@ -130,6 +130,64 @@ void gather_elements_kernel(const KernelArgs& a) {
   }
 }
 
+namespace {
+
+// Applies ScatterND's reduction to `n` elements of type T: dst[i] = reduce(dst[i], src[i]).
+template <typename T>
+void scatter_reduce(T* dst, const T* src, int64_t n, const std::string& reduction) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (reduction == "add")
+      dst[i] = static_cast<T>(dst[i] + src[i]);
+    else if (reduction == "mul")
+      dst[i] = static_cast<T>(dst[i] * src[i]);
+    else
+      dst[i] = src[i];
+  }
+}
+
+void scatter_slice(ir::HostTensor& out, int64_t at, const ir::HostTensor& upd, int64_t from,
+                   int64_t n, const std::string& reduction) {
+  switch (out.dtype()) {
+    case DType::f32: return scatter_reduce(out.data<float>() + at, upd.data<float>() + from, n, reduction);
+    case DType::f64: return scatter_reduce(out.data<double>() + at, upd.data<double>() + from, n, reduction);
+    case DType::i32: return scatter_reduce(out.data<int32_t>() + at, upd.data<int32_t>() + from, n, reduction);
+    case DType::i64: return scatter_reduce(out.data<int64_t>() + at, upd.data<int64_t>() + from, n, reduction);
+    case DType::i8: return scatter_reduce(out.data<int8_t>() + at, upd.data<int8_t>() + from, n, reduction);
+    case DType::boolean: return scatter_reduce(out.data<bool>() + at, upd.data<bool>() + from, n, reduction);
+    default:
+      throw RuntimeError(fmt::format("ScatterND on {}: the executor widens 16-bit floats to f32",
+                                     ir::dtype_name(out.dtype())));
+  }
+}
+
+}  // namespace
+
+// ScatterND: the output starts as data; each index tuple of the last indices axis addresses a slice
+// of data's trailing dims, replaced by (or reduced with) the matching slice of updates, in order.
+void scatter_nd_kernel(const KernelArgs& a) {
+  const ir::HostTensor &data = a.input(0), &idx = a.input(1), &upd = a.input(2);
+  ir::HostTensor& out = a.output(0);
+  std::memcpy(out.raw(), data.raw(), data.nbytes());
+  const ir::Shape& ds = data.shape();
+  int k = static_cast<int>(idx.shape()[idx.shape().rank() - 1]);
+  std::vector<int64_t> strides = ir::contiguous_strides(ds);
+  int64_t slice = k < ds.rank() ? strides[k - 1] : 1;
+  std::string reduction = a.node.attrs.get_string("reduction", "none");
+  for (int64_t t = 0; t < idx.numel() / k; ++t) {
+    int64_t at = 0;
+    for (int d = 0; d < k; ++d) {
+      int64_t v = idx.data<int64_t>()[t * k + d];
+      if (v < 0) v += ds[d];
+      if (v < 0 || v >= ds[d])
+        throw RuntimeError(fmt::format("{}: index {} is out of range for axis {} of size {}",
+                                       ir::describe(a.graph, a.node), idx.data<int64_t>()[t * k + d],
+                                       d, ds[d]));
+      at += v * strides[d];
+    }
+    scatter_slice(out, at, upd, t * slice, slice, reduction);
+  }
+}
+
 void pad_kernel(const KernelArgs& a) {
   ir::PadSpec spec = ir::resolve_pads(a.graph, a.node);
   std::string mode = a.node.attrs.get_string("mode", "constant");

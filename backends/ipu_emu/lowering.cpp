@@ -103,7 +103,7 @@ bool ipu_supports(const ir::Graph& g, const ir::Node& n, std::string* why) {
                                  ir::dtype_name(t)));
     // 64-bit indices are streamed as int32 (as IPU frameworks do); other int64 data is not
     // supported.
-    bool index = (n.op == OpType::Gather || n.op == OpType::GatherElements) && i == 1;
+    bool index = (n.op == OpType::Gather || n.op == OpType::GatherElements || n.op == OpType::ScatterND) && i == 1;
     if (t == DType::i64 && data && !index) return decline("i64 data input: the IPU has no int64");
   }
   for (ir::ValueId v : n.outputs) {
@@ -226,6 +226,7 @@ LoweredOp lower_node(LowerContext& c, int index) {
     case OpType::Slice:
     case OpType::Gather:
     case OpType::GatherElements:
+    case OpType::ScatterND:
     case OpType::Pad:
     case OpType::Tile:
     case OpType::Expand:

@@ -159,6 +159,35 @@ void gather_elements(InferContext& c) {
   c.set_output(0, c.dtype(0), c.shape(1));
 }
 
+// ScatterND (opset 16): indices [..., k] address k-dim slices of data; updates hold one slice per
+// index tuple. Indices may be negative (counted from the end, as onnxruntime accepts).
+void scatter_nd(InferContext& c) {
+  c.expect_dtype(1, {DType::i64});
+  c.expect_same_dtype(0, 2);
+  c.expect_rank_at_least(0, 1);
+  c.expect_rank_at_least(1, 1);
+  std::string reduction = c.attrs().get_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    c.fail(fmt::format("reduction '{}' must be none, add or mul", reduction));
+  const Shape &data = c.shape(0), &idx = c.shape(1);
+  int64_t k = idx[idx.rank() - 1];
+  if (k < 1 || k > data.rank())
+    c.fail(fmt::format("indices' last dim is {}; it must be between 1 and data's rank {}", k,
+                       data.rank()));
+  std::vector<int64_t> want(idx.dims().begin(), idx.dims().end() - 1);
+  for (int d = static_cast<int>(k); d < data.rank(); ++d) want.push_back(data[d]);
+  if (c.shape(2) != Shape(want))
+    c.fail(fmt::format("updates are {}, expected {} (indices {} into data {})", c.shape(2).str(),
+                       Shape(want).str(), idx.str(), data.str()));
+  if (const HostTensor* t = c.constant(1))
+    for (int64_t i = 0; i < t->numel(); ++i) {
+      int64_t dim = data[static_cast<int>(i % k)], v = t->data<int64_t>()[i];
+      if (dim != kBatch && (v < -dim || v >= dim))
+        c.fail(fmt::format("index {} is out of range for axis {} of size {}", v, i % k, dim));
+    }
+  c.set_output(0, c.dtype(0), data);
+}
+
 void squeeze(InferContext& c) {
   expect_int_vector(c, 1);
   const Shape& in = c.shape(0);

@@ -22,6 +22,7 @@
   X(ReduceSum) X(ReduceMean) X(ReduceMax) X(ReduceMin) X(ReduceProd) X(ReduceL1) X(ReduceL2)      \
   X(ReduceSumSquare) X(ReduceLogSum) X(ReduceLogSumExp) X(ArgMax) X(ArgMin)                       \
   X(Reshape) X(Flatten) X(Transpose) X(Concat) X(Split) X(Slice) X(Gather) X(GatherElements)      \
+  X(ScatterND)                                                                                    \
   X(Squeeze) X(Unsqueeze) X(Pad) X(Tile) X(Expand) X(Shape) X(Size) X(ConstantOfShape)            \
   X(Constant) X(Range) X(DepthToSpace) X(SpaceToDepth) X(Trilu) X(CumSum) X(EyeLike)   \
   X(LSTM) X(GRU) X(RNN)

@@ -180,6 +180,7 @@ OpSchema schema_for(OpType op) {
     case OpType::Slice: return {3, 5, 1, 1, slice};
     case OpType::Gather: return {2, 2, 1, 1, gather};
     case OpType::GatherElements: return {2, 2, 1, 1, gather_elements};
+    case OpType::ScatterND: return {3, 3, 1, 1, scatter_nd};
     case OpType::Squeeze: return {1, 2, 1, 1, squeeze};
     case OpType::Unsqueeze: return {2, 2, 1, 1, unsqueeze};
     case OpType::Pad: return {2, 4, 1, 1, pad};

@@ -124,6 +124,7 @@ void split(InferContext& c);
 void slice(InferContext& c);
 void gather(InferContext& c);
 void gather_elements(InferContext& c);
+void scatter_nd(InferContext& c);
 void squeeze(InferContext& c);
 void unsqueeze(InferContext& c);
 void pad(InferContext& c);

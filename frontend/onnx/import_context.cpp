@@ -264,6 +264,7 @@ const std::map<std::string, Converter>& converters() {
     add_elementwise_converters(t);
     add_nn_converters(t);
     add_shape_converters(t);
+    add_einsum_converter(t);
     return t;
   }();
   return table;

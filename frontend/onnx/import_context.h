@@ -97,6 +97,7 @@ const std::map<std::string, Converter>& converters();
 void add_elementwise_converters(std::map<std::string, Converter>& table);
 void add_nn_converters(std::map<std::string, Converter>& table);
 void add_shape_converters(std::map<std::string, Converter>& table);
+void add_einsum_converter(std::map<std::string, Converter>& table);
 
 // Converter that maps the ONNX op 1:1 to an IR op, attributes passed through.
 Converter direct(ir::OpType op, std::initializer_list<const char*> drop_attrs = {});
