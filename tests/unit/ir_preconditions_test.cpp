@@ -279,6 +279,27 @@ const std::vector<Case>& cases() {
          return std::vector{f32(g, "x", {2, 2}), in(g, "i", DType::i64, {2, 3})};
        },
        "indices dim 1 is 3, larger than data's 2"},
+      {"scatter_nd_index_tuple_longer_than_rank", OpType::ScatterND,
+       [](Graph& g, A&) {
+         return std::vector{f32(g, "x", {4, 2}), in(g, "i", DType::i64, {1, 3}), f32(g, "u", {1})};
+       },
+       "indices' last dim is 3; it must be between 1 and data's rank 2"},
+      {"scatter_nd_updates_shape", OpType::ScatterND,
+       [](Graph& g, A&) {
+         return std::vector{f32(g, "x", {4, 2}), in(g, "i", DType::i64, {3, 1}), f32(g, "u", {3, 3})};
+       },
+       "updates are [3,3], expected [3,2]"},
+      {"scatter_nd_index_out_of_range", OpType::ScatterND,
+       [](Graph& g, A&) {
+         return std::vector{f32(g, "x", {4, 2}), ints(g, "i", {1, -5}, {2, 1}), f32(g, "u", {2, 2})};
+       },
+       "index -5 is out of range for axis 0 of size 4"},
+      {"scatter_nd_reduction", OpType::ScatterND,
+       [](Graph& g, A& a) {
+         a.set("reduction", std::string("max"));
+         return std::vector{f32(g, "x", {4}), in(g, "i", DType::i64, {1, 1}), f32(g, "u", {1})};
+       },
+       "reduction 'max' must be none, add or mul"},
       {"transpose_not_a_permutation", OpType::Transpose,
        [](Graph& g, A& a) {
          a.set("perm", std::vector<int64_t>{0, 0});
