@@ -78,7 +78,7 @@ md = ["# Sweeps on a cluster: overhead per point of each executor", "",
       f"{n} points of the cheapest configuration (2-layer 64-wide MLP, timing only, tpu-emu:v4, batches 1..{n}) "
       "run by each executor on this one machine: local processes (`-j 2`), a one-node Slurm cluster "
       "(slurmctld + slurmd, sched/builtin, no accounting) and a Dask LocalCluster (2 worker processes). "
-      "Overhead per point = (wall time - local wall time) / points.", "", machine.markdown(info), "",
+      "Overhead per point = (wall time - local wall time) / points; for Dask, local is `mimic.sweep`'s own local executor from Python (no trace recorded), for Slurm `mimic sweep -j 2 --trace` (Slurm sweeps always merge a trace). The machine is shared with other builds: see its load average.", "", machine.markdown(info), "",
       "| executor | wall s | per point ms | overhead per point ms | what |", "|---|---|---|---|---|"]
 for name, s, note in rows:
     whole_sweep = name.startswith(("local", "slurm,", "python", "dask,"))
