@@ -2,7 +2,8 @@
 # `mimic sweep --executor slurm` on a real one-node Slurm cluster started here (slurm_cluster.sh):
 # the results equal the local executor's point for point; a running task cancelled with scancel is
 # retried; with --retries 0 a cancelled task's points are reported failed with Slurm's state and
-# exit code; --no-wait + `mimic sweep collect` gathers the sweep; --resume reruns only the failed.
+# exit code (table and HTML report); --no-wait + `mimic sweep collect` gathers the sweep; --resume
+# reruns only the failed, and skips points the local executor stored.
 # Exit 77 (a CTest skip) with the reason when no cluster can be started (not root, no slurm-wlm).
 # Usage: slurm_sweep_test.sh MIMIC_BINARY
 set -euo pipefail
@@ -56,7 +57,10 @@ cancel_a_running_task() {
 }
 
 echo "== local executor"
-"$mimic" sweep "${grid[@]}" -j 2 --json local.json >/dev/null 2>&1
+"$mimic" sweep "${grid[@]}" -j 2 --json local.json --trace local.trace >/dev/null 2>&1
+"$mimic" sweep "${grid[@]}" "${slurm[@]}" --dir s0 --trace local.trace --resume >s0.out 2>&1
+grep -q "24 of 24 points already done" s0.out && ! grep -q "submitted job" s0.out ||
+  fail "a Slurm --resume of a sweep the local executor stored ran points again: $(head -n 2 s0.out)"
 
 echo "== slurm: 6 tasks of 4 points, one cancelled while running, retried"
 "$mimic" sweep "${grid[@]}" "${slurm[@]}" --dir s1 --points-per-task 4 --retries 1 --json s1.json \
@@ -73,7 +77,8 @@ runs=$(sqlite3 s1/sweep.trace "SELECT COUNT(*) FROM sweep_point p JOIN run r ON 
 echo "task $cancelled cancelled and retried; 24 points equal the local sweep's; 24 runs merged"
 
 echo "== slurm --no-wait, a task cancelled with --retries 0, collect, then --resume"
-"$mimic" sweep "${grid[@]}" "${slurm[@]}" --dir s2 --points-per-task 6 --retries 0 --no-wait --json s2.json >s2.out 2>&1
+"$mimic" sweep "${grid[@]}" "${slurm[@]}" --dir s2 --points-per-task 6 --retries 0 --no-wait --json s2.json \
+  -o s2.html >s2.out 2>&1
 grep -q "0 of 24 points done, 24 pending" s2.out || fail "--no-wait did not return at once: $(tail -n 2 s2.out)"
 cancelled=$(cancel_a_running_task "$(job_of s2/sweep.json 0)")
 for _ in $(seq 300); do
@@ -85,6 +90,7 @@ grep -q "pending" collect.out && fail "collect never finished: $(tail -n 2 colle
 failed=$(/usr/bin/python3 -c "import json; print(sum(p['status'] == 'failed' and 'CANCELLED, exit code 0:15 (after 1 attempt)' in p['reason'] for p in json.load(open('s2.json'))['points']))")
 [[ $failed -ge 1 ]] || fail "no point of cancelled task $cancelled reported failed with Slurm's state"
 grep -q "failed" collect.out || fail "the table does not mark the failed points"
+grep -q "CANCELLED, exit code 0:15" s2.html || fail "the HTML report does not say why points failed"
 same_points local.json s2.json ok-only
 "$mimic" sweep collect s2 >collect2.out 2>&1 && cmp -s <(grep -v recorded collect.out) <(grep -v recorded collect2.out) ||
   fail "collecting again changed the result"
