@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `mimic sweep --executor slurm` on a real one-node Slurm cluster started here (slurm_cluster.sh):
-# the results equal the local executor's point for point; a running task cancelled with scancel is
-# retried; with --retries 0 a cancelled task's points are reported failed with Slurm's state and
-# exit code (table and HTML report); --no-wait + `mimic sweep collect` gathers the sweep; --resume
-# reruns only the failed, and skips points the local executor stored.
+# the results equal the local executor's point for point; --sbatch options reach the job; a running
+# task cancelled with scancel is retried; with --retries 0 a cancelled task's points are reported
+# failed with Slurm's state and exit code (table and HTML report); --no-wait + `mimic sweep collect`
+# gathers the sweep; --resume reruns only the failed, and skips points the local executor stored.
 # Exit 77 (a CTest skip) with the reason when no cluster can be started (not root, no slurm-wlm).
 # Usage: slurm_sweep_test.sh MIMIC_BINARY
 set -euo pipefail
@@ -64,10 +64,13 @@ grep -q "24 of 24 points already done" s0.out && ! grep -q "submitted job" s0.ou
 
 echo "== slurm: 6 tasks of 4 points, one cancelled while running, retried"
 "$mimic" sweep "${grid[@]}" "${slurm[@]}" --dir s1 --points-per-task 4 --retries 1 --json s1.json \
-  >s1.out 2>s1.err &
+  --sbatch=--time=10 --sbatch=--comment=mimic-test >s1.out 2>s1.err &
 sweep_pid=$!
 wait_for_job s1
-cancelled=$(cancel_a_running_task "$(job_of s1/sweep.json 0)")
+job=$(job_of s1/sweep.json 0)
+scontrol -o show job "$job" | grep -q "TimeLimit=00:10:00.*Comment=mimic-test" ||
+  fail "the --sbatch options did not reach the job: $(scontrol -o show job "$job" | head -c 300)"
+cancelled=$(cancel_a_running_task "$job")
 wait "$sweep_pid" || fail "slurm sweep exited $? ($(tail -n 3 s1.err))"
 grep -q "CANCELLED, exit code 0:15" "s1/round-0/task-$cancelled/failed" || fail "task $cancelled's Slurm state not recorded"
 [[ -f s1/round-1/round.json ]] || fail "the cancelled task was not resubmitted"
