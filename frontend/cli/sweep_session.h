@@ -30,7 +30,8 @@ struct Args {
   std::string executor = "local";  // local | slurm
   std::string dir;  // the sweep's directory (slurm): point lists, job scripts, task outputs
   std::vector<std::string> sbatch;  // passed to sbatch as they are
-  int points_per_task = 1;
+  // 10: the largest grid (kMaxSweepPoints) then fits Slurm's default MaxArraySize (1001).
+  int points_per_task = 10;
   int retries = 1;
   bool no_wait = false;
   std::string poll = "5s";

@@ -215,8 +215,13 @@ void SlurmSweep::submit_round(const std::vector<size_t>& points) {
   ProcessResult res = run_command(argv);
   std::string job = res.out.substr(0, res.out.find_first_of(";\n"));
   if (res.exit_code != 0 || job.empty() || job.find_first_not_of("0123456789") != std::string::npos)
-    throw RuntimeError(fmt::format("sbatch failed (exit {}) submitting {}: {}", res.exit_code,
-                                   dir + "/job.sh", res.err.substr(0, res.err.find('\n'))));
+    throw RuntimeError(fmt::format(
+        "sbatch failed (exit {}) submitting {} ({} array tasks{}): {}", res.exit_code,
+        dir + "/job.sh", tasks,
+        tasks > 1000
+            ? "; Slurm's MaxArraySize is 1001 unless configured otherwise: raise --points-per-task"
+            : "",
+        res.err.substr(0, res.err.find('\n'))));
   state_["rounds"].push_back({{"job", job}, {"tasks", tasks}, {"points", points.size()}});
   save();
   std::cerr << fmt::format("submitted job {}: {} points in {} array task{} ({})\n", job,
