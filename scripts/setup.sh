@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs every dependency of mimic from Debian 12's package archive.
 # Non-interactive and idempotent; prints nothing unless something fails.
-#   scripts/setup.sh           build, test and demo dependencies
+#   scripts/setup.sh           build and demo dependencies
+#   scripts/setup.sh --test    also the engines the sweep tests start: a one-node Slurm cluster
+#                              (slurm-wlm, munge) and a Dask LocalCluster (python3-distributed)
 #   scripts/setup.sh --bench   also PyTorch and OpenBLAS for the comparison benchmarks
 set -euo pipefail
 
@@ -14,6 +16,9 @@ packages=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   clang libclang-rt-14-dev libomp-dev
 )
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(slurm-wlm munge python3-distributed python3-pandas)
+fi
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision libopenblas0)
 fi

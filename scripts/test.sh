@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-scripts/setup.sh
+scripts/setup.sh --test
 scripts/build.sh "$root/build"
 echo "== tests (release build)"
 ctest --test-dir build --output-on-failure --timeout 900 -j "$(nproc)"

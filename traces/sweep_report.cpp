@@ -83,7 +83,7 @@ void write_tables(const SweepReport& r, std::ostream& out) {
   for (const auto& p : r.points) {
     if (p.status != "ok") {
       out << fmt::format("<tr class=\"nofit\"><td>{}</td><td>{}</td><td colspan=5>{}</td><td>{}</td></tr>", html_escape(p.config),
-                         p.batch, html_escape(p.reason), p.status == "error" ? "error" : "no");
+                         p.batch, html_escape(p.reason), p.status == "does not fit" ? "no" : p.status);
       continue;
     }
     out << fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}%</td><td>{:.1f}</td><td>{}</td><td>yes</td></tr>",

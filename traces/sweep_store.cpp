@@ -1,5 +1,9 @@
 #include "traces/sweep_store.h"
 
+#include <map>
+
+#include "traces/trace_merge.h"
+
 namespace mimic::traces {
 
 SweepStore::SweepStore(const std::string& path, const OpenOptions& options)
@@ -18,20 +22,56 @@ void SweepStore::begin(const std::string& sweep_id, const std::string& spec_json
       [] {});
 }
 
+namespace {
+
+void insert_point(Db& db, const std::string& sweep_id, const SweepPointRecord& p) {
+  Stmt s = db.prepare(
+      "INSERT OR REPLACE INTO sweep_point(sweep_id, key, status, result_json, run_id, finished_utc) "
+      "VALUES (?, ?, ?, ?, ?, ?)",
+      "record sweep point");
+  s.bind(1, sweep_id).bind(2, p.key).bind(3, p.status).bind(4, p.result_json);
+  if (p.run_id > 0) s.bind(5, p.run_id);
+  else s.bind_null(5);
+  s.bind(6, utc_now()).run();
+}
+
+}  // namespace
+
 void SweepStore::record(const std::string& sweep_id, const SweepPointRecord& p) {
-  with_write_transaction(
-      db_, options_.lock_give_up,
-      [&] {
-        Stmt s = db_.prepare(
-            "INSERT OR REPLACE INTO sweep_point(sweep_id, key, status, result_json, run_id, finished_utc) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            "record sweep point");
-        s.bind(1, sweep_id).bind(2, p.key).bind(3, p.status).bind(4, p.result_json);
-        if (p.run_id > 0) s.bind(5, p.run_id);
-        else s.bind_null(5);
-        s.bind(6, utc_now()).run();
-      },
-      [] {});
+  with_write_transaction(db_, options_.lock_give_up, [&] { insert_point(db_, sweep_id, p); }, [] {});
+}
+
+void SweepStore::record_from(const std::string& sweep_id, const std::string& task_trace,
+                             const std::vector<SweepPointRecord>& points) {
+  std::vector<int64_t> runs;
+  for (const auto& p : points)
+    if (p.run_id > 0) runs.push_back(p.run_id);
+  if (runs.empty()) {
+    with_write_transaction(
+        db_, options_.lock_give_up, [&] { for (const auto& p : points) insert_point(db_, sweep_id, p); }, [] {});
+    return;
+  }
+  // The task's file is checked as any trace is (a mimic trace of a version this build reads).
+  open_for_read(task_trace, options_);
+  // ATTACH cannot run inside a transaction.
+  db_.prepare("ATTACH DATABASE ? AS task", "attach task trace '" + task_trace + "'").bind(1, task_trace).run();
+  try {
+    with_write_transaction(
+        db_, options_.lock_give_up,
+        [&] {
+          std::map<int64_t, int64_t> ids = copy_attached_runs(db_, runs);
+          for (SweepPointRecord p : points) {
+            auto it = ids.find(p.run_id);
+            p.run_id = it == ids.end() ? 0 : it->second;
+            insert_point(db_, sweep_id, p);
+          }
+        },
+        [] {});
+  } catch (...) {
+    db_.exec("DETACH DATABASE task", "detach task trace");
+    throw;
+  }
+  db_.exec("DETACH DATABASE task", "detach task trace");
 }
 
 std::vector<SweepPointRecord> SweepStore::points(const std::string& sweep_id) const {

@@ -29,6 +29,12 @@ class SweepStore {
   // Records the sweep's spec once (kept when the sweep already exists).
   void begin(const std::string& sweep_id, const std::string& spec_json);
   void record(const std::string& sweep_id, const SweepPointRecord& point);
+  // Records points whose runs lie in another trace file (a Slurm task's own), in one transaction:
+  // copies those runs into this file (trace_merge.h) and records the points with their new run
+  // ids. `points[i].run_id` refers to `task_trace`; 0 means no run. Merging a file again copies
+  // nothing twice. IoError naming the file when it cannot be read.
+  void record_from(const std::string& sweep_id, const std::string& task_trace,
+                   const std::vector<SweepPointRecord>& points);
   std::vector<SweepPointRecord> points(const std::string& sweep_id) const;
   // A sweep killed between a point's run finishing and the point being recorded leaves a run tagged
   // with that point but no point row. Before resuming, such runs are re-tagged "... interrupted" so

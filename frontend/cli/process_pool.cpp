@@ -91,7 +91,46 @@ void finish(Child& c) {
   c.result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
 }
 
+// Reads both pipes of a child until they close.
+void read_to_end(Child& c) {
+  while (c.out_fd >= 0 || c.err_fd >= 0) {
+    pollfd fds[2] = {{c.out_fd, POLLIN, 0}, {c.err_fd, POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0 && errno != EINTR) throw RuntimeError(fmt::format("poll failed: {}", strerror(errno)));
+    int* fd[2] = {&c.out_fd, &c.err_fd};
+    std::string* into[2] = {&c.result.out, &c.result.err};
+    for (int k = 0; k < 2; ++k)
+      if (*fd[k] >= 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) && !drain(*fd[k], *into[k])) {
+        close(*fd[k]);
+        *fd[k] = -1;
+      }
+  }
+}
+
+std::string find_in_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string candidate = (end > start ? dirs.substr(start, end - start) : ".") + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  throw RuntimeError(fmt::format("'{}' not found on PATH ({})", name, dirs));
+}
+
 }  // namespace
+
+ProcessResult run_command(const std::vector<std::string>& argv) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind("MIMIC_EXIT_WITH_PARENT=", 0) != 0) env.emplace_back(*e);
+  Child c = spawn(find_in_path(argv.at(0)), {argv.begin() + 1, argv.end()}, 0, env);
+  read_to_end(c);
+  finish(c);
+  return c.result;
+}
 
 void exit_with_parent_if_asked() {
   const char* parent = std::getenv("MIMIC_EXIT_WITH_PARENT");

@@ -21,6 +21,10 @@ struct ProcessResult {
 void run_processes(const std::string& executable, const std::vector<std::vector<std::string>>& argument_lists,
                    int parallel, const std::function<void(size_t, const ProcessResult&)>& on_done);
 
+// Runs one command to its end (argv[0] searched on PATH, our environment), capturing its output.
+// RuntimeError naming the command when it is not found or cannot start.
+ProcessResult run_command(const std::vector<std::string>& argv);
+
 // Children started by run_processes have MIMIC_EXIT_WITH_PARENT set: a `mimic` child calls this
 // first thing, so that killing a sweep (even with SIGKILL) does not leave its points running.
 void exit_with_parent_if_asked();

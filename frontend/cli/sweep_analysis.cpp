@@ -173,7 +173,7 @@ std::string table(const std::vector<PointResult>& results) {
     std::string ov = any_overrides ? fmt::format("{:<20} ", overrides_text(p)) : "";
     if (!r.fits()) {
       out += fmt::format("{:<18} {:>6} {:<6} {:<9} {}{:>12} {:>14} {:>7} {:>8} {}: {}\n", p.device, p.batch, p.layout,
-                         p.precision, ov, "-", "-", "-", "-", r.status == "error" ? "error" : "no", r.reason);
+                         p.precision, ov, "-", "-", "-", "-", r.status == "does not fit" ? "no" : r.status, r.reason);
       continue;
     }
     out += fmt::format("{:<18} {:>6} {:<6} {:<9} {}{:>12} {:>14.1f} {:>6.1f}% {:>8} yes\n", p.device, p.batch, p.layout,

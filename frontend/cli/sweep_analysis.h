@@ -13,7 +13,7 @@ namespace mimic::cli::sweep {
 
 struct PointResult {
   Point point;
-  std::string status;  // "ok", "does not fit", "error"
+  std::string status;  // "ok", "does not fit", "error" (the run failed), "failed" (the executor gave up on it)
   std::string reason;  // why it does not fit, or the error
   double latency_s = 0;   // device time of one batch (simulated for emulators, measured otherwise)
   double throughput = 0;  // inferences per second = batch / latency

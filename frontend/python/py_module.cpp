@@ -4,6 +4,7 @@
 PYBIND11_MODULE(_mimic, m) {
   m.doc() = "mimic: ML models on emulated TPUs/IPUs and real devices (C++ core)";
   m.attr("__version__") = MIMIC_VERSION;
+  m.attr("_cli_path") = MIMIC_CLI_PATH;
   mimic::python::register_errors(m);
   mimic::python::bind_tensor(m);
   mimic::python::bind_compile(m);

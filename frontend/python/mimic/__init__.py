@@ -18,5 +18,6 @@ from . import nn, optim, zoo, tpu, ipu, onnx, traces
 from ._compile import compile
 from ._train import compile_train, fit
 from ._trace import trace as trace
+from ._sweep import sweep
 
 __version__ = _mimic.__version__
