@@ -1,9 +1,9 @@
 // Einsum (opset 12), lowered at import into the IR's ReduceSum, Transpose, Reshape and MatMul, so
 // that every device runs it with the kernels it already has (a matrix unit for the contraction).
 // One or two operands, explicit or implicit output, "..." broadcasting. A label repeated within
-// one operand (a diagonal or trace, "ii->i") is refused with the reason. The operands' shapes must
-// be known at import: the contraction is reshaped to one [batch..., M, K] x [batch..., K, N]
-// product.
+// one operand (a diagonal or trace, "ii->i") is refused with the reason. The contraction is one
+// [batch..., M, K] x [batch..., K, N] product; the operands' ranks must be known at import, and
+// their sizes where several axes merge into M, K or N.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -94,17 +94,46 @@ ir::ValueId transposed(NodeConverter& c, const Term& t, const Labels& order, con
   return c.emit_internal(OpType::Transpose, what, {t.value}, {{"perm", perm}})[0];
 }
 
-ir::ValueId reshaped(NodeConverter& c, ir::ValueId v, const std::vector<int64_t>& from,
-                     const std::vector<int64_t>& to, const std::string& what) {
-  if (from == to) return v;
-  return c.emit_internal(OpType::Reshape, what, {v, c.constant_ints(what + "_shape", to)})[0];
+// One axis of a Reshape's target: its size (-1 when unknown at import) and the input axis it is,
+// unchanged, when it is exactly one input axis (-1 otherwise).
+struct Axis {
+  int64_t size;
+  int source;
+};
+
+// Reshape to `target`, with sizes where they are known, 0 (copy) for an unknown axis that stays in
+// place and -1 (inferred) for at most one other unknown axis; no node when nothing changes.
+ir::ValueId reshaped(NodeConverter& c, ir::ValueId v, int input_rank, const std::vector<Axis>& target,
+                     const std::string& what) {
+  bool same = static_cast<int>(target.size()) == input_rank;
+  for (size_t i = 0; i < target.size() && same; ++i) same = target[i].source == static_cast<int>(i);
+  if (same) return v;
+  std::vector<int64_t> shape;
+  bool inferred = false;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i].size >= 0) {
+      shape.push_back(target[i].size);
+    } else if (target[i].source == static_cast<int>(i)) {
+      shape.push_back(0);
+    } else if (!inferred) {
+      shape.push_back(-1);
+      inferred = true;
+    } else {
+      c.unsupported("an Einsum that merges or splits axes whose sizes are not known at import");
+    }
+  }
+  return c.emit_internal(OpType::Reshape, what, {v, c.constant_ints(what + "_shape", shape)})[0];
 }
 
 int64_t dim_of(const Term& t, char l) { return t.dims[t.labels.find(l)]; }
 
+// The product of the labels' sizes; -1 when one is not known at import.
 int64_t product(const Term& t, const Labels& ls) {
   int64_t p = 1;
-  for (char l : ls) p *= dim_of(t, l);
+  for (char l : ls) {
+    if (dim_of(t, l) < 0) return -1;
+    p *= dim_of(t, l);
+  }
   return p;
 }
 
@@ -135,6 +164,11 @@ Labels in_order(const Labels& of, const std::function<bool(char)>& keep) {
   return out;
 }
 
+// The axis merging `group` (consecutive input axes from `first`) into one.
+Axis merged(const Term& t, const Labels& group, int first) {
+  return {product(t, group), group.size() == 1 ? first : -1};
+}
+
 // Two operands: [batch..., M, K] x [batch..., K, N] -> [batch..., a_keep..., b_keep...].
 Term contract(NodeConverter& c, const Term& a, const Term& b, const Labels& output) {
   auto in = [](const Labels& s, char l) { return s.find(l) != std::string::npos; };
@@ -143,35 +177,40 @@ Term contract(NodeConverter& c, const Term& a, const Term& b, const Labels& outp
   Labels a_keep = in_order(a.labels, [&](char l) { return !in(b.labels, l); });
   Labels b_keep = in_order(b.labels, [&](char l) { return !in(a.labels, l); });
   for (char l : inner)
-    if (dim_of(a, l) != dim_of(b, l))
+    if (dim_of(a, l) >= 0 && dim_of(b, l) >= 0 && dim_of(a, l) != dim_of(b, l))
       c.malformed(fmt::format("a contracted axis has size {} in one operand and {} in the other",
                               dim_of(a, l), dim_of(b, l)));
-  std::vector<int64_t> a_batch, b_batch, out_batch;
-  for (char l : batch) {
-    int64_t da = dim_of(a, l), db = dim_of(b, l);
-    if (da != db && da != 1 && db != 1)
+  int nb = static_cast<int>(batch.size()), na = static_cast<int>(a_keep.size());
+  std::vector<Axis> a_target, b_target;
+  Term out{ir::kNoValue, batch + a_keep + b_keep, {}};
+  for (int i = 0; i < nb; ++i) {
+    int64_t da = dim_of(a, batch[i]), db = dim_of(b, batch[i]);
+    if (da >= 0 && db >= 0 && da != db && da != 1 && db != 1)
       c.malformed(fmt::format("a batch axis has size {} in one operand and {} in the other", da, db));
-    a_batch.push_back(da);
-    b_batch.push_back(db);
-    out_batch.push_back(std::max(da, db));
+    a_target.push_back({da, i});
+    b_target.push_back({db, i});
+    out.dims.push_back(da == 1 ? db : db == 1 ? da : std::max(da, db));
   }
-  int64_t m = product(a, a_keep), k = product(a, inner), n = product(b, b_keep);
-  std::vector<int64_t> a_shape = a_batch, b_shape = b_batch;
-  a_shape.insert(a_shape.end(), {m, k});
-  b_shape.insert(b_shape.end(), {k, n});
-  Labels a_order = batch + a_keep + inner, b_order = batch + inner + b_keep;
-  std::vector<int64_t> a_dims, b_dims;
-  for (char l : a_order) a_dims.push_back(dim_of(a, l));
-  for (char l : b_order) b_dims.push_back(dim_of(b, l));
-  ir::ValueId x = reshaped(c, transposed(c, a, a_order, "lhs_transpose"), a_dims, a_shape, "lhs_reshape");
-  ir::ValueId y = reshaped(c, transposed(c, b, b_order, "rhs_transpose"), b_dims, b_shape, "rhs_reshape");
+  a_target.push_back(merged(a, a_keep, nb));
+  a_target.push_back(merged(a, inner, nb + na));
+  b_target.push_back(merged(b, inner, nb));
+  b_target.push_back(merged(b, b_keep, nb + static_cast<int>(inner.size())));
+  ir::ValueId x = reshaped(c, transposed(c, a, batch + a_keep + inner, "lhs_transpose"),
+                           static_cast<int>(a.labels.size()), a_target, "lhs_reshape");
+  ir::ValueId y = reshaped(c, transposed(c, b, batch + inner + b_keep, "rhs_transpose"),
+                           static_cast<int>(b.labels.size()), b_target, "rhs_reshape");
   ir::ValueId p = c.emit_internal(OpType::MatMul, "matmul", {x, y})[0];
-  Term out{p, batch + a_keep + b_keep, out_batch};
-  for (char l : a_keep) out.dims.push_back(dim_of(a, l));
-  for (char l : b_keep) out.dims.push_back(dim_of(b, l));
-  std::vector<int64_t> product_shape = out_batch;
-  product_shape.insert(product_shape.end(), {m, n});
-  out.value = reshaped(c, p, product_shape, out.dims, "result_reshape");
+  std::vector<Axis> split;
+  for (int i = 0; i < nb; ++i) split.push_back({out.dims[i], i});
+  for (char l : a_keep) {
+    out.dims.push_back(dim_of(a, l));
+    split.push_back({dim_of(a, l), na == 1 ? nb : -1});
+  }
+  for (char l : b_keep) {
+    out.dims.push_back(dim_of(b, l));
+    split.push_back({dim_of(b, l), b_keep.size() == 1 ? nb + 1 : -1});
+  }
+  out.value = reshaped(c, p, nb + 2, split, "result_reshape");
   return out;
 }
 
@@ -187,13 +226,19 @@ void einsum(NodeConverter& c) {
   std::vector<Term> ops;
   int ellipsis_rank = 0;
   for (size_t i = 0; i < terms.size(); ++i) {
-    std::optional<ir::TensorType> t = c.type_of(c.input(static_cast<int>(i)));
-    if (!t || t->shape.is_symbolic())
-      c.unsupported("an operand whose shape is not known at import");
-    ops.push_back({c.input(static_cast<int>(i)), "", t->shape.dims()});
-    size_t dots = terms[i].find("...");
-    if (dots != std::string::npos)
-      ellipsis_rank = std::max(ellipsis_rank, t->shape.rank() - static_cast<int>(terms[i].size() - 3));
+    // Sizes where import-time inference knows them (-1 where not, as for the batch symbol).
+    ir::ValueId v = c.input(static_cast<int>(i));
+    std::vector<int64_t> dims;
+    if (std::optional<ir::TensorType> t = c.type_of(v))
+      dims = t->shape.dims();
+    else if (std::optional<int> rank = c.rank_of(v))
+      dims.assign(static_cast<size_t>(*rank), -1);
+    else
+      c.unsupported("an operand whose rank is not known at import");
+    ops.push_back({v, "", dims});
+    if (terms[i].find("...") != std::string::npos)
+      ellipsis_rank = std::max(ellipsis_rank, static_cast<int>(dims.size()) -
+                                                  static_cast<int>(terms[i].size() - 3));
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     ops[i].labels = expand(c, terms[i], static_cast<int>(ops[i].dims.size()), ellipsis_rank);

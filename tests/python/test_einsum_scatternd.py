@@ -65,6 +65,27 @@ def test_einsum_matches_numpy(tmp_path, equation, shapes, device, precision):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+SYMBOLIC = [("bhid,bhjd->bhij", [("N", 3, 5, 8), ("N", 3, 6, 8)]),
+            ("bij,bjk->bik", [("N", 3, 4), ("N", 4, 5)]),
+            ("abc,cd->abd", [("N", 3, 4), (4, 5)]),
+            ("bij->bji", [("N", 3, 4)]),
+            ("bij->bi", [("N", 3, 4)])]
+
+
+@pytest.mark.parametrize("equation,shapes", SYMBOLIC, ids=[e for e, _ in SYMBOLIC])
+@pytest.mark.parametrize("device,precision", DEVICES, ids=[d for d, _ in DEVICES])
+def test_einsum_with_a_batch_size_unknown_at_import(tmp_path, equation, shapes, device, precision):
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal([2 if d == "N" else d for d in s]).astype(np.float32) for s in shapes]
+    names = [f"x{i}" for i in range(len(xs))]
+    node = helper.make_node("Einsum", names, ["y"], equation=equation)
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in zip(names, shapes)]
+    out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = save(tmp_path, node, inputs, out, "einsum_n")
+    got = mimic.compile(model, device=device, precision=precision, batch=2)(*xs)
+    np.testing.assert_allclose(np.asarray(got), np.einsum(equation, *xs), rtol=1e-4, atol=1e-4)
+
+
 def test_einsum_refusals_name_the_reason(tmp_path):
     node = helper.make_node("Einsum", ["x"], ["y"], equation="ii->i")
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, (3, 3))]
