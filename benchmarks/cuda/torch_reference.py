@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""PyTorch on the same GPU as run_cuda.py, for its comparison columns: torchvision's ResNet-50 and a
-BERT-base encoder built like mimic's zoo "bert" (token and position embeddings, LayerNorm, 12 post-norm
-encoder layers with exact GELU, hidden 768, 12 heads, FFN 3072, sequence 128, no dropout), inference at
-batch 1, 8 and 64, fp32 weights, NCHW, random weights and inputs.
+"""PyTorch on the same GPU as run_cuda.py, for its comparison columns: the zoo's ResNet-50 and BERT-base
+encoder as benchmarks/torch_models.py builds them in PyTorch (torchvision's ResNet-50; token and position
+embeddings, LayerNorm, 12 post-norm encoder layers with exact GELU, hidden 768, 12 heads, FFN 3072,
+sequence 128, no dropout), inference at batch 1, 8 and 64, fp32 weights, NCHW, random weights and inputs.
 
   python3 benchmarks/cuda/torch_reference.py --out torch_cuda.json
   python3 benchmarks/cuda/run_cuda.py --torch torch_cuda.json
@@ -15,27 +15,9 @@ nothing when torch has no CUDA device.
 """
 import argparse
 import json
+import os
 import statistics
 import sys
-
-
-def bert(torch, layers=12, hidden=768, heads=12, seq=128, vocab=30522):
-    nn = torch.nn
-
-    class Bert(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.tokens = nn.Embedding(vocab, hidden)
-            self.positions = nn.Parameter(torch.randn(seq, hidden) * 0.02)
-            self.norm = nn.LayerNorm(hidden)
-            layer = nn.TransformerEncoderLayer(hidden, heads, 4 * hidden, dropout=0.0, activation="gelu",
-                                               batch_first=True, norm_first=False)
-            self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-
-        def forward(self, ids):
-            return self.encoder(self.norm(self.tokens(ids) + self.positions))
-
-    return Bert(), lambda batch: torch.randint(0, vocab, (batch, seq))
 
 
 def gpu_seconds(torch, model, x, runs, warmup):
@@ -63,19 +45,19 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     import torch
-    import torchvision
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import torch_models  # the zoo's models in PyTorch (benchmarks/torch_models.py)
     if not torch.cuda.is_available():
         print("torch_reference.py: torch sees no CUDA device; nothing measured", file=sys.stderr)
         return 2
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True
-    models = {"resnet50": (torchvision.models.resnet50(weights=None), lambda b: torch.randn(b, 3, 224, 224)),
-              "bert": bert(torch)}
     rows = []
-    for name, (model, make_input) in models.items():
+    for name in ("resnet50", "bert"):
+        model, shape, dtype = torch_models.build(name)
         model = model.eval().cuda()
         for batch in (int(b) for b in a.batches.split(",")):
-            x = make_input(batch).cuda()
+            x = torch_models.example_input(shape, dtype, batch).cuda()
             for precision in a.precisions.split(","):
                 tf32 = precision == "default"
                 torch.backends.cuda.matmul.allow_tf32 = tf32

@@ -18,6 +18,7 @@
 #include "frontend/ir/error.h"
 #include "tests/cuda/op_cases.h"
 #include "tests/cuda/op_cases_util.h"
+#include "tests/unit/train_test_util.h"
 
 namespace mimic::testing {
 namespace {
@@ -338,13 +339,19 @@ TEST(GpuTrace, GpuAndHostTracksLinkedByCorrelationId) {
   }
 }
 
-TEST(GpuErrors, OutOfRangeGatherIndexNamesTheNode) {
-  REQUIRE_GPU();
+// An embedding lookup: Gather of a [5, 2] table by three i64 ids ("lookup").
+ir::Graph gather_graph() {
   ir::Graph g("gather");
   ir::HostTensor table(ir::DType::f32, ir::Shape({5, 2}));
   ir::ValueId data = g.add_constant("table", table);
   ir::ValueId idx = g.add_input("ids", ir::DType::i64, ir::Shape({3}));
   g.add_output(g.add_node(ir::OpType::Gather, "lookup", {data, idx})[0]);
+  return g;
+}
+
+TEST(GpuErrors, OutOfRangeGatherIndexNamesTheNode) {
+  REQUIRE_GPU();
+  ir::Graph g = gather_graph();
   Executable exe = compile(g, Device("cuda:0"), gpu_options("default"));
   ir::HostTensor ids(ir::DType::i64, ir::Shape({3}));
   ids.data<int64_t>()[2] = 9;
@@ -424,11 +431,7 @@ TEST(GpuGraph, ReplaysMatchPerKernelLaunches) {
 
 TEST(GpuGraph, BadIndexIsReportedFromAReplay) {
   REQUIRE_GPU();
-  ir::Graph g("gather");
-  ir::HostTensor table(ir::DType::f32, ir::Shape({5, 2}));
-  ir::ValueId data = g.add_constant("table", table);
-  ir::ValueId idx = g.add_input("ids", ir::DType::i64, ir::Shape({3}));
-  g.add_output(g.add_node(ir::OpType::Gather, "lookup", {data, idx})[0]);
+  ir::Graph g = gather_graph();
   Executable exe = compile(g, Device("cuda:0"), gpu_options("default", {{"graph", "on"}}));
   ir::HostTensor ids(ir::DType::i64, ir::Shape({3}));
   EXPECT_NO_THROW(exe.run({ids}));
@@ -446,15 +449,7 @@ TEST(GpuGraph, BadIndexIsReportedFromAReplay) {
 // A training step (forward, cross-entropy, backward, SGD with momentum) on the GPU follows cpu:
 // within 1e-4 of the loss over 10 steps at "highest", within 2% with TF32 at "default".
 std::vector<float> train_losses(const std::string& device, const std::string& precision) {
-  auto m = std::make_shared<nn::Sequential>();
-  m->push_back(std::make_shared<nn::Conv2d>(3, 8, 3, 1, 1, 1, true, "NCHW", 1, nn::Init{1}));
-  m->push_back(std::make_shared<nn::BatchNorm2d>(8));
-  m->push_back(std::make_shared<nn::ReLU>());
-  m->push_back(std::make_shared<nn::MaxPool2d>(2, 2));
-  m->push_back(std::make_shared<nn::Flatten>());
-  m->push_back(std::make_shared<nn::Linear>(8 * 4 * 4, 32, true, nn::Init{2}));
-  m->push_back(std::make_shared<nn::ReLU>());
-  m->push_back(std::make_shared<nn::Linear>(32, 10, true, nn::Init{3}));
+  auto m = train_test::small_cnn();
   TrainOptions o;
   o.optimizer = {OptimizerKind::sgd, 0.05, 0.9};
   o.compile.precision = precision;

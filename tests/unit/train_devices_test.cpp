@@ -12,6 +12,7 @@
 
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
+#include "tests/unit/train_test_util.h"
 
 namespace mimic {
 namespace {
@@ -19,21 +20,8 @@ namespace {
 using ir::DType;
 using ir::Shape;
 
-std::shared_ptr<nn::Sequential> cnn() {
-  auto m = std::make_shared<nn::Sequential>();
-  m->push_back(std::make_shared<nn::Conv2d>(3, 8, 3, 1, 1, 1, true, "NCHW", 1, nn::Init{1}));
-  m->push_back(std::make_shared<nn::BatchNorm2d>(8));
-  m->push_back(std::make_shared<nn::ReLU>());
-  m->push_back(std::make_shared<nn::MaxPool2d>(2, 2));
-  m->push_back(std::make_shared<nn::Flatten>());
-  m->push_back(std::make_shared<nn::Linear>(8 * 4 * 4, 32, true, nn::Init{2}));
-  m->push_back(std::make_shared<nn::ReLU>());
-  m->push_back(std::make_shared<nn::Linear>(32, 10, true, nn::Init{3}));
-  return m;
-}
-
 std::vector<float> losses(const std::string& device, const std::string& precision, int steps) {
-  auto model = cnn();
+  auto model = train_test::small_cnn();
   TrainOptions o;
   o.optimizer = {OptimizerKind::sgd, 0.05, 0.9};
   o.compile.precision = precision;
@@ -98,7 +86,8 @@ void checkpoint_across_devices(const std::string& precision, double rtol) {
   TrainOptions o;
   o.optimizer = {OptimizerKind::adamw, 1e-3};
   o.optimizer.weight_decay = 0.01;
-  auto m_cpu = cnn(), m_tpu = cnn(), m_resume = cnn();
+  auto m_cpu = train_test::small_cnn(), m_tpu = train_test::small_cnn(),
+       m_resume = train_test::small_cnn();
   TrainStep cpu(*m_cpu, in, Device("cpu"), o), resumed(*m_resume, in, Device("cpu"), o);
   TrainOptions ot = o;
   ot.compile.precision = precision;

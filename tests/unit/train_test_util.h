@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "frontend/api/nn.h"
@@ -10,6 +11,21 @@
 #include "frontend/api/train.h"
 
 namespace mimic::train_test {
+
+// A small classifier with every kind of layer a CNN train step has: conv, BatchNorm, ReLU, max
+// pool, flatten, two linear layers; input [N, 3, 8, 8], 10 classes.
+inline std::shared_ptr<nn::Sequential> small_cnn() {
+  auto m = std::make_shared<nn::Sequential>();
+  m->push_back(std::make_shared<nn::Conv2d>(3, 8, 3, 1, 1, 1, true, "NCHW", 1, nn::Init{1}));
+  m->push_back(std::make_shared<nn::BatchNorm2d>(8));
+  m->push_back(std::make_shared<nn::ReLU>());
+  m->push_back(std::make_shared<nn::MaxPool2d>(2, 2));
+  m->push_back(std::make_shared<nn::Flatten>());
+  m->push_back(std::make_shared<nn::Linear>(8 * 4 * 4, 32, true, nn::Init{2}));
+  m->push_back(std::make_shared<nn::ReLU>());
+  m->push_back(std::make_shared<nn::Linear>(32, 10, true, nn::Init{3}));
+  return m;
+}
 
 constexpr int64_t kN = 4, kIn = 3, kOut = 2;
 
