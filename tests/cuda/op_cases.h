@@ -32,7 +32,7 @@ struct OpCase {
 
 std::vector<OpCase> op_cases();
 
-// IR ops without a case of their own, with the reason (none today: every op has a case).
+// IR ops without a case of their own, with the reason.
 const std::map<ir::OpType, std::string>& ops_without_cases();
 
 struct Tolerance {
