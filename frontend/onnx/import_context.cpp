@@ -1,6 +1,9 @@
 #include "frontend/onnx/import_context.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "frontend/ir/error.h"
@@ -143,10 +146,40 @@ std::optional<ir::TensorType> NodeConverter::type_of(ir::ValueId v) const {
   return state_.graph.value(v).type;
 }
 
+// Where import-time inference could not type a value (its shape depends on values computed at run
+// time), its rank often still follows from the ops that made it: a Reshape to a constant shape, a
+// Transpose, elementwise ops. Looked up through the producers, a few levels deep.
 std::optional<int> NodeConverter::rank_of(ir::ValueId v) const {
-  auto t = type_of(v);
-  if (!t) return std::nullopt;
-  return t->shape.rank();
+  std::function<std::optional<int>(ir::ValueId, int)> rank = [&](ir::ValueId u, int depth) -> std::optional<int> {
+    if (auto t = type_of(u)) return t->shape.rank();
+    const ir::Graph& g = state_.graph;
+    if (u == ir::kNoValue || depth == 0 || g.value(u).producer < 0) return std::nullopt;
+    const ir::Node& n = g.node(g.value(u).producer);
+    if (n.op == ir::OpType::Reshape && n.has_input(1) && constant_of(n.inputs[1]))
+      return static_cast<int>(constant_of(n.inputs[1])->numel());
+    if (n.op == ir::OpType::Transpose && n.attrs.has("perm"))
+      return static_cast<int>(n.attrs.get_ints("perm").size());
+    bool same_rank = ir::is_unary_elementwise(n.op) || n.op == ir::OpType::Transpose ||
+                     n.op == ir::OpType::Slice || n.op == ir::OpType::Softmax;
+    if (same_rank && n.has_input(0)) return rank(n.inputs[0], depth - 1);
+    if (n.op == ir::OpType::MatMul) {  // numpy matmul: a vector operand loses its axis
+      std::optional<int> a = rank(n.inputs[0], depth - 1), b = rank(n.inputs[1], depth - 1);
+      if (!a || !b) return std::nullopt;
+      if (*a == 1 || *b == 1) return *a + *b - 2;
+      return std::max(*a, *b);
+    }
+    if (ir::is_binary_elementwise(n.op) || n.op == ir::OpType::Where) {
+      int r = 0;
+      for (ir::ValueId in : n.inputs) {
+        std::optional<int> k = rank(in, depth - 1);
+        if (!k) return std::nullopt;
+        r = std::max(r, *k);
+      }
+      return r;
+    }
+    return std::nullopt;
+  };
+  return rank(v, 8);
 }
 
 const ir::HostTensor* NodeConverter::constant_of(ir::ValueId v) const {
