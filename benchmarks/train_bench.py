@@ -58,12 +58,10 @@ def time_steps(step_fn, steps, warmup):
 def mimic_bench(name, batch, steps, warmup):
     import mimic
     model = getattr(mimic.zoo, name)(batch=batch)
-    x = model.example_inputs()[0] if name == "bert" else None
     out_shape = (batch, 128, 768) if name == "bert" else (batch, 1000)
     data, target = batch_data(name, batch, out_shape)
-    if x is not None:
-        data = np.asarray(x)
-    opt = mimic.optim.SGD(model.module.parameters(), lr=LR, momentum=MOMENTUM)
+    params = [p for _, p in model.module.named_parameters()]
+    opt = mimic.optim.SGD(params, lr=LR, momentum=MOMENTUM)
     t0 = time.perf_counter()
     step = mimic.compile_train(model.module, loss_name(name), opt, "cpu", example_inputs=data)
     compile_s = time.perf_counter() - t0
@@ -131,6 +129,7 @@ def main():
     rows = []
     for name in a.models:
         t = torch_bench(name, a.batch, a.steps, a.warmup)
+        print(f"{name} b{a.batch}: PyTorch steps {[round(v, 3) for v in t['step_s']]}", flush=True)
         m = mimic_bench(name, a.batch, a.steps, a.warmup)
         rows.append(row(name, a.batch, m, t))
         print(f"{name} b{a.batch}: mimic {rows[-1]['mimic_median_s']:.3f} s, PyTorch {rows[-1]['pytorch_median_s']:.3f} s,"
