@@ -68,24 +68,27 @@ Window window_2d(const ir::WindowGeometry& wg, bool count_include_pad) {
   auto at = [&](const std::vector<int64_t>& v, int i, int64_t unit) {
     return one ? (i == 0 ? v[0] : unit) : v[first + i];
   };
-  return Window{wg.batch,
-                wg.in_channels,
-                at(wg.in_size, 0, 1),
-                at(wg.in_size, 1, 1),
-                wg.out_channels,
-                at(wg.out_size, 0, 1),
-                at(wg.out_size, 1, 1),
-                at(wg.kernel, 0, 1),
-                at(wg.kernel, 1, 1),
-                at(wg.strides, 0, 1),
-                at(wg.strides, 1, 1),
-                at(wg.pad_begin, 0, 0),
-                at(wg.pad_begin, 1, 0),
-                at(wg.dilations, 0, 1),
-                at(wg.dilations, 1, 1),
-                wg.group,
-                wg.channels_last,
-                count_include_pad};
+  Window w{wg.batch,
+           wg.in_channels,
+           at(wg.in_size, 0, 1),
+           at(wg.in_size, 1, 1),
+           wg.out_channels,
+           at(wg.out_size, 0, 1),
+           at(wg.out_size, 1, 1),
+           at(wg.kernel, 0, 1),
+           at(wg.kernel, 1, 1),
+           at(wg.strides, 0, 1),
+           at(wg.strides, 1, 1),
+           at(wg.pad_begin, 0, 0),
+           at(wg.pad_begin, 1, 0),
+           at(wg.dilations, 0, 1),
+           at(wg.dilations, 1, 1),
+           wg.group,
+           wg.channels_last,
+           count_include_pad};
+  w.ph_end = at(wg.pad_end, 0, 0);
+  w.pw_end = at(wg.pad_end, 1, 0);
+  return w;
 }
 
 std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
@@ -362,6 +365,7 @@ void lower_pool_3d(Context& c, const ir::Node& n) {
   b.kh = wg.kernel[0];
   b.sh = wg.strides[0];
   b.ph = wg.pad_begin[0];
+  b.ph_end = wg.pad_end[0];
   b.dh = wg.dilations[0];
   b.channels_last = true;
   b.count_include_pad = include_pad;

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <map>
 
+#include "backends/cpu/cpu_backend.h"
 #include "frontend/api/npz.h"
 #include "frontend/api/random.h"
 #include "frontend/ir/error.h"
+#include "frontend/ir/shape_inference.h"
 
 namespace mimic {
 
@@ -215,6 +217,14 @@ void TrainStep::save(const std::string& path) const {
 
 void TrainStep::load(const std::string& path) {
   load_state_dict(read_npz(path));
+}
+
+ir::Graph bind_model_batch(const ir::Graph& g, int64_t batch) {
+  if (!g.has_symbolic_batch()) return g;
+  if (batch <= 0)
+    throw InvalidArgument(fmt::format("graph '{}': batch {} must be > 0", g.name(), batch));
+  auto evaluator = backends::cpu::make_evaluator();
+  return ir::bind_batch(g, batch, ir::InferOptions{evaluator.get()});
 }
 
 }  // namespace mimic

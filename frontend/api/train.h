@@ -77,4 +77,8 @@ class TrainStep {
   backends::RunReport last_report_;
 };
 
+// `g` with its symbolic batch, if any, bound to `batch` (constants folded on the cpu backend):
+// imported models (graph_parameters() for their parameters) are traced with a symbolic batch.
+ir::Graph bind_model_batch(const ir::Graph& g, int64_t batch);
+
 }  // namespace mimic

@@ -8,6 +8,8 @@
 #include "frontend/ir/autodiff.h"
 #include "frontend/ir/error.h"
 #include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/recurrent.h"
+#include "frontend/ir/recurrent_expand.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic {
@@ -144,6 +146,42 @@ ValueId copy_forward(const ir::Graph& src, TrainGraph& t, std::unordered_map<Val
   return mapped(src.outputs().at(0));
 }
 
+// The values the rest of the build refers to, moved along when the graph is rewritten.
+struct LiveValues {
+  ValueId output;
+  std::vector<ValueId> params, buffers;
+  std::unordered_map<ValueId, ValueId> updated;  // buffer input -> its new value
+};
+
+// Replaces every recurrent node of t.graph (parameters are inputs by now, so the unrolling
+// slices and transposes them with ops that have gradient rules) by its unrolled ops.
+void unroll_recurrent_layers(TrainGraph& t, LiveValues& live) {
+  const ir::Graph& g = t.graph;
+  std::vector<bool> pick(g.num_nodes(), false);
+  bool any = false;
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    const ir::Node& n = g.node(i);
+    if (!ir::is_recurrent(n.op)) continue;
+    std::string why;
+    if (!ir::can_unroll_recurrent(g, n, &why))
+      throw UnsupportedOpError(
+          fmt::format("training: {} has no gradient: it cannot be unrolled ({})",
+                      ir::describe(g, n), why),
+          {ir::op_name(n.op)});
+    pick[i] = any = true;
+  }
+  if (!any) return;
+  std::vector<ValueId> map;
+  ir::Graph unrolled = ir::unroll_recurrent_nodes(g, pick, &map);
+  live.output = map.at(live.output);
+  for (ValueId& v : live.params) v = map.at(v);
+  for (ValueId& v : live.buffers) v = map.at(v);
+  std::unordered_map<ValueId, ValueId> updated;
+  for (const auto& [from, to] : live.updated) updated[map.at(from)] = map.at(to);
+  live.updated = std::move(updated);
+  t.graph = std::move(unrolled);
+}
+
 // Graph inputs for the forward graph's data inputs and its used parameters (buffers apart).
 void add_parameter_inputs(TrainGraph& t, const ir::Graph& forward, const NamedTensors& params,
                           std::unordered_map<ValueId, ValueId>& map,
@@ -219,17 +257,29 @@ std::vector<ValueId> scaled_gradients(TrainGraph& t, ir::GraphBuilder& b, ValueI
 
 }  // namespace
 
+NamedTensors graph_parameters(const ir::Graph& g) {
+  NamedTensors out;
+  for (ValueId v = 0; v < g.num_values(); ++v) {
+    const ir::Value& val = g.value(v);
+    if (val.initializer && val.constant && val.producer < 0 && ir::is_floating(val.type.dtype))
+      out.emplace_back(val.name, *val.constant);
+  }
+  return out;
+}
+
 TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
                              const LossConfig& loss, const OptimizerConfig& optimizer,
                              bool loss_scaling) {
   optimizer.validate();
   TrainGraph t;
   t.graph.set_name(forward.name() + ".train");
+  std::unordered_map<ValueId, ValueId> map;
+  LiveValues live;
+  add_parameter_inputs(t, forward, params, map, live.params, live.buffers);
+  live.output = copy_forward(forward, t, map, live.updated);
+  unroll_recurrent_layers(t, live);
   ir::Graph& g = t.graph;
-  std::unordered_map<ValueId, ValueId> map, updated;
-  std::vector<ValueId> param_values, buffer_values;
-  add_parameter_inputs(t, forward, params, map, param_values, buffer_values);
-  ValueId output = copy_forward(forward, t, map, updated);
+  ValueId output = live.output;
   t.output_type = g.value(output).type;
   t.target_type = loss_target_type(loss, t.output_type);
   ValueId target = g.add_input("target", t.target_type.dtype, t.target_type.shape);
@@ -240,14 +290,14 @@ TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& param
   ValueId loss_value = append_loss(b, loss, output, target);
   g.add_output(loss_value);
   t.outputs.push_back({TrainRole::loss});
-  std::vector<ValueId> grads = loss_scaling ? scaled_gradients(t, b, loss_value, param_values)
-                                            : ir::append_gradients(g, loss_value, param_values);
+  std::vector<ValueId> grads = loss_scaling ? scaled_gradients(t, b, loss_value, live.params)
+                                            : ir::append_gradients(g, loss_value, live.params);
   b.set_prefix("optimizer");
   grads = append_grad_clip(b, optimizer, grads);
-  std::vector<ValueId> new_state = add_updates(t, b, optimizer, param_values, grads, lr, step);
-  for (size_t i = 0; i < buffer_values.size(); ++i) {
-    auto it = updated.find(buffer_values[i]);
-    g.add_output(it == updated.end() ? buffer_values[i] : it->second);
+  std::vector<ValueId> new_state = add_updates(t, b, optimizer, live.params, grads, lr, step);
+  for (size_t i = 0; i < live.buffers.size(); ++i) {
+    auto it = live.updated.find(live.buffers[i]);
+    g.add_output(it == live.updated.end() ? live.buffers[i] : it->second);
     t.outputs.push_back({TrainRole::buffer, static_cast<int>(i)});
   }
   for (size_t i = 0; i < new_state.size(); ++i) {

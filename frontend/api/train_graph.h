@@ -61,6 +61,13 @@ struct TrainGraph {
 // Dropout nodes with a ratio > 0 get a mask input each (TrainRole::dropout_mask).
 // With `loss_scaling`, the gradients are those of loss * S (S a graph input) times 1/S, and an
 // output checks them for inf/NaN (TrainRole::loss_scale, TrainRole::grads_check).
+// The trainable parameters of an imported model: its floating-point initializers (ir::Value::
+// initializer), by name, sharing storage with the graph so build_train_graph() matches them.
+NamedTensors graph_parameters(const ir::Graph& g);
+
+// Recurrent layers (LSTM, GRU, RNN) are unrolled into primitive ops (frontend/ir/
+// recurrent_expand.h) before differentiation, so their gradients come from those ops' rules; a
+// layer that cannot be unrolled is an UnsupportedOpError naming it and why.
 TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
                              const LossConfig& loss, const OptimizerConfig& optimizer,
                              bool loss_scaling = false);

@@ -1,10 +1,13 @@
-// `mimic train`: trains a zoo model on synthetic data (a fixed set of random batches with random
-// class labels, cycled, so the loss falls as the model memorizes them) with one compiled training
-// step; prints the loss of every step and a summary, optionally saves a .npz checkpoint.
+// `mimic train`: trains a zoo model or an ONNX file (its initializers are the parameters) with one
+// compiled training step, on synthetic data (a fixed set of random batches with random class
+// labels, cycled, so the loss falls as the model memorizes them) or on samples from two .npy files
+// (--data x.npy y.npy: split into batches, the remainder dropped, cycled); prints the loss of every
+// step and a summary, optionally saves a .npz checkpoint.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -14,15 +17,17 @@
 #include "frontend/api/train.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
+#include "frontend/cli/npy.h"
+#include "frontend/onnx/onnx_import.h"
 
 namespace mimic::cli {
 namespace {
 
 struct TrainArgs {
-  std::string model = "mlp", layout = "nchw", device = "cpu", optimizer = "sgd",
-              loss = "cross_entropy", save, precision = "default", schedule = "constant",
-              loss_scale = "none", trace;
-  std::vector<std::string> model_args;
+  std::string model, onnx, layout = "nchw", device = "cpu", optimizer = "sgd",
+                           loss = "cross_entropy", save, precision = "default",
+                           schedule = "constant", loss_scale = "none", trace;
+  std::vector<std::string> model_args, data;
   int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
          min_lr = 0.0;
@@ -30,12 +35,12 @@ struct TrainArgs {
   bool quiet = false;
 };
 
-std::vector<std::pair<ir::HostTensor, ir::HostTensor>> synthetic_data(const TrainStep& step,
-                                                                      const ir::TensorType& in,
-                                                                      const TrainArgs& a) {
+using Batches = std::vector<std::pair<ir::HostTensor, ir::HostTensor>>;
+
+Batches synthetic_data(const TrainStep& step, const ir::TensorType& in, const TrainArgs& a) {
   Random rng(a.seed + 1);
   const TrainGraph& t = step.train_graph();
-  std::vector<std::pair<ir::HostTensor, ir::HostTensor>> out;
+  Batches out;
   for (int64_t i = 0; i < a.batches; ++i) {
     ir::HostTensor x = rng.tensor(in.dtype, in.shape);
     ir::HostTensor y = t.target_type.dtype == ir::DType::i64
@@ -46,19 +51,64 @@ std::vector<std::pair<ir::HostTensor, ir::HostTensor>> synthetic_data(const Trai
   return out;
 }
 
+// Rows [first, first + count) of a [S, ...] tensor.
+ir::HostTensor rows(const ir::HostTensor& t, int64_t first, int64_t count) {
+  std::vector<int64_t> dims = t.shape().dims();
+  dims[0] = count;
+  ir::HostTensor out(t.dtype(), ir::Shape(dims));
+  size_t row_bytes = t.nbytes() / static_cast<size_t>(t.shape()[0]);
+  std::memcpy(out.raw(), static_cast<const char*>(t.raw()) + first * row_bytes, out.nbytes());
+  return out;
+}
+
+// `t` (from `path`) must hold samples of `want` (its first axis the batch): same dtype and
+// per-sample shape.
+void check_samples(const std::string& path, const ir::HostTensor& t, const ir::TensorType& want,
+                   const std::string& what) {
+  bool same =
+      t.dtype() == want.dtype && t.shape().rank() == want.shape.rank() && t.shape().rank() >= 1;
+  for (int i = 1; same && i < want.shape.rank(); ++i) same = t.shape()[i] == want.shape[i];
+  std::vector<std::string> dims{"N"};
+  for (int i = 1; i < want.shape.rank(); ++i) dims.push_back(std::to_string(want.shape[i]));
+  if (!same)
+    throw InvalidArgument(fmt::format("--data: {} is {}, {} must be {}[{}] (N samples)", path,
+                                      t.type().str(), what, ir::dtype_name(want.dtype),
+                                      fmt::join(dims, ",")));
+}
+
+// --data x.npy y.npy: x holds samples of the model input, y the loss targets (cross_entropy:
+// i64 class indices [N]; mse and bce_with_logits: f32 shaped like the model output).
+Batches file_data(const TrainStep& step, const ir::TensorType& in, const TrainArgs& a) {
+  ir::HostTensor x = read_npy(a.data[0]), y = read_npy(a.data[1]);
+  const TrainGraph& t = step.train_graph();
+  check_samples(a.data[0], x, in, "the model input");
+  check_samples(a.data[1], y, t.target_type, "the " + a.loss + " target");
+  if (x.shape()[0] != y.shape()[0])
+    throw InvalidArgument(fmt::format("--data: {} has {} samples, {} has {}", a.data[0],
+                                      x.shape()[0], a.data[1], y.shape()[0]));
+  if (x.shape()[0] < a.batch)
+    throw InvalidArgument(fmt::format("--data: {} has {} samples, fewer than one batch of {}",
+                                      a.data[0], x.shape()[0], a.batch));
+  Batches out;
+  for (int64_t first = 0; first + a.batch <= x.shape()[0]; first += a.batch)
+    out.emplace_back(rows(x, first, a.batch), rows(y, first, a.batch));
+  return out;
+}
+
 struct Totals {
   float first_loss, last_loss;
   double compile_s, wall_s, device_s;
 };
 
-void print_summary(const TrainArgs& a, const TrainStep& step, const Totals& t) {
+void print_summary(const TrainArgs& a, const std::string& model, const TrainStep& step,
+                   const Totals& t) {
   int64_t params = 0;
   for (const auto& [name, tensor] : step.parameters()) params += tensor.numel();
   std::set<std::string> fell_back;
   for (const auto& op : step.last_report().ops)
     if (op.fallback) fell_back.insert(op.op_type);
   std::cout << fmt::format("trained {} on {} ({} {} lr {}): {} steps of batch {}, {} parameters\n",
-                           a.model, a.device, a.optimizer, a.loss, a.lr, a.steps, a.batch, params);
+                           model, a.device, a.optimizer, a.loss, a.lr, a.steps, a.batch, params);
   if (step.skipped_steps() > 0 || a.loss_scale != "none")
     std::cout << fmt::format("loss scale {} after {} steps skipped for inf/NaN gradients\n",
                              step.loss_scale(), step.skipped_steps());
@@ -71,19 +121,39 @@ void print_summary(const TrainArgs& a, const TrainStep& step, const Totals& t) {
                              a.device, fmt::join(fell_back, ", "));
 }
 
-int run_train(const TrainArgs& a) {
-  if (a.batch <= 0 || a.steps <= 0 || a.batches <= 0)
-    throw InvalidArgument(fmt::format("--batch {}, --steps {} and --batches {} must be > 0",
-                                      a.batch, a.steps, a.batches));
+// The model to train and its input type with the batch bound: a zoo model (traced) or an ONNX
+// file (its floating-point initializers are the parameters).
+struct TrainModel {
+  std::string name;
+  ir::TensorType input;
+  std::unique_ptr<TrainStep> step;
+};
+
+TrainModel make_step(const TrainArgs& a, const TrainOptions& o) {
+  if (!a.onnx.empty()) {
+    if (!a.model.empty()) throw InvalidArgument("give either --model or --onnx, not both");
+    ir::Graph g = bind_model_batch(onnx_import::import_model(a.onnx).graph, a.batch);
+    if (g.inputs().size() != 1)
+      throw InvalidArgument(fmt::format("train: {} has {} inputs, training needs exactly one",
+                                        a.onnx, g.inputs().size()));
+    ir::TensorType in = g.input_type(0);
+    return {a.onnx, in, std::make_unique<TrainStep>(g, graph_parameters(g), Device(a.device), o)};
+  }
+  std::string name = a.model.empty() ? "mlp" : a.model;
   zoo::ModelOptions mo;
   mo.seed = a.seed;
   mo.layout = a.layout;
   mo.params = parse_int_values(a.model_args, "--model-arg");
-  zoo::Model m = zoo::make(a.model, mo);
-  if (m.int_input_high > 0)
+  zoo::Model m = zoo::make(name, mo);
+  if (m.int_input_high > 0 && a.data.empty())
     throw InvalidArgument(fmt::format(
-        "train: model '{}' takes token ids; synthetic training supports float inputs", a.model));
+        "train: model '{}' takes token ids; synthetic training supports float inputs (give --data)",
+        name));
   ir::TensorType in{m.input_type.dtype, m.input_type.shape.bind_batch(a.batch)};
+  return {name, in, std::make_unique<TrainStep>(*m.module, in, Device(a.device), o)};
+}
+
+TrainOptions train_options(const TrainArgs& a) {
   TrainOptions o;
   o.loss.kind = parse_loss(a.loss);
   o.optimizer.kind = parse_optimizer(a.optimizer);
@@ -95,10 +165,20 @@ int run_train(const TrainArgs& a) {
   o.loss_scale = parse_loss_scale(a.loss_scale);
   o.schedule = make_schedule(a.schedule, a.steps, a.warmup_steps, a.step_size, a.gamma, a.min_lr);
   o.compile.precision = a.precision;
+  return o;
+}
+
+int run_train(const TrainArgs& a) {
+  if (a.batch <= 0 || a.steps <= 0 || a.batches <= 0)
+    throw InvalidArgument(fmt::format("--batch {}, --steps {} and --batches {} must be > 0",
+                                      a.batch, a.steps, a.batches));
+  TrainOptions o = train_options(a);
   auto t0 = std::chrono::steady_clock::now();
-  TrainStep step(*m.module, in, Device(a.device), o);
+  TrainModel model = make_step(a, o);
+  TrainStep& step = *model.step;
+  const ir::TensorType& in = model.input;
   double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  auto data = synthetic_data(step, in, a);
+  Batches data = a.data.empty() ? synthetic_data(step, in, a) : file_data(step, in, a);
   float first = 0, last = 0;
   double device_s = 0;
   bool scheduled = !o.schedule.phases.empty();  // print each step's lr
@@ -117,7 +197,7 @@ int run_train(const TrainArgs& a) {
       std::cout << fmt::format("step {:>5}/{}  loss {:.6f}\n", i + 1, a.steps, last);
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  print_summary(a, step, {first, last, compile_s, wall, device_s});
+  print_summary(a, model.name, step, {first, last, compile_s, wall, device_s});
   if (trace) {
     trace->close();
     std::cout << fmt::format("trace: {} ({} runs, one per step)\n", a.trace, a.steps);
@@ -133,10 +213,17 @@ int run_train(const TrainArgs& a) {
 
 Command add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
-      "train", "Train a zoo model on synthetic data with one compiled training step");
+      "train",
+      "Train a zoo or ONNX model on synthetic or .npy data with one compiled training step");
   auto a = std::make_shared<TrainArgs>();
-  cmd->add_option("--model", a->model, "Zoo model (classifier: mlp, resnet18, ...)")
-      ->capture_default_str();
+  cmd->add_option("--model", a->model, "Zoo model (classifier: mlp, resnet18, ...; default mlp)");
+  cmd->add_option("--onnx", a->onnx,
+                  "Train an ONNX model instead (one input; its float initializers are trained)");
+  cmd->add_option("--data", a->data,
+                  "Train on samples from X.npy Y.npy instead of synthetic data: X holds model "
+                  "inputs [N, ...]; Y the targets: cross_entropy i64 class indices [N], mse and "
+                  "bce_with_logits f32 shaped like the model output [N, ...]")
+      ->expected(2);
   cmd->add_option("--model-arg", a->model_args,
                   "Model parameter key=value (e.g. layers=2, hidden=256)");
   cmd->add_option("--layout", a->layout, "CNN activation layout: nchw or nhwc")

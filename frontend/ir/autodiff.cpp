@@ -51,7 +51,8 @@ void channels_first_grad(GradContext& c, GradRule rule) {
 }
 
 GradRule find_grad_rule(OpType op) {
-  for (auto family : {elementwise_grad_rule, linear_grad_rule, shape_grad_rule, nn_grad_rule})
+  for (auto family :
+       {elementwise_grad_rule, linear_grad_rule, shape_grad_rule, nn_grad_rule, reduce_grad_rule})
     if (GradRule r = family(op)) return r;
   return nullptr;
 }

@@ -63,5 +63,6 @@ GradRule elementwise_grad_rule(OpType op);
 GradRule linear_grad_rule(OpType op);
 GradRule shape_grad_rule(OpType op);
 GradRule nn_grad_rule(OpType op);
+GradRule reduce_grad_rule(OpType op);
 
 }  // namespace mimic::ir

@@ -1,9 +1,11 @@
 // Gradient rules of MatMul, Gemm, Conv and ConvTranspose, written as the same ops: MatMul with
 // transposed operands; Gemm with flipped trans flags; Conv's data gradient as a ConvTranspose with
-// the same weights, strides, pads, dilations and groups; Conv's weight gradient as a Conv over the
-// input and the output gradient with batch and channels swapped (the convolution's stride becomes
-// the dilation and vice versa), per group; ConvTranspose as the adjoint of that Conv.
+// the same weights, strides, pads, dilations and groups; Conv's weight gradient as the input's
+// window tensor (im2col by strided Slices) times the output gradient, one MatMul per group;
+// ConvTranspose as the adjoint of that Conv.
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "frontend/ir/autodiff.h"
 #include "frontend/ir/nn_geometry.h"
@@ -49,10 +51,12 @@ void gemm_rule(GradContext& c) {
   if (c.needs(2)) c.set(2, b.unbroadcast(beta == 1.0 ? g : b.scale(g, beta), c.x_shape(2)));
 }
 
-std::vector<int64_t> iota(int n, int start = 0) {
-  std::vector<int64_t> v(n);
-  for (int i = 0; i < n; ++i) v[i] = start + i;
-  return v;
+bool next_offset(std::vector<int64_t>& k, const std::vector<int64_t>& dims) {
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    if (++k[d] < dims[d]) return true;
+    k[d] = 0;
+  }
+  return false;
 }
 
 ValueId conv_data_grad(GradContext& c, const WindowGeometry& w) {
@@ -71,31 +75,57 @@ ValueId conv_data_grad(GradContext& c, const WindowGeometry& w) {
   return c.b.op(OpType::ConvTranspose, {c.dy(), c.x(1)}, at);
 }
 
-// dW[m, c, k] = sum_{n, o} dy[n, m, o] x[n, g*C/G + c, o*s + k*d - p]: a grouped Conv whose
-// "batch" is the C/G input channels of a group, "channels" are (group, N) and "weights" are dy.
+// The windows of x for every kernel offset, as [C, K, N, out...]: x moved to [C, N, in...], padded,
+// then one strided Slice per offset (K = kernel volume), so that no large transpose follows.
+ValueId channel_major_windows(GraphBuilder& b, ValueId x, const Shape& out,
+                              const WindowGeometry& w) {
+  int r = w.spatial_rank;
+  Shape xs = b.shape(x);
+  std::vector<int64_t> perm{1, 0}, pads(2 * (r + 2), 0), axes, steps;
+  for (int i = 0; i < r; ++i) {
+    perm.push_back(2 + i);
+    int64_t extent = w.strides[i] * (out[2 + i] - 1) + (w.kernel[i] - 1) * w.dilations[i] + 1;
+    pads[2 + i] = w.pad_begin[i];
+    pads[r + 4 + i] = std::max<int64_t>(0, extent - xs[2 + i] - w.pad_begin[i]);
+    axes.push_back(2 + i);
+    steps.push_back(w.strides[i]);
+  }
+  ValueId xp = b.op(OpType::Pad, {b.transpose(x, perm), b.ints(pads)});
+  std::vector<ValueId> parts;
+  std::vector<int64_t> k(r, 0);
+  do {
+    std::vector<int64_t> starts, ends;
+    for (int i = 0; i < r; ++i) {
+      starts.push_back(k[i] * w.dilations[i]);
+      ends.push_back(starts.back() + w.strides[i] * (out[2 + i] - 1) + 1);
+    }
+    ValueId s =
+        b.op(OpType::Slice, {xp, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)});
+    parts.push_back(b.op(OpType::Unsqueeze, {s, b.ints({1})}));
+  } while (next_offset(k, w.kernel));
+  return parts.size() == 1 ? parts[0] : b.op(OpType::Concat, parts, {{"axis", int64_t{1}}});
+}
+
+// dW[g, m, c, k] = sum over (n, o) of dy[n, g, m, o] * x[n, g, c, o * s + k * d - p], one GEMM
+// per group: windows [G, C/G * K, N * out] times dy as [G, N * out, M/G] (im2col, the weight
+// gradient's usual lowering), then the small [G, C/G * K, M/G] result transposed to W's layout.
 ValueId conv_weight_grad(GraphBuilder& b, ValueId x, ValueId dy, const WindowGeometry& w) {
   int r = w.spatial_rank;
-  int64_t n = w.batch, cg = w.in_channels / w.group, G = w.group;
-  Shape xs = b.shape(x);
-  std::vector<int64_t> split_dims{n, G, cg};
-  for (int i = 0; i < r; ++i) split_dims.push_back(xs[2 + i]);
-  ValueId x5 = b.reshape(x, Shape(split_dims));
-  std::vector<int64_t> perm{2, 1, 0};
-  for (int i = 0; i < r; ++i) perm.push_back(3 + i);
-  std::vector<int64_t> merged{cg, G * n};
-  for (int i = 0; i < r; ++i) merged.push_back(xs[2 + i]);
-  ValueId xt = b.reshape(b.transpose(x5, perm), Shape(merged));
-  std::vector<int64_t> perm01{1, 0};
-  for (int i = 0; i < r; ++i) perm01.push_back(2 + i);
-  ValueId gt = b.transpose(dy, perm01);  // [M, N, out...]
-  std::vector<int64_t> pads = w.pad_begin;
-  pads.insert(pads.end(), w.pad_end.begin(), w.pad_end.end());
-  Attributes at{{"strides", w.dilations}, {"dilations", w.strides}, {"pads", pads}, {"group", G}};
-  ValueId dw = b.op(OpType::Conv, {xt, gt}, at);  // [C/G, M, k'...] with k' >= k
-  bool larger = false;  // taps past the kernel when the forward stride left input rows unread
-  for (int i = 0; i < r; ++i) larger = larger || b.shape(dw)[2 + i] != w.kernel[i];
-  if (larger) dw = b.slice(dw, std::vector<int64_t>(r, 0), w.kernel, iota(r, 2));
-  return b.transpose(dw, perm01);
+  Shape xs = b.shape(x), ys = b.shape(dy);
+  int64_t G = w.group, cg = xs[1] / G, mg = ys[1] / G, kv = w.kernel_volume();
+  int64_t positions = ys.numel() / (ys[0] * ys[1]), rows = ys[0] * positions;
+  ValueId cols = b.reshape(channel_major_windows(b, x, ys, w), Shape({G, cg * kv, rows}));
+  std::vector<int64_t> split{ys[0], G, mg}, perm{1, 0};
+  for (int i = 0; i < r; ++i) {
+    split.push_back(ys[2 + i]);
+    perm.push_back(3 + i);
+  }
+  perm.push_back(2);
+  ValueId g = b.reshape(b.transpose(b.reshape(dy, Shape(split)), perm), Shape({G, rows, mg}));
+  ValueId dw = b.transpose(b.op(OpType::MatMul, {cols, g}), {0, 2, 1});  // [G, M/G, C/G * K]
+  std::vector<int64_t> wshape{G * mg, cg};
+  wshape.insert(wshape.end(), w.kernel.begin(), w.kernel.end());
+  return b.reshape(dw, Shape(wshape));
 }
 
 void set_bias_grad(GradContext& c, const WindowGeometry& w) {

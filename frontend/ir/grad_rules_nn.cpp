@@ -1,8 +1,9 @@
 // Gradient rules of neural-network ops: softmaxes and LayerNormalization as compositions, pools
 // (MaxPool as a first-maximum mask over the window tensor scattered back by a one-hot
-// ConvTranspose, average pools as a depthwise ConvTranspose with a ones kernel), and
-// BatchNormalization in inference form (fixed statistics: an affine map per channel). Training-mode
-// BatchNormalization is rewritten into batch-statistics ops before differentiation.
+// ConvTranspose, average pools as a depthwise ConvTranspose with a ones kernel), LRN through a
+// channel-band matrix, and BatchNormalization in inference form (fixed statistics: an affine map
+// per channel). Training-mode BatchNormalization is rewritten into batch-statistics ops before
+// differentiation.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -161,13 +162,34 @@ void max_pool_rule(GradContext& c) {
   c.set(0, scatter_windows(b, b.reshape(contrib, wshape), w));
 }
 
+// ceil_mode: a last window may reach past the padded input, where the divisor is not the kernel
+// volume; it is read back from the forward op itself: count = inside / AveragePool(ones), with
+// `inside` the number of the window's elements inside the input (window tensor of a ones plane).
+// Each window's dy / count is then scattered over its inputs like MaxPool's.
+void ceil_average_pool_grad(GradContext& c, const WindowGeometry& w) {
+  auto& b = c.b;
+  DType t = b.dtype(c.x(0));
+  std::vector<int64_t> plane{1, 1};
+  plane.insert(plane.end(), w.in_size.begin(), w.in_size.end());
+  ValueId ones = b.full(TensorType{t, Shape(plane)}, 1.0);
+  ValueId inside = b.reduce_sum(window_tensor(b, ones, w, 0.0), {0}, false);  // [1, 1, out...]
+  ValueId frac = b.op(OpType::AveragePool, {ones}, c.attrs());
+  ValueId g = b.div(b.mul(c.dy(), frac), inside);
+  std::vector<int64_t> one_window{1, w.batch, w.in_channels}, windows{w.kernel_volume()};
+  one_window.insert(one_window.end(), w.out_size.begin(), w.out_size.end());
+  windows.insert(windows.end(), one_window.begin() + 1, one_window.end());
+  c.set(0, scatter_windows(b, b.expand(b.reshape(g, Shape(one_window)), Shape(windows)), w));
+}
+
 // Scatter of each window's gradient over its inputs: ConvTranspose(dy / count, ones) per channel.
 void average_pool_rule(GradContext& c) {
   auto& b = c.b;
   if (is_channels_last(c.node())) return channels_first_grad(c, average_pool_rule);
-  if (c.attrs().get_int("ceil_mode", 0) != 0)
-    c.unsupported("ceil_mode AveragePool has no gradient rule");
   WindowGeometry w = window_geometry(b.graph(), c.node());
+  if (c.attrs().get_int("ceil_mode", 0) != 0) {
+    if (b.dtype(c.x(0)) != DType::f32) c.unsupported("ceil_mode AveragePool's rule needs f32");
+    return ceil_average_pool_grad(c, w);
+  }
   int r = w.spatial_rank;
   bool include_pad = c.attrs().get_int("count_include_pad", 0) != 0;
   bool padded = false;
@@ -241,6 +263,32 @@ void batch_norm_rule(GradContext& c) {
   if (c.needs(2)) c.set(2, b.reduce_sum(g, axes, false));
 }
 
+// LRN: y = x * s^-beta, s = bias + alpha / size * (B @ x^2) with B [C, C] the band of channels
+// each window sums (ONNX: floor((size - 1) / 2) before, the rest after). Then
+// dx = dy * s^-beta - 2 alpha beta / size * x * (B^T @ (dy * x * s^(-beta - 1))).
+void lrn_rule(GradContext& c) {
+  auto& b = c.b;
+  Shape xs = c.x_shape(0);
+  int64_t n = xs[0], ch = xs[1], sp = xs.numel() / std::max<int64_t>(1, n * ch);
+  double alpha = c.attrs().get_float("alpha", 1e-4), beta = c.attrs().get_float("beta", 0.75);
+  double bias = c.attrs().get_float("bias", 1.0);
+  int64_t size = c.attrs().get_int("size", 1), before = (size - 1) / 2, after = size - 1 - before;
+  if (b.dtype(c.x(0)) != DType::f32) c.unsupported("LRN's gradient rule needs f32");
+  HostTensor band(DType::f32, Shape({ch, ch}));
+  for (int64_t i = 0; i < ch; ++i)
+    for (int64_t k = std::max<int64_t>(0, i - before); k <= std::min(ch - 1, i + after); ++k)
+      band.data<float>()[i * ch + k] = 1.0f;
+  ValueId bm = b.graph().add_constant("grad/lrn_band", std::move(band));
+  ValueId x = b.reshape(c.x(0), Shape({n, ch, sp})), g = b.reshape(c.dy(), Shape({n, ch, sp}));
+  ValueId s =
+      b.add(b.scale(b.op(OpType::MatMul, {bm, b.mul(x, x)}), alpha / size), b.scalar_like(bias, x));
+  ValueId direct = b.mul(g, b.op(OpType::Pow, {s, b.scalar_like(-beta, s)}));
+  ValueId t = b.mul(b.mul(g, x), b.op(OpType::Pow, {s, b.scalar_like(-beta - 1, s)}));
+  ValueId back = b.op(OpType::MatMul, {b.transpose(bm, {1, 0}), t});
+  ValueId dx = b.sub(direct, b.scale(b.mul(x, back), 2.0 * alpha * beta / size));
+  c.set(0, b.reshape(dx, xs));
+}
+
 }  // namespace
 
 GradRule nn_grad_rule(OpType op) {
@@ -261,6 +309,8 @@ GradRule nn_grad_rule(OpType op) {
       return batch_norm_rule;
     case OpType::GlobalMaxPool:
       return global_max_pool_rule;
+    case OpType::LRN:
+      return lrn_rule;
     default:
       return nullptr;
   }

@@ -1,9 +1,9 @@
-// Gradient rules of data-movement and reduction ops: views reshape the gradient back, Transpose
-// applies the inverse permutation, Concat/Split/Slice/Pad exchange slices for pads, reductions
-// expand, and Gather (embedding lookup) scatter-adds through a one-hot matrix product.
-#include <fmt/format.h>
-
+// Gradient rules of data-movement ops: views reshape the gradient back, Transpose applies the
+// inverse permutation, Concat/Split/Slice/Pad exchange slices for pads (a strided Slice spreads
+// the gradient with zeros between), and Gather/GatherElements scatter-add through one-hot
+// products.
 #include <algorithm>
+#include <cstdint>
 
 #include "frontend/ir/autodiff.h"
 #include "frontend/ir/op_helpers.h"
@@ -43,17 +43,45 @@ void split_rule(GradContext& c) {
   c.set(0, parts.size() == 1 ? parts[0] : c.b.op(OpType::Concat, parts, {{"axis", int64_t{axis}}}));
 }
 
+// Places `g` (length `len` on `axis`) at indices first, first + step, ... of an axis of length
+// `n`: a negative step reverses g first; a step k > 1 interleaves k - 1 zeros after each element
+// (Unsqueeze, Pad, Reshape); constant Pad puts the zeros before and after.
+ValueId unslice_axis(GraphBuilder& b, ValueId g, int axis, int64_t n, int64_t first, int64_t step,
+                     int64_t len) {
+  Shape gs = b.shape(g);
+  int rank = gs.rank();
+  if (len == 1) step = 1;
+  if (step < 0) {
+    g = b.op(OpType::Slice, {g, b.ints({-1}), b.ints({INT64_MIN}), b.ints({axis}), b.ints({-1})});
+    first += (len - 1) * step;
+    step = -step;
+  }
+  int64_t span = (len - 1) * step + 1;
+  if (step > 1) {
+    std::vector<int64_t> wide = gs.dims(), pads(2 * (rank + 1), 0);
+    wide.insert(wide.begin() + axis + 1, 1);
+    pads[rank + 1 + axis + 1] = step - 1;
+    ValueId spread = b.op(OpType::Pad, {b.reshape(g, Shape(wide)), b.ints(pads)});
+    std::vector<int64_t> merged = gs.dims();
+    merged[axis] = len * step;
+    g = b.slice(b.reshape(spread, Shape(merged)), {0}, {span}, {axis});
+  }
+  if (first == 0 && span == n) return g;
+  std::vector<int64_t> pads(2 * rank, 0);
+  pads[axis] = first;
+  pads[rank + axis] = n - first - span;
+  return b.op(OpType::Pad, {g, b.ints(pads)});
+}
+
 void slice_rule(GradContext& c) {
   const Shape& x = c.x_shape(0);
   SliceSpec s = resolve_slice(c.b.graph(), c.node());
-  std::vector<int64_t> pads(2 * x.rank());
-  for (int i = 0; i < x.rank(); ++i) {
-    if (s.step[i] != 1)
-      c.unsupported(fmt::format("Slice with step {} has no gradient rule", s.step[i]));
-    pads[i] = s.start[i];
-    pads[x.rank() + i] = x[i] - s.start[i] - s.length[i];
-  }
-  c.set(0, c.b.op(OpType::Pad, {c.dy(), c.b.ints(pads)}));
+  for (int i = 0; i < x.rank(); ++i)
+    if (s.length[i] == 0) return c.set(0, c.b.zeros(c.b.type(c.x(0))));
+  ValueId g = c.dy();
+  for (int i = 0; i < x.rank(); ++i)
+    g = unslice_axis(c.b, g, i, x[i], s.start[i], s.step[i], s.length[i]);
+  c.set(0, g);
 }
 
 void pad_rule(GradContext& c) {
@@ -72,54 +100,67 @@ void pad_rule(GradContext& c) {
   c.set(0, c.b.slice(c.dy(), starts, ends, axes));
 }
 
-// d table = onehot(ids)^T @ dy: rows of ids that repeat accumulate, as an embedding's
-// scatter-add does, on the matrix unit of every backend.
+// [rows, n] f32 one-hot matrix of integer `ids` (any shape, negative ids counting from the end).
+ValueId one_hot(GraphBuilder& b, ValueId ids, int64_t n, DType dtype) {
+  int64_t rows = b.shape(ids).numel();
+  ids = b.reshape(b.cast(ids, DType::i64), Shape({rows, 1}));
+  ValueId zero = b.scalar(0, DType::i64), size = b.scalar(static_cast<double>(n), DType::i64);
+  ids = b.op(OpType::Where, {b.op(OpType::Less, {ids, zero}), b.add(ids, size), ids});
+  std::vector<int64_t> classes(n);
+  for (int64_t i = 0; i < n; ++i) classes[i] = i;
+  return b.cast(b.op(OpType::Equal, {ids, b.ints(classes)}), dtype);
+}
+
+// Gather on axis a of data [pre, n, post] with `rows` indices gives dy [pre, rows, post]:
+// d data = onehot(ids)^T @ dy per (pre, post), so rows of ids that repeat accumulate, as an
+// embedding's scatter-add does, on the matrix unit of every backend.
 void gather_rule(GradContext& c) {
   auto& b = c.b;
   if (c.needs(1)) c.unsupported("indices have no gradient");
   const Shape& data = c.x_shape(0);
-  if (normalize_axis(c.attrs().get_int("axis", 0), data.rank(), "Gather axis") != 0)
-    c.unsupported("only Gather along axis 0 (embedding lookup) has a gradient rule");
-  int64_t vocab = data[0], rows = c.x_shape(1).numel(),
-          rest = data.numel() / std::max<int64_t>(vocab, 1);
-  ValueId ids = b.reshape(b.cast(c.x(1), DType::i64), Shape({rows, 1}));
-  ValueId zero = b.scalar(0, DType::i64), v = b.scalar(static_cast<double>(vocab), DType::i64);
-  ValueId neg = b.op(OpType::Less, {ids, zero});
-  ids = b.op(OpType::Where, {neg, b.add(ids, v), ids});  // negative indices count from the end
-  std::vector<int64_t> classes(vocab);
-  for (int64_t i = 0; i < vocab; ++i) classes[i] = i;
-  ValueId onehot =
-      b.cast(b.op(OpType::Equal, {ids, b.ints(classes)}), b.dtype(c.x(0)));  // [rows, V]
-  ValueId g = b.reshape(c.dy(), Shape({rows, rest}));
-  ValueId dt = b.op(OpType::MatMul, {b.transpose(onehot, {1, 0}), g});
+  int axis = normalize_axis(c.attrs().get_int("axis", 0), data.rank(), "Gather axis");
+  int64_t n = data[axis], rows = c.x_shape(1).numel(), pre = data.product(0, axis),
+          post = data.product(axis + 1, data.rank());
+  ValueId onehot = one_hot(b, c.x(1), n, b.dtype(c.x(0)));  // [rows, n]
+  ValueId g = b.reshape(c.dy(), Shape({pre, rows, post}));
+  if (pre > 1) g = b.transpose(g, {1, 0, 2});
+  g = b.reshape(g, Shape({rows, pre * post}));
+  ValueId dt = b.op(OpType::MatMul, {b.transpose(onehot, {1, 0}), g});  // [n, pre * post]
+  if (pre > 1) dt = b.transpose(b.reshape(dt, Shape({n, pre, post})), {1, 0, 2});
   c.set(0, b.reshape(dt, data));
 }
 
-void reduce_rule(GradContext& c) {
+// GatherElements: y[..., i, ...] = x[..., ids[..., i, ...], ...] along `axis`; indices may be
+// shorter than the data on the other axes. Each output element's gradient goes to the one-hot
+// position of its index (ids + [n] one-hot axis), summed over the indexed axis, moved back to
+// it and zero-padded to the data's shape.
+void gather_elements_rule(GradContext& c) {
   auto& b = c.b;
-  const Shape& x = c.x_shape(0);
-  std::vector<bool> reduced = resolve_reduce_axes(b.graph(), c.node());
-  std::vector<int64_t> kept = x.dims();
-  int64_t count = 1;
-  for (int i = 0; i < x.rank(); ++i)
-    if (reduced[i]) count *= x[i], kept[i] = 1;
-  ValueId g = b.expand(b.reshape(c.dy(), Shape(kept)), x);
-  if (c.node().op == OpType::ReduceMean) g = b.scale(g, 1.0 / static_cast<double>(count));
-  c.set(0, g);
-}
-
-// ReduceMax/ReduceMin: the gradient goes to the elements equal to the result (ties share the
-// whole gradient each; PyTorch's amax/amin split it evenly between ties).
-void reduce_extreme_rule(GradContext& c) {
-  auto& b = c.b;
-  Shape x = c.x_shape(0);
-  std::vector<bool> reduced = resolve_reduce_axes(b.graph(), c.node());
-  std::vector<int64_t> kept = x.dims();
-  for (int i = 0; i < x.rank(); ++i)
-    if (reduced[i]) kept[i] = 1;
-  ValueId y = b.reshape(c.y(), Shape(kept)), g = b.reshape(c.dy(), Shape(kept));
-  ValueId hit = b.cast(b.op(OpType::Equal, {c.x(0), y}), b.dtype(c.x(0)));
-  c.set(0, b.mul(hit, b.expand(g, x)));
+  if (c.needs(1)) c.unsupported("indices have no gradient");
+  const Shape& data = c.x_shape(0);
+  Shape is = c.x_shape(1);
+  int rank = data.rank();
+  int axis = normalize_axis(c.attrs().get_int("axis", 0), rank, "GatherElements axis");
+  int64_t n = data[axis];
+  std::vector<int64_t> wide = is.dims();
+  wide.push_back(n);
+  ValueId onehot = b.reshape(one_hot(b, c.x(1), n, b.dtype(c.x(0))), Shape(wide));
+  std::vector<int64_t> gw = is.dims();
+  gw.push_back(1);
+  ValueId contrib = b.mul(onehot, b.reshape(c.dy(), Shape(gw)));  // ids shape + [n]
+  ValueId summed = b.reduce_sum(contrib, {axis}, true);           // axis kept as 1
+  std::vector<int64_t> perm;
+  for (int i = 0; i < rank; ++i) perm.push_back(i == axis ? rank : i);
+  perm.push_back(axis);
+  std::vector<int64_t> out = is.dims(), pads(2 * rank, 0);
+  out[axis] = n;
+  ValueId g = b.reshape(b.transpose(summed, perm), Shape(out));  // [..., n, ...] (size-1 axis last)
+  bool padded = false;
+  for (int i = 0; i < rank; ++i) {
+    pads[rank + i] = data[i] - out[i];
+    padded = padded || pads[rank + i] != 0;
+  }
+  c.set(0, padded ? b.op(OpType::Pad, {g, b.ints(pads)}) : g);
 }
 
 // Tile: the gradient of each copy is summed back (reshape to [repeat, size] pairs, reduce repeats).
@@ -158,12 +199,8 @@ GradRule shape_grad_rule(OpType op) {
       return pad_rule;
     case OpType::Gather:
       return gather_rule;
-    case OpType::ReduceSum:
-    case OpType::ReduceMean:
-      return reduce_rule;
-    case OpType::ReduceMax:
-    case OpType::ReduceMin:
-      return reduce_extreme_rule;
+    case OpType::GatherElements:
+      return gather_elements_rule;
     case OpType::Tile:
       return tile_rule;
     default:

@@ -25,6 +25,7 @@ struct Value {
   bool typed = false;                          // set by shape inference or for inputs/constants
   std::shared_ptr<const HostTensor> constant;  // initializers, Constant outputs, folded values
   int producer = -1;                           // node index, -1 for inputs and initializers
+  bool initializer = false;  // a model file's initializer: training treats it as a parameter
 };
 
 struct Node {
@@ -52,7 +53,8 @@ class Graph {
                                 Attributes attrs = {}, int num_outputs = 1,
                                 std::vector<std::string> output_names = {});
   void add_output(ValueId v);
-  // Turns graph input `v` into a constant holding `data` (which fixes its shape): it leaves inputs().
+  // Turns graph input `v` into a constant holding `data` (which fixes its shape): it leaves
+  // inputs().
   void make_constant(ValueId v, HostTensor data);
 
   const Value& value(ValueId id) const { return values_.at(id); }

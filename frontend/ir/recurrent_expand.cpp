@@ -395,7 +395,8 @@ bool can_unroll_recurrent(const Graph& g, const Node& n, std::string* why) {
   return true;
 }
 
-Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_node) {
+Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_node,
+                             std::vector<ValueId>* value_map) {
   Graph out(g.name());
   std::vector<ValueId> map(g.num_values(), kNoValue);
   for (ValueId v : g.inputs())
@@ -427,6 +428,7 @@ Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_nod
   }
   for (ValueId v : g.outputs()) out.add_output(get(v));
   infer_shapes(out);
+  if (value_map) *value_map = std::move(map);
   return out;
 }
 

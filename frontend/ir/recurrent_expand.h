@@ -25,7 +25,10 @@ bool can_unroll_recurrent(const Graph& g, const Node& n, std::string* why = null
 // nodes become constants. Graph inputs and outputs keep their order, names and types.
 template <typename Pred>
 Graph unroll_recurrent(const Graph& g, Pred unroll);
-Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_node);
+// With `value_map`, also returns where each of g's values went in the copy (kNoValue for values
+// nothing used), for callers that keep building on the copy.
+Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_node,
+                             std::vector<ValueId>* value_map = nullptr);
 
 // For compile reports: "recurrent layers unrolled: LSTM 'lstm1' (5 steps x 2 directions); 3 nodes
 // became 311".

@@ -179,10 +179,10 @@ class Importer {
     for (const auto& t : g.initializer()) {
       std::string what = "initializer '" + t.name() + "'";
       try {
-        define(t.name(),
-               state_.graph.add_constant(
-                   t.name(), tensor_from_proto(t, what, state_.base_dir, state_.max_tensor_bytes)),
-               "initializer");
+        ir::ValueId v = state_.graph.add_constant(
+            t.name(), tensor_from_proto(t, what, state_.base_dir, state_.max_tensor_bytes));
+        state_.graph.value(v).initializer = true;
+        define(t.name(), v, "initializer");
       } catch (const UnsupportedOpError& e) {
         unsupported_.add(key_of(e, "initializers"), what);
         poisoned_.insert(t.name());

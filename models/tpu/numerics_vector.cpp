@@ -393,7 +393,7 @@ void window_row(const VectorDesc& d, const float* x, const float* w, const float
         int64_t iw = ow * g.sw - g.pw + j * g.dw;
         bool inside = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
         if (!inside) {
-          if (g.count_include_pad) ++count;
+          if (g.count_include_pad && ih < g.h + g.ph_end && iw < g.w + g.pw_end) ++count;
           continue;
         }
         float v = g.channels_last ? x[((img * g.h + ih) * g.w + iw) * g.c + ic]

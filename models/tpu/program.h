@@ -147,6 +147,9 @@ struct Window {
   // Vector window ops on NCHW: instruction rows are (n, output channel, oh) instead of (n, oh),
   // so that layers whose every channel does not fit on chip for one output row still tile.
   bool channel_rows = false;
+  // End padding: with count_include_pad, an average pool's divisor counts the padded taps up to
+  // h + ph_end (w + pw_end), not the taps a ceil_mode window reaches past them (ONNX, PyTorch).
+  int64_t ph_end = 0, pw_end = 0;
 };
 
 struct TensorInfo {

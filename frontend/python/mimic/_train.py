@@ -10,7 +10,9 @@ from .lr_scheduler import LRScheduler
 def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
                   label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
                   loss_scale=None, **options):
-    """Compiles the training step of nn module `model` for `device`.
+    """Compiles the training step of nn module `model` for `device`; `model` may also be an
+    imported model (mimic.onnx.load), whose floating-point initializers are the parameters and
+    whose symbolic batch is bound to example_inputs' first dimension.
 
     loss: "cross_entropy" (logits [N, C], int64 labels [N]), "mse" or "bce_with_logits".
     optimizer: a mimic.optim.SGD / Adam / AdamW / LAMB. example_inputs: an array with the batch's shape.
@@ -36,9 +38,12 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
             raise InvalidArgument(f"modules take one input, got {len(example_inputs)} example inputs")
         example_inputs = example_inputs[0]
     x = np.asarray(example_inputs)
-    holder = _mimic.placeholder("input", list(x.shape), x.dtype, str(model.device))
-    graph = _mimic.trace([model(holder)], type(model).__name__)
-    params = list(model.named_parameters())
+    if isinstance(model, _mimic.Graph):  # an imported model (mimic.onnx.load): initializers train
+        graph, params = _mimic._bind_batch(model, int(x.shape[0])), None
+    else:
+        holder = _mimic.placeholder("input", list(x.shape), x.dtype, str(model.device))
+        graph = _mimic.trace([model(holder)], type(model).__name__)
+        params = list(model.named_parameters())
     loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
                                  {k: str(v) for k, v in options.items()}, int(seed),
