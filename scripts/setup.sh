@@ -13,6 +13,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   clang libclang-rt-14-dev libomp-dev
+  libdnnl-dev ocl-icd-opencl-dev
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision libopenblas0)
