@@ -254,6 +254,11 @@ Step build_gemm(const ir::Graph& g, const Group& grp) {
   return finish_matmul(g, group, n.inputs[0], n.inputs[1], a_md, b_md, bias_md, bias);
 }
 
+// Below this much work (about 0.3 ms on one AVX-512 core) a second thread's wake-up and barrier,
+// and its stalls when another process holds the other core, cost more than the split saves: the
+// MLP's products and MobileNetV2's depthwise layers at batch 1 run on one thread.
+constexpr double kSingleThreadFlops = 16e6;
+
 }  // namespace
 
 dnnl::engine& cpu_engine() {
