@@ -254,10 +254,31 @@ Step build_gemm(const ir::Graph& g, const Group& grp) {
   return finish_matmul(g, group, n.inputs[0], n.inputs[1], a_md, b_md, bias_md, bias);
 }
 
-// Below this much work (about 0.3 ms on one AVX-512 core) a second thread's wake-up and barrier,
-// and its stalls when another process holds the other core, cost more than the split saves: the
-// MLP's products and MobileNetV2's depthwise layers at batch 1 run on one thread.
-constexpr double kSingleThreadFlops = 16e6;
+// Softmax/LogSoftmax along one axis of a row-major tensor (ONNX opset 13 semantics).
+Step build_softmax(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  const ir::Shape& xs = g.value(n.inputs[0]).type.shape;
+  memory::desc md = row_major(xs.dims());
+  int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), xs.rank(), "axis");
+  Step s;
+  s.group = grp;
+  if (n.op == OpType::Softmax) {
+    dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, axis);
+    s.prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, cpu_engine()));
+  } else {
+    dnnl::logsoftmax_forward::desc d(dnnl::prop_kind::forward_inference, md, axis);
+    s.prim = dnnl::logsoftmax_forward(dnnl::logsoftmax_forward::primitive_desc(d, cpu_engine()));
+  }
+  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], md, md});
+  s.dst_md = s.user_dst_md = md;
+  return s;
+}
+
+// Below this much work (well under 0.1 ms on one AVX-512 core) waking a second thread costs about
+// what the split saves. Measured at batch 1 on 2 cores (2 threads vs 1): a 16 MFLOP threshold keeps
+// MobileNetV2 at 1 thread's speed; 2 MFLOP makes the MLP 18% slower with OMP_WAIT_POLICY=passive;
+// 4 MFLOP makes MobileNetV2 1.4-1.7x faster and keeps the MLP within 10% of 1 thread.
+constexpr double kSingleThreadFlops = 4e6;
 
 }  // namespace
 
@@ -274,12 +295,16 @@ ScopedThreads::~ScopedThreads() {
 }
 
 int threads_for(double flops) {
-  return flops < 4e6 ? 1 : omp_get_max_threads();
+  return flops < kSingleThreadFlops ? 1 : omp_get_max_threads();
 }
 
 std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const LayoutOf& producer_md) {
   const ir::Node& n = g.node(grp.head);
-  int threads = threads_for(static_cast<double>(ir::node_flops(g, n)));
+  // Softmax's work: about 8 flops per element (max, subtract, exp, sum, scale).
+  double work = n.op == OpType::Softmax || n.op == OpType::LogSoftmax
+                    ? 8.0 * g.value(n.inputs[0]).type.shape.numel()
+                    : static_cast<double>(ir::node_flops(g, n));
+  int threads = threads_for(work);
   ScopedThreads scope(threads);
   try {
     Step s;
@@ -289,6 +314,8 @@ std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const Layou
       s = build_matmul(g, grp);
     else if (n.op == OpType::Gemm)
       s = build_gemm(g, grp);
+    else if (n.op == OpType::Softmax || n.op == OpType::LogSoftmax)
+      s = build_softmax(g, grp);
     else
       s = build_pool(g, grp, producer_md);
     s.threads = threads;

@@ -54,7 +54,7 @@ class ScopedThreads {
   int saved_;
 };
 
-// Threads a step runs on: 1 for small ops (under 16 MFLOP the work does not pay for waking a second
+// Threads a step runs on: 1 for small ops (under 4 MFLOP the work does not pay for waking a second
 // thread), else every thread OpenMP offers.
 int threads_for(double flops);
 

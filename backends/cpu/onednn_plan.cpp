@@ -76,6 +76,9 @@ bool supports_head(const ir::Graph& g, const ir::Node& n) {
     case OpType::GlobalAveragePool:
     case OpType::GlobalMaxPool:
       return window_ok(g, n);
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+      return n.attrs.get_int("coerce_2d", 0) == 0 && g.value(n.inputs[0]).type.shape.rank() >= 1;
     default:
       return false;
   }
@@ -100,9 +103,7 @@ class Planner {
     grp.nodes.push_back(head);
     grp.output = g_.node(head).outputs[0];
     OpType op = g_.node(head).op;
-    if (op == OpType::MaxPool || op == OpType::AveragePool || op == OpType::GlobalAveragePool ||
-        op == OpType::GlobalMaxPool)
-      return grp;
+    if (op != OpType::Conv && op != OpType::MatMul && op != OpType::Gemm) return grp;
     if (op == OpType::Conv) try_batch_norm(grp);
     if (op == OpType::MatMul || (op == OpType::Gemm && !g_.node(head).has_input(2))) try_bias(grp);
     bool gemm_sum = op == OpType::Gemm && g_.node(head).has_input(2) &&

@@ -192,6 +192,7 @@ TEST(CpuOnednn, GemmsMatchTheReference) {
   expect_paths_agree(gemm_graph("tt_full_c", true, true, Shape({6, 10})), 0, 1);
 }
 
+// A one-node graph on input x (pools, softmax).
 ir::Graph pool_graph(const std::string& name, OpType op, const Shape& x, ir::Attributes attrs) {
   ir::Graph g(name);
   ir::ValueId in = g.add_input("x", ir::DType::f32, x);
@@ -218,6 +219,13 @@ TEST(CpuOnednn, PoolsMatchTheReference) {
   expect_paths_agree(pool_graph("max_nhwc", OpType::MaxPool, Shape({2, 11, 11, 8}), nhwc), 0, 1);
   expect_paths_agree(pool_graph("gap", OpType::GlobalAveragePool, Shape({2, 16, 7, 7}), {}), 0, 1);
   expect_paths_agree(pool_graph("gmp", OpType::GlobalMaxPool, Shape({2, 16, 5, 5}), {}), 0, 1);
+}
+
+TEST(CpuOnednn, SoftmaxesMatchTheReference) {
+  expect_paths_agree(pool_graph("softmax_last", OpType::Softmax, Shape({2, 3, 5, 17}), {}), 0, 1);
+  expect_paths_agree(
+      pool_graph("softmax_axis1", OpType::Softmax, Shape({4, 9, 6}), {{"axis", int64_t{1}}}), 0, 1);
+  expect_paths_agree(pool_graph("log_softmax", OpType::LogSoftmax, Shape({3, 40}), {}), 0, 1);
 }
 
 TEST(CpuOnednn, ZooModelsMatchTheReference) {
