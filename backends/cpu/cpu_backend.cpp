@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "backends/common.h"
@@ -141,14 +142,16 @@ class CpuExecutable final : public Executable {
       if (graph_.value(v).constant) values[v] = *graph_.value(v).constant;
     for (size_t i = 0; i < inputs.size(); ++i) values[graph_.inputs()[i]] = inputs[i];
     RunResult result;
-    if (program_) program_->begin_run();
+    std::optional<onednn::RunState> state;
+    if (program_) state.emplace(values, graph_.num_values());
+    onednn::RunState* run_state = state ? &*state : nullptr;
     // A oneDNN group's time goes to its head node; its other members show zero.
     std::vector<uint64_t> ts(graph_.num_nodes(), 0), dur(graph_.num_nodes(), 0);
     for (int i = 0; i < graph_.num_nodes(); ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      run_node_at(i, values);
+      run_node_at(i, values, run_state);
       auto t1 = std::chrono::steady_clock::now();
-      release_dead_values(values, i);
+      release_dead_values(values, run_state, i);
       int at = program_ && program_->runs_group(i) ? program_->group_nodes(i).front() : i;
       ts[i] = std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - run_start).count();
       ts[at] = ts[i];
@@ -160,7 +163,7 @@ class CpuExecutable final : public Executable {
       result.report.ops.push_back(op_report(i, dur[i]));
     }
     for (ir::ValueId v : graph_.outputs()) {
-      if (program_) program_->ensure_plain(v, values);
+      if (program_) program_->ensure_plain(v, *run_state);
       result.outputs.push_back(values[v]);
     }
     double wall =
@@ -180,15 +183,15 @@ class CpuExecutable final : public Executable {
  private:
   // Runs node i: a oneDNN group at its last member (its other members do nothing), else the
   // node's reference kernel.
-  void run_node_at(int i, std::vector<ir::HostTensor>& values) {
+  void run_node_at(int i, std::vector<ir::HostTensor>& values, onednn::RunState* run) const {
     const ir::Node& n = graph_.node(i);
     if (program_ && program_->in_group(i)) {
-      if (program_->runs_group(i)) program_->run_group(i, values);
+      if (program_->runs_group(i)) program_->run_group(i, *run);
       return;
     }
     std::vector<const ir::HostTensor*> in;
     for (ir::ValueId v : n.inputs) {
-      if (v != ir::kNoValue && program_) program_->ensure_plain(v, values);
+      if (v != ir::kNoValue && program_) program_->ensure_plain(v, *run);
       in.push_back(v == ir::kNoValue ? nullptr : &values[v]);
     }
     std::vector<ir::HostTensor> out = execute(graph_, n, in);
@@ -207,14 +210,15 @@ class CpuExecutable final : public Executable {
     }
   }
 
-  void release_dead_values(std::vector<ir::HostTensor>& values, int node) const {
+  void release_dead_values(std::vector<ir::HostTensor>& values, onednn::RunState* run,
+                           int node) const {
     int at = program_ ? program_->run_index(node) : node;
     if (at != node) return;  // a group member: its inputs are read when the group runs
     for (int m : members(node))
       for (ir::ValueId v : graph_.node(m).inputs)
         if (v != ir::kNoValue && last_use_[v] == node && !graph_.value(v).constant) {
           values[v] = {};
-          if (program_) program_->release(v);
+          if (program_) program_->release(v, *run);
         }
   }
 

@@ -18,7 +18,7 @@ memory wrap(const memory::desc& md, ir::HostTensor& t) {
 
 }  // namespace
 
-Program::Program(const ir::Graph& g) : g_(g), stream_(cpu_engine()) {
+Program::Program(const ir::Graph& g) : g_(g) {
   step_of_node_.assign(g.num_nodes(), -1);
   blocked_md_.resize(g.num_values());
   plain_md_.resize(g.num_values());
@@ -99,73 +99,72 @@ bool Program::runs_group(int node) const {
   return s >= 0 && steps_[s].group.last() == node;
 }
 
-void Program::begin_run() {
-  blocked_.assign(g_.num_values(), memory());
+RunState::RunState(std::vector<ir::HostTensor>& plain_values, int num_values)
+    : values(plain_values), blocked(num_values), stream(cpu_engine()) {}
+
+void Program::ensure_plain(ir::ValueId v, RunState& run) const {
+  if (run.values[v].defined() || !run.blocked[v]) return;
+  run.values[v] = ir::HostTensor(ir::DType::f32, g_.value(v).type.shape);
+  memory dst = wrap(plain_md_[v], run.values[v]);
+  to_plain_[v]->execute(run.stream, run.blocked[v], dst);
+  run.stream.wait();
 }
 
-void Program::ensure_plain(ir::ValueId v, std::vector<ir::HostTensor>& values) {
-  if (values[v].defined() || !blocked_[v]) return;
-  values[v] = ir::HostTensor(ir::DType::f32, g_.value(v).type.shape);
-  memory dst = wrap(plain_md_[v], values[v]);
-  to_plain_[v]->execute(stream_, blocked_[v], dst);
-  stream_.wait();
-}
-
-memory Program::source(const RuntimeArg& a, const Conversion& c,
-                       std::vector<ir::HostTensor>& values) {
+memory Program::source(const RuntimeArg& a, const Conversion& c, RunState& run) const {
   memory src;
   if (c.via_plain) {
-    ensure_plain(a.value, values);
-    src = wrap(a.user_md, values[a.value]);
+    ensure_plain(a.value, run);
+    src = wrap(a.user_md, run.values[a.value]);
   } else {
-    src = blocked_[a.value];
+    src = run.blocked[a.value];
   }
   if (!c.reorder) return src;
   memory converted(a.md, cpu_engine());
-  c.reorder->execute(stream_, src, converted);
+  c.reorder->execute(run.stream, src, converted);
   return converted;
 }
 
 // The output buffer; for a fused residual Add it already holds the residual.
-memory Program::destination(int step, std::vector<ir::HostTensor>& values) {
+memory Program::destination(int step, RunState& run) const {
   const Step& s = steps_[step];
   const Prepared& p = prepared_[step];
   if (p.steal_residual) {
-    memory dst = blocked_[s.residual->value];
-    blocked_[s.residual->value] = memory();
+    memory dst = run.blocked[s.residual->value];
+    run.blocked[s.residual->value] = memory();
     return dst;
   }
   memory dst;
   if (s.dst_md == s.user_dst_md) {
-    values[s.group.output] = ir::HostTensor(ir::DType::f32, g_.value(s.group.output).type.shape);
-    dst = wrap(s.dst_md, values[s.group.output]);
+    ir::HostTensor& out = run.values[s.group.output];
+    out = ir::HostTensor(ir::DType::f32, g_.value(s.group.output).type.shape);
+    dst = wrap(s.dst_md, out);
   } else {
     dst = memory(s.dst_md, cpu_engine());
   }
   if (s.residual) {
-    memory r = source(*s.residual, Conversion{p.residual.via_plain, std::nullopt}, values);
+    memory r = source(*s.residual, Conversion{p.residual.via_plain, std::nullopt}, run);
     if (p.residual.reorder)
-      p.residual.reorder->execute(stream_, r, dst);
+      p.residual.reorder->execute(run.stream, r, dst);
     else
       std::memcpy(dst.get_data_handle(), r.get_data_handle(), s.dst_md.get_size());
   }
   return dst;
 }
 
-void Program::run_group(int node, std::vector<ir::HostTensor>& values) {
+void Program::run_group(int node, RunState& run) const {
   int index = step_of_node_[node];
   const Step& s = steps_[index];
   std::unordered_map<int, memory> args = s.constants;
   for (size_t k = 0; k < s.inputs.size(); ++k)
-    args[s.inputs[k].arg] = source(s.inputs[k], prepared_[index].inputs[k], values);
-  memory dst = destination(index, values);
+    args[s.inputs[k].arg] = source(s.inputs[k], prepared_[index].inputs[k], run);
+  memory dst = destination(index, run);
   args[DNNL_ARG_DST] = dst;
   {
     ScopedThreads threads(s.threads);
-    s.prim.execute(stream_, args);
-    stream_.wait();
+    s.prim.execute(run.stream, args);
+    run.stream.wait();
   }
-  if (s.dst_md != s.user_dst_md) blocked_[s.group.output] = dst;
+  if (s.dst_md != s.user_dst_md) run.blocked[s.group.output] = dst;
 }
 
 }  // namespace mimic::backends::cpu::onednn

@@ -10,6 +10,15 @@
 
 namespace mimic::backends::cpu::onednn {
 
+// One run's values: the plain tensors (shared with the reference kernels) and the ones oneDNN
+// steps wrote in blocked layouts. Each run has its own, so runs of one executable may overlap.
+struct RunState {
+  RunState(std::vector<ir::HostTensor>& plain_values, int num_values);
+  std::vector<ir::HostTensor>& values;
+  std::vector<dnnl::memory> blocked;
+  dnnl::stream stream;
+};
+
 class Program {
  public:
   // `g` must outlive the program (the executable owns both).
@@ -24,12 +33,11 @@ class Program {
   }
   int num_groups() const { return static_cast<int>(steps_.size()); }
 
-  void begin_run();
-  // Runs the group whose last member is `node`, reading and writing `values` (plain tensors).
-  void run_group(int node, std::vector<ir::HostTensor>& values);
-  // Makes values[v] hold v's data when a step wrote it blocked.
-  void ensure_plain(ir::ValueId v, std::vector<ir::HostTensor>& values);
-  void release(ir::ValueId v) { blocked_[v] = dnnl::memory(); }
+  // Runs the group whose last member is `node`.
+  void run_group(int node, RunState& run) const;
+  // Makes run.values[v] hold v's data when a step wrote it blocked.
+  void ensure_plain(ir::ValueId v, RunState& run) const;
+  void release(ir::ValueId v, RunState& run) const { run.blocked[v] = dnnl::memory(); }
 
  private:
   struct Conversion {
@@ -45,9 +53,8 @@ class Program {
   void build_steps();
   Conversion conversion(const RuntimeArg& a);
   void prepare(int step, const std::vector<int>& last_use);
-  dnnl::memory source(const RuntimeArg& a, const Conversion& c,
-                      std::vector<ir::HostTensor>& values);
-  dnnl::memory destination(int step, std::vector<ir::HostTensor>& values);
+  dnnl::memory source(const RuntimeArg& a, const Conversion& c, RunState& run) const;
+  dnnl::memory destination(int step, RunState& run) const;
 
   const ir::Graph& g_;
   std::vector<Step> steps_;
@@ -55,8 +62,6 @@ class Program {
   std::vector<int> step_of_node_;
   std::vector<dnnl::memory::desc> blocked_md_, plain_md_;  // per value written blocked
   std::vector<std::optional<dnnl::reorder>> to_plain_;
-  std::vector<dnnl::memory> blocked_;  // run state
-  dnnl::stream stream_;
 };
 
 }  // namespace mimic::backends::cpu::onednn

@@ -1,8 +1,8 @@
 // The cpu backend's two kernel paths agree: every op case the oneDNN path takes (convolutions of
-// every kind and layout, MatMul/Gemm, pools, with their fused BatchNormalization, bias, residual
-// Add and activations) and every zoo model run with kernels=onednn and kernels=reference, outputs
-// within f32 tolerance. Each case also checks that oneDNN really ran it (the compile report's step
-// count).
+// every kind and layout, MatMul/Gemm, pools, Softmax, with their fused BatchNormalization, bias,
+// residual Add and activations) and every zoo model run with kernels=onednn and kernels=reference,
+// outputs within f32 tolerance. Each case also checks that oneDNN really ran it (the compile
+// report's step count).
 #include <gtest/gtest.h>
 
 #include <algorithm>
