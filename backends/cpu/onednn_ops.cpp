@@ -254,7 +254,7 @@ Step build_gemm(const ir::Graph& g, const Group& grp) {
   return finish_matmul(g, group, n.inputs[0], n.inputs[1], a_md, b_md, bias_md, bias);
 }
 
-// Softmax/LogSoftmax along one axis of a row-major tensor (ONNX opset 13 semantics).
+// Softmax along one axis of a row-major tensor (ONNX opset 13 semantics).
 Step build_softmax(const ir::Graph& g, const Group& grp) {
   const ir::Node& n = g.node(grp.head);
   const ir::Shape& xs = g.value(n.inputs[0]).type.shape;
@@ -262,13 +262,8 @@ Step build_softmax(const ir::Graph& g, const Group& grp) {
   int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), xs.rank(), "axis");
   Step s;
   s.group = grp;
-  if (n.op == OpType::Softmax) {
-    dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, axis);
-    s.prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, cpu_engine()));
-  } else {
-    dnnl::logsoftmax_forward::desc d(dnnl::prop_kind::forward_inference, md, axis);
-    s.prim = dnnl::logsoftmax_forward(dnnl::logsoftmax_forward::primitive_desc(d, cpu_engine()));
-  }
+  dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, axis);
+  s.prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, cpu_engine()));
   s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], md, md});
   s.dst_md = s.user_dst_md = md;
   return s;
@@ -301,9 +296,8 @@ int threads_for(double flops) {
 std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const LayoutOf& producer_md) {
   const ir::Node& n = g.node(grp.head);
   // Softmax's work: about 8 flops per element (max, subtract, exp, sum, scale).
-  double work = n.op == OpType::Softmax || n.op == OpType::LogSoftmax
-                    ? 8.0 * g.value(n.inputs[0]).type.shape.numel()
-                    : static_cast<double>(ir::node_flops(g, n));
+  double work = n.op == OpType::Softmax ? 8.0 * g.value(n.inputs[0]).type.shape.numel()
+                                        : static_cast<double>(ir::node_flops(g, n));
   int threads = threads_for(work);
   ScopedThreads scope(threads);
   try {
@@ -314,7 +308,7 @@ std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const Layou
       s = build_matmul(g, grp);
     else if (n.op == OpType::Gemm)
       s = build_gemm(g, grp);
-    else if (n.op == OpType::Softmax || n.op == OpType::LogSoftmax)
+    else if (n.op == OpType::Softmax)
       s = build_softmax(g, grp);
     else
       s = build_pool(g, grp, producer_md);

@@ -76,8 +76,9 @@ bool supports_head(const ir::Graph& g, const ir::Node& n) {
     case OpType::GlobalAveragePool:
     case OpType::GlobalMaxPool:
       return window_ok(g, n);
+    // LogSoftmax stays on the reference kernel: oneDNN's differs by ~2e-7 and 100 training steps
+    // of cross entropy (tests/python/test_train.py, against PyTorch) grow that to 1e-3.
     case OpType::Softmax:
-    case OpType::LogSoftmax:
       return n.attrs.get_int("coerce_2d", 0) == 0 && g.value(n.inputs[0]).type.shape.rank() >= 1;
     default:
       return false;

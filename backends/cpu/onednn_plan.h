@@ -1,7 +1,7 @@
 // Which nodes of a graph the cpu backend's oneDNN path runs, and which followers fuse into them.
 //
 // A group is a head (Conv, MatMul, Gemm, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool,
-// Softmax, LogSoftmax) plus the nodes that fold into it as oneDNN attributes: for Conv a
+// Softmax) plus the nodes that fold into it as oneDNN attributes: for Conv a
 // BatchNormalization with constant parameters (folded into the weights and bias), for MatMul/Gemm
 // an Add of a constant [N] bias, then for both an Add of a same-shaped tensor (the "sum" post-op)
 // and a Relu, Clip or Gelu
