@@ -11,7 +11,7 @@
 namespace mimic::backends::cpu::onednn {
 
 // One run's values: the plain tensors (shared with the reference kernels) and the ones oneDNN
-// steps wrote in blocked layouts. Each run has its own, so runs of one executable may overlap.
+// steps wrote in blocked layouts. Each run has its own; the program holds only what compile built.
 struct RunState {
   RunState(std::vector<ir::HostTensor>& plain_values, int num_values);
   std::vector<ir::HostTensor>& values;
