@@ -19,6 +19,7 @@ either side then measure the machine's load more than the code. --wait-policy de
 environment as it is.
 """
 import argparse
+import ctypes
 import json
 import os
 import statistics
@@ -54,6 +55,11 @@ class TorchSide:
         import torch
         self.torch = torch
         self.cache = {}
+        try:
+            self.openblas = ctypes.CDLL("libblas.so.3")
+            self.openblas.openblas_set_num_threads  # noqa: B018 (present only in OpenBLAS)
+        except (OSError, AttributeError):
+            self.openblas = None
 
     def median(self, model, layout, batch, threads, runs):
         torch = self.torch
@@ -66,6 +72,8 @@ class TorchSide:
             self.cache[key] = (module, shape, dtype)
         module, shape, dtype = self.cache[key]
         torch.set_num_threads(threads)
+        if self.openblas:  # Debian's torch calls BLAS through libblas.so.3, which keeps its own threads
+            self.openblas.openblas_set_num_threads(threads)
         x = torch_models.example_input(shape, dtype, batch)
         if layout == "nhwc":
             x = x.contiguous(memory_format=torch.channels_last)
