@@ -125,7 +125,7 @@ def markdown(rows, meta, reference):
              machine.markdown(meta["machine"]) + (f" Load average at the end {meta['load_average_end']}."
                                                   if "load_average_end" in meta else ""), "",
              f"PyTorch {meta['torch']} (Debian python3-torch; convolutions through its bundled oneDNN, matrix "
-             f"products through {meta['blas']}); OMP_WAIT_POLICY={meta['omp_wait_policy']} for both sides. Host wall time of one forward pass; each side's "
+             f"products through {meta['blas']}, its thread count set to the row's); OMP_WAIT_POLICY={meta['omp_wait_policy']} for both sides. Host wall time of one forward pass; each side's "
              f"figure is the median of {meta['rounds']} interleaved rounds of {meta['runs']} passes "
              "(mimic: `mimic run --json`, OMP_NUM_THREADS; PyTorch: torch.set_num_threads, channels_last for NHWC). "
              "**The machine was shared** with other jobs while this ran: absolute times carry their load, the "
