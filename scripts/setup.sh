@@ -15,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libfmt-dev
   clang libclang-rt-14-dev libomp-dev
+  libdnnl-dev ocl-icd-opencl-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(slurm-wlm munge python3-distributed python3-pandas)

@@ -1,12 +1,14 @@
 #include "backends/cpu/cpu_backend.h"
 
-#include <chrono>
 #include <fmt/format.h>
 #include <omp.h>
+#include <chrono>
+#include <optional>
 #include <thread>
 
-#include "backends/cpu/kernels.h"
 #include "backends/common.h"
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/onednn_program.h"
 #include "frontend/ir/error.h"
 #include "models/common/numeric_formats.h"
 
@@ -15,7 +17,9 @@ namespace {
 
 using ir::DType;
 
-bool is_half(DType t) { return t == DType::f16 || t == DType::bf16; }
+bool is_half(DType t) {
+  return t == DType::f16 || t == DType::bf16;
+}
 
 // True when the node reads or writes f64 tensors but its kernel computes in f32 only.
 bool needs_missing_f64(const ir::Graph& g, const ir::Node& n) {
@@ -30,16 +34,20 @@ bool needs_missing_f64(const ir::Graph& g, const ir::Node& n) {
 ir::HostTensor widen(const ir::HostTensor& t) {
   ir::HostTensor out(DType::f32, t.shape());
   const auto* bits = static_cast<const uint16_t*>(t.raw());
-  if (t.dtype() == DType::f16) numeric::f16_to_f32(bits, out.data<float>(), t.numel());
-  else numeric::bf16_to_f32(bits, out.data<float>(), t.numel());
+  if (t.dtype() == DType::f16)
+    numeric::f16_to_f32(bits, out.data<float>(), t.numel());
+  else
+    numeric::bf16_to_f32(bits, out.data<float>(), t.numel());
   return out;
 }
 
 ir::HostTensor narrow(const ir::HostTensor& t, DType to) {
   ir::HostTensor out(to, t.shape());
   auto* bits = static_cast<uint16_t*>(out.raw());
-  if (to == DType::f16) numeric::f32_to_f16(t.data<float>(), bits, t.numel());
-  else numeric::f32_to_bf16(t.data<float>(), bits, t.numel());
+  if (to == DType::f16)
+    numeric::f32_to_f16(t.data<float>(), bits, t.numel());
+  else
+    numeric::f32_to_bf16(t.data<float>(), bits, t.numel());
   return out;
 }
 
@@ -48,11 +56,14 @@ std::vector<ir::HostTensor> execute(const ir::Graph& g, const ir::Node& n,
                                     const std::vector<const ir::HostTensor*>& inputs) {
   Kernel kernel = find_kernel(n.op);
   if (!kernel)
-    throw UnsupportedOpError(fmt::format("cpu: no kernel for {}", ir::describe(g, n)), {ir::op_name(n.op)});
-  if (needs_missing_f64(g, n))
-    throw UnsupportedOpError(fmt::format("cpu: {} has no f64 kernel (f64 runs elementwise, reduction and "
-                                         "data-movement ops only)", ir::describe(g, n)),
+    throw UnsupportedOpError(fmt::format("cpu: no kernel for {}", ir::describe(g, n)),
                              {ir::op_name(n.op)});
+  if (needs_missing_f64(g, n))
+    throw UnsupportedOpError(
+        fmt::format("cpu: {} has no f64 kernel (f64 runs elementwise, reduction and "
+                    "data-movement ops only)",
+                    ir::describe(g, n)),
+        {ir::op_name(n.op)});
   bool widen_io = !is_data_movement(n.op);
   std::vector<ir::HostTensor> widened;
   widened.reserve(inputs.size());
@@ -69,8 +80,10 @@ std::vector<ir::HostTensor> execute(const ir::Graph& g, const ir::Node& n,
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     const ir::TensorType& type = g.value(n.outputs[i]).type;
     DType dtype = widen_io && is_half(type.dtype) ? DType::f32 : type.dtype;
-    if (!ir::is_view_op(n.op)) outputs[i] = ir::HostTensor(dtype, type.shape);
-    else outputs[i] = ir::HostTensor::wrap(dtype, type.shape, nullptr, nullptr);
+    if (!ir::is_view_op(n.op))
+      outputs[i] = ir::HostTensor(dtype, type.shape);
+    else
+      outputs[i] = ir::HostTensor::wrap(dtype, type.shape, nullptr, nullptr);
     args.out.push_back(&outputs[i]);
   }
   kernel(args);
@@ -89,14 +102,24 @@ class CpuEvaluator final : public ir::ConstantEvaluator {
   }
 };
 
+// Which kernels a cpu executable runs: the reference kernels for every node, or oneDNN primitives
+// for the convolutions, matrix products and pools it implements (with their fused followers) and
+// the reference kernels for the rest.
+enum class KernelPath { reference, onednn };
+
 class CpuExecutable final : public Executable {
  public:
-  explicit CpuExecutable(const ir::Graph& g) : graph_(g) {
+  CpuExecutable(const ir::Graph& g, KernelPath path) : graph_(g) {
     report_.device = "cpu";
+    if (path == KernelPath::onednn) program_ = std::make_unique<onednn::Program>(graph_);
+    report_.notes.push_back(
+        program_ ? fmt::format("kernels=onednn: {} oneDNN steps", program_->num_groups())
+                 : "kernels=reference");
     last_use_.assign(g.num_values(), -1);
     for (int i = 0; i < g.num_nodes(); ++i)
       for (ir::ValueId v : g.node(i).inputs)
-        if (v != ir::kNoValue) last_use_[v] = i;
+        if (v != ir::kNoValue)
+          last_use_[v] = std::max(last_use_[v], program_ ? program_->run_index(i) : i);
     for (ir::ValueId v : g.outputs()) last_use_[v] = g.num_nodes();
     for (int i = 0; i < g.num_nodes(); ++i) {
       const ir::Node& n = g.node(i);
@@ -110,32 +133,41 @@ class CpuExecutable final : public Executable {
   RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
     check_inputs(inputs);
     auto run_start = std::chrono::steady_clock::now();
-    sim::DeviceId device = sink.add_device(sim::DeviceDesc{
-        "cpu", "", 1'000'000'000, sim::TimeUnit::ns,
-        fmt::format(R"({{"threads":{}}})", omp_get_max_threads())});
+    sim::DeviceId device =
+        sink.add_device(sim::DeviceDesc{"cpu", "", 1'000'000'000, sim::TimeUnit::ns,
+                                        fmt::format(R"({{"threads":{}}})", omp_get_max_threads())});
     sim::TrackId track = sink.add_track(device, "host", "compute");
     std::vector<ir::HostTensor> values(graph_.num_values());
     for (int v = 0; v < graph_.num_values(); ++v)
       if (graph_.value(v).constant) values[v] = *graph_.value(v).constant;
     for (size_t i = 0; i < inputs.size(); ++i) values[graph_.inputs()[i]] = inputs[i];
     RunResult result;
+    std::optional<onednn::RunState> state;
+    if (program_) state.emplace(values, graph_.num_values());
+    onednn::RunState* run_state = state ? &*state : nullptr;
+    // A oneDNN group's time goes to its head node; its other members show zero.
+    std::vector<uint64_t> ts(graph_.num_nodes(), 0), dur(graph_.num_nodes(), 0);
     for (int i = 0; i < graph_.num_nodes(); ++i) {
-      const ir::Node& n = graph_.node(i);
-      std::vector<const ir::HostTensor*> in;
-      for (ir::ValueId v : n.inputs) in.push_back(v == ir::kNoValue ? nullptr : &values[v]);
       auto t0 = std::chrono::steady_clock::now();
-      std::vector<ir::HostTensor> out = execute(graph_, n, in);
+      run_node_at(i, values, run_state);
       auto t1 = std::chrono::steady_clock::now();
-      for (size_t k = 0; k < out.size(); ++k) values[n.outputs[k]] = std::move(out[k]);
-      release_dead_values(values, i);
-      uint64_t ts = std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - run_start).count();
-      uint64_t dur = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
-      sim::OpId op = sink.add_op(ops_[i]);
-      sink.event(track, op, n.name, ts, dur);
-      result.report.ops.push_back(op_report(i, dur));
+      release_dead_values(values, run_state, i);
+      int at = program_ && program_->runs_group(i) ? program_->group_nodes(i).front() : i;
+      ts[i] = std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - run_start).count();
+      ts[at] = ts[i];
+      dur[at] = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     }
-    for (ir::ValueId v : graph_.outputs()) result.outputs.push_back(values[v]);
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+    for (int i = 0; i < graph_.num_nodes(); ++i) {
+      sim::OpId op = sink.add_op(ops_[i]);
+      sink.event(track, op, graph_.node(i).name, ts[i], dur[i]);
+      result.report.ops.push_back(op_report(i, dur[i]));
+    }
+    for (ir::ValueId v : graph_.outputs()) {
+      if (program_) program_->ensure_plain(v, *run_state);
+      result.outputs.push_back(values[v]);
+    }
+    double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
     result.report.device = "cpu";
     result.report.backend = "cpu";
     result.report.precision = "f32";
@@ -149,6 +181,23 @@ class CpuExecutable final : public Executable {
   const CompileReport& compile_report() const override { return report_; }
 
  private:
+  // Runs node i: a oneDNN group at its last member (its other members do nothing), else the
+  // node's reference kernel.
+  void run_node_at(int i, std::vector<ir::HostTensor>& values, onednn::RunState* run) const {
+    const ir::Node& n = graph_.node(i);
+    if (program_ && program_->in_group(i)) {
+      if (program_->runs_group(i)) program_->run_group(i, *run);
+      return;
+    }
+    std::vector<const ir::HostTensor*> in;
+    for (ir::ValueId v : n.inputs) {
+      if (v != ir::kNoValue && program_) program_->ensure_plain(v, *run);
+      in.push_back(v == ir::kNoValue ? nullptr : &values[v]);
+    }
+    std::vector<ir::HostTensor> out = execute(graph_, n, in);
+    for (size_t k = 0; k < out.size(); ++k) values[n.outputs[k]] = std::move(out[k]);
+  }
+
   void check_inputs(const std::vector<ir::HostTensor>& inputs) const {
     if (inputs.size() != graph_.inputs().size())
       throw InvalidArgument(fmt::format("cpu: graph '{}' takes {} inputs, got {}", graph_.name(),
@@ -161,9 +210,22 @@ class CpuExecutable final : public Executable {
     }
   }
 
-  void release_dead_values(std::vector<ir::HostTensor>& values, int node) const {
-    for (ir::ValueId v : graph_.node(node).inputs)
-      if (v != ir::kNoValue && last_use_[v] == node && !graph_.value(v).constant) values[v] = {};
+  void release_dead_values(std::vector<ir::HostTensor>& values, onednn::RunState* run,
+                           int node) const {
+    int at = program_ ? program_->run_index(node) : node;
+    if (at != node) return;  // a group member: its inputs are read when the group runs
+    for (int m : members(node))
+      for (ir::ValueId v : graph_.node(m).inputs)
+        if (v != ir::kNoValue && last_use_[v] == node && !graph_.value(v).constant) {
+          values[v] = {};
+          if (program_) program_->release(v, *run);
+        }
+  }
+
+  // The nodes whose inputs are read at node i: its group's members, or i alone.
+  std::vector<int> members(int i) const {
+    if (program_ && program_->runs_group(i)) return program_->group_nodes(i);
+    return {i};
   }
 
   OpReport op_report(int i, uint64_t dur_ns) const {
@@ -182,10 +244,26 @@ class CpuExecutable final : public Executable {
   }
 
   ir::Graph graph_;
+  std::unique_ptr<onednn::Program> program_;
   std::vector<int> last_use_;
   std::vector<sim::OpDesc> ops_;
   CompileReport report_;
 };
+
+KernelPath kernel_path(const CompileOptions& options) {
+  KernelPath path = KernelPath::onednn;
+  for (const auto& [key, value] : options.options) {
+    if (key != "kernels")
+      throw InvalidArgument(fmt::format(
+          "cpu: unknown option '{}' (the cpu backend takes kernels=onednn|reference)", key));
+    if (value == "reference")
+      path = KernelPath::reference;
+    else if (value != "onednn")
+      throw InvalidArgument(
+          fmt::format("cpu: option kernels='{}' must be onednn or reference", value));
+  }
+  return path;
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -193,10 +271,13 @@ class CpuBackend final : public Backend {
   std::vector<DeviceInfo> enumerate() const override { return {probe("")}; }
   DeviceInfo probe(const std::string& arg) const override {
     if (!arg.empty() && arg != "0")
-      return DeviceInfo{"cpu:" + arg, "cpu", false, "the cpu backend has one device: cpu (or cpu:0)", ""};
-    return DeviceInfo{"cpu", "cpu", true, "",
-                      fmt::format("host CPU, {} threads, f32 reference kernels (Eigen GEMM)",
-                                  omp_get_max_threads())};
+      return DeviceInfo{"cpu:" + arg, "cpu", false,
+                        "the cpu backend has one device: cpu (or cpu:0)", ""};
+    return DeviceInfo{
+        "cpu", "cpu", true, "",
+        fmt::format(
+            "host CPU, {} threads, f32 oneDNN and reference kernels (kernels=onednn|reference)",
+            omp_get_max_threads())};
   }
   bool supports_op(const ir::Graph& g, const ir::Node& n, const std::string&,
                    const CompileOptions&) const override {
@@ -206,10 +287,7 @@ class CpuBackend final : public Backend {
                                       const CompileOptions& options) const override {
     DeviceInfo info = probe(arg);
     if (!info.available) throw InvalidArgument(info.reason);
-    if (!options.options.empty())
-      throw InvalidArgument(fmt::format("cpu: unknown option '{}' (the cpu backend takes none)",
-                                        options.options.begin()->first));
-    return std::make_unique<CpuExecutable>(g);
+    return std::make_unique<CpuExecutable>(g, kernel_path(options));
   }
 };
 
@@ -223,8 +301,12 @@ std::vector<ir::HostTensor> run_node(const ir::Graph& g, const ir::Node& n,
   return execute(g, n, ptrs);
 }
 
-std::unique_ptr<ir::ConstantEvaluator> make_evaluator() { return std::make_unique<CpuEvaluator>(); }
+std::unique_ptr<ir::ConstantEvaluator> make_evaluator() {
+  return std::make_unique<CpuEvaluator>();
+}
 
-std::unique_ptr<Backend> make_backend() { return std::make_unique<CpuBackend>(); }
+std::unique_ptr<Backend> make_backend() {
+  return std::make_unique<CpuBackend>();
+}
 
 }  // namespace mimic::backends::cpu

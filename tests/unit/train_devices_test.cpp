@@ -105,9 +105,14 @@ void checkpoint_across_devices(const std::string& precision, double rtol) {
   }
   for (int i = 0; i < 10; ++i) got.push_back(resumed.step(x, y));
   expect_close(got, want, rtol);
-  for (size_t p = 0; p < cpu.parameters().size(); ++p) {
-    const auto& [name, a] = cpu.parameters()[p];
-    const ir::HostTensor& b = resumed.parameters()[p].second;
+  // The conv bias feeds BatchNorm, so its gradient is zero up to rounding: AdamW scales that noise
+  // to full-size steps, and the bias (and the running mean that carries it) follow each device's
+  // rounding, not the model. Every other parameter must agree.
+  NamedTensors cpu_params = cpu.parameters(), resumed_params = resumed.parameters();
+  for (size_t p = 0; p < cpu_params.size(); ++p) {
+    const auto& [name, a] = cpu_params[p];
+    if (name == "0.bias" || name == "1.running_mean") continue;
+    const ir::HostTensor& b = resumed_params[p].second;
     double num = 0, den = 0;
     for (int64_t i = 0; i < a.numel(); ++i) {
       double d = a.data<float>()[i] - b.data<float>()[i];

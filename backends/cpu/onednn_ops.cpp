@@ -1,0 +1,322 @@
+#include "backends/cpu/onednn_ops.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "frontend/ir/nn_geometry.h"
+
+namespace mimic::backends::cpu::onednn {
+namespace {
+
+using dnnl::memory;
+using ir::OpType;
+using tag = memory::format_tag;
+using dims = memory::dims;
+
+memory::desc row_major(const dims& d) {
+  dims strides(d.size(), 1);
+  for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * d[i + 1];
+  return memory::desc(d, memory::data_type::f32, strides);
+}
+
+// Logical {N, C, spatial...} dims and plain layout of an activation of rank 3-5.
+memory::desc activation_md(const ir::Shape& s, bool channels_last) {
+  dims d{s[0], channels_last ? s.dim(-1) : s[1]};
+  for (int i = channels_last ? 1 : 2; i < s.rank() - (channels_last ? 1 : 0); ++i)
+    d.push_back(s[i]);
+  static const tag first[] = {tag::ncw, tag::nchw, tag::ncdhw};
+  static const tag last[] = {tag::nwc, tag::nhwc, tag::ndhwc};
+  return memory::desc(d, memory::data_type::f32, (channels_last ? last : first)[s.rank() - 3]);
+}
+
+memory constant_memory(const memory::desc& user, const memory::desc& want, const void* data) {
+  memory src(user, cpu_engine(), const_cast<void*>(data));
+  memory dst(want, cpu_engine());
+  dnnl::stream s(cpu_engine());
+  dnnl::reorder(src, dst).execute(s, src, dst);
+  s.wait();
+  return dst;
+}
+
+dnnl::post_ops post_ops(const Group& grp) {
+  dnnl::post_ops ops;
+  if (grp.residual != ir::kNoValue) ops.append_sum(1.0f);
+  switch (grp.activation) {
+    case Activation::none:
+      break;
+    case Activation::relu:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      break;
+    case Activation::clip:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, grp.act_alpha, grp.act_beta);
+      break;
+    case Activation::gelu_erf:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+      break;
+    case Activation::gelu_tanh:
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
+      break;
+  }
+  return ops;
+}
+
+dnnl::primitive_attr attributes(const Group& grp) {
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(post_ops(grp));
+  return attr;
+}
+
+void set_residual(Step& s) {
+  if (s.group.residual != ir::kNoValue)
+    s.residual = RuntimeArg{DNNL_ARG_DST, s.group.residual, s.user_dst_md, s.dst_md};
+}
+
+// Conv weights [M, C/group, k...] with a fused BatchNormalization folded in, and the bias.
+void conv_parameters(const ir::Graph& g, const Group& grp, ir::HostTensor& w, ir::HostTensor& b) {
+  const ir::Node& n = g.node(grp.head);
+  const ir::HostTensor& w0 = *g.value(n.inputs[1]).constant;
+  w = ir::HostTensor(ir::DType::f32, w0.shape());
+  std::memcpy(w.raw(), w0.raw(), w0.nbytes());
+  if (n.has_input(2)) {
+    const ir::HostTensor& b0 = *g.value(n.inputs[2]).constant;
+    b = ir::HostTensor(ir::DType::f32, b0.shape());
+    std::memcpy(b.raw(), b0.raw(), b0.nbytes());
+  }
+  if (grp.batch_norm >= 0) fold_batch_norm(g, g.node(grp.batch_norm), w, b);
+}
+
+memory::desc conv_weights_md(const ir::WindowGeometry& wg) {
+  dims d;
+  if (wg.group > 1)
+    d = {wg.group, wg.out_channels / wg.group};
+  else
+    d = {wg.out_channels};
+  d.push_back(wg.in_channels / wg.group);
+  for (int64_t k : wg.kernel) d.push_back(k);
+  return row_major(d);
+}
+
+Step build_conv(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  ir::WindowGeometry wg = ir::window_geometry(g, n);
+  memory::desc src_user = activation_md(g.value(n.inputs[0]).type.shape, wg.channels_last);
+  memory::desc dst_user = activation_md(g.value(n.outputs[0]).type.shape, wg.channels_last);
+  ir::HostTensor w, b;
+  conv_parameters(g, grp, w, b);
+  memory::desc w_user = conv_weights_md(wg);
+  dims strides(wg.strides.begin(), wg.strides.end()),
+      pad_l(wg.pad_begin.begin(), wg.pad_begin.end());
+  dims pad_r(wg.pad_end.begin(), wg.pad_end.end()), dil;
+  for (int64_t d : wg.dilations) dil.push_back(d - 1);
+  memory::desc any_src(src_user.dims(), memory::data_type::f32, tag::any);
+  memory::desc any_dst(dst_user.dims(), memory::data_type::f32, tag::any);
+  memory::desc any_w(w_user.dims(), memory::data_type::f32, tag::any);
+  memory::desc b_md = b.defined() ? memory::desc({wg.out_channels}, memory::data_type::f32, tag::x)
+                                  : memory::desc();
+  dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                    dnnl::algorithm::convolution_direct, any_src, any_w, b_md,
+                                    any_dst, strides, dil, pad_l, pad_r);
+  dnnl::convolution_forward::primitive_desc pd(d, attributes(grp), cpu_engine());
+  Step s;
+  s.group = grp;
+  s.prim = dnnl::convolution_forward(pd);
+  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], src_user, pd.src_desc()});
+  s.constants[DNNL_ARG_WEIGHTS] = constant_memory(w_user, pd.weights_desc(), w.raw());
+  if (b.defined()) s.constants[DNNL_ARG_BIAS] = constant_memory(b_md, pd.bias_desc(), b.raw());
+  s.dst_md = pd.dst_desc();
+  s.user_dst_md = dst_user;
+  set_residual(s);
+  return s;
+}
+
+// Pools take their input in the layout its producer wrote (oneDNN pools run on any layout).
+Step build_pool(const ir::Graph& g, const Group& grp, const LayoutOf& producer_md) {
+  const ir::Node& n = g.node(grp.head);
+  bool global = n.op == OpType::GlobalAveragePool || n.op == OpType::GlobalMaxPool;
+  bool last = ir::is_channels_last(n);
+  const ir::Shape& xs = g.value(n.inputs[0]).type.shape;
+  memory::desc src_user = activation_md(xs, last);
+  memory::desc dst_user = activation_md(g.value(n.outputs[0]).type.shape, last);
+  dims strides, kernel, pad_l, pad_r;
+  if (global) {
+    for (size_t i = 2; i < src_user.dims().size(); ++i) {
+      kernel.push_back(src_user.dims()[i]);
+      strides.push_back(1);
+      pad_l.push_back(0);
+      pad_r.push_back(0);
+    }
+  } else {
+    ir::WindowGeometry wg = ir::window_geometry(g, n);
+    strides.assign(wg.strides.begin(), wg.strides.end());
+    kernel.assign(wg.kernel.begin(), wg.kernel.end());
+    pad_l.assign(wg.pad_begin.begin(), wg.pad_begin.end());
+    // ceil_mode's last window may reach past pad_end: oneDNN wants that reach as padding.
+    for (int i = 0; i < wg.spatial_rank; ++i)
+      pad_r.push_back(std::max(wg.pad_end[i], (wg.out_size[i] - 1) * wg.strides[i] + wg.kernel[i] -
+                                                  wg.in_size[i] - wg.pad_begin[i]));
+  }
+  dnnl::algorithm alg = dnnl::algorithm::pooling_max;
+  if (n.op == OpType::AveragePool)
+    alg = n.attrs.get_int("count_include_pad", 0) ? dnnl::algorithm::pooling_avg_include_padding
+                                                  : dnnl::algorithm::pooling_avg_exclude_padding;
+  else if (n.op == OpType::GlobalAveragePool)
+    alg = dnnl::algorithm::pooling_avg_exclude_padding;
+  memory::desc produced = producer_md(n.inputs[0]);
+  memory::desc src =
+      produced != memory::desc() && produced.dims() == src_user.dims() ? produced : src_user;
+  memory::desc any_dst(dst_user.dims(), memory::data_type::f32, tag::any);
+  dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, src, any_dst, strides,
+                                kernel, pad_l, pad_r);
+  dnnl::pooling_forward::primitive_desc pd(d, cpu_engine());
+  Step s;
+  s.group = grp;
+  s.prim = dnnl::pooling_forward(pd);
+  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], src_user, pd.src_desc()});
+  s.dst_md = pd.dst_desc();
+  s.user_dst_md = dst_user;
+  return s;
+}
+
+dims padded(const ir::Shape& s, size_t rank) {
+  dims d(rank - s.rank(), 1);
+  for (int64_t v : s.dims()) d.push_back(v);
+  return d;
+}
+
+// The MatMul/Gemm primitive; weights constant => reordered once into the layout it asks for.
+Step finish_matmul(const ir::Graph& g, const Group& grp, ir::ValueId a, ir::ValueId b,
+                   memory::desc a_md, memory::desc b_md, const memory::desc& bias_md,
+                   ir::ValueId bias) {
+  const ir::Node& n = g.node(grp.head);
+  memory::desc dst_md = row_major(padded(g.value(n.outputs[0]).type.shape, a_md.dims().size()));
+  bool const_b = g.value(b).constant != nullptr;
+  memory::desc want_b =
+      const_b ? memory::desc(b_md.dims(), memory::data_type::f32, tag::any) : b_md;
+  dnnl::matmul::desc d(a_md, want_b, bias_md, dst_md);
+  dnnl::matmul::primitive_desc pd(d, attributes(grp), cpu_engine());
+  Step s;
+  s.group = grp;
+  s.prim = dnnl::matmul(pd);
+  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, a, a_md, pd.src_desc()});
+  if (const_b)
+    s.constants[DNNL_ARG_WEIGHTS] =
+        constant_memory(b_md, pd.weights_desc(), g.value(b).constant->raw());
+  else
+    s.inputs.push_back(RuntimeArg{DNNL_ARG_WEIGHTS, b, b_md, pd.weights_desc()});
+  if (bias != ir::kNoValue)
+    s.constants[DNNL_ARG_BIAS] =
+        constant_memory(bias_md, pd.bias_desc(), g.value(bias).constant->raw());
+  s.dst_md = pd.dst_desc();
+  s.user_dst_md = dst_md;
+  set_residual(s);
+  return s;
+}
+
+Step build_matmul(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  size_t rank = g.value(n.outputs[0]).type.shape.rank();
+  memory::desc a_md = row_major(padded(g.value(n.inputs[0]).type.shape, rank));
+  memory::desc b_md = row_major(padded(g.value(n.inputs[1]).type.shape, rank));
+  memory::desc bias_md;
+  if (grp.bias_add != ir::kNoValue) {
+    dims bd(rank, 1);
+    bd.back() = g.value(n.outputs[0]).type.shape.dim(-1);
+    bias_md = row_major(bd);
+  }
+  return finish_matmul(g, grp, n.inputs[0], n.inputs[1], a_md, b_md, bias_md, grp.bias_add);
+}
+
+// Gemm's op(A) and op(B) are the stored matrices read through swapped strides.
+memory::desc gemm_operand(const ir::Shape& s, bool transposed) {
+  if (!transposed) return row_major({s[0], s[1]});
+  return memory::desc({s[1], s[0]}, memory::data_type::f32, dims{1, s[1]});
+}
+
+Step build_gemm(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  memory::desc a_md =
+      gemm_operand(g.value(n.inputs[0]).type.shape, n.attrs.get_int("transA", 0) != 0);
+  memory::desc b_md =
+      gemm_operand(g.value(n.inputs[1]).type.shape, n.attrs.get_int("transB", 0) != 0);
+  int64_t cols = g.value(n.outputs[0]).type.shape[1];
+  Group group = grp;
+  ir::ValueId bias = grp.bias_add;
+  if (n.has_input(2)) {
+    const ir::Shape& cs = g.value(n.inputs[2]).type.shape;
+    if (cs == g.value(n.outputs[0]).type.shape)
+      group.residual = n.inputs[2];
+    else
+      bias = n.inputs[2];
+  }
+  memory::desc bias_md = bias != ir::kNoValue ? row_major({1, cols}) : memory::desc();
+  return finish_matmul(g, group, n.inputs[0], n.inputs[1], a_md, b_md, bias_md, bias);
+}
+
+// Softmax along one axis of a row-major tensor (ONNX opset 13 semantics).
+Step build_softmax(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  const ir::Shape& xs = g.value(n.inputs[0]).type.shape;
+  memory::desc md = row_major(xs.dims());
+  int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), xs.rank(), "axis");
+  Step s;
+  s.group = grp;
+  dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, axis);
+  s.prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, cpu_engine()));
+  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], md, md});
+  s.dst_md = s.user_dst_md = md;
+  return s;
+}
+
+// Below this much work (well under 0.1 ms on one AVX-512 core) waking a second thread costs about
+// what the split saves. Measured at batch 1 on 2 cores (2 threads vs 1): a 16 MFLOP threshold keeps
+// MobileNetV2 at 1 thread's speed; 2 MFLOP makes the MLP 18% slower with OMP_WAIT_POLICY=passive;
+// 4 MFLOP makes MobileNetV2 1.4-1.7x faster and keeps the MLP within 10% of 1 thread.
+constexpr double kSingleThreadFlops = 4e6;
+
+}  // namespace
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+ScopedThreads::ScopedThreads(int n) : saved_(omp_get_max_threads()) {
+  omp_set_num_threads(n);
+}
+ScopedThreads::~ScopedThreads() {
+  omp_set_num_threads(saved_);
+}
+
+int threads_for(double flops) {
+  return flops < kSingleThreadFlops ? 1 : omp_get_max_threads();
+}
+
+std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const LayoutOf& producer_md) {
+  const ir::Node& n = g.node(grp.head);
+  // Softmax's work: about 8 flops per element (max, subtract, exp, sum, scale).
+  double work = n.op == OpType::Softmax ? 8.0 * g.value(n.inputs[0]).type.shape.numel()
+                                        : static_cast<double>(ir::node_flops(g, n));
+  int threads = threads_for(work);
+  ScopedThreads scope(threads);
+  try {
+    Step s;
+    if (n.op == OpType::Conv)
+      s = build_conv(g, grp);
+    else if (n.op == OpType::MatMul)
+      s = build_matmul(g, grp);
+    else if (n.op == OpType::Gemm)
+      s = build_gemm(g, grp);
+    else if (n.op == OpType::Softmax)
+      s = build_softmax(g, grp);
+    else
+      s = build_pool(g, grp, producer_md);
+    s.threads = threads;
+    return s;
+  } catch (const dnnl::error&) {
+    return std::nullopt;  // no oneDNN implementation for these shapes: the reference kernels run it
+  }
+}
+
+}  // namespace mimic::backends::cpu::onednn

@@ -1,0 +1,43 @@
+// Which nodes of a graph the cpu backend's oneDNN path runs, and which followers fuse into them.
+//
+// A group is a head (Conv, MatMul, Gemm, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool,
+// Softmax) plus the nodes that fold into it as oneDNN attributes: for Conv a
+// BatchNormalization with constant parameters (folded into the weights and bias), for MatMul/Gemm
+// an Add of a constant [N] bias, then for both an Add of a same-shaped tensor (the "sum" post-op)
+// and a Relu, Clip or Gelu
+// ("eltwise" post-op). A follower fuses only when the value it reads has no other consumer and is
+// no graph output. Everything here is IR-only: the primitives are built from a group in
+// onednn_ops.cpp.
+#pragma once
+
+#include <vector>
+
+#include "frontend/ir/graph.h"
+
+namespace mimic::backends::cpu::onednn {
+
+enum class Activation { none, relu, clip, gelu_erf, gelu_tanh };
+
+struct Group {
+  int head = -1;
+  std::vector<int> nodes;               // head first, then followers in graph order
+  int batch_norm = -1;                  // Conv only: folded BatchNormalization node
+  ir::ValueId bias_add = ir::kNoValue;  // MatMul/Gemm only: constant bias of a fused Add
+  ir::ValueId residual = ir::kNoValue;  // the other operand of a fused residual Add
+  Activation activation = Activation::none;
+  float act_alpha = 0.0f, act_beta = 0.0f;  // Clip's min and max
+  ir::ValueId output = ir::kNoValue;        // the last member's output
+  int last() const { return nodes.back(); }
+};
+
+// True when oneDNN can run node `n` as a group head (f32, constant weights for convolutions, ...).
+bool supports_head(const ir::Graph& g, const ir::Node& n);
+
+// Groups in graph order; nodes in no group run on the reference kernels.
+std::vector<Group> plan_groups(const ir::Graph& g);
+
+// Conv weights and bias with a fused BatchNormalization folded in (bias may start undefined).
+void fold_batch_norm(const ir::Graph& g, const ir::Node& bn, ir::HostTensor& weights,
+                     ir::HostTensor& bias);
+
+}  // namespace mimic::backends::cpu::onednn

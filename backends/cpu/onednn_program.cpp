@@ -1,0 +1,170 @@
+#include "backends/cpu/onednn_program.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace mimic::backends::cpu::onednn {
+namespace {
+
+using dnnl::memory;
+
+dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to) {
+  return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
+}
+
+memory wrap(const memory::desc& md, ir::HostTensor& t) {
+  return memory(md, cpu_engine(), t.raw());
+}
+
+}  // namespace
+
+Program::Program(const ir::Graph& g) : g_(g) {
+  step_of_node_.assign(g.num_nodes(), -1);
+  blocked_md_.resize(g.num_values());
+  plain_md_.resize(g.num_values());
+  to_plain_.resize(g.num_values());
+  build_steps();
+  std::vector<int> last_use(g.num_values(), -1);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (ir::ValueId v : g.node(i).inputs)
+      if (v != ir::kNoValue) last_use[v] = std::max(last_use[v], run_index(i));
+  for (ir::ValueId v : g.outputs()) last_use[v] = g.num_nodes();
+  for (size_t s = 0; s < steps_.size(); ++s) prepare(static_cast<int>(s), last_use);
+  // Blocked values read by reference kernels or by the caller get a reorder back to plain.
+  std::vector<bool> plain_read(g.num_values(), false);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    if (!in_group(i))
+      for (ir::ValueId v : g.node(i).inputs)
+        if (v != ir::kNoValue) plain_read[v] = true;
+  for (ir::ValueId v : g.outputs()) plain_read[v] = true;
+  for (size_t s = 0; s < steps_.size(); ++s) {
+    for (size_t k = 0; k < steps_[s].inputs.size(); ++k)
+      if (prepared_[s].inputs[k].via_plain) plain_read[steps_[s].inputs[k].value] = true;
+    if (steps_[s].residual && prepared_[s].residual.via_plain)
+      plain_read[steps_[s].residual->value] = true;
+  }
+  for (int v = 0; v < g.num_values(); ++v)
+    if (plain_read[v] && blocked_md_[v] != memory::desc())
+      to_plain_[v] = make_reorder(blocked_md_[v], plain_md_[v]);
+}
+
+void Program::build_steps() {
+  LayoutOf producer_md = [this](ir::ValueId v) { return blocked_md_[v]; };
+  for (const Group& grp : plan_groups(g_)) {
+    std::optional<Step> s = build_step(g_, grp, producer_md);
+    if (!s) continue;
+    for (int n : grp.nodes) step_of_node_[n] = static_cast<int>(steps_.size());
+    if (s->dst_md != s->user_dst_md) {
+      blocked_md_[grp.output] = s->dst_md;
+      plain_md_[grp.output] = s->user_dst_md;
+    }
+    steps_.push_back(std::move(*s));
+  }
+}
+
+Program::Conversion Program::conversion(const RuntimeArg& a) {
+  Conversion c;
+  const memory::desc& blocked = blocked_md_[a.value];
+  if (blocked != memory::desc() && blocked.dims() == a.md.dims()) {
+    if (blocked != a.md) c.reorder = make_reorder(blocked, a.md);
+    return c;
+  }
+  c.via_plain = true;
+  if (a.user_md != a.md) c.reorder = make_reorder(a.user_md, a.md);
+  return c;
+}
+
+void Program::prepare(int step, const std::vector<int>& last_use) {
+  const Step& s = steps_[step];
+  Prepared p;
+  for (const RuntimeArg& a : s.inputs) p.inputs.push_back(conversion(a));
+  if (s.residual) {
+    p.residual = conversion(*s.residual);
+    ir::ValueId r = s.residual->value;
+    bool read_as_input = std::any_of(s.inputs.begin(), s.inputs.end(),
+                                     [r](const RuntimeArg& a) { return a.value == r; });
+    p.steal_residual = !p.residual.via_plain && !p.residual.reorder && !read_as_input &&
+                       last_use[r] == s.group.last() && s.dst_md != s.user_dst_md;
+  }
+  prepared_.push_back(std::move(p));
+}
+
+int Program::run_index(int node) const {
+  int s = step_of_node_[node];
+  return s < 0 ? node : steps_[s].group.last();
+}
+
+bool Program::runs_group(int node) const {
+  int s = step_of_node_[node];
+  return s >= 0 && steps_[s].group.last() == node;
+}
+
+RunState::RunState(std::vector<ir::HostTensor>& plain_values, int num_values)
+    : values(plain_values), blocked(num_values), stream(cpu_engine()) {}
+
+void Program::ensure_plain(ir::ValueId v, RunState& run) const {
+  if (run.values[v].defined() || !run.blocked[v]) return;
+  run.values[v] = ir::HostTensor(ir::DType::f32, g_.value(v).type.shape);
+  memory dst = wrap(plain_md_[v], run.values[v]);
+  to_plain_[v]->execute(run.stream, run.blocked[v], dst);
+  run.stream.wait();
+}
+
+memory Program::source(const RuntimeArg& a, const Conversion& c, RunState& run) const {
+  memory src;
+  if (c.via_plain) {
+    ensure_plain(a.value, run);
+    src = wrap(a.user_md, run.values[a.value]);
+  } else {
+    src = run.blocked[a.value];
+  }
+  if (!c.reorder) return src;
+  memory converted(a.md, cpu_engine());
+  c.reorder->execute(run.stream, src, converted);
+  return converted;
+}
+
+// The output buffer; for a fused residual Add it already holds the residual.
+memory Program::destination(int step, RunState& run) const {
+  const Step& s = steps_[step];
+  const Prepared& p = prepared_[step];
+  if (p.steal_residual) {
+    memory dst = run.blocked[s.residual->value];
+    run.blocked[s.residual->value] = memory();
+    return dst;
+  }
+  memory dst;
+  if (s.dst_md == s.user_dst_md) {
+    ir::HostTensor& out = run.values[s.group.output];
+    out = ir::HostTensor(ir::DType::f32, g_.value(s.group.output).type.shape);
+    dst = wrap(s.dst_md, out);
+  } else {
+    dst = memory(s.dst_md, cpu_engine());
+  }
+  if (s.residual) {
+    memory r = source(*s.residual, Conversion{p.residual.via_plain, std::nullopt}, run);
+    if (p.residual.reorder)
+      p.residual.reorder->execute(run.stream, r, dst);
+    else
+      std::memcpy(dst.get_data_handle(), r.get_data_handle(), s.dst_md.get_size());
+  }
+  return dst;
+}
+
+void Program::run_group(int node, RunState& run) const {
+  int index = step_of_node_[node];
+  const Step& s = steps_[index];
+  std::unordered_map<int, memory> args = s.constants;
+  for (size_t k = 0; k < s.inputs.size(); ++k)
+    args[s.inputs[k].arg] = source(s.inputs[k], prepared_[index].inputs[k], run);
+  memory dst = destination(index, run);
+  args[DNNL_ARG_DST] = dst;
+  {
+    ScopedThreads threads(s.threads);
+    s.prim.execute(run.stream, args);
+    run.stream.wait();
+  }
+  if (s.dst_md != s.user_dst_md) run.blocked[s.group.output] = dst;
+}
+
+}  // namespace mimic::backends::cpu::onednn

@@ -1,0 +1,67 @@
+// The oneDNN half of a cpu executable: the steps of the planned groups (built once, at compile
+// time) and, while a run lasts, the values those steps wrote in oneDNN's blocked layouts. A value
+// stays blocked while oneDNN steps consume it; it is reordered to its plain layout (the IR's
+// row-major tensor) only when a reference kernel or the caller reads it.
+#pragma once
+
+#include <vector>
+
+#include "backends/cpu/onednn_ops.h"
+
+namespace mimic::backends::cpu::onednn {
+
+// One run's values: the plain tensors (shared with the reference kernels) and the ones oneDNN
+// steps wrote in blocked layouts. Each run has its own; the program holds only what compile built.
+struct RunState {
+  RunState(std::vector<ir::HostTensor>& plain_values, int num_values);
+  std::vector<ir::HostTensor>& values;
+  std::vector<dnnl::memory> blocked;
+  dnnl::stream stream;
+};
+
+class Program {
+ public:
+  // `g` must outlive the program (the executable owns both).
+  explicit Program(const ir::Graph& g);
+
+  bool in_group(int node) const { return step_of_node_[node] >= 0; }
+  // The node index at which `node`'s inputs are read: its group's last member, else itself.
+  int run_index(int node) const;
+  bool runs_group(int node) const;
+  const std::vector<int>& group_nodes(int node) const {
+    return steps_[step_of_node_[node]].group.nodes;
+  }
+  int num_groups() const { return static_cast<int>(steps_.size()); }
+
+  // Runs the group whose last member is `node`.
+  void run_group(int node, RunState& run) const;
+  // Makes run.values[v] hold v's data when a step wrote it blocked.
+  void ensure_plain(ir::ValueId v, RunState& run) const;
+  void release(ir::ValueId v, RunState& run) const { run.blocked[v] = dnnl::memory(); }
+
+ private:
+  struct Conversion {
+    bool via_plain = false;                // the value is read from its plain tensor
+    std::optional<dnnl::reorder> reorder;  // from its blocked or plain layout to the wanted one
+  };
+  struct Prepared {
+    std::vector<Conversion> inputs;
+    Conversion residual;
+    bool steal_residual = false;  // the residual's blocked buffer becomes the output
+  };
+
+  void build_steps();
+  Conversion conversion(const RuntimeArg& a);
+  void prepare(int step, const std::vector<int>& last_use);
+  dnnl::memory source(const RuntimeArg& a, const Conversion& c, RunState& run) const;
+  dnnl::memory destination(int step, RunState& run) const;
+
+  const ir::Graph& g_;
+  std::vector<Step> steps_;
+  std::vector<Prepared> prepared_;
+  std::vector<int> step_of_node_;
+  std::vector<dnnl::memory::desc> blocked_md_, plain_md_;  // per value written blocked
+  std::vector<std::optional<dnnl::reorder>> to_plain_;
+};
+
+}  // namespace mimic::backends::cpu::onednn
