@@ -95,6 +95,9 @@ mount_in /dev --bind /dev
 mount_in /dev/pts --bind /dev/pts
 mount_in /dev/shm -t tmpfs -o size=4g tmpfs
 mount_in /tmp -t tmpfs -o size=8g tmpfs
+# A booted Debian 12 has its cgroup hierarchy mounted (by systemd); a chroot must be given it.
+# slurmd, started by the Slurm sweep test, refuses to start without it.
+mount_in /sys/fs/cgroup --rbind /sys/fs/cgroup
 
 step "copy the working tree (tracked and untracked, not ignored) to /root/mimic"
 mkdir -p "$root/root/mimic"

@@ -312,9 +312,10 @@ IpuSpecs preset(const std::string& name) {
 
 IpuSpecs specs_from_json(const std::string& text, const std::string& origin) {
   nlohmann::json j;
+  // json::exception: syntax errors, and also numbers out of a double's range (out_of_range 406).
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw SpecError(fmt::format("ipu-emu: {} is not valid JSON: {}", origin, e.what()));
   }
   if (!j.is_object()) throw SpecError(fmt::format("ipu-emu: {} must hold a JSON object", origin));

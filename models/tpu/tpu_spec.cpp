@@ -297,9 +297,10 @@ std::vector<std::string> spec_fields() {
 
 TpuSpec spec_from_json_text(const std::string& text, const std::string& origin) {
   json j;
+  // json::exception: syntax errors, and also numbers out of a double's range (out_of_range 406).
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw InvalidArgument(fmt::format("tpu-emu: {}: invalid JSON: {}", origin, e.what()));
   }
   if (!j.is_object())
@@ -385,7 +386,7 @@ void apply_overrides(TpuSpec& spec, const std::map<std::string, std::string>& ov
     } else {
       try {
         v = json::parse(text);
-      } catch (const json::parse_error&) {
+      } catch (const json::exception&) {
         field_error("--set", key, fmt::format("must be an integer, got '{}'", text));
       }
     }

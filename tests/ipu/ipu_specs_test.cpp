@@ -147,6 +147,8 @@ TEST(IpuJson, ErrorsNameTheField) {
   EXPECT_NE(m.find("'gc9'"), std::string::npos) << m;
   m = message("{not json");
   EXPECT_NE(m.find("not valid JSON"), std::string::npos) << m;
+  m = message(R"({"base": "gc200", "tiles": 6e897})");  // out_of_range: found by the fuzzer
+  EXPECT_NE(m.find("number overflow"), std::string::npos) << m;
   m = message(R"({"base": "gc200", "vector_bytes_per_cycle": 6})");
   EXPECT_NE(m.find("multiple of 4"), std::string::npos) << m;
   // Through a device string: an InvalidArgument with the same words.

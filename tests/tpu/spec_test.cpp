@@ -120,6 +120,8 @@ TEST(TpuSpecJson, ErrorsNameTheField) {
   EXPECT_NE(err(R"({"base": "v4", "offchip": {"bytes_per_s": 0}})").find("offchip.bytes_per_s"),
             std::string::npos);
   EXPECT_NE(err("{not json").find("invalid JSON"), std::string::npos);
+  EXPECT_NE(err(R"({"base": "v4", "mxu": {"rows": 6e897}})").find("number overflow"),
+            std::string::npos);  // out_of_range, not parse_error: found by the chip_spec fuzzer
   EXPECT_NE(err("[1, 2]").find("must be a JSON object"), std::string::npos);
   EXPECT_THROW(tpu::spec_from_json_file("/nonexistent/chip.json"), IoError);
 }
@@ -145,6 +147,8 @@ TEST(TpuSpecOverrides, ParsePerFieldTypeAndRevalidate) {
   EXPECT_NE(err({{"mxu.rows", "many"}}).find("field 'mxu.rows' must be an integer, got 'many'"),
             std::string::npos);
   EXPECT_NE(err({{"mxu.rows", "0"}}).find("field 'mxu.rows' must be >= 1"), std::string::npos);
+  EXPECT_NE(err({{"mxu.rows", "1e999"}}).find("must be an integer, got '1e999'"),
+            std::string::npos);
   EXPECT_NE(err({{"mxu.weight_double_buffering", "maybe"}}).find("must be true or false"),
             std::string::npos);
 }
