@@ -409,7 +409,7 @@ void lower_vector_node(Context& c, const ir::Node& n) {
             c.add_constant(n.name + ".shift", {ch}, std::move(t), 4)};
     d.axis = ch;
     d.inner = last ? 1 : product(out_dims, 2, out_dims.size());
-    d.outer = product(out_dims, 0, out_dims.size()) / (d.axis * d.inner);
+    d.outer = d.axis * d.inner > 0 ? product(out_dims, 0, out_dims.size()) / (d.axis * d.inner) : 0;
     rows = d.outer * d.axis;
   } else if (n.op == OpType::LayerNormalization) {
     int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(out_dims.size()),

@@ -22,7 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           4, 8, 1, 1, 1, 0, 10000000, 20000000, mimic::models::tpu::Dataflow::output_stationary};
       for (const ss::Layer& l : mimic::cli::scalesim::parse_topology(text, "fuzz.csv", gemm)) {
         const ss::LayerGemm g = ss::layer_gemm(l);
-        if (l.ifmap_h * l.ifmap_w * l.channels > 4096 || g.m * g.n * g.k > 100000) continue;
+        // In double: the fuzzer's sizes overflow int64 products (UB in the harness, not in mimic).
+        double image = static_cast<double>(l.ifmap_h) * l.ifmap_w * l.channels;
+        double macs = static_cast<double>(g.m) * g.n * g.k;
+        if (image > 4096 || macs > 100000) continue;
         ss::simulate_layer(arch, l);
       }
     } catch (const mimic::Error&) {
