@@ -209,7 +209,9 @@ std::vector<int64_t> k_chunks(const LinearProblem& p, const LinearPlan& plan) {
       out.push_back(static_cast<int64_t>(offset));
       more = false;
       for (size_t d = rank; d-- > 0 && !more;) {  // next block, innermost dimension first
-        start[d] += plan.kernel_b[d];
+        // A plan without kernel blocking (degenerate pools) takes each dimension whole.
+        bool blocked = d < plan.kernel_b.size() && plan.kernel_b[d] > 0;
+        start[d] += blocked ? plan.kernel_b[d] : p.kernel[d];
         more = start[d] < p.kernel[d];
         if (!more) start[d] = 0;
       }
