@@ -305,6 +305,13 @@ VectorTiling window_tiling(Context& c, const VectorDesc& d, int64_t rows, double
       d.func != VectorFunc::depthwise_conv)
     return t;
   const Window& w = d.window;
+  // `work` counts every tap of every output; the fused activation runs once per output element,
+  // not once per tap.
+  const double taps = static_cast<double>(std::max<int64_t>(1, w.kh * w.kw));
+  const uint32_t act_ops =
+      d.epi.activation != VectorFunc::identity ? vector_ops_per_element(d.epi.activation) : 0;
+  t.elements_per_row = work * vector_ops_per_element(d.func) + work / taps * act_ops;
+  t.ops = 1;
   double in_row = bytes_per_row(c, d.in[0], w.n * w.h * (w.channel_rows ? w.c : 1));
   t.input_bytes_per_row.assign(t.inputs.size(), 0);
   for (size_t i = 0; i < t.inputs.size(); ++i)
