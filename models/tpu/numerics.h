@@ -19,13 +19,15 @@
 //     its group count, JAX's jax_default_matmul_precision and torch_xla's set_mat_mul_precision
 //     document it for "matrix multiplication and convolution" on TPU (default: "downcasting an
 //     FP32 to BF16 before multiplying"), and XLA's ConvolutionGroupConverter carries the
-//     convolution's precision_config onto every rewrite of a grouped convolution. Grouped
-//     convolutions run as one GEMM per group on the matrix units; depthwise ones are computed
-//     by the vector-unit kernel (numerics_vector.cpp) with the same bf16 passes. Which unit a
-//     real TPU uses for depthwise convolutions is not published (XLA's TPU backend is closed):
-//     the Cloud TPU TensorFlow performance guide pads tf.nn.depthwise_conv2d's feature
-//     dimensions to 8 or 128 like every convolution's, so XLA lowers them as convolutions, but
-//     their mapping onto the MXU is not documented; timing keeps them on the vector unit.
+//     convolution's precision_config onto every rewrite of a grouped convolution. The one
+//     documented exception, matrix-vector products in fp32 (jax#16349), names no convolution.
+//     Grouped convolutions run as one GEMM per group on the matrix units; depthwise ones are
+//     computed by the vector-unit kernel (numerics_vector.cpp) with the same bf16 passes, each
+//     tap costing the passes' products. Which unit a real TPU uses for depthwise convolutions
+//     is not published (XLA's TPU backend is closed): the Cloud TPU TensorFlow performance
+//     guide pads tf.nn.depthwise_conv2d's feature dimensions to 8 or 128 like every
+//     convolution's, so XLA lowers them as convolutions, but their mapping onto the MXU is not
+//     documented; timing keeps them on the vector unit.
 //   Vector unit: fp32 (matrix-vector products too, as TPUs do them on the VPU, jax#16349).
 //   Outputs of bf16 graph tensors are rounded to bf16 when stored.
 // Operand parts, layouts (NCHW inputs are relaid to channels-last once) and quantizations are

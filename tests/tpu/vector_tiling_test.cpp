@@ -148,5 +148,25 @@ TEST(TpuVectorTiling, DepthwiseActivationIsChargedOncePerOutput) {
   EXPECT_LT(with_relu - plain, 2.0 * per_output);
 }
 
+// On bf16 chips a depthwise tap is the precision's products of bf16 parts: highest (6 passes)
+// costs about six times default's vector cycles.
+TEST(TpuVectorTiling, DepthwiseVectorCyclesScaleWithPrecisionPasses) {
+  ir::Graph g("dw");
+  auto x = g.add_input("x", ir::DType::f32, ir::Shape({1, 128, 28, 28}));
+  auto w = g.add_constant("w", tpu_test::random_tensor(ir::Shape({128, 1, 3, 3}), 5));
+  g.add_output(
+      g.add_node(ir::OpType::Conv, "dw", {x, w},
+                 {{"group", int64_t{128}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})[0]);
+  auto vpu_cycles = [&](const char* precision) {
+    RunOutput r = tpu_test::run(g, "tpu-emu:v4", options({}, precision, true));
+    const backends::UnitReport* u = tpu_test::unit(r.report, "core0_vpu");
+    EXPECT_NE(u, nullptr);
+    return u ? static_cast<double>(u->busy_cycles) : 0.0;
+  };
+  const double ratio = vpu_cycles("highest") / vpu_cycles("default");
+  EXPECT_GT(ratio, 4.0);
+  EXPECT_LT(ratio, 6.5);
+}
+
 }  // namespace
 }  // namespace mimic
