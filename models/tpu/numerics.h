@@ -13,7 +13,8 @@
 //     products accumulate exactly in int32 (computed in fp32 when K*127^2 < 2^24, else fp64);
 //     the int32 sum is rescaled by both scales to fp32, the epilogue (bias, residual, activation)
 //     runs in fp32, and the stored activations are requantized to int8 (per-tensor scale of the
-//     kernel's output), i.e. kept on the int8 grid.
+//     kernel's output), i.e. kept on the int8 grid. Depthwise convolutions (vector-unit kernels)
+//     take the same int8 operands: taps quantized per output channel, the input per tensor.
 //   Grouped and depthwise convolutions (feature_group_count > 1) follow the same precision rule
 //     as every other convolution: the precision config belongs to the convolution HLO whatever
 //     its group count, JAX's jax_default_matmul_precision and torch_xla's set_mat_mul_precision

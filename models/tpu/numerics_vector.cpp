@@ -379,12 +379,16 @@ void scale_shift(const VectorDesc& d, const float* x, const float* s, const floa
   }
 }
 
-// bf16 operand parts of a depthwise convolution's input and taps (part 0 = hi, 1 = mid, 2 = lo)
-// and the products of parts its precision takes; empty `passes` computes in plain fp32.
+// Operands of a depthwise convolution as the chip's matrix numerics see them: bf16 parts of input
+// and taps (part 0 = hi, 1 = mid, 2 = lo) and the products of parts its precision takes, or on
+// int8 chips the int8 input and taps (one pass) whose exact sum is rescaled by the input's scale
+// times the channel's tap scale. Empty `passes` computes in plain fp32.
 struct TapParts {
   const float* x[3] = {nullptr, nullptr, nullptr};
   const float* w[3] = {nullptr, nullptr, nullptr};
   std::vector<Pass> passes;
+  float x_scale = 0;               // int8: the input's per-tensor scale (0: bf16 or fp32)
+  const float* w_scale = nullptr;  // int8: one scale per output channel
 };
 
 // One output row (image, oh) of output channel oc of a pooling or depthwise convolution. With
@@ -426,6 +430,7 @@ void window_row(const VectorDesc& d, const float* x, const float* w, const float
       }
     }
     for (size_t p = 0; p < npass; ++p) acc += pass_acc[p];
+    if (npass && parts.x_scale > 0) acc *= parts.x_scale * parts.w_scale[oc];
     if (d.func == VectorFunc::avg_pool) acc = count ? acc / static_cast<float>(count) : 0.0f;
     if (dw && bias) acc += bias[oc];
     int64_t at = g.channels_last ? ((img * g.oh + oh) * g.ow + ow) * out_c + oc
@@ -450,6 +455,23 @@ void window_op(const VectorDesc& d, const float* x, const float* w, const float*
   for (int64_t r = r0; r < r1; ++r)
     for (int64_t oc = 0; oc < out_c; ++oc)
       window_row(d, x, w, bias, y, r / g.oh, r % g.oh, oc, parts);
+}
+
+// int8 chips: depthwise taps [M, kh*kw] quantized per output channel with the symmetric scale
+// max|w| / 127 (round half to even), as a matrix unit's weights are per output column.
+void quantize_taps(const Window& g, const float* w, std::vector<float>* q,
+                   std::vector<float>* scales) {
+  const int64_t kvol = g.kh * g.kw;
+  q->resize(static_cast<size_t>(g.m * kvol));
+  scales->resize(static_cast<size_t>(g.m));
+  for (int64_t oc = 0; oc < g.m; ++oc) {
+    float mx = 0;
+    for (int64_t t = 0; t < kvol; ++t) mx = std::max(mx, std::fabs(w[oc * kvol + t]));
+    const float s = numeric::int8_scale_for(mx);
+    (*scales)[oc] = s;
+    for (int64_t t = 0; t < kvol; ++t)
+      (*q)[oc * kvol + t] = std::clamp(std::nearbyint(w[oc * kvol + t] / s), -127.0f, 127.0f);
+  }
 }
 
 // Gather over [outer, axis, inner]: output rows (o, j) in [r0, r1) copy row idx[j] of outer o
@@ -516,14 +538,22 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
       window_op(d, inputs.at(0), nullptr, nullptr, y, r0, r1, TapParts{});
       return;
     case VectorFunc::depthwise_conv: {
-      // bf16 chips: the precision's passes over bf16 parts of input and taps (numerics.h).
+      // The chip's convolution numerics (numerics.h): bf16 passes, or int8 operands.
       TapParts parts;
+      std::vector<float> taps, tap_scales;
       if (program_.numerics == MatrixNumerics::bf16) {
         parts.passes = passes_for(program_.passes);
         for (const Pass& p : parts.passes) {
           parts.x[p.a] = operand(d.in[0], p.a, false, nullptr);
           parts.w[p.w] = operand(d.in[1], p.w, false, nullptr);
         }
+      } else {
+        parts.passes = {{0, 0}};
+        parts.x[0] = operand(d.in[0], 0, false, nullptr);
+        parts.x_scale = tensor_scale(d.in[0]);
+        quantize_taps(d.window, inputs.at(1), &taps, &tap_scales);
+        parts.w[0] = taps.data();
+        parts.w_scale = tap_scales.data();
       }
       window_op(d, inputs.at(0), inputs.at(1), inputs.size() > 2 ? inputs[2] : nullptr, y, r0, r1,
                 parts);

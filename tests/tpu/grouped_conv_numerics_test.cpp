@@ -5,6 +5,7 @@
 // the PyTorch-style "bf16 operands, fp32 accumulation" reference, and against plain fp32.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -169,6 +170,48 @@ TEST(TpuGroupedConvNumerics, InvertedResidualBlockFollowsBf16Reference) {
   const double to_bf16 = max_diff(got, r16), to_f32 = max_diff(got, r32);
   EXPECT_GT(max_diff(r16, r32), 1e-2);
   EXPECT_LT(to_bf16, to_f32 / 20) << "to_bf16 " << to_bf16 << " to_f32 " << to_f32;
+}
+
+// int8 chips (edge): a depthwise convolution takes int8 operands like every convolution there
+// (numerics.h): the input quantized per tensor, the taps per output channel, exact integer sums
+// rescaled by both scales, the output requantized per tensor. Against that reference written
+// here it agrees to the output's quantum; plain fp32 taps land elsewhere on the output grid.
+TEST(TpuGroupedConvNumerics, DepthwiseOnInt8ChipsTakesInt8Operands) {
+  const ConvShape s{1, 32, 10, 10, 32, 3, 32, 1, 1};
+  ir::HostTensor w = tpu_test::random_tensor(ir::Shape({s.m, 1, 3, 3}), 61, 0.3f);
+  ir::HostTensor b = tpu_test::random_tensor(ir::Shape({s.m}), 62, 0.1f);
+  ir::HostTensor x = tpu_test::random_tensor(ir::Shape({s.n, s.c, s.h, s.w}), 63);
+  ir::Graph g("dw");
+  auto xv = g.add_input("x", ir::DType::f32, ir::Shape({s.n, s.c, s.h, s.w}));
+  ir::ValueId y;
+  add_conv(g, xv, s, "dw", w, b, &y);
+  g.add_output(y);
+  Executable e = compile(g, Device("tpu-emu:edge"), tpu_test::options());
+  std::vector<float> got = floats(e.run({x}).outputs[0]);
+
+  auto quantize = [](std::vector<float> v, size_t begin, size_t end) {
+    float mx = 0;
+    for (size_t i = begin; i < end; ++i) mx = std::max(mx, std::fabs(v[i]));
+    const float scale = mx > 0 ? mx / 127.0f : 1.0f;
+    for (size_t i = begin; i < end; ++i)
+      v[i] = std::clamp(std::nearbyint(v[i] / scale), -127.0f, 127.0f) * scale;
+    return v;
+  };
+  std::vector<float> xq = quantize(floats(x), 0, static_cast<size_t>(x.numel())), wq = floats(w);
+  for (int64_t m = 0; m < s.m; ++m) wq = quantize(wq, m * 9, (m + 1) * 9);
+  auto requantized = [&](std::vector<float> ref) { return quantize(ref, 0, ref.size()); };
+  std::vector<float> want = requantized(conv_ref(s, xq, wq, floats(b), false));
+  std::vector<float> plain = requantized(conv_ref(s, floats(x), floats(w), floats(b), false));
+  float quantum = 0;
+  for (float v : want) quantum = std::max(quantum, std::fabs(v) / 127.0f);
+  auto mean_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double d = 0;
+    for (size_t i = 0; i < a.size(); ++i) d += std::fabs(static_cast<double>(a[i]) - b[i]);
+    return d / static_cast<double>(a.size());
+  };
+  EXPECT_LE(max_diff(got, want), 1.01 * quantum);
+  EXPECT_LT(mean_diff(got, want), 0.01 * quantum);
+  EXPECT_GT(mean_diff(plain, want), 0.05 * quantum);  // fp32 taps would not pass the line above
 }
 
 }  // namespace
