@@ -1,6 +1,6 @@
 """The published measurements the fidelity suite reproduces, one row each.
 
-Sources and tags follow shared reference notes (measured.md): [M] measured on hardware by the
+Sources and tags follow docs/measured.md: [M] measured on hardware by the
 authors (MLPerf submissions included), [V] a vendor's benchmark table, [D] derived here by
 arithmetic from such figures. Each row names the workload (a zoo model or a builder of
 paper_models.py), the device string of the matching preset, the batch, and the metric compared:

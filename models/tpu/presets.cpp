@@ -1,4 +1,4 @@
-// Built-in chip presets. Figures come from ../shared/reference/hardware.md (the "sheet"), whose
+// Built-in chip presets. Figures come from docs/references.md (the "sheet"), whose
 // tags are kept: [R] retrieved from the source named, [R-3P] third-party secondary source, [D]
 // derived by arithmetic, [M] from memory (unverified). Values the sheet does not give are marked
 // [assumed] with the reasoning; they are the first thing to revisit when a measurement disagrees.
