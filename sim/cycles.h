@@ -30,11 +30,6 @@ class Cycles {
 
 constexpr Cycles max(Cycles a, Cycles b) { return a < b ? b : a; }
 
-// Cycles needed to move `bytes` at `bytes_per_cycle` (rounded up), for bandwidth-limited units.
-constexpr Cycles transfer_cycles(uint64_t bytes, uint64_t bytes_per_cycle) {
-  return Cycles(bytes_per_cycle == 0 ? 0 : (bytes + bytes_per_cycle - 1) / bytes_per_cycle);
-}
-
 struct Clock {
   uint64_t hz = 1'000'000'000;
   // Picoseconds per cycle, rounded to the nearest integer.

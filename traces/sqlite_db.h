@@ -76,7 +76,6 @@ class Db {
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
 
-  bool is_open() const { return db_ != nullptr; }
   sqlite3* raw() const { return db_; }
   const std::string& path() const { return path_; }
   bool read_only() const;

@@ -68,12 +68,6 @@ void Graph::make_constant(ValueId v, HostTensor data) {
   val.constant = std::make_shared<const HostTensor>(std::move(data));
 }
 
-std::optional<ValueId> Graph::find_value(const std::string& name) const {
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) return std::nullopt;
-  return it->second;
-}
-
 std::string Graph::unique_name(const std::string& prefix) {
   if (!by_name_.count(prefix) && !name_counts_.count(prefix)) {
     name_counts_[prefix] = 0;

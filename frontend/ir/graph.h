@@ -85,7 +85,6 @@ class Graph {
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<ValueId>& inputs() const { return inputs_; }
   const std::vector<ValueId>& outputs() const { return outputs_; }
-  std::optional<ValueId> find_value(const std::string& name) const;
 
   // Unique value name with the given prefix ("conv" -> "conv", "conv_1", ...).
   std::string unique_name(const std::string& prefix);

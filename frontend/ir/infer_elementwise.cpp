@@ -242,12 +242,9 @@ void layer_norm(InferContext& c) {
   Shape normalized(std::vector<int64_t>(x.dims().begin() + axis, x.dims().end()));
   for (int i = 1; i < c.num_inputs(); ++i) {
     if (!c.has_input(i)) continue;
-    try {
-      if (broadcast_shapes(normalized, c.shape(i), "LayerNormalization") != normalized) throw 0;
-    } catch (...) {
+    if (!broadcasts_to(c.shape(i), normalized))
       c.fail(fmt::format("input {} of shape {} does not broadcast to the normalized shape {}", i,
                          c.shape(i).str(), normalized.str()));
-    }
   }
   c.set_output(0, c.dtype(0), x);
   std::vector<int64_t> stat(x.dims().begin(), x.dims().begin() + axis);

@@ -94,11 +94,8 @@ void gemm(InferContext& c) {
   Shape out({m, n});
   if (c.has_input(2)) {
     c.expect_same_dtype(0, 2);
-    try {
-      if (broadcast_shapes(out, c.shape(2), "Gemm") != out) throw 0;
-    } catch (...) {
+    if (!broadcasts_to(c.shape(2), out))
       c.fail(fmt::format("C of shape {} does not broadcast to {}", c.shape(2).str(), out.str()));
-    }
   }
   c.set_output(0, c.dtype(0), out);
 }

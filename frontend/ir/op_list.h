@@ -1,5 +1,6 @@
-// Every op of the IR, once. MIMIC_OP(Name) is expanded into the OpType enum, the name table and
-// the schema table. Names and semantics follow ONNX (opset 17) unless noted in op_schema.cpp.
+// Every op of the IR, once. The lists are expanded into the OpType enum and the name table
+// (op_type.h). Names and semantics follow ONNX (opset 17) unless a shape rule (infer_*.cpp) or a
+// kernel notes otherwise.
 // Extra attributes beyond ONNX: `layout` ("NCHW" | "NHWC", channels first or last, for any
 // spatial rank) on Conv, ConvTranspose, pools and BatchNormalization.
 #define MIMIC_UNARY_OPS(X) \

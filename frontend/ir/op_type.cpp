@@ -22,12 +22,6 @@ constexpr int kBinaryCount = 0 MIMIC_BINARY_OPS(MIMIC_COUNT_ENTRY);
 
 const char* op_name(OpType op) { return kNames[static_cast<int>(op)]; }
 
-std::optional<OpType> parse_op(std::string_view name) {
-  for (int i = 0; i < kCount; ++i)
-    if (name == kNames[i]) return static_cast<OpType>(i);
-  return std::nullopt;
-}
-
 int op_count() { return kCount; }
 OpType op_at(int index) { return static_cast<OpType>(index); }
 

@@ -15,7 +15,6 @@ enum class OpType : uint16_t {
 };
 
 const char* op_name(OpType op);
-std::optional<OpType> parse_op(std::string_view name);
 int op_count();
 OpType op_at(int index);
 

@@ -71,6 +71,15 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& what) 
   return Shape(std::move(out));
 }
 
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.rank() > to.rank()) return false;
+  for (int i = 0; i < from.rank(); ++i) {
+    int64_t d = from[i], t = to[to.rank() - from.rank() + i];
+    if (d != 1 && d != t) return false;
+  }
+  return true;
+}
+
 namespace {
 
 int64_t bounded(bool overflow, int64_t r, int64_t a, int64_t b, const char* op, const std::string& what) {

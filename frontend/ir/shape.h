@@ -51,8 +51,10 @@ class Shape {
 std::vector<int64_t> contiguous_strides(const Shape& s);
 // Normalizes an axis in [-rank, rank) to [0, rank); throws ShapeError naming `what` otherwise.
 int normalize_axis(int64_t axis, int rank, const std::string& what);
-// Numpy broadcasting of two shapes; empty optional-like: throws ShapeError with both shapes.
+// Numpy broadcasting of two shapes; throws ShapeError with both shapes when they do not.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const std::string& what);
+// True when `from` broadcasts to `to` unchanged (ONNX's unidirectional broadcasting).
+bool broadcasts_to(const Shape& from, const Shape& to);
 
 // a * b and a + b on sizes and attribute values that may come from untrusted files; throw
 // ShapeError naming `what` when the result would not fit in [-kMaxElements, kMaxElements].

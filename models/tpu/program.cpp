@@ -61,16 +61,6 @@ const char* vector_func_name(VectorFunc f) {
   return "?";
 }
 
-bool is_unary(VectorFunc f) {
-  return f <= VectorFunc::shrink;
-}
-bool is_binary(VectorFunc f) {
-  return f >= VectorFunc::add && f <= VectorFunc::logical_xor;
-}
-bool is_nary(VectorFunc f) {
-  return f == VectorFunc::where || f == VectorFunc::clamp;
-}
-
 uint32_t vector_ops_per_element(VectorFunc f) {
   switch (f) {
     case VectorFunc::identity:

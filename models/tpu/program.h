@@ -132,9 +132,6 @@ enum class VectorFunc : uint8_t {
   gather /*rows of in0 picked by the indices in1 over [outer, axis, inner]; p0 = indices*/,
 };
 const char* vector_func_name(VectorFunc f);
-bool is_unary(VectorFunc f);
-bool is_binary(VectorFunc f);
-bool is_nary(VectorFunc f);  // where, clamp: three inputs
 
 // 2-D window geometry of convolutions and pools (one image row-major, ONNX semantics).
 struct Window {

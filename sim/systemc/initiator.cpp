@@ -56,8 +56,4 @@ void LocalTime::sync() {
     keeper_.reset();
 }
 
-void LocalTime::sync_if_needed() {
-  if (keeper_.need_sync()) keeper_.sync();
-}
-
 }  // namespace mimic::sim::systemc

@@ -63,7 +63,6 @@ class LocalTime {
   void advance_to(const sc_core::sc_time& offset);
   // Catches the kernel up with local time (wait()s when ahead).
   void sync();
-  void sync_if_needed();
 
  private:
   const ClockDomain& domain_;
