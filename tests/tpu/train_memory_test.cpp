@@ -7,14 +7,17 @@
 
 #include <cmath>
 
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "frontend/api/nn.h"
+#include "frontend/api/trace.h"
 #include "frontend/api/train.h"
 #include "frontend/ir/error.h"
 #include "models/tpu/tpu_spec.h"
+#include "traces/trace_reader.h"
 
 namespace mimic {
 namespace {
@@ -218,6 +221,36 @@ TEST(TpuTrainMemory, DataParallelStepAllReducesGradientsOverIci) {
   EXPECT_EQ(four.cycles, one.cycles + static_cast<uint64_t>(exposed));
   EXPECT_EQ(metric(four.metrics, "phase.backward_cycles"),
             metric(one.metrics, "phase.backward_cycles"));
+}
+
+// The all-reduce is a phase of the trace: its buckets are ops on the ICI track, and the update
+// that waits for them starts after them.
+TEST(TpuTrainMemory, TraceShowsTheAllReducePhase) {
+  TrainOptions o = train_options(Recompute::none, {{"replicas", "4"}}, {{"chips", "4"}});
+  o.compile.timing_only = true;
+  auto model = mlp();
+  TrainStep step(*model, input_type(), Device("tpu-emu:v4"), o);
+  std::string path = ::testing::TempDir() + "mimic_tpu_allreduce_trace.db";
+  std::remove(path.c_str());
+  std::vector<int64_t> runs;
+  {
+    TraceScope trace(path);
+    step.step(ir::HostTensor(ir::DType::f32, ir::Shape({kBatch, kWidth})),
+              ir::HostTensor(ir::DType::i64, ir::Shape({kBatch})));
+    runs = trace.run_ids();
+    trace.close();
+  }
+  ASSERT_EQ(runs.size(), 1u);
+  traces::TraceReader r(path);
+  std::map<std::string, traces::PhaseRecord> phases;
+  for (const traces::PhaseRecord& p : r.phases(runs[0])) phases[p.phase] = p;
+  ASSERT_EQ(phases.count("allreduce"), 1u);
+  EXPECT_EQ(phases["allreduce"].ops, 1);  // one bucket
+  const double ns = metric(step.last_report().metrics, "allreduce.total_cycles") / 1.05;
+  EXPECT_NEAR(phases["allreduce"].total_ns, ns, 1.0);
+  auto rows = r.query(fmt::format(
+      "SELECT COUNT(*) FROM op_phase WHERE run_id = {} AND phase = 'allreduce'", runs[0]));
+  EXPECT_EQ(rows.at(0).at(0), "1");
 }
 
 TEST(TpuTrainMemory, ReplicasOnV3CoresEachHoldHalfTheChipsHbm) {
