@@ -107,6 +107,27 @@ std::string tensor_shape(const std::string& dtype, const std::vector<int64_t>& d
   return fmt::format("{}[{}]", dtype, fmt::join(dims, ","));
 }
 
+// Parameters, their gradients and optimizer state take the layout their readers want (XLA's
+// layout assignment: a conv kernel is kept HWIO, channels minor), so of their dimensions the two
+// that pad least to the (8, 128) tiles are the tiled ones; activations keep the graph's layout.
+uint64_t parameter_bytes(const std::vector<int64_t>& dims, int64_t eb, const VpuSpec& v) {
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  if (dims.size() < 2 || total == 0) return static_cast<uint64_t>(tiled_elements(dims, v) * eb);
+  int64_t best = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < dims.size(); ++i)
+    for (size_t j = 0; j < dims.size(); ++j)
+      if (i != j)
+        best = std::min(best, total / (dims[i] * dims[j]) * round_up(dims[i], v.sublanes) *
+                                  round_up(dims[j], v.lanes));
+  return static_cast<uint64_t>(best * eb);
+}
+
+bool is_parameter_category(const std::string& category) {
+  return category == "weights" || category == "gradients" || category == "optimizer_state" ||
+         category == "buffers";
+}
+
 bool is_alias_op(ir::OpType op) {
   using ir::OpType;
   return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze ||
@@ -310,7 +331,9 @@ int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> di
     used = &onchip;
   } else if (spec.offchip.bytes > 0 && !spec.activations_on_chip) {
     offchip.allocate(bytes, &address);
-    plan.bytes = allocated_bytes(bytes);
+    plan.bytes = allocated_bytes(is_parameter_category(plan.category)
+                                     ? parameter_bytes(info.dims, eb, spec.vpu)
+                                     : bytes);
     hbm.allocate(t, std::move(plan), current_op_name());
     info.home = Level::offchip;
     used = &offchip;
