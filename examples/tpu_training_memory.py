@@ -49,6 +49,9 @@ def model_step(args, batch, recompute, **options):
 def plan(args, batch, recompute):
     """The compile-time HBM plan (compiled over capacity too, to show by how much)."""
     step = model_step(args, batch, recompute, compile_only=True, allow_out_of_memory=True)
+    if step.compile_report["fallback_nodes"]:
+        print(f"note: {len(step.compile_report['fallback_nodes'])} ops run on cpu (tpu-emu has no lowering): "
+              "the plan is that of the largest device segment")
     m = step.compile_report["metrics"]
     return {k[len("memory."):-len("_bytes")]: v for k, v in m.items() if k.startswith("memory.")}
 

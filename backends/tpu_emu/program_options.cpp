@@ -36,8 +36,8 @@ int64_t parse_replicas(const std::string& value, const TpuSpec& spec, const std:
         "tpu-emu: option replicas={} is not an integer (1..{} or all)", value, devices));
   if (n < 1)
     throw InvalidArgument(fmt::format(
-        "tpu-emu: option replicas={}: needs at least 1 replica ({} has {} replica devices: {})", n,
-        device, devices, slice));
+        "tpu-emu: option replicas={}: needs at least 1 replica ({} has {} replica device{}: {})", n,
+        device, devices, devices > 1 ? "s" : "", slice));
   if (n > devices)
     throw InvalidArgument(fmt::format(
         "tpu-emu: option replicas={} exceeds the {} replica device{} of {} ({}); a larger slice is "
