@@ -116,9 +116,17 @@ StepTiming step_timing(const TpuSpec& spec, const Program& p, const std::vector<
 void report_phases(const Program& p, const StepTiming& step, RunReport& r) {
   std::map<std::string, uint64_t> phase = {
       {"forward", 0}, {"loss", 0}, {"backward", 0}, {"allreduce", step.exposed}, {"update", 0}};
-  for (size_t i = 0; i < p.ops.size(); ++i) phase[p.ops[i].phase] += r.ops[i].cycles;
+  uint64_t accounted = step.exposed;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    phase[p.ops[i].phase] += r.ops[i].cycles;
+    accounted += r.ops[i].cycles;
+  }
+  // What no op accounts for: the host transfers of the batch and the outputs.
+  phase["other"] = r.cycles > accounted ? r.cycles - accounted : 0;
   for (const auto& [name, cycles] : phase)
     r.metrics["phase." + name + "_cycles"] = static_cast<double>(cycles);
+  // Samples a step consumes: every replica's batch (mimic train and sweep --train read it).
+  if (p.replicas > 1) r.metrics["train.batches_per_step"] = static_cast<double>(p.replicas);
   r.metrics["replicas"] = static_cast<double>(p.replicas);
   r.metrics["allreduce.bytes"] = static_cast<double>(step.allreduce.bytes);
   r.metrics["allreduce.buckets"] = static_cast<double>(step.allreduce.buckets.size());

@@ -156,6 +156,10 @@ TEST(TpuTrainMemory, RecomputationPaysInBackwardCycles) {
   for (const char* phase : {"forward", "loss", "backward", "update"})
     EXPECT_GT(metric(none.metrics, std::string("phase.") + phase + "_cycles"), 0) << phase;
   EXPECT_EQ(metric(none.metrics, "phase.allreduce_cycles"), 0);
+  double phases = 0;  // with the host transfers ("other"), the phases add up to the step
+  for (const auto& [key, value] : none.metrics)
+    if (key.rfind("phase.", 0) == 0) phases += value;
+  EXPECT_EQ(phases, static_cast<double>(none.cycles));
   // The run report carries the compile-time HBM plan.
   EXPECT_LT(metric(full.metrics, "memory.peak_bytes"), metric(none.metrics, "memory.peak_bytes"));
 }
@@ -219,6 +223,7 @@ TEST(TpuTrainMemory, DataParallelStepAllReducesGradientsOverIci) {
   EXPECT_GT(exposed, 0);
   EXPECT_LE(exposed, metric(four.metrics, "allreduce.total_cycles"));
   EXPECT_EQ(four.cycles, one.cycles + static_cast<uint64_t>(exposed));
+  EXPECT_EQ(metric(four.metrics, "train.batches_per_step"), 4);  // samples: 4 x the batch
   EXPECT_EQ(metric(four.metrics, "phase.backward_cycles"),
             metric(one.metrics, "phase.backward_cycles"));
 }
