@@ -178,10 +178,10 @@ Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions&
     if (n.phase == ir::StepPhase::backward)
       for (ir::ValueId v : n.inputs)
         if (v != ir::kNoValue) read_by_backward_[v] = true;
+  for (ir::ValueId v : g.inputs()) trains_ = trains_ || g.value(v).role == ir::ValueRole::weight;
   // Aliases (reshapes) share their source's storage: the source counts as what its aliases are
   // (a gradient reshaped to its parameter's shape is a gradient, an activation a backward node
   // reads through a reshape is saved).
-  for (ir::ValueId v : g.inputs()) trains_ = trains_ || g.value(v).role == ir::ValueRole::weight;
   role_.resize(g.num_values());
   for (ir::ValueId v = 0; v < g.num_values(); ++v) role_[v] = g.value(v).role;
   for (int i = g.num_nodes() - 1; i >= 0; --i) {

@@ -139,6 +139,17 @@ TEST(TpuTrainMemory, OutOfMemoryNamesSavedActivationsAndRecomputationFits) {
     EXPECT_NE(what.find("Breakdown: saved_activations "), std::string::npos) << what;
     EXPECT_NE(what.find("Largest live tensors: 1. f32[1024,512]"), std::string::npos) << what;
   }
+  // With allow_out_of_memory the step compiles, reports its plan and refuses to run.
+  {
+    TrainOptions o = train_options(Recompute::none, {{"allow_out_of_memory", "true"}}, hbm);
+    o.compile.timing_only = true;
+    auto model = mlp();
+    TrainStep step(*model, input_type(), Device("tpu-emu:v4"), o);
+    EXPECT_EQ(metric(step.executable().compile_report().metrics, "memory.peak_bytes"), none);
+    EXPECT_THROW(step.step(ir::HostTensor(ir::DType::f32, ir::Shape({kBatch, kWidth})),
+                           ir::HostTensor(ir::DType::i64, ir::Shape({kBatch}))),
+                 OutOfMemoryError);
+  }
   backends::CompileReport fits = plan("tpu-emu:v4", train_options(Recompute::checkpoints, {}, hbm));
   EXPECT_EQ(metric(fits.metrics, "memory.peak_bytes"), remat);
   EXPECT_LE(metric(fits.metrics, "memory.peak_bytes"), capacity);
