@@ -331,9 +331,8 @@ int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> di
     used = &onchip;
   } else if (spec.offchip.bytes > 0 && !spec.activations_on_chip) {
     offchip.allocate(bytes, &address);
-    plan.bytes = allocated_bytes(is_parameter_category(plan.category)
-                                     ? parameter_bytes(info.dims, eb, spec.vpu)
-                                     : bytes);
+    plan.bytes = allocated_bytes(
+        is_parameter_category(plan.category) ? parameter_bytes(info.dims, eb, spec.vpu) : bytes);
     hbm.allocate(t, std::move(plan), current_op_name());
     info.home = Level::offchip;
     used = &offchip;
@@ -463,6 +462,20 @@ void report_memory(Context& c, const ProgramOptions& options, CompileReport& r) 
   c.notes.push_back(message);
 }
 
+// Per-op program size (rows in program order of ops).
+Table ops_table(const Program& p) {
+  Table ops;
+  ops.columns = {"op", "kernels", "instructions"};
+  std::vector<std::vector<double>> rows(p.ops.size(), std::vector<double>{0, 0, 0});
+  for (size_t i = 0; i < rows.size(); ++i) rows[i][0] = static_cast<double>(i);
+  for (const Kernel& k : p.kernels)
+    if (k.op >= 0) rows[k.op][1] += 1;
+  for (const Instruction& in : p.instructions)
+    if (in.kernel >= 0 && p.kernels[in.kernel].op >= 0) rows[p.kernels[in.kernel].op][2] += 1;
+  ops.rows = std::move(rows);
+  return ops;
+}
+
 // Data parallelism: the gradient bytes each step all-reduces and the ring's time for them whole
 // (the run report schedules it in buckets, overlapped with the backward pass).
 void report_replicas(const TpuSpec& spec, const Program& p, CompileReport& r) {
@@ -589,16 +602,7 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
     c.notes.push_back(
         fmt::format("{} bytes of tensors did not fit {} and live in host memory (over {})",
                     c.host_cursor, spec.onchip.name, spec.host_link.name));
-  // Per-op program size (rows in program order of ops).
-  Table& ops = r.tables["tpu_ops"];
-  ops.columns = {"op", "kernels", "instructions"};
-  std::vector<std::vector<double>> rows(p.ops.size(), std::vector<double>{0, 0, 0});
-  for (size_t i = 0; i < rows.size(); ++i) rows[i][0] = static_cast<double>(i);
-  for (const Kernel& k : p.kernels)
-    if (k.op >= 0) rows[k.op][1] += 1;
-  for (const Instruction& in : p.instructions)
-    if (in.kernel >= 0 && p.kernels[in.kernel].op >= 0) rows[p.kernels[in.kernel].op][2] += 1;
-  ops.rows = std::move(rows);
+  r.tables["tpu_ops"] = ops_table(p);
   report_memory(c, program, r);
   report_replicas(spec, p, r);
   r.notes = c.notes;

@@ -387,6 +387,13 @@ void lower_pool_3d(Context& c, const ir::Node& n) {
   c.release(scratch);
 }
 
+// A reduction over dims [first, last] of x as (outer, axis, inner).
+void reduction_span(VectorDesc& d, const std::vector<int64_t>& x, int first, int last) {
+  d.outer = product(x, 0, first);
+  d.axis = product(x, first, last + 1);
+  d.inner = product(x, last + 1, x.size());
+}
+
 // A reduction whose reduced span does not fit on chip in one row (a loss's mean over a whole
 // [batch, seq, hidden] tensor) runs as two passes, as XLA tiles a long reduce: the trailing
 // reduced dimensions that fit into a scratch of partial results, then the leading ones over the
@@ -526,9 +533,7 @@ void lower_vector_node(Context& c, const ir::Node& n) {
         last = i;
       }
     if (first < 0) first = last = 0;
-    d.outer = product(x, 0, first);
-    d.axis = product(x, first, last + 1);
-    d.inner = product(x, last + 1, x.size());
+    reduction_span(d, x, first, last);
     if (split_reduction(c, n, d, x, first, last)) return;
     rows = d.outer * d.inner;
   } else if (unary_func(g, n, &f, &p0, &p1)) {
