@@ -23,6 +23,36 @@ struct Segment {
 };
 
 // Builds the subgraph of one segment: values from outside become inputs (or constants).
+// One device segment's metrics into the whole graph's. Memory plans (memory.*) are per program:
+// the graph's is that of the segment with the largest peak, whole; replica counts likewise the
+// largest; phase and all-reduce cycles add up; other metrics add up at compile time and are the
+// last segment's at run time.
+void merge_metrics(std::map<std::string, double>& into, const std::map<std::string, double>& part,
+                   bool sum_others) {
+  auto peak = [](const std::map<std::string, double>& m) {
+    auto it = m.find("memory.peak_bytes");
+    return it == m.end() ? -1.0 : it->second;
+  };
+  if (peak(part) > peak(into)) {
+    for (auto it = into.begin(); it != into.end();)
+      it = it->first.rfind("memory.", 0) == 0 ? into.erase(it) : std::next(it);
+    for (const auto& [k, v] : part)
+      if (k.rfind("memory.", 0) == 0) into[k] = v;
+  }
+  for (const auto& [key, value] : part) {
+    if (key.rfind("memory.", 0) == 0) continue;
+    auto it = into.find(key);
+    if (it == into.end())
+      into[key] = value;
+    else if (key == "replicas")
+      it->second = std::max(it->second, value);
+    else if (sum_others || key.rfind("phase.", 0) == 0 || key.rfind("allreduce.", 0) == 0)
+      it->second += value;
+    else
+      it->second = value;
+  }
+}
+
 ir::Graph extract(const ir::Graph& g, Segment& seg, const std::vector<bool>& needed_later) {
   ir::Graph sub(g.name());
   std::unordered_map<ir::ValueId, ir::ValueId> map;
@@ -40,6 +70,7 @@ ir::Graph extract(const ir::Graph& g, Segment& seg, const std::vector<bool>& nee
         ir::ValueId id = val.constant ? sub.add_constant(val.name, *val.constant)
                                       : sub.add_input(val.name, val.type.dtype, val.type.shape);
         if (!val.constant) seg.inputs.push_back(v);
+        sub.value(id).role = val.role;  // memory plans count inputs by role
         it = map.emplace(v, id).first;
       }
       inputs.push_back(it->second);
@@ -47,7 +78,11 @@ ir::Graph extract(const ir::Graph& g, Segment& seg, const std::vector<bool>& nee
     std::vector<std::string> names;
     for (ir::ValueId v : n.outputs) names.push_back(g.value(v).name);
     auto outs = sub.add_node(n.op, n.name, inputs, n.attrs, static_cast<int>(n.outputs.size()), names);
-    for (size_t i = 0; i < outs.size(); ++i) map[n.outputs[i]] = outs[i];
+    sub.node(sub.num_nodes() - 1).phase = n.phase;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      sub.value(outs[i]).role = g.value(n.outputs[i]).role;
+      map[n.outputs[i]] = outs[i];
+    }
   }
   for (int index : seg.nodes)
     for (ir::ValueId v : g.node(index).outputs)
@@ -105,7 +140,7 @@ class PlacedExecutable final : public Executable {
       into.ridge_intensity = part.ridge_intensity;
       into.cycles += part.cycles;
       into.device_seconds += part.device_seconds;
-      for (auto& [k, v] : part.metrics) into.metrics[k] = v;
+      merge_metrics(into.metrics, part.metrics, false);
       for (auto& [k, v] : part.tables) into.tables[k] = std::move(v);
       for (auto& u : part.units) merge_unit(into.units, u);
     }
@@ -186,7 +221,7 @@ std::unique_ptr<Executable> compile_with_fallback(const Backend& b, const ir::Gr
     const CompileReport& r = segments[s].executable->compile_report();
     if (!segments[s].fallback) {
       report.device = r.device;
-      for (const auto& [k, v] : r.metrics) report.metrics[k] += v;
+      merge_metrics(report.metrics, r.metrics, true);
       for (const auto& [k, v] : r.tables) report.tables[k] = v;
     }
     for (const auto& note : r.notes) report.notes.push_back(note);

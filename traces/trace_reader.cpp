@@ -296,16 +296,20 @@ const char* op_phase(const std::string& node) {
     return node.compare(0, n, prefix) == 0 && (node.size() == n || node[n] == '/');
   };
   if (starts("grad") || starts("recompute")) return "backward";
+  if (starts("allreduce")) return "allreduce";
   if (starts("optimizer") || starts("loss_scale")) return "update";
   return "forward";
 }
 
 std::vector<PhaseRecord> TraceReader::phases(int64_t run_id) const {
   double run_ns = run_time_ns(run_id);
-  std::vector<PhaseRecord> out = {{"forward"}, {"backward"}, {"update"}};
+  std::vector<PhaseRecord> out = {{"forward"}, {"backward"}, {"allreduce"}, {"update"}};
   for (const OpRecord& o : ops(run_id)) {
     std::string phase = op_phase(o.node);
-    PhaseRecord& p = phase == "forward" ? out[0] : phase == "backward" ? out[1] : out[2];
+    PhaseRecord& p = phase == "forward"     ? out[0]
+                     : phase == "backward"  ? out[1]
+                     : phase == "allreduce" ? out[2]
+                                            : out[3];
     p.ops += 1;
     p.flops += o.flops;
     p.bytes += o.bytes_in + o.bytes_out;

@@ -88,7 +88,7 @@ struct OpTypeRecord {
   double flops_per_s() const { return total_ns > 0 ? flops / (total_ns * 1e-9) : 0.0; }
 };
 
-// Time of one phase of a training step (forward, backward, update; see op_phase()).
+// Time of one phase of a training step (forward, backward, allreduce, update; see op_phase()).
 struct PhaseRecord {
   std::string phase;
   int64_t ops = 0, flops = 0, bytes = 0;
@@ -96,8 +96,9 @@ struct PhaseRecord {
 };
 
 // The phase of an op by its node name, as a training step's graph names them (train_graph.h):
-// "grad/..." backward, "optimizer/..." or "loss_scale/..." update, anything else forward. The
-// op_phase view (schema v3) applies the same rule.
+// "grad/..." and "recompute/..." backward, "allreduce/..." (data parallelism's gradient
+// all-reduce, emitted by emulators) allreduce, "optimizer/..." or "loss_scale/..." update,
+// anything else forward. The op_phase view (schema v5) applies the same rule.
 const char* op_phase(const std::string& node);
 
 struct UnitRecord {

@@ -3,8 +3,10 @@
 #include "backends/tpu_emu/compiler.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "backends/common.h"
 #include "backends/tpu_emu/fusion.h"
@@ -12,6 +14,7 @@
 #include "backends/tpu_emu/lowering.h"
 #include "frontend/ir/error.h"
 #include "models/common/numeric_formats.h"
+#include "models/tpu/ici.h"
 
 namespace mimic::backends::tpu_emu {
 
@@ -93,6 +96,46 @@ std::vector<int32_t> RangeAllocator::previous_occupants(uint64_t address, uint64
 // ---- Context
 // --------------------------------------------------------------------------------------
 
+namespace {
+
+// Bytes the allocator takes for `bytes`: 512-byte granules.
+uint64_t allocated_bytes(uint64_t bytes) {
+  return std::max<uint64_t>(round_up(static_cast<int64_t>(bytes), 512), 512);
+}
+
+std::string tensor_shape(const std::string& dtype, const std::vector<int64_t>& dims) {
+  return fmt::format("{}[{}]", dtype, fmt::join(dims, ","));
+}
+
+// Parameters, their gradients and optimizer state take the layout their readers want (XLA's
+// layout assignment: a conv kernel is kept HWIO, channels minor), so of their dimensions the two
+// that pad least to the (8, 128) tiles are the tiled ones; activations keep the graph's layout.
+uint64_t parameter_bytes(const std::vector<int64_t>& dims, int64_t eb, const VpuSpec& v) {
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  if (dims.size() < 2 || total == 0) return static_cast<uint64_t>(tiled_elements(dims, v) * eb);
+  int64_t best = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < dims.size(); ++i)
+    for (size_t j = 0; j < dims.size(); ++j)
+      if (i != j)
+        best = std::min(best, total / (dims[i] * dims[j]) * round_up(dims[i], v.sublanes) *
+                                  round_up(dims[j], v.lanes));
+  return static_cast<uint64_t>(best * eb);
+}
+
+bool is_parameter_category(const std::string& category) {
+  return category == "weights" || category == "gradients" || category == "optimizer_state" ||
+         category == "buffers";
+}
+
+bool is_alias_op(ir::OpType op) {
+  using ir::OpType;
+  return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze ||
+         op == OpType::Unsqueeze || op == OpType::Identity || op == OpType::Dropout;
+}
+
+}  // namespace
+
 std::vector<float> constant_as_floats(const ir::HostTensor& t, const std::string& name) {
   std::vector<float> data(t.numel());
   switch (t.dtype()) {
@@ -118,17 +161,36 @@ std::vector<float> constant_as_floats(const ir::HostTensor& t, const std::string
       }
       return data;
     default:
-      throw CompileError(fmt::format("tpu_emu.compile: constant '{}' has dtype {}, which the chip "
-                                     "does not hold",
-                                     name, ir::dtype_name(t.dtype())));
+      throw CompileError(
+          fmt::format("tpu_emu.compile: constant '{}' has dtype {}, which the chip "
+                      "does not hold",
+                      name, ir::dtype_name(t.dtype())));
   }
 }
 
 Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions& o,
                  Program& program, std::vector<std::vector<float>>& consts, const std::string& dev)
     : g(graph), spec(s), options(o), p(program), constants(consts), device(dev) {
-  uint64_t offchip_capacity = spec.offchip.bytes / (spec.offchip_per_core ? spec.cores : 1);
-  offchip = RangeAllocator(offchip_capacity);
+  offchip_capacity = spec.offchip.bytes / (spec.offchip_per_core ? spec.cores : 1);
+  offchip = RangeAllocator(std::numeric_limits<uint64_t>::max() / 4);
+  read_by_backward_.assign(g.num_values(), false);
+  for (const ir::Node& n : g.nodes())
+    if (n.phase == ir::StepPhase::backward)
+      for (ir::ValueId v : n.inputs)
+        if (v != ir::kNoValue) read_by_backward_[v] = true;
+  for (ir::ValueId v : g.inputs()) trains_ = trains_ || g.value(v).role == ir::ValueRole::weight;
+  // Aliases (reshapes) share their source's storage: the source counts as what its aliases are
+  // (a gradient reshaped to its parameter's shape is a gradient, an activation a backward node
+  // reads through a reshape is saved).
+  role_.resize(g.num_values());
+  for (ir::ValueId v = 0; v < g.num_values(); ++v) role_[v] = g.value(v).role;
+  for (int i = g.num_nodes() - 1; i >= 0; --i) {
+    const ir::Node& n = g.node(i);
+    if (!is_alias_op(n.op) || !n.has_input(0) || n.outputs.empty()) continue;
+    ir::ValueId in = n.inputs[0], out = n.outputs[0];
+    if (role_[in] == ir::ValueRole::activation && g.value(in).producer >= 0) role_[in] = role_[out];
+    if (read_by_backward_[out]) read_by_backward_[in] = true;
+  }
   // Chips that keep activations on chip reserve 3/4 of it for resident tensors, the rest for tiles.
   uint64_t resident = spec.activations_on_chip ? spec.onchip.bytes / 4 * 3 : 0;
   onchip = RangeAllocator(resident);
@@ -141,7 +203,8 @@ uint64_t Context::storage_bytes(const std::vector<int64_t>& dims, int64_t eb, Le
   // (TPUv1's UB: 256-byte rows), not in the (8, 128) tiles of their graph layout.
   int64_t n = 1;
   for (int64_t d : dims) n *= d;
-  return static_cast<uint64_t>(round_up(std::max<int64_t>(n, 1), spec.vpu.lanes * spec.vpu.sublanes) * eb);
+  return static_cast<uint64_t>(
+      round_up(std::max<int64_t>(n, 1), spec.vpu.lanes * spec.vpu.sublanes) * eb);
 }
 
 int32_t Context::new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb,
@@ -171,13 +234,14 @@ int32_t Context::add_constant(const std::string& name, std::vector<int64_t> dims
   uint64_t address = 0;
   uint64_t packed = storage_bytes(info.dims, stored_element_bytes, Level::onchip);
   if (spec.offchip.bytes > 0) {
-    if (!offchip.allocate(bytes, &address))
-      throw OutOfMemoryError(
-          fmt::format(
-              "tpu_emu.compile: constant '{}' ({} bytes) does not fit {}: constants need {} "
-              "bytes so far, preset {} has {} bytes",
-              name, bytes, spec.offchip.name, weight_bytes, spec.name, offchip.capacity()),
-          -1, static_cast<int64_t>(weight_bytes), static_cast<int64_t>(offchip.capacity()), name);
+    offchip.allocate(bytes, &address);
+    const char* stored = stored_element_bytes == 1   ? "s8"
+                         : stored_element_bytes == 2 ? "bf16"
+                                                     : "f32";
+    hbm.allocate(t,
+                 {name, constant_category(), tensor_shape(stored, info.dims),
+                  "the program's constants", allocated_bytes(bytes)},
+                 current_op_name());
     info.home = Level::offchip;
   } else if (onchip.allocate(packed, &address)) {
     info.home = Level::onchip;  // Edge TPU: parameters cached on chip while they fit
@@ -205,39 +269,71 @@ int32_t Context::tensor(ir::ValueId v) {
   return t;
 }
 
+// Constants are the weights of an inference graph; a training step's weights are its inputs and
+// its constants are literals (scales, class ids).
+std::string Context::constant_category() const {
+  return trains_ ? "constants" : "weights";
+}
+
+std::string Context::current_op_name() const {
+  if (current_op < 0) return "the transfer of the graph inputs";
+  return fmt::format("{} '{}'", p.ops[current_op].op_type, p.ops[current_op].node);
+}
+
+HbmPlan::Tensor Context::plan_info(ir::ValueId v) const {
+  const ir::Value& val = g.value(v);
+  HbmPlan::Tensor t;
+  t.name = val.name;
+  t.shape = tensor_shape(ir::dtype_name(val.type.dtype), val.type.shape.dims());
+  // The categories of ir::memory_category(), with the backward readers precomputed.
+  if (role_[v] != ir::ValueRole::activation)
+    t.category = ir::role_name(role_[v]);
+  else if (val.constant)
+    t.category = constant_category();
+  else if (val.producer < 0)
+    t.category = "inputs";
+  else if (g.node(val.producer).phase == ir::StepPhase::forward && read_by_backward_[v])
+    t.category = "saved_activations";
+  else
+    t.category = "activations";
+  t.producer = val.producer >= 0 ? describe(g.node(val.producer)) : "the graph inputs";
+  return t;
+}
+
 int32_t Context::produce(ir::ValueId v) {
   const ir::Value& val = g.value(v);
   int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip
                    ? 1
                    : static_cast<int64_t>(ir::dtype_size(val.type.dtype));
-  int32_t t = produce_tensor(val.name, val.type.shape.dims(), eb);
+  int32_t t = produce_tensor(val.name, val.type.shape.dims(), eb, plan_info(v));
   tensor_of[v] = t;
   return t;
 }
 
 int32_t Context::scratch(const std::string& name, std::vector<int64_t> dims) {
   int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip ? 1 : 4;
-  return produce_tensor(name, std::move(dims), eb);
+  HbmPlan::Tensor info{name, "workspace", tensor_shape("f32", dims),
+                       "the workspace of " + current_op_name(), 0};
+  return produce_tensor(name, std::move(dims), eb, std::move(info));
 }
 
-int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb) {
+int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb,
+                                HbmPlan::Tensor plan) {
   int32_t t = new_tensor(name, std::move(dims), eb, false);
   TensorInfo& info = p.tensors[t];
   uint64_t bytes = storage_bytes(info.dims, eb, Level::offchip);
   uint64_t address = 0;
   RangeAllocator* used = nullptr;
-  if (spec.activations_on_chip && onchip.allocate(storage_bytes(info.dims, eb, Level::onchip), &address)) {
+  if (spec.activations_on_chip &&
+      onchip.allocate(storage_bytes(info.dims, eb, Level::onchip), &address)) {
     info.home = Level::onchip;
     bytes = storage_bytes(info.dims, eb, Level::onchip);
     used = &onchip;
   } else if (spec.offchip.bytes > 0 && !spec.activations_on_chip) {
-    if (!offchip.allocate(bytes, &address))
-      throw OutOfMemoryError(
-          fmt::format(
-              "tpu_emu.compile: tensor '{}' ({} bytes) does not fit {}: {} of {} bytes in use",
-              name, bytes, spec.offchip.name, offchip.used(), offchip.capacity()),
-          -1, static_cast<int64_t>(offchip.used() + bytes),
-          static_cast<int64_t>(offchip.capacity()), name);
+    offchip.allocate(bytes, &address);
+    plan.bytes = allocated_bytes(
+        is_parameter_category(plan.category) ? parameter_bytes(info.dims, eb, spec.vpu) : bytes);
+    hbm.allocate(t, std::move(plan), current_op_name());
     info.home = Level::offchip;
     used = &offchip;
   } else {
@@ -271,8 +367,10 @@ void Context::release(int32_t t) {
   uint64_t bytes = storage_bytes(info.dims, element_bytes(t), info.home);
   if (info.home == Level::onchip)
     onchip.release(info.address, bytes, t);
-  else if (info.home == Level::offchip)
+  else if (info.home == Level::offchip) {
     offchip.release(info.address, bytes, t);
+    hbm.release(t);
+  }
 }
 
 Rounding Context::store_rounding(ir::ValueId v) const {
@@ -307,12 +405,6 @@ void Context::untileable(const ir::Node& n, uint64_t needed, const std::string& 
 
 namespace {
 
-bool is_alias_op(ir::OpType op) {
-  using ir::OpType;
-  return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze ||
-         op == OpType::Unsqueeze || op == OpType::Identity || op == OpType::Dropout;
-}
-
 bool is_copy_op(ir::OpType op) {
   using ir::OpType;
   return op == OpType::Transpose || op == OpType::Concat || op == OpType::Slice ||
@@ -332,7 +424,79 @@ OpInfo op_info(const ir::Graph& g, const std::vector<int>& nodes) {
   o.dtype = ir::dtype_name(g.value(last.outputs[0]).type.dtype);
   o.bytes_in = ir::node_bytes_in(g, first);
   o.bytes_out = ir::node_bytes_out(g, last);
+  o.phase = ir::phase_name(first.phase);
+  for (int i : nodes)
+    for (ir::ValueId v : g.node(i).inputs)
+      o.reads_gradients |= v != ir::kNoValue && g.value(v).role == ir::ValueRole::gradient;
+  for (int i : nodes)
+    for (ir::ValueId v : g.node(i).outputs)
+      if (g.value(v).role == ir::ValueRole::gradient)
+        o.gradient_bytes += std::max<int64_t>(0, g.value(v).type.shape.numel()) *
+                            static_cast<int64_t>(ir::dtype_size(g.value(v).type.dtype));
   return o;
+}
+
+// The HBM plan into the compile report; a peak over capacity fails in XLA's words unless allowed.
+void report_memory(Context& c, const ProgramOptions& options, CompileReport& r) {
+  if (c.spec.offchip.bytes == 0) return;
+  const HbmPlan& plan = c.hbm;
+  const uint64_t capacity = c.offchip_capacity;
+  r.metrics["memory.peak_bytes"] = static_cast<double>(plan.peak_bytes());
+  r.metrics["memory.capacity_bytes"] = static_cast<double>(capacity);
+  std::string breakdown;
+  for (const auto& [category, bytes] : plan.breakdown()) {
+    r.metrics["memory." + category + "_bytes"] = static_cast<double>(bytes);
+    breakdown +=
+        fmt::format("{}{} {}", breakdown.empty() ? "" : ", ", category, human_bytes(bytes));
+  }
+  if (plan.peak_bytes() <= capacity) {
+    c.notes.push_back(fmt::format("{} plan: peak {} of {} while running {} ({})",
+                                  c.spec.offchip.name, human_bytes(plan.peak_bytes()),
+                                  human_bytes(capacity), plan.peak_op(), breakdown));
+    return;
+  }
+  std::string message = out_of_memory_message(plan, capacity, c.spec.offchip.name, c.device);
+  if (!options.allow_out_of_memory)
+    throw OutOfMemoryError(message, -1, static_cast<int64_t>(plan.peak_bytes()),
+                           static_cast<int64_t>(capacity), plan.peak_op());
+  c.notes.push_back(message);
+}
+
+// Per-op program size (rows in program order of ops).
+Table ops_table(const Program& p) {
+  Table ops;
+  ops.columns = {"op", "kernels", "instructions"};
+  std::vector<std::vector<double>> rows(p.ops.size(), std::vector<double>{0, 0, 0});
+  for (size_t i = 0; i < rows.size(); ++i) rows[i][0] = static_cast<double>(i);
+  for (const Kernel& k : p.kernels)
+    if (k.op >= 0) rows[k.op][1] += 1;
+  for (const Instruction& in : p.instructions)
+    if (in.kernel >= 0 && p.kernels[in.kernel].op >= 0) rows[p.kernels[in.kernel].op][2] += 1;
+  ops.rows = std::move(rows);
+  return ops;
+}
+
+// Data parallelism: the gradient bytes each step all-reduces and the ring's time for them whole
+// (the run report schedules it in buckets, overlapped with the backward pass).
+void report_replicas(const TpuSpec& spec, const Program& p, CompileReport& r) {
+  int64_t gradient_bytes = 0;
+  for (const OpInfo& o : p.ops) gradient_bytes += o.gradient_bytes;
+  r.metrics["replicas"] = static_cast<double>(p.replicas);
+  r.metrics["allreduce.gradient_bytes"] = static_cast<double>(gradient_bytes);
+  r.metrics["allreduce.ring_cycles"] = static_cast<double>(
+      ring_allreduce_cycles(spec, p.replicas, static_cast<uint64_t>(gradient_bytes)));
+}
+
+// A training step's parameters, optimizer state and BatchNorm statistics live in HBM from one
+// step to the next (XLA aliases the updated outputs to the donated inputs, jax.jit's
+// donate_argnums): they cross the host link once, not every step, so the step does not stage
+// them; its batch, scalars and loss do cross it.
+bool stays_on_device(const ir::Graph& g, ir::ValueId v) {
+  const ir::Value& val = g.value(v);
+  if (val.role == ir::ValueRole::weight || val.role == ir::ValueRole::optimizer_state ||
+      val.role == ir::ValueRole::buffer)
+    return true;
+  return val.producer >= 0 && g.node(val.producer).phase == ir::StepPhase::update;
 }
 
 // Host <-> home staging of graph inputs and outputs (issued by core 0). The host sends and
@@ -357,7 +521,8 @@ void stage(Context& c, int32_t t, bool to_device) {
 }  // namespace
 
 CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
-                                const CompileOptions& options, const std::string& device) {
+                                const CompileOptions& options, const std::string& device,
+                                const ProgramOptions& program) {
   auto t0 = std::chrono::steady_clock::now();
   CompiledProgram out;
   Program& p = out.program;
@@ -382,7 +547,10 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   for (ir::ValueId v = 0; v < g.num_values(); ++v)
     if (last_use[v] >= 0 && last_use[v] < g.num_nodes()) dies_after[last_use[v]].push_back(v);
 
-  for (ir::ValueId v : g.inputs()) stage(c, c.produce(v), true);
+  for (ir::ValueId v : g.inputs()) {
+    int32_t t = c.produce(v);
+    if (!stays_on_device(g, v)) stage(c, t, true);
+  }
   for (int i = 0; i < g.num_nodes(); ++i) {
     const ir::Node& n = g.node(i);
     if (is_folded(g, n)) continue;
@@ -410,11 +578,12 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   for (ir::ValueId v : g.outputs()) {
     int32_t t = c.tensor(v);
     p.outputs.push_back(t);
-    stage(c, t, false);
+    if (!stays_on_device(g, v)) stage(c, t, false);
   }
   for (ir::ValueId v : g.inputs()) p.inputs.push_back(c.tensor_of.at(v));
   p.resident_onchip_bytes.assign(spec.cores, 0);
   p.resident_onchip_bytes[0] = static_cast<int64_t>(c.onchip.peak());
+  p.replicas = program.replicas;
 
   CompileReport& r = out.report;
   r.device = device;
@@ -433,16 +602,9 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
     c.notes.push_back(
         fmt::format("{} bytes of tensors did not fit {} and live in host memory (over {})",
                     c.host_cursor, spec.onchip.name, spec.host_link.name));
-  // Per-op program size (rows in program order of ops).
-  Table& ops = r.tables["tpu_ops"];
-  ops.columns = {"op", "kernels", "instructions"};
-  std::vector<std::vector<double>> rows(p.ops.size(), std::vector<double>{0, 0, 0});
-  for (size_t i = 0; i < rows.size(); ++i) rows[i][0] = static_cast<double>(i);
-  for (const Kernel& k : p.kernels)
-    if (k.op >= 0) rows[k.op][1] += 1;
-  for (const Instruction& in : p.instructions)
-    if (in.kernel >= 0 && p.kernels[in.kernel].op >= 0) rows[p.kernels[in.kernel].op][2] += 1;
-  ops.rows = std::move(rows);
+  r.tables["tpu_ops"] = ops_table(p);
+  report_memory(c, program, r);
+  report_replicas(spec, p, r);
   r.notes = c.notes;
   r.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;

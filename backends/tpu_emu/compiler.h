@@ -27,8 +27,28 @@ struct CompiledProgram {
 // one pass whatever the precision. Throws InvalidArgument for an unknown name.
 int64_t precision_passes(const std::string& precision, const models::tpu::TpuSpec& spec);
 
+// tpu-emu's own options (CompileOptions::options), parsed by the backend.
+struct ProgramOptions {
+  bool auto_layout = true;           // layout=auto|as_given
+  int64_t replicas = 1;              // replicas=N: data-parallel copies of the program
+  bool allow_out_of_memory = false;  // a program over HBM capacity compiles (and cannot run)
+};
+
+// Parses and checks CompileOptions::options against `spec` (replicas within the slice's devices):
+// InvalidArgument naming the option and the numbers.
+ProgramOptions parse_program_options(const CompileOptions& options,
+                                     const models::tpu::TpuSpec& spec, const std::string& device);
+
+// The chip one replica runs on: with replicas spread over the cores of v2/v3 chips (each core
+// owns its off-chip memory), one core with its share of off-chip capacity and bandwidth.
+models::tpu::TpuSpec replica_spec(const models::tpu::TpuSpec& spec, int64_t replicas);
+
+// The compile report carries the HBM plan (memory.peak_bytes, memory.capacity_bytes,
+// memory.<category>_bytes at the peak); a peak over capacity is an OutOfMemoryError in XLA's words
+// unless `program.allow_out_of_memory`.
 CompiledProgram compile_program(const ir::Graph& g, const models::tpu::TpuSpec& spec,
-                                const CompileOptions& options, const std::string& device);
+                                const CompileOptions& options, const std::string& device,
+                                const ProgramOptions& program = {});
 
 // Whether the chip can run node `n` (else it falls back to cpu). `why` gets a short reason.
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why = nullptr);

@@ -277,6 +277,10 @@ FusionPlan plan_fusion(const ir::Graph& g) {
     int stage = 0;  // 0: head, 1: after BN, 2: after bias, 3: after residual, 4: after activation
     for (int j; stage < 4 && (j = next(cur)) >= 0 && plan.group_of[j] < 0;) {
       const ir::Node& n = g.node(j);
+      // A training step's phases do not fuse: a weight gradient's product is all-reduced
+      // before the optimizer reads it, and fused into the update it would be emitted (and its
+      // operands kept in HBM) at the end of the step.
+      if (n.phase != head.phase) break;
       int other = n.op == OpType::Add ? (n.inputs[0] == cur ? 1 : 0) : -1;
       if (stage < 1 && conv && g.value(head.inputs[1]).constant &&  // folds into constant weights
           n.op == OpType::BatchNormalization && n.inputs[0] == cur &&

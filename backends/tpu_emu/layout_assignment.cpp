@@ -60,10 +60,13 @@ class Rewriter {
       const ir::TensorType& t = g_.value(v).type;
       bool last = result_.inputs_channels_last[i];
       ir::Shape shape = last ? permuted(t.shape, kToChannelsLast) : t.shape;
-      (last ? map_[v].last : map_[v].first) = out_.add_input(g_.value(v).name, t.dtype, shape);
+      ValueId in = out_.add_input(g_.value(v).name, t.dtype, shape);
+      out_.value(in).role = g_.value(v).role;
+      (last ? map_[v].last : map_[v].first) = in;
     }
     for (const ir::Node& n : g_.nodes()) {
       if (is_folded(n)) continue;
+      phase_ = n.phase;
       if (!rewrite_window(n) && !rewrite_elementwise(n) && !rewrite_concat(n)) copy(n);
     }
     for (ValueId v : g_.outputs()) {
@@ -110,10 +113,18 @@ class Rewriter {
       ir::HostTensor dims(ir::DType::i64, ir::Shape({4}));
       for (int i = 0; i < 4; ++i) dims.data<int64_t>()[i] = target[i];
       ValueId shape = out_.add_constant(name + ".shape", dims);
-      return out_.add_node(OpType::Reshape, out_.unique_node_name(name), {x, shape})[0];
+      return added(out_.add_node(OpType::Reshape, out_.unique_node_name(name), {x, shape})[0]);
     }
     ++result_.transposes;
-    return out_.add_node(OpType::Transpose, out_.unique_node_name(name), {x}, {{"perm", perm}})[0];
+    return added(
+        out_.add_node(OpType::Transpose, out_.unique_node_name(name), {x}, {{"perm", perm}})[0]);
+  }
+
+  // A relayout node takes the phase of the node it serves (roles and phases survive the rewrite:
+  // the HBM plan and the phase report read them).
+  ValueId added(ValueId v) {
+    out_.node(out_.num_nodes() - 1).phase = phase_;
+    return v;
   }
 
   ValueId channels_first(ValueId v) {
@@ -146,8 +157,11 @@ class Rewriter {
     for (ValueId v : n.outputs) names.push_back(g_.value(v).name);
     auto outs = out_.add_node(n.op, n.name, std::move(inputs), std::move(attrs),
                               static_cast<int>(n.outputs.size()), names);
-    for (size_t i = 0; i < outs.size(); ++i)
+    out_.node(out_.num_nodes() - 1).phase = n.phase;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      out_.value(outs[i]).role = g_.value(n.outputs[i]).role;
       (result_channels_last ? map_[n.outputs[i]].last : map_[n.outputs[i]].first) = outs[i];
+    }
   }
 
   void copy(const ir::Node& n) {
@@ -212,6 +226,7 @@ class Rewriter {
 
   const ir::Graph& g_;
   ir::Graph out_;
+  ir::StepPhase phase_ = ir::StepPhase::forward;  // of the node being rewritten
   std::vector<Mapped> map_;
   std::vector<int> first_uses_;  // channels-first reads of each value by rewritten or copied nodes
   LayoutAssignment result_;

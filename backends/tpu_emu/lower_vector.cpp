@@ -387,6 +387,57 @@ void lower_pool_3d(Context& c, const ir::Node& n) {
   c.release(scratch);
 }
 
+// A reduction over dims [first, last] of x as (outer, axis, inner).
+void reduction_span(VectorDesc& d, const std::vector<int64_t>& x, int first, int last) {
+  d.outer = product(x, 0, first);
+  d.axis = product(x, first, last + 1);
+  d.inner = product(x, last + 1, x.size());
+}
+
+// A reduction whose reduced span does not fit on chip in one row (a loss's mean over a whole
+// [batch, seq, hidden] tensor) runs as two passes, as XLA tiles a long reduce: the trailing
+// reduced dimensions that fit into a scratch of partial results, then the leading ones over the
+// partials. Exact for sum, mean (equal group sizes), max and min; a sum of squares sums its
+// partial sums. The partials cost a round trip through memory.
+bool split_reduction(Context& c, const ir::Node& n, const VectorDesc& d,
+                     const std::vector<int64_t>& x, int first, int last) {
+  VectorFunc second;
+  switch (d.func) {
+    case VectorFunc::sum:
+    case VectorFunc::mean:
+    case VectorFunc::reduce_max:
+    case VectorFunc::reduce_min:
+      second = d.func;
+      break;
+    case VectorFunc::sum_square:
+      second = VectorFunc::sum;
+      break;
+    default:
+      return false;
+  }
+  // A row (its input span and the output) double-buffered must fit half of a kernel's half.
+  const int64_t budget = static_cast<int64_t>(c.em->half_bytes()) / (4 * 4);
+  if (d.axis * d.inner <= budget || first == last) return false;
+  int split = last;  // the trailing reduced dims [split, last] go to the first pass
+  while (split > first + 1 && product(x, split - 1, last + 1) * d.inner <= budget) --split;
+  const int64_t trailing = product(x, split, last + 1), leading = d.axis / trailing;
+  if (trailing * d.inner > budget) return false;
+  VectorDesc partial = d;
+  partial.outer = d.outer * leading;
+  partial.axis = trailing;
+  partial.out = c.scratch(n.name + ".partials", {d.outer, leading, d.inner});
+  partial.epi.store = Rounding::none;
+  const int32_t scratch = partial.out;
+  emit_vector_desc(c, n, std::move(partial), d.outer * leading * d.inner, 0);
+  VectorDesc total = d;
+  total.func = second;
+  total.in = {scratch};
+  total.axis = leading;
+  emit_vector(c, n, std::move(total), d.outer * d.inner, 0, n.outputs[0]);
+  c.release(scratch);
+  return true;
+}
+
 }  // namespace
 
 void lower_vector_node(Context& c, const ir::Node& n) {
@@ -482,9 +533,8 @@ void lower_vector_node(Context& c, const ir::Node& n) {
         last = i;
       }
     if (first < 0) first = last = 0;
-    d.outer = product(x, 0, first);
-    d.axis = product(x, first, last + 1);
-    d.inner = product(x, last + 1, x.size());
+    reduction_span(d, x, first, last);
+    if (split_reduction(c, n, d, x, first, last)) return;
     rows = d.outer * d.inner;
   } else if (unary_func(g, n, &f, &p0, &p1)) {
     d.func = f;

@@ -11,6 +11,7 @@
 #include "backends/backend.h"
 #include "backends/tpu_emu/compiler.h"
 #include "backends/tpu_emu/emitter.h"
+#include "backends/tpu_emu/hbm_plan.h"
 #include "frontend/ir/graph.h"
 #include "frontend/ir/nn_geometry.h"
 #include "models/tpu/program.h"
@@ -63,7 +64,11 @@ struct Context {
   std::string device;
   std::unique_ptr<Emitter> em;
   std::unordered_map<ir::ValueId, int32_t> tensor_of;
+  // offchip takes every tensor (its capacity unbounded): `hbm` plans the off-chip bytes and the
+  // driver checks its peak against offchip_capacity once the program is complete.
   RangeAllocator offchip, onchip;  // onchip: the resident region of core 0 (v1/edge)
+  uint64_t offchip_capacity = 0;   // one replica's: per core on v2/v3
+  HbmPlan hbm;
   uint64_t host_cursor = 0;
   uint64_t weight_bytes = 0;  // constants as stored for the matrix units
   std::vector<std::string> notes;
@@ -94,7 +99,15 @@ struct Context {
   [[noreturn]] void untileable(const ir::Node& n, uint64_t needed, const std::string& detail) const;
 
  private:
-  int32_t produce_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb);
+  int32_t produce_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb,
+                         HbmPlan::Tensor info);
+  // The plan's category and origin of value v (graph input, produced by a node).
+  HbmPlan::Tensor plan_info(ir::ValueId v) const;
+  std::string current_op_name() const;
+  std::string constant_category() const;
+  bool trains_ = false;                 // a training step: some input is a weight
+  std::vector<bool> read_by_backward_;  // per value: a backward-phase node reads it
+  std::vector<ir::ValueRole> role_;     // per value: its role, or that of its aliases
   int32_t new_tensor(const std::string& name, std::vector<int64_t> dims, int64_t element_bytes,
                      bool constant);
   uint64_t storage_bytes(const std::vector<int64_t>& dims, int64_t element_bytes,

@@ -130,11 +130,15 @@ void write_program(wire::Writer& w, const Program& p) {
     w.i64(o.flops);
     w.i64(o.bytes_in);
     w.i64(o.bytes_out);
+    w.str(o.phase);
+    w.i64(o.gradient_bytes);
+    w.boolean(o.reads_gradients);
   }
   w.pods(p.inputs);
   w.pods(p.outputs);
   w.pods(p.constants);
   w.pods(p.resident_onchip_bytes);
+  w.i64(p.replicas);
 }
 
 Program read_program(wire::Reader& r) {
@@ -178,12 +182,17 @@ Program read_program(wire::Reader& r) {
     o.flops = r.i64();
     o.bytes_in = r.i64();
     o.bytes_out = r.i64();
+    o.phase = r.str();
+    o.gradient_bytes = r.i64();
+    o.reads_gradients = r.boolean();
     p.ops.push_back(std::move(o));
   }
   p.inputs = r.pods<int32_t>();
   p.outputs = r.pods<int32_t>();
   p.constants = r.pods<int32_t>();
   p.resident_onchip_bytes = r.pods<int64_t>();
+  p.replicas = r.i64();
+  if (p.replicas < 1) throw RuntimeError(fmt::format("tpu program: {} replicas", p.replicas));
   check(p);
   return p;
 }

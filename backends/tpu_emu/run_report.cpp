@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <map>
+
+#include "models/tpu/ici.h"
 
 namespace mimic::backends::tpu_emu {
 
@@ -59,6 +62,84 @@ const char* track_kind(const std::string& unit_kind) {
   return unit_kind == "vector" ? "vector" : "dma";
 }
 
+// Per op: the span of its instructions and what was issued before it.
+std::vector<OpTotals> op_totals(const Program& p, const TimingResult& t) {
+  std::vector<OpTotals> totals(p.ops.size());
+  uint64_t issued_end = 0;  // latest end among the instructions so far in program order
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const Instruction& in = p.instructions[i];
+    uint64_t end = t.instructions[i].end;
+    int32_t op = in.kernel >= 0 ? p.kernels[in.kernel].op : -1;
+    if (op < 0 || in.opcode == Opcode::sync) {
+      issued_end = std::max(issued_end, end);
+      continue;
+    }
+    OpTotals& o = totals[op];
+    if (!o.any) o.before = issued_end;
+    issued_end = std::max(issued_end, end);
+    o.first = std::min(o.first, t.instructions[i].start);
+    o.last = std::max(o.last, t.instructions[i].end);
+    o.offchip_bytes += offchip_bytes(in, t.instructions[i]);
+    o.any = true;
+  }
+  return totals;
+}
+
+// The step with data parallelism: the gradients' all-reduce runs on the ICI while the backward
+// pass goes on (ici.h); the ops that read the gradients (the optimizer's) wait for all of it,
+// which delays them and every instruction after the first of them by `exposed` cycles.
+// (XLA waits per combined all-reduce; with one bucket, the common case under 32 MiB, the same.)
+struct StepTiming {
+  AllReduceSchedule allreduce;
+  uint64_t update_start = 0;  // first instruction reading a gradient (the run's end if none)
+  uint64_t exposed = 0;       // cycles the all-reduce adds to the step
+};
+
+StepTiming step_timing(const TpuSpec& spec, const Program& p, const std::vector<OpTotals>& totals,
+                       uint64_t cycles) {
+  StepTiming s;
+  s.update_start = cycles;
+  std::vector<GradientReady> ready;
+  uint64_t done = 0;  // ops without instructions (aliases) are done when the ops before them are
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    if (totals[i].any) done = std::max(done, totals[i].last);
+    if (p.ops[i].gradient_bytes > 0)
+      ready.push_back({done, static_cast<uint64_t>(p.ops[i].gradient_bytes)});
+    if (p.ops[i].reads_gradients && totals[i].any)
+      s.update_start = std::min(s.update_start, totals[i].first);
+  }
+  s.allreduce = schedule_allreduce(spec, p.replicas, ready);
+  s.exposed = s.allreduce.end > s.update_start ? s.allreduce.end - s.update_start : 0;
+  return s;
+}
+
+void report_phases(const Program& p, const StepTiming& step, RunReport& r) {
+  std::map<std::string, uint64_t> phase = {
+      {"forward", 0}, {"loss", 0}, {"backward", 0}, {"allreduce", step.exposed}, {"update", 0}};
+  uint64_t accounted = step.exposed;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    phase[p.ops[i].phase] += r.ops[i].cycles;
+    accounted += r.ops[i].cycles;
+  }
+  // What no op accounts for: the host transfers of the batch and the outputs.
+  phase["other"] = r.cycles > accounted ? r.cycles - accounted : 0;
+  for (const auto& [name, cycles] : phase)
+    r.metrics["phase." + name + "_cycles"] = static_cast<double>(cycles);
+  // Samples a step consumes: every replica's batch (mimic train and sweep --train read it).
+  if (p.replicas > 1) r.metrics["train.batches_per_step"] = static_cast<double>(p.replicas);
+  r.metrics["replicas"] = static_cast<double>(p.replicas);
+  r.metrics["allreduce.bytes"] = static_cast<double>(step.allreduce.bytes);
+  r.metrics["allreduce.buckets"] = static_cast<double>(step.allreduce.buckets.size());
+  r.metrics["allreduce.total_cycles"] = static_cast<double>(step.allreduce.busy_cycles);
+  r.metrics["allreduce.exposed_cycles"] = static_cast<double>(step.exposed);
+  if (p.replicas > 1)
+    r.notes.push_back(fmt::format(
+        "{} replicas: {} bytes of gradients all-reduced in {} bucket(s), {} cycles on the ICI, {} "
+        "of them not hidden behind the backward pass",
+        p.replicas, step.allreduce.bytes, step.allreduce.buckets.size(), step.allreduce.busy_cycles,
+        step.exposed));
+}
+
 }  // namespace
 
 // Debugging aid: MIMIC_TPU_TRACE_OP=<node> prints that op's instructions with their timing.
@@ -85,32 +166,16 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
   // What the matrix units computed, not the option's name: "bf16" (one pass), "bf16x3", "f32"
   // (six passes: fp32-faithful) or "int8"; the conformance runner picks its tolerance from it.
   r.precision = p.numerics == models::tpu::MatrixNumerics::int8 ? "int8"
-                : p.passes <= 1                                   ? "bf16"
-                : p.passes <= 3                                   ? "bf16x3"
-                                                                  : "f32";
-  r.cycles = t.cycles;
+                : p.passes <= 1                                 ? "bf16"
+                : p.passes <= 3                                 ? "bf16x3"
+                                                                : "f32";
   r.clock_hz = static_cast<double>(spec.clock_hz);
-  r.device_seconds = static_cast<double>(t.cycles) / r.clock_hz;
   r.peak_flops_per_s = spec.peak_flops_per_s();
   r.ridge_intensity = spec.ridge_flops_per_byte();
-  std::vector<OpTotals> totals(p.ops.size());
-  uint64_t issued_end = 0;  // latest end among the instructions so far in program order
-  for (size_t i = 0; i < p.instructions.size(); ++i) {
-    const Instruction& in = p.instructions[i];
-    uint64_t end = t.instructions[i].end;
-    int32_t op = in.kernel >= 0 ? p.kernels[in.kernel].op : -1;
-    if (op < 0 || in.opcode == Opcode::sync) {
-      issued_end = std::max(issued_end, end);
-      continue;
-    }
-    OpTotals& o = totals[op];
-    if (!o.any) o.before = issued_end;
-    issued_end = std::max(issued_end, end);
-    o.first = std::min(o.first, t.instructions[i].start);
-    o.last = std::max(o.last, t.instructions[i].end);
-    o.offchip_bytes += offchip_bytes(in, t.instructions[i]);
-    o.any = true;
-  }
+  std::vector<OpTotals> totals = op_totals(p, t);
+  StepTiming step = step_timing(spec, p, totals, t.cycles);
+  r.cycles = t.cycles + step.exposed;
+  r.device_seconds = static_cast<double>(r.cycles) / r.clock_hz;
   const double peak_flops_per_cycle = 2.0 * static_cast<double>(spec.peak_macs_per_cycle());
   int64_t total_flops = 0;
   // Ops overlap a little (a kernel prefetches its weights while the previous one computes): each
@@ -173,9 +238,29 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
   for (int64_t b : t.onchip_peak_bytes) peak = std::max(peak, b);
   r.metrics["onchip_peak_bytes"] = static_cast<double>(peak);
   r.metrics["matrix_passes"] = static_cast<double>(p.passes);
+  report_phases(p, step, r);
   if (timing_only) r.notes.push_back("timing only: numerics skipped, outputs are zeros");
   return r;
 }
+
+namespace {
+
+// One op per all-reduce bucket ("allreduce/bucket<k>": the trace's allreduce phase) and its event
+// on the ICI track.
+void record_allreduce(sim::EventSink& sink, sim::DeviceId dev, const AllReduceSchedule& s) {
+  if (s.buckets.empty()) return;
+  sim::TrackId track = sink.add_track(dev, "ici", "dma");
+  for (size_t b = 0; b < s.buckets.size(); ++b) {
+    const AllReduceBucket& k = s.buckets[b];
+    auto bytes = static_cast<int64_t>(k.bytes);
+    sim::OpId op = sink.add_op(sim::OpDesc{fmt::format("allreduce/bucket{}", b), "AllReduce",
+                                           fmt::format("{} bytes", k.bytes), "f32", 0, bytes, bytes,
+                                           "tpu-emu", false});
+    sink.event(track, op, "allreduce", k.start, k.end - k.start);
+  }
+}
+
+}  // namespace
 
 void record_trace(sim::EventSink& sink, const TpuSpec& spec, const Program& p,
                   const TimingResult& t) {
@@ -189,14 +274,17 @@ void record_trace(sim::EventSink& sink, const TpuSpec& spec, const Program& p,
   for (const OpInfo& o : p.ops)
     ops.push_back(sink.add_op(sim::OpDesc{o.node, o.op_type, o.shapes, o.dtype, o.flops, o.bytes_in,
                                           o.bytes_out, "tpu-emu", false}));
+  StepTiming step = step_timing(spec, p, op_totals(p, t), t.cycles);
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
     const InstructionTiming& it = t.instructions[i];
     if (in.opcode == Opcode::sync || it.unit < 0 || tracks[it.unit] < 0) continue;
     sim::OpId op =
         in.kernel >= 0 && p.kernels[in.kernel].op >= 0 ? ops[p.kernels[in.kernel].op] : sim::kNoOp;
-    sink.event(tracks[it.unit], op, event_name(p, in), it.start, it.end - it.start);
+    uint64_t start = it.start >= step.update_start ? it.start + step.exposed : it.start;
+    sink.event(tracks[it.unit], op, event_name(p, in), start, it.end - it.start);
   }
+  record_allreduce(sink, dev, step.allreduce);
   for (size_t c = 0; c < t.onchip_occupancy.size(); ++c) {
     sim::TrackId track =
         sink.add_track(dev, fmt::format("core{}_{}", c, spec.onchip.name), "memory");

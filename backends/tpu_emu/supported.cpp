@@ -105,26 +105,58 @@ bool makes_bool(OpType op) {
          op == OpType::IsInf || op == OpType::Cast || is_movement(op);
 }
 
+// One input of a binary node is a constant of at most 2^24 in magnitude.
+bool constant_offset(const ir::Graph& g, const ir::Node& n) {
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    if (!n.has_input(i) || !g.value(n.inputs[i]).constant) continue;
+    const ir::HostTensor& c = *g.value(n.inputs[i]).constant;
+    if (c.dtype() != ir::DType::i64 && c.dtype() != ir::DType::i32) continue;
+    bool small = true;
+    for (int64_t k = 0; k < c.numel(); ++k) {
+      int64_t v = c.dtype() == ir::DType::i64 ? c.data<int64_t>()[k] : c.data<int32_t>()[k];
+      small = small && v <= (int64_t{1} << 24) && v >= -(int64_t{1} << 24);
+    }
+    if (small) return true;
+  }
+  return false;
+}
+
+bool is_comparison(OpType op) {
+  return op == OpType::Equal || op == OpType::Less || op == OpType::LessOrEqual ||
+         op == OpType::Greater || op == OpType::GreaterOrEqual;
+}
+
 // Whether output `v` of `n` may have dtype `t`: float data everywhere; bool masks from
-// comparisons, logic, casts and data movement; integers from ArgMax/ArgMin and casts of floats.
+// comparisons, logic, casts and data movement; integers from ArgMax/ArgMin, casts of floats and
+// data movement of integers (a copy creates no value beyond the +-2^24 its source was checked
+// against: graph inputs at run time, constants at compile time).
 bool output_ok(const ir::Graph& g, const ir::Node& n, ir::DType t) {
   if (is_float(t)) return true;
   if (t == ir::DType::boolean) return makes_bool(n.op);
   if (t != ir::DType::i32 && t != ir::DType::i64) return false;
   if (n.op == OpType::ArgMax || n.op == OpType::ArgMin) return true;
+  if (is_movement(n.op)) return n.has_input(0) && g.value(n.inputs[0]).type.dtype == t;
+  // Where selects (no new value); index arithmetic adds a constant offset (an embedding
+  // gradient's negative-index wrap, ids + vocab): exact while the sums stay within 2^24, as
+  // the fp32 lanes hold them.
+  if (n.op == OpType::Where) return true;
+  if (n.op == OpType::Add || n.op == OpType::Sub) return constant_offset(g, n);
   // float -> int truncates exactly; bool -> int is 0/1. Integer sources could exceed 2^24.
   return n.op == OpType::Cast && g.value(n.inputs[0]).type.dtype != ir::DType::i32 &&
          g.value(n.inputs[0]).type.dtype != ir::DType::i64;
 }
 
 // Whether runtime input i of `n` may have dtype `t` (constants of any chip dtype are parameters or
-// data converted at compile time). Integers enter only as gather indices, bool only as masks.
+// data converted at compile time). Integers enter as gather indices, compared (class labels
+// against class ids: a loss's one-hot mask) and moved; bool only as masks.
 bool input_ok(const ir::Node& n, int i, ir::DType t) {
   if (is_float(t)) return true;
   if (t == ir::DType::boolean)
     return is_logical(n.op) || is_movement(n.op) || n.op == OpType::Cast ||
            (n.op == OpType::Where && i == 0);
-  if (t == ir::DType::i32 || t == ir::DType::i64) return n.op == OpType::Gather && i == 1;
+  if (t == ir::DType::i32 || t == ir::DType::i64)
+    return (n.op == OpType::Gather && i == 1) || is_comparison(n.op) || is_movement(n.op) ||
+           (n.op == OpType::Where && i > 0) || n.op == OpType::Add || n.op == OpType::Sub;
   return false;
 }
 

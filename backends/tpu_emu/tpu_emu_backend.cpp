@@ -84,6 +84,7 @@ class TpuExecutable final : public Executable {
     if (options_.compile_only)
       throw InvalidArgument(
           fmt::format("tpu-emu:{}: compiled with compile_only, it cannot run", spec_.name));
+    check_fits();
     if (inputs.size() != input_types_.size())
       throw InvalidArgument(fmt::format("tpu-emu: the program takes {} inputs, got {}",
                                         input_types_.size(), inputs.size()));
@@ -118,6 +119,8 @@ class TpuExecutable final : public Executable {
           i < n ? read_output(r, i)
                 : ir::HostTensor(output_types_[i].dtype, output_types_[i].shape));
     result.report = wire::read_report(r);
+    for (const auto& [key, value] : report_.metrics)  // the HBM plan, as the run's
+      if (key.rfind("memory.", 0) == 0) result.report.metrics[key] = value;
     if (r.boolean()) RecordingSink::replay(r, sink);
     result.report.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -127,6 +130,20 @@ class TpuExecutable final : public Executable {
   const CompileReport& compile_report() const override { return report_; }
 
  private:
+  // A program compiled over HBM capacity (allow_out_of_memory) has no place on the chip.
+  void check_fits() const {
+    auto peak = report_.metrics.find("memory.peak_bytes");
+    auto capacity = report_.metrics.find("memory.capacity_bytes");
+    if (peak == report_.metrics.end() || capacity == report_.metrics.end() ||
+        peak->second <= capacity->second)
+      return;
+    throw OutOfMemoryError(
+        fmt::format("tpu-emu:{}: the program needs {:.0f} bytes of {}, the chip has {:.0f}: it was "
+                    "compiled with allow_out_of_memory=true for its memory plan and cannot run",
+                    spec_.name, peak->second, spec_.offchip.name, capacity->second),
+        -1, static_cast<int64_t>(peak->second), static_cast<int64_t>(capacity->second), "");
+  }
+
   void check_input(const ir::HostTensor& t, size_t i) const {
     if (t.type() != input_types_[i])
       throw InvalidArgument(fmt::format("tpu-emu: input {} must be {}, got {}", i,
@@ -254,8 +271,10 @@ class TpuEmuBackend final : public Backend {
 
   std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
                                       const CompileOptions& options) const override {
-    bool auto_layout = layout_option(options);
     TpuSpec spec = resolve_spec(arg, options.overrides);
+    tpu_emu::ProgramOptions program =
+        tpu_emu::parse_program_options(options, spec, "tpu-emu:" + arg);
+    spec = tpu_emu::replica_spec(spec, program.replicas);
     tpu_emu::precision_passes(options.precision, spec);  // rejects unknown precisions
     // Recurrent layers (admitted by supports_node) run unrolled into matrix and vector ops.
     bool recurrent = std::any_of(g.nodes().begin(), g.nodes().end(),
@@ -266,7 +285,7 @@ class TpuEmuBackend final : public Backend {
     const ir::Graph& graph = unrolled ? *unrolled : g;
     HostLayout host;
     CompiledProgram compiled =
-        compile_with_layout(graph, spec, options, "tpu-emu:" + arg, auto_layout, host);
+        compile_with_layout(graph, spec, options, "tpu-emu:" + arg, program, host);
     if (unrolled) compiled.report.notes.push_back(ir::unroll_note(g, *unrolled));
     return std::make_unique<TpuExecutable>(graph, std::move(spec), std::move(compiled), options,
                                            std::move(host));
@@ -275,7 +294,13 @@ class TpuEmuBackend final : public Backend {
   std::map<std::string, std::string> option_help() const override {
     return {{"layout",
              "auto (default: the compiler picks channels-last for 2-D convolutions and pools, as "
-             "XLA's layout assignment does) or as_given (the graph's own layout)"}};
+             "XLA's layout assignment does) or as_given (the graph's own layout)"},
+            {"replicas",
+             "N or all (default 1): data parallelism, N copies of the step (each on its own "
+             "batch) with the gradients all-reduced over ICI; at most chips x (cores on v2/v3)"},
+            {"allow_out_of_memory",
+             "true: a program over HBM capacity compiles with its memory plan in the report (and "
+             "cannot run) instead of failing"}};
   }
 
  private:
@@ -285,14 +310,17 @@ class TpuEmuBackend final : public Backend {
   // graph's own layout, with the reason in the compile notes.
   static CompiledProgram compile_with_layout(const ir::Graph& g, const TpuSpec& spec,
                                              const CompileOptions& options,
-                                             const std::string& device, bool auto_layout,
+                                             const std::string& device,
+                                             const tpu_emu::ProgramOptions& program,
                                              HostLayout& host) {
     tpu_emu::LayoutAssignment layout;
-    if (auto_layout) layout = tpu_emu::assign_channels_last(g);
-    if (layout.channels_last == 0) return tpu_emu::compile_program(g, spec, options, device);
+    if (program.auto_layout) layout = tpu_emu::assign_channels_last(g);
+    if (layout.channels_last == 0)
+      return tpu_emu::compile_program(g, spec, options, device, program);
     std::string why;
     try {
-      CompiledProgram compiled = tpu_emu::compile_program(layout.graph, spec, options, device);
+      CompiledProgram compiled =
+          tpu_emu::compile_program(layout.graph, spec, options, device, program);
       host = {layout.inputs_channels_last, layout.outputs_channels_last};
       compiled.report.notes.push_back(fmt::format(
           "layout assignment: {} op(s) run channels-last, {} transpose(s) where channels-first "
@@ -302,26 +330,9 @@ class TpuEmuBackend final : public Backend {
     } catch (const CompileError& e) {
       why = e.what();
     }
-    CompiledProgram compiled = tpu_emu::compile_program(g, spec, options, device);
+    CompiledProgram compiled = tpu_emu::compile_program(g, spec, options, device, program);
     compiled.report.notes.push_back("layout assignment not applied: " + why);
     return compiled;
-  }
-
-  // The `layout` option (the only one tpu-emu takes): true for auto.
-  static bool layout_option(const CompileOptions& options) {
-    bool auto_layout = true;
-    for (const auto& [key, value] : options.options) {
-      if (key != "layout")
-        throw InvalidArgument(
-            fmt::format("tpu-emu: unknown option '{}' (tpu-emu takes layout=auto|as_given; chip "
-                        "fields are set with overrides, e.g. --set mxu.rows=64)",
-                        key));
-      if (value != "auto" && value != "as_given")
-        throw InvalidArgument(
-            fmt::format("tpu-emu: option layout={} (expected auto or as_given)", value));
-      auto_layout = value == "auto";
-    }
-    return auto_layout;
   }
 };
 

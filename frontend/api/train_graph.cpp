@@ -268,6 +268,16 @@ void annotate_step(TrainGraph& t, const std::vector<ValueId>& grads, int forward
                                                            : ir::ValueRole::data;
   }
   for (ValueId v : grads) g.value(v).role = ir::ValueRole::gradient;
+  // The updated parameters, statistics and optimizer state are what their inputs were: XLA
+  // updates them in place (donated buffers), so a memory plan counts them in the same category.
+  for (size_t i = 0; i < t.outputs.size(); ++i) {
+    TrainRole r = t.outputs[i].role;
+    ir::Value& v = g.value(g.outputs()[i]);
+    if (v.producer < 0 || v.role != ir::ValueRole::activation) continue;
+    if (r == TrainRole::param) v.role = ir::ValueRole::weight;
+    if (r == TrainRole::buffer) v.role = ir::ValueRole::buffer;
+    if (r == TrainRole::state) v.role = ir::ValueRole::optimizer_state;
+  }
   for (int n = 0; n < g.num_nodes(); ++n)
     g.node(n).phase = n < forward_end    ? ir::StepPhase::forward
                       : n < loss_end     ? ir::StepPhase::loss

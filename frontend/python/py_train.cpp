@@ -33,7 +33,19 @@ TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
   p.eps = get<double>(opt, "eps", p.eps);
   p.max_grad_norm = get<double>(opt, "max_grad_norm", 0.0);
   o.compile.precision = precision;
-  for (auto item : options) o.compile.options[py::str(item.first)] = py::str(item.second);
+  // compile_train()'s own keywords ride with the backend options: timing_only, compile_only and
+  // "set.<field>" (a preset field override, as the CLI's --set).
+  for (auto item : options) {
+    std::string key = py::str(item.first), value = py::str(item.second);
+    if (key == "timing_only")
+      o.compile.timing_only = value == "True" || value == "true";
+    else if (key == "compile_only")
+      o.compile.compile_only = value == "True" || value == "true";
+    else if (key.rfind("set.", 0) == 0)
+      o.compile.overrides[key.substr(4)] = value;
+    else
+      o.compile.options[key] = value;
+  }
   return o;
 }
 
@@ -120,7 +132,10 @@ void bind_train(py::module_& m) {
       .def_property_readonly("skipped_steps", &TrainStep::skipped_steps)
       .def_property_readonly("graph", [](const TrainStep& s) { return s.executable().graph(); })
       .def_property_readonly("report",
-                             [](const TrainStep& s) { return report_dict(s.last_report()); });
+                             [](const TrainStep& s) { return report_dict(s.last_report()); })
+      .def_property_readonly("compile_report", [](const TrainStep& s) {
+        return compile_report_dict(s.executable().compile_report());
+      });
   m.def("_compile_train", [](const ir::Graph& g, const py::object& params,
                              const std::string& device, const py::dict& loss, const py::dict& opt,
                              const std::string& precision, const py::dict& options, uint64_t seed,

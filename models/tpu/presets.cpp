@@ -42,6 +42,9 @@ void tensorcore_defaults(TpuSpec& s) {
       "request per cycle per core";
   s.sources["offchip.latency_cycles"] = "[assumed] ~200 ns HBM access through the DMA path";
   s.sources["onchip.bytes_per_s"] = "[D] S3: VMEM bandwidth to the MXU ~22x HBM bandwidth";
+  s.sources["chips"] =
+      "one chip; --set chips=N models a slice of N chips for option replicas (Cloud names count "
+      "TensorCores on v2-v4: v4-32 is 16 chips)";
 }
 
 TpuSpec v1() {
@@ -108,6 +111,10 @@ TpuSpec v2() {
   s.sources["offchip_per_core"] = "[R] S3: on v3 and older the two cores have separate HBM";
   s.sources["onchip"] = "[D] S4: 128 lanes x 32 Ki x 32 b = 16 MiB VMEM per core";
   s.sources["host_link"] = "[R-3P] PCIe 16 GB/s per chip; latency [assumed] ~1 us";
+  s.ici = memory("ici", 0, 62'000'000'000ull, 700, 64);
+  s.sources["ici"] =
+      "[M] CACM'20: 4 x 496 Gb/s ICI links (~62 GB/s each way), [R-3P] ~500 Gb/s; 2-D torus; "
+      "per-hop latency [assumed] ~1 us";
   return s;
 }
 
@@ -126,6 +133,10 @@ TpuSpec v3() {
   s.sources["offchip"] = "[R] S2: 32 GiB HBM2, 900 GB/s";
   s.sources["onchip"] = "[assumed] 16 MiB VMEM per core as v2 ([R-3P] '32 MiB on chip')";
   s.sources["host_link"] = "[assumed] as v2: 16 GB/s";
+  s.ici = memory("ici", 0, 100'000'000'000ull, 940, 64);
+  s.sources["ici"] =
+      "[R] S3: 1e11 B/s one-way per link ([M] CACM'20: 656 Gb/s); 2-D torus; per-hop latency "
+      "[assumed] ~1 us";
   return s;
 }
 
@@ -149,6 +160,10 @@ TpuSpec v4() {
   s.sources["offchip"] = "[R] S2: 32 GiB HBM2, 1200 GB/s";
   s.sources["onchip"] = "[R-3P] 16 MiB VMEM per TensorCore; the 128 MiB CMEM is not modeled";
   s.sources["host_link"] = "[R] S3: PCIe 16 GB/s each way; latency [assumed] ~1 us";
+  s.ici = memory("ici", 0, 45'000'000'000ull, 1050, 64);
+  s.sources["ici"] =
+      "[R] S3: 4.5e10 B/s one-way per link (conflicting: 2400 Gb/s per chip / 6 links = 50 GB/s "
+      "[R-3P]); 3-D torus; per-hop latency [assumed] ~1 us";
   return s;
 }
 
@@ -169,6 +184,10 @@ TpuSpec v5e() {
   s.sources["offchip"] = "[R] S2: 16 GB HBM2, 819 GB/s";
   s.sources["onchip"] = "[R] S3: 128 MiB VMEM ([R-3P] '48 MiB on-chip' conflicts)";
   s.sources["host_link"] = "[assumed] 16 GB/s (not on the sheet for v5e)";
+  s.ici = memory("ici", 0, 50'000'000'000ull, 1500, 64);
+  s.sources["ici"] =
+      "[R] S3: 5e10 B/s one-way per link; S2: 4 ports, 2-D torus of 16x16; per-hop latency "
+      "[assumed] ~1 us";
   return s;
 }
 
@@ -194,6 +213,10 @@ TpuSpec v6e() {
   s.sources["offchip"] = "[R] S2: 32 GB HBM, 1638 GBps";
   s.sources["onchip"] = "[assumed] 128 MiB VMEM as v5e (unknown for v6e)";
   s.sources["host_link"] = "[R] S2, S3: PCIe Gen5 ~32 GB/s";
+  s.ici = memory("ici", 0, 100'000'000'000ull, 1750, 64);
+  s.sources["ici"] =
+      "[D] S2: 800 GBps bidirectional per chip over 4 ports = 100 GB/s one-way per link; per-hop "
+      "latency [assumed] ~1 us";
   return s;
 }
 

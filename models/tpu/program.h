@@ -243,6 +243,11 @@ struct Instruction {
 struct OpInfo {
   std::string node, op_type, shapes, dtype;
   int64_t flops = 0, bytes_in = 0, bytes_out = 0;
+  std::string phase = "forward";  // of a training step: forward, loss, backward, update
+  // Bytes of parameter gradients this op completes: with data parallelism they are all-reduced
+  // over the replicas once it ends.
+  int64_t gradient_bytes = 0;
+  bool reads_gradients = false;  // waits for the all-reduce with data parallelism
 };
 
 struct Program {
@@ -257,6 +262,7 @@ struct Program {
   std::vector<int32_t> inputs, outputs;        // tensors, in graph order
   std::vector<int32_t> constants;              // tensors whose data ships with the program
   std::vector<int64_t> resident_onchip_bytes;  // per core: tensors homed on chip (occupancy floor)
+  int64_t replicas = 1;  // data parallelism: copies of the program, gradients all-reduced
 };
 
 // Vector-unit ALU operations per element of `f` (relative costs; transcendental functions run on

@@ -75,14 +75,14 @@ std::vector<Field> make_fields() {
   add(
       "dma.setup_cycles", T::u64, [](TpuSpec& s) { return &s.dma.setup_cycles; }, 0, false);
   auto memory = [&](const std::string& prefix, MemorySpec TpuSpec::*m, bool capacity_required,
-                    int64_t min_bw) {
+                    int64_t min_bw, bool bandwidth_required = true) {
     add(
         prefix + ".name", T::string, [m](TpuSpec& s) { return &(s.*m).name; }, 0, false);
     add(
         prefix + ".bytes", T::u64, [m](TpuSpec& s) { return &(s.*m).bytes; }, 0, capacity_required);
     add(
         prefix + ".bytes_per_s", T::u64, [m](TpuSpec& s) { return &(s.*m).bytes_per_s; }, min_bw,
-        true);
+        bandwidth_required);
     add(
         prefix + ".latency_cycles", T::u64, [m](TpuSpec& s) { return &(s.*m).latency_cycles; }, 0,
         false);
@@ -93,6 +93,9 @@ std::vector<Field> make_fields() {
   memory("host_link", &TpuSpec::host_link, false, 1);
   memory("offchip", &TpuSpec::offchip, true, 0);
   memory("onchip", &TpuSpec::onchip, true, 1);
+  memory("ici", &TpuSpec::ici, false, 0, false);
+  add(
+      "chips", T::i64, [](TpuSpec& s) { return &s.chips; }, 1, false);
   add(
       "offchip_per_core", T::boolean, [](TpuSpec& s) { return &s.offchip_per_core; }, 0, false);
   add(
@@ -281,12 +284,16 @@ void validate(const TpuSpec& s) {
     fail("offchip.bytes_per_s", "must be > 0 when offchip.bytes > 0");
   if (s.onchip.bytes == 0) fail("onchip.bytes", "must be > 0");
   if (s.onchip.bytes_per_s == 0) fail("onchip.bytes_per_s", "must be > 0");
-  for (const MemorySpec* m : {&s.host_link, &s.offchip, &s.onchip})
+  for (const MemorySpec* m : {&s.host_link, &s.offchip, &s.onchip, &s.ici})
     if (m->min_access_bytes == 0) fail(m->name + ".min_access_bytes", "must be > 0");
   if (s.offchip.bytes == 0 && !s.activations_on_chip)
     fail("activations_on_chip",
          "must be true for a chip without off-chip memory (offchip.bytes = 0)");
   if (s.quantum_cycles == 0) fail("quantum_cycles", "must be > 0");
+  if (s.chips < 1 || s.chips > 65536)
+    fail("chips", fmt::format("must be in [1, 65536], got {}", s.chips));
+  if (s.chips > 1 && s.ici.bytes_per_s == 0)
+    fail("ici.bytes_per_s", fmt::format("must be > 0 for a slice of {} chips", s.chips));
 }
 
 std::vector<std::string> spec_fields() {

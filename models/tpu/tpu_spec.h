@@ -75,6 +75,12 @@ struct TpuSpec {
   bool offchip_per_core = false;     // v2/v3: each core owns 1/cores of capacity and bandwidth
   MemorySpec onchip;                 // per core: VMEM (v2+) or the Unified Buffer (v1)
   bool activations_on_chip = false;  // v1/edge: activations live in on-chip memory when they fit
+  // The slice the chip belongs to, for data parallelism (option replicas=N): `chips` chips joined
+  // by inter-chip interconnect links of `ici.bytes_per_s` each way and `ici.latency_cycles` per
+  // hop (ici.bytes_per_s == 0: the chip has none, v1 and edge). A replica is one chip, or one
+  // core where each core owns its off-chip memory (v2/v3, offchip_per_core).
+  int64_t chips = 1;
+  MemorySpec ici{"ici", 0, 0, 0, 1};
   uint64_t quantum_cycles =
       2000;  // global tlm_quantumkeeper quantum (units also sync after every instruction)
   std::map<std::string, std::string> sources;  // field -> where its value comes from
@@ -88,6 +94,8 @@ struct TpuSpec {
   double ridge_flops_per_byte() const;
   // Bytes per element as stored on chip and fed to the matrix units (2 for bf16, 1 for int8).
   int64_t matrix_element_bytes() const { return numerics == MatrixNumerics::int8 ? 1 : 2; }
+  // Devices a replica can run on: chips x (cores when each core owns its memory, else 1).
+  int64_t replica_devices() const { return chips * (offchip_per_core ? cores : 1); }
   std::string summary() const;  // "4x128x128 MXU x 2 cores, 1050 MHz, 275 TFLOP/s, HBM 1200 GB/s"
 };
 

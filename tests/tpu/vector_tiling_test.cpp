@@ -170,3 +170,27 @@ TEST(TpuVectorTiling, DepthwiseVectorCyclesScaleWithPrecisionPasses) {
 
 }  // namespace
 }  // namespace mimic
+
+namespace mimic {
+namespace {
+
+// A reduction over more than a kernel's share of on-chip memory in one row (an MSE loss's mean
+// over a whole [batch, seq, hidden] activation: 8 M floats, 32 MiB) runs as two passes (partials
+// of the trailing dimensions, then their reduction) and matches the cpu backend.
+TEST(TpuVectorTiling, ReductionLongerThanOnChipMemoryRunsInTwoPasses) {
+  for (ir::OpType op : {ir::OpType::ReduceMean, ir::OpType::ReduceSum, ir::OpType::ReduceMax,
+                        ir::OpType::ReduceSumSquare}) {
+    SCOPED_TRACE(ir::op_name(op));
+    ir::Graph g("long_reduce");
+    auto x = g.add_input("x", ir::DType::f32, ir::Shape({64, 128, 1024}));
+    g.add_output(g.add_node(op, "reduce", {x}, {{"keepdims", int64_t{0}}})[0]);
+    RunOutput dev = tpu_test::run(g, "tpu-emu:v4", options({}, "highest"));
+    RunOutput cpu = tpu_test::run(g, "cpu");
+    ASSERT_EQ(dev.outputs.at(0).numel(), 1);
+    const double a = dev.outputs[0].data<float>()[0], b = cpu.outputs[0].data<float>()[0];
+    EXPECT_NEAR(a, b, 1e-4 * std::max(1.0, std::fabs(b)));
+  }
+}
+
+}  // namespace
+}  // namespace mimic

@@ -9,7 +9,8 @@ from .lr_scheduler import LRScheduler
 
 def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
                   label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
-                  loss_scale=None, recompute="none", **options):
+                  loss_scale=None, recompute="none", timing_only=False, compile_only=False, overrides=None,
+                  **options):
     """Compiles the training step of nn module `model` for `device`; `model` may also be an
     imported model (mimic.onnx.load), whose floating-point initializers are the parameters and
     whose symbolic batch is bound to example_inputs' first dimension.
@@ -28,6 +29,10 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     fewer activations live across the step for more operations (PopTorch's recomputation, XLA's
     rematerialization). The losses are the same.
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
+    timing_only: emulators compute cycles only (the loss is 0); compile_only: compile and report
+    (`step.compile_report`: the memory plan), the step cannot run. overrides: preset fields,
+    e.g. {"offchip.bytes": 8 << 30}. Other keywords are the device's options (e.g. replicas=4,
+    allow_out_of_memory=True on tpu-emu).
     Returns a TrainStep: `loss = step(x, y)`; `step.state_dict()` gives the trained parameters
     (load them into the model with `model.load_state_dict(step.state_dict())`).
     """
@@ -49,8 +54,11 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
         graph = _mimic.trace([model(holder)], type(model).__name__)
         params = list(model.named_parameters())
     loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
+    opts = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()}
+    opts.update({"timing_only": str(bool(timing_only)).lower(), "compile_only": str(bool(compile_only)).lower()})
+    opts.update({f"set.{k}": str(v) for k, v in (overrides or {}).items()})
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
-                                 {k: str(v) for k, v in options.items()}, int(seed),
+                                 opts, int(seed),
                                  [] if schedule is None else schedule.phases(), loss_scale, str(recompute))
 
 
