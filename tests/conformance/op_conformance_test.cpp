@@ -166,6 +166,14 @@ TEST(OpCases, ExpectedFallbacksMatchCases) {
   }
 }
 
+// Every registered backend runs the cases on at least one of its devices.
+TEST(OpCases, EveryRegisteredBackendHasADevice) {
+  std::set<std::string> covered;
+  for (const DeviceUnderTest& d : devices()) covered.insert(Device(d.device).backend());
+  for (const backends::Backend* b : backends::Registry::global().all())
+    EXPECT_TRUE(covered.count(b->name())) << b->name() << " runs no op case: add it to devices()";
+}
+
 // The device ids CTest runs (one test each, MIMIC_OP_CONFORMANCE_DEVICES in CMakeLists.txt) are
 // exactly this file's devices, so no device's cases are silently left out of ctest.
 TEST(OpCases, CTestRunsEveryDevice) {
