@@ -12,8 +12,9 @@
 //   GEMMs:   rtol 1e-2, atol 5e-3  (10-bit mantissa operands) f16 outputs:                 rtol
 //   4e-3, atol 2e-3  (a few fp16 ulps) bf16 outputs:                rtol 2e-2, atol 1e-2  (a few
 //   bf16 ulps)
-// Devices whose matrix units round operands (TPU default: one bf16 pass; IPU float16) get the
-// bounds of that format on their matrix cases (tolerance_for with a numerics class).
+// Devices whose matrix units round operands (TPU default: one bf16 pass) get the bounds of that
+// format on their matrix cases; IPU float16 holds every tensor as f16 (tolerance_for with a
+// numerics class).
 #pragma once
 
 #include <map>
@@ -61,7 +62,9 @@ struct Tolerance {
 };
 Tolerance tolerance_for(const OpCase& c, ir::DType output, bool tf32);
 // `numerics`: the class of the device's matrix arithmetic: "f32" (fp32 or bf16x6/bf16x3 passes),
-// "tf32", "bf16" (one bf16 pass), "f16" (f16 operands, f32 or f16 accumulation).
+// "tf32", "bf16" (one bf16 pass), or "f16_storage" (IPU float16: every f32 tensor is held as f16,
+// so every floating output, data movement included, is off by a few f16 ulps: rtol and atol 4e-3,
+// twice the largest error seen).
 Tolerance tolerance_for(const OpCase& c, ir::DType output, const std::string& numerics);
 
 // "" when `got` matches `want` within `tol`, else the first mismatch ("element 7: got 1.5,

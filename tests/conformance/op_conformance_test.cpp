@@ -38,6 +38,7 @@ const std::vector<DeviceUnderTest>& devices() {
       {"tpu_emu_v4_highest", "tpu-emu:v4", "highest", "f32", {}},
       {"tpu_emu_v4_default", "tpu-emu:v4", "default", "bf16", {}},
       {"ipu_emu_gc200_float32", "ipu-emu:gc200", "float32", "f32", {}},
+      {"ipu_emu_gc200_float16", "ipu-emu:gc200", "float16", "f16_storage", {}},
       {"cuda_0_highest", "cuda:0", "highest", "f32", {}},
       {"cuda_0_default", "cuda:0", "default", "tf32", {}},
   };
