@@ -93,6 +93,21 @@ void check_placement(const DeviceUnderTest& d, const OpCase& c, const Executable
   }
 }
 
+// Emulators: a run whose nodes ran on the device takes cycles, and a timing-only run of the same
+// program takes exactly as many (timing and numerics come from one instruction stream).
+void check_timing(const DeviceUnderTest& d, const OpCase& c, CompileOptions o,
+                  const backends::RunReport& full) {
+  Device device(d.device);
+  if (device.backend() != "tpu-emu" && device.backend() != "ipu-emu") return;
+  int on_device = 0;
+  for (const backends::OpReport& op : full.ops) on_device += op.fallback ? 0 : 1;
+  if (on_device > 0) EXPECT_GT(full.cycles, 0u) << on_device << " ops ran on the device";
+  o.timing_only = true;
+  Executable timing = compile(c.graph, device, o);
+  EXPECT_EQ(timing.run(c.inputs).report.cycles, full.cycles)
+      << "timing-only cycles differ from the full run's";
+}
+
 using Param = std::tuple<size_t, size_t>;  // (device, case)
 
 class OpConformance : public ::testing::TestWithParam<Param> {};
@@ -116,6 +131,7 @@ TEST_P(OpConformance, MatchesCpuReference) {
   EXPECT_EQ(static_cast<size_t>(out.report.fallback_count()),
             exe.compile_report().fallback_nodes.size())
       << "the run report's fallback ops differ from the compile report's";
+  check_timing(d, c, o, out.report);
   ASSERT_EQ(out.outputs.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     Tolerance tol = tolerance_for(c, want[i].dtype(), d.numerics);
