@@ -348,6 +348,22 @@ HostTensor rounded_copy(const HostTensor& t) {
   return c;
 }
 
+// f16 tensors on the matrix path: the AMP units take f16 operands (exact in f32), accumulate with
+// the precision's partials, and the result is stored as f16.
+HostTensor f16_to_f32(const HostTensor& t) {
+  HostTensor out(ir::DType::f32, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.data<float>()[i] = numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
+  return out;
+}
+
+HostTensor f32_to_f16(const HostTensor& t) {
+  HostTensor out(ir::DType::f16, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.data<ir::Float16>()[i].bits = numeric::f32_to_f16(t.data<float>()[i]);
+  return out;
+}
+
 }  // namespace
 
 IpuNumerics::IpuNumerics(const DeviceProgram& program) : p_(program) {
@@ -389,11 +405,17 @@ std::vector<HostTensor> IpuNumerics::run(const std::vector<HostTensor>& inputs) 
       }
     } else {
       std::vector<const HostTensor*> ins;
-      for (ir::ValueId v : n.inputs) ins.push_back(v == ir::kNoValue ? nullptr : &values[v]);
+      std::vector<HostTensor> widened;
+      widened.reserve(n.inputs.size());
+      for (ir::ValueId v : n.inputs) {
+        const HostTensor* in = v == ir::kNoValue ? nullptr : &values[v];
+        if (in && in->dtype() == ir::DType::f16) in = &widened.emplace_back(f16_to_f32(*in));
+        ins.push_back(in);
+      }
       const ir::TensorType& t = g.value(n.outputs[0]).type;
-      if (t.dtype != ir::DType::f32)
-        throw RuntimeError(
-            fmt::format("ipu-emu: {} must be f32 for the chip's matrix path", ir::describe(g, n)));
+      if (t.dtype != ir::DType::f32 && t.dtype != ir::DType::f16)
+        throw RuntimeError(fmt::format("ipu-emu: {} must be f32 or f16 for the chip's matrix path",
+                                       ir::describe(g, n)));
       HostTensor out(ir::DType::f32, t.shape);
       if (r.kind == RecipeKind::matmul)
         matmul(n, ins, out, r);
@@ -402,7 +424,7 @@ std::vector<HostTensor> IpuNumerics::run(const std::vector<HostTensor>& inputs) 
       else
         depthwise2d(n, ins, out, r);
       if (p_.half_storage) round_f16(out.data<float>(), out.numel());
-      values[n.outputs[0]] = std::move(out);
+      values[n.outputs[0]] = t.dtype == ir::DType::f16 ? f32_to_f16(out) : std::move(out);
     }
     for (ir::ValueId v : n.inputs)
       if (v != ir::kNoValue && last_use_[v] == i && !g.value(v).constant) values[v] = HostTensor();

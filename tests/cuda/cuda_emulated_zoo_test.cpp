@@ -5,7 +5,7 @@
 #include "backends/cuda/lower.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/zoo.h"
-#include "tests/cuda/op_cases.h"
+#include "tests/conformance/op_cases.h"
 #include "tests/cuda/program_emulator.h"
 
 namespace mimic::testing {

@@ -1,5 +1,5 @@
 // Cases: MatMul, Gemm, Conv, ConvTranspose.
-#include "tests/cuda/op_cases_util.h"
+#include "tests/conformance/op_cases_util.h"
 
 namespace mimic::testing {
 namespace {

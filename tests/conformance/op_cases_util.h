@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "frontend/ir/graph.h"
-#include "tests/cuda/op_cases.h"
+#include "tests/conformance/op_cases.h"
 
 namespace mimic::testing {
 

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <limits>
 
-#include "tests/cuda/op_cases_util.h"
+#include "tests/conformance/op_cases_util.h"
 
 namespace mimic::testing {
 namespace {

@@ -1,5 +1,5 @@
 // Cases: pools, normalizations, softmax family, reductions, ArgMax/ArgMin, CumSum.
-#include "tests/cuda/op_cases_util.h"
+#include "tests/conformance/op_cases_util.h"
 
 namespace mimic::testing {
 namespace {

@@ -1,6 +1,6 @@
 // Cases: views, transposes, concatenation, splitting, slicing, gathering, padding, tiling,
 // space/depth moves, Trilu, and the data-independent producers (Shape, Size, Constant, ...).
-#include "tests/cuda/op_cases_util.h"
+#include "tests/conformance/op_cases_util.h"
 
 namespace mimic::testing {
 namespace {
@@ -126,6 +126,24 @@ void gather_pad_cases(std::vector<OpCase>& out) {
           b.constant(i64_tensor(Shape({3, 2}), {0, 3, -1, 1, 2, -4}))},
          {{"axis", int64_t{1}}});
     out.push_back(b.data_movement().done());
+  }
+  {
+    // Rows of a 2-D table replaced; the index tuples are a constant, as a compiler sees them.
+    CaseBuilder b("ScatterND/rows_none");
+    b.op(OpType::ScatterND,
+         {b.in(DType::f32, Shape({5, 3})), b.constant(i64_tensor(Shape({2, 1}), {3, 0})),
+          b.in(DType::f32, Shape({2, 3}))});
+    out.push_back(b.data_movement().done());
+  }
+  {
+    // Repeated element indices with reduction=add: both updates land on element (1, 2).
+    CaseBuilder b("ScatterND/elements_add_repeated");
+    b.op(
+        OpType::ScatterND,
+        {b.in(DType::f32, Shape({2, 4})), b.constant(i64_tensor(Shape({3, 2}), {1, 2, 0, 0, 1, 2})),
+         b.in(DType::f32, Shape({3}), -2, 2, true)},
+        {{"reduction", std::string("add")}});
+    out.push_back(b.done());
   }
   struct P {
     const char* name;
