@@ -150,6 +150,8 @@ Command add_sweep_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--optimizer", a->optimizer, "--train: sgd, adam, adamw or lamb")
       ->capture_default_str();
+  cmd->add_option("--loss", a->loss, "--train: cross_entropy, mse or bce_with_logits")
+      ->capture_default_str();
   cmd->add_option("--latency-budget,--step-budget", a->latency_budget,
                   "Latency budget per batch (--train: step-time budget), e.g. 7ms");
   cmd->add_flag("--timing-only", a->timing_only, "Emulators: cycles only, skip numerics");

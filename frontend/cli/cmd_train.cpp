@@ -41,12 +41,16 @@ struct TrainArgs {
 
 using Batches = std::vector<std::pair<ir::HostTensor, ir::HostTensor>>;
 
-Batches synthetic_data(const TrainStep& step, const ir::TensorType& in, const TrainArgs& a) {
+// Random batches: inputs uniform (token ids uniform over the vocabulary), targets uniform class
+// indices or values.
+Batches synthetic_data(const TrainStep& step, const ir::TensorType& in, int64_t token_ids,
+                       const TrainArgs& a) {
   Random rng(a.seed + 1);
   const TrainGraph& t = step.train_graph();
   Batches out;
   for (int64_t i = 0; i < a.batches; ++i) {
-    ir::HostTensor x = rng.tensor(in.dtype, in.shape);
+    ir::HostTensor x = token_ids > 0 ? rng.tensor(in.dtype, in.shape, token_ids)
+                                     : rng.tensor(in.dtype, in.shape);
     ir::HostTensor y = t.target_type.dtype == ir::DType::i64
                            ? rng.tensor(ir::DType::i64, t.target_type.shape, t.output_type.shape[1])
                            : rng.tensor(t.target_type.dtype, t.target_type.shape);
@@ -196,6 +200,7 @@ struct TrainModel {
   std::string name;
   ir::TensorType input;
   std::unique_ptr<TrainStep> step;
+  int64_t token_ids = 0;  // > 0: the input holds token ids in [0, token_ids) (a vocabulary)
 };
 
 TrainModel make_step(const TrainArgs& a, const TrainOptions& o) {
@@ -214,12 +219,9 @@ TrainModel make_step(const TrainArgs& a, const TrainOptions& o) {
   mo.layout = a.layout;
   mo.params = parse_int_values(a.model_args, "--model-arg");
   zoo::Model m = zoo::make(name, mo);
-  if (m.int_input_high > 0 && a.data.empty())
-    throw InvalidArgument(fmt::format(
-        "train: model '{}' takes token ids; synthetic training supports float inputs (give --data)",
-        name));
   ir::TensorType in{m.input_type.dtype, m.input_type.shape.bind_batch(a.batch)};
-  return {name, in, std::make_unique<TrainStep>(*m.module, in, Device(a.device), o)};
+  return {name, in, std::make_unique<TrainStep>(*m.module, in, Device(a.device), o),
+          m.int_input_high};
 }
 
 TrainOptions train_options(const TrainArgs& a) {
@@ -251,7 +253,8 @@ int run_train(const TrainArgs& a) {
   TrainStep& step = *model.step;
   const ir::TensorType& in = model.input;
   double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Batches data = a.data.empty() ? synthetic_data(step, in, a) : file_data(step, in, a);
+  Batches data =
+      a.data.empty() ? synthetic_data(step, in, model.token_ids, a) : file_data(step, in, a);
   float first = 0, last = 0;
   double device_s = 0;
   bool scheduled = !o.schedule.phases.empty();  // print each step's lr

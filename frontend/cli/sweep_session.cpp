@@ -117,6 +117,7 @@ nlohmann::json args_to_json(const Args& a) {
           {"train", a.train},
           {"recomputes", a.recomputes},
           {"optimizer", a.optimizer},
+          {"loss", a.loss},
           {"latency_budget", a.latency_budget},
           {"csv", a.csv_path},
           {"json", a.json_path},
@@ -147,6 +148,7 @@ Args args_from_json(const nlohmann::json& j) {
   a.train = j.value("train", a.train);
   a.recomputes = j.value("recomputes", a.recomputes);
   a.optimizer = j.value("optimizer", a.optimizer);
+  a.loss = j.value("loss", a.loss);
   j.at("latency_budget").get_to(a.latency_budget);
   j.at("csv").get_to(a.csv_path);
   j.at("json").get_to(a.json_path);
@@ -183,6 +185,7 @@ Spec make_spec(const Args& a) {
   s.options = parse_value_lists(a.options, "--option");
   s.train = a.train;
   s.optimizer = a.optimizer;
+  s.loss = a.loss;
   if (a.train) {
     s.recomputes = parse_list(a.recomputes, "--recompute");
     for (const auto& r : s.recomputes) parse_recompute(r);
@@ -212,6 +215,7 @@ nlohmann::json spec_json(const Spec& s) {
           {"train", s.train},
           {"recompute", s.recomputes},
           {"optimizer", s.optimizer},
+          {"loss", s.loss},
           {"latency_budget_s", s.latency_budget_s},
           {"timing_only", s.timing_only},
           {"seed", s.seed}};

@@ -23,7 +23,7 @@ struct Args {
                            precisions = "default";
   std::vector<std::string> model_args, sets, options;
   bool train = false;  // training steps instead of inferences
-  std::string recomputes = "none", optimizer = "sgd";
+  std::string recomputes = "none", optimizer = "sgd", loss = "cross_entropy";
   std::string latency_budget, csv_path, json_path, trace, report;
   bool timing_only = false, resume = false;
   int jobs = 1;

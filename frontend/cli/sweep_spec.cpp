@@ -149,7 +149,7 @@ std::string sweep_id(const Spec& spec) {
   std::string text = spec.model + "|" + spec.onnx + "|" +
                      fmt::format("{}", fmt::join(spec.model_args, ",")) + "|" +
                      (spec.timing_only ? "timing" : "numerics") + "|" + std::to_string(spec.seed) +
-                     (spec.train ? "|train:" + spec.optimizer : "");
+                     (spec.train ? "|train:" + spec.optimizer + ":" + spec.loss : "");
   for (const auto& p : enumerate(spec)) text += ";" + p.key();
   // FNV-1a, 64 bits: stable across runs and machines.
   uint64_t h = 1469598103934665603ull;
@@ -185,7 +185,8 @@ std::vector<std::string> run_arguments(const Spec& spec, const Point& p) {
                                   batch,         "--layout",  p.layout,      "--precision",
                                   p.precision,   "--json",    "--seed",      seed,
                                   "--steps",     "2",         "--batches",   "1",
-                                  "--recompute", p.recompute, "--optimizer", spec.optimizer};
+                                  "--recompute", p.recompute, "--optimizer", spec.optimizer,
+                                  "--loss", spec.loss};
     append_model_and_choices(spec, p, args);
     return args;
   }

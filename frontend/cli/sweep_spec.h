@@ -25,7 +25,7 @@ struct Spec {
   std::vector<std::pair<std::string, std::vector<std::string>>> options;
   bool train = false;  // points are training steps (`mimic train`), not inferences
   std::vector<std::string> recomputes{"none"};  // --train: recomputation modes
-  std::string optimizer = "sgd";                // --train
+  std::string optimizer = "sgd", loss = "cross_entropy";  // --train
   double latency_budget_s = 0;  // 0: no budget (--train: a step-time budget)
   bool timing_only = false;
   uint64_t seed = 0;

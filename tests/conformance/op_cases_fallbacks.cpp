@@ -18,6 +18,18 @@ const std::vector<OpType> kIntegerArithmetic = {
     OpType::CumSum,    OpType::Transpose,  OpType::Concat,     OpType::Slice,  OpType::Trilu,
     OpType::Pad,       OpType::Expand};
 
+// Of those, what tpu-emu still leaves to the cpu for integer tensors: it runs integer comparisons,
+// Where, and the moves (Transpose, Concat, Slice, Expand) on the chip.
+std::vector<OpType> tpu_integer_fallbacks() {
+  std::vector<OpType> out;
+  for (OpType op : kIntegerArithmetic)
+    if (op != OpType::Greater && op != OpType::Equal && op != OpType::Where &&
+        op != OpType::Transpose && op != OpType::Concat && op != OpType::Slice &&
+        op != OpType::Expand)
+      out.push_back(op);
+  return out;
+}
+
 std::vector<ExpectedFallback> tpu_fallbacks() {
   const std::string tpu = "tpu-emu";
   return {
@@ -27,8 +39,9 @@ std::vector<ExpectedFallback> tpu_fallbacks() {
        "Cast/f32_to_i8|Cast/i64_to_f32|Cast/i32_to_i64|Cast/i64_to_i32",
        "casts from or to i8 and i64 (i32 <-> f32 only)"},
       {tpu, {OpType::Pow}, "Pow/i64_base*", "integer powers"},
-      {tpu, kIntegerArithmetic, "*i8*|*i32*|*i64*|Equal/bool|Expand/broadcast",
-       "integer and bool arithmetic: the vector unit is lowered for floating-point tensors"},
+      {tpu, tpu_integer_fallbacks(), "*i8*|*i32*|*i64*",
+       "integer arithmetic: the vector unit's integer lowering covers comparisons, Where and moves"},
+      {tpu, {OpType::Equal, OpType::Greater}, "Equal/bool|*i8*", "bool and i8 comparisons"},
       {tpu,
        {OpType::CumSum, OpType::Hardmax, OpType::ScatterND, OpType::InstanceNormalization,
         OpType::DepthToSpace, OpType::SpaceToDepth, OpType::LRN, OpType::GatherElements,

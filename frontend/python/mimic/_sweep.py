@@ -55,7 +55,8 @@ def _arguments(model, onnx, model_args, device, batch, layout, precision, set, l
         for field, values in fields:
             args += [flag, f"{field}={_list(values)}"]
     if training["train"]:
-        args += ["--train", "--recompute", _list(training["recompute"]), "--optimizer", training["optimizer"]]
+        args += ["--train", "--recompute", _list(training["recompute"]), "--optimizer", training["optimizer"],
+                 "--loss", training["loss"]]
     if latency_budget is not None:
         args += ["--latency-budget", latency_budget if isinstance(latency_budget, str) else f"{latency_budget!r}s"]
     if timing_only:
@@ -103,7 +104,7 @@ def _run_on(executor, points):
 def sweep(model=None, onnx=None, *, model_args=None, device="cpu", batch="1,2,4,8", layout="nchw",
           precision="default", set=None, latency_budget=None, timing_only=False, seed=0, trace=None, resume=False,
           report=None, csv=None, json=None, jobs=1, executor=None, as_frame=False, option=None, train=False,
-          recompute="none", optimizer="sgd"):
+          recompute="none", optimizer="sgd", loss="cross_entropy"):
     """Runs a sweep; returns its points as records (dicts), or a pandas DataFrame with as_frame=True
     when pandas is installed. Options as `mimic sweep`'s (lists or "a,b" strings for the grid's
     axes; model_args, set and option as dicts). executor: any concurrent.futures.Executor.
@@ -115,7 +116,8 @@ def sweep(model=None, onnx=None, *, model_args=None, device="cpu", batch="1,2,4,
         out_json = json_path if json_path is not None else os.path.join(tmp, "sweep.json")
         args = _arguments(model, onnx, model_args, device, batch, layout, precision, set, latency_budget,
                           timing_only, seed, trace, resume, report, csv, out_json, jobs,
-                          {"train": train, "recompute": recompute, "optimizer": optimizer, "option": option})
+                          {"train": train, "recompute": recompute, "optimizer": optimizer, "option": option,
+                           "loss": loss})
         if executor is None:
             _mimic_command(args)
         else:
