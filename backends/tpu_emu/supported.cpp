@@ -3,6 +3,7 @@
 
 #include "backends/tpu_emu/compiler.h"
 #include "backends/tpu_emu/fusion.h"
+#include "backends/tpu_emu/reduction_split.h"
 #include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/op_helpers.h"
 #include "frontend/ir/recurrent.h"
@@ -261,8 +262,9 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::ReduceSumSquare:
     case OpType::ReduceLogSum:
     case OpType::ReduceLogSumExp:
-      if (!contiguous_reduction(g, n)) {
-        if (why) *why = "reductions over non-adjacent axes";
+      if (!contiguous_reduction(g, n) && !splittable_reduction(g, n)) {
+        if (why) *why = "reductions over non-adjacent axes (only f32 sum, mean, max, min and sum "
+                        "of squares are split into adjacent-axis reductions)";
         return false;
       }
       return true;

@@ -11,6 +11,7 @@
 #include "backends/device_worker/worker_process.h"
 #include "backends/tpu_emu/compiler.h"
 #include "backends/tpu_emu/layout_assignment.h"
+#include "backends/tpu_emu/reduction_split.h"
 #include "backends/tpu_emu/program_codec.h"
 #include "frontend/ir/error.h"
 #include "frontend/ir/recurrent.h"
@@ -282,7 +283,9 @@ class TpuEmuBackend final : public Backend {
     std::optional<ir::Graph> unrolled;
     if (recurrent)
       unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
-    const ir::Graph& graph = unrolled ? *unrolled : g;
+    const ir::Graph& recurrent_free = unrolled ? *unrolled : g;
+    std::optional<ir::Graph> split = tpu_emu::split_reductions(recurrent_free);
+    const ir::Graph& graph = split ? *split : recurrent_free;
     HostLayout host;
     CompiledProgram compiled =
         compile_with_layout(graph, spec, options, "tpu-emu:" + arg, program, host);

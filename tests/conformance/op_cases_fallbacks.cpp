@@ -75,9 +75,11 @@ std::vector<ExpectedFallback> tpu_fallbacks() {
        "scale_bias_as_inputs",
        "layer normalization with runtime scale or extra statistics outputs"},
       {tpu,
-       {},
-       "Reduce*/axes_0_2_dropped|ReduceSumSquare/noop_with_empty_axes",
-       "reductions over non-adjacent axes"},
+       {OpType::ReduceProd, OpType::ReduceL1, OpType::ReduceL2, OpType::ReduceLogSum,
+        OpType::ReduceLogSumExp},
+       "Reduce*/axes_0_2_dropped",
+       "reductions over non-adjacent axes that do not split into adjacent-axis ones"},
+      {tpu, {}, "ReduceSumSquare/noop_with_empty_axes", "a reduction over no axes"},
   };
 }
 
