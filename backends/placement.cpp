@@ -39,6 +39,7 @@ ir::Graph extract(const ir::Graph& g, Segment& seg, const std::vector<bool>& nee
         const ir::Value& val = g.value(v);
         ir::ValueId id = val.constant ? sub.add_constant(val.name, *val.constant)
                                       : sub.add_input(val.name, val.type.dtype, val.type.shape);
+        sub.value(id).role = val.role;
         if (!val.constant) seg.inputs.push_back(v);
         it = map.emplace(v, id).first;
       }
@@ -47,7 +48,11 @@ ir::Graph extract(const ir::Graph& g, Segment& seg, const std::vector<bool>& nee
     std::vector<std::string> names;
     for (ir::ValueId v : n.outputs) names.push_back(g.value(v).name);
     auto outs = sub.add_node(n.op, n.name, inputs, n.attrs, static_cast<int>(n.outputs.size()), names);
-    for (size_t i = 0; i < outs.size(); ++i) map[n.outputs[i]] = outs[i];
+    sub.node(sub.num_nodes() - 1).phase = n.phase;  // training roles and phases survive the split
+    for (size_t i = 0; i < outs.size(); ++i) {
+      map[n.outputs[i]] = outs[i];
+      sub.value(outs[i]).role = g.value(n.outputs[i]).role;
+    }
   }
   for (int index : seg.nodes)
     for (ir::ValueId v : g.node(index).outputs)

@@ -21,6 +21,34 @@ uint64_t step_exchange_bytes(const models::ipu::Superstep& s) {
   return bytes;
 }
 
+// Cycles by step phase (the report contract shared with tpu-emu): supersteps of an op count under
+// its node's phase; those the compiler adds count where they belong (accumulation: backward,
+// all-reduce: allreduce, optimizer state streams: update; host streams and pipeline boundaries
+// under host_io and pipeline_exchange). Summed over replica 0's IPUs: with several pipeline
+// stages the phases overlap in time and add up to more than the step's cycles.
+void phase_metrics(const DeviceProgram& p, const RunStats& stats,
+                   std::map<std::string, double>& m) {
+  std::map<std::string, uint64_t> cycles = {
+      {"forward", 0}, {"loss", 0}, {"backward", 0}, {"allreduce", 0}, {"update", 0}};
+  for (const SuperstepRecord& rec : stats.steps) {
+    if (rec.ipu >= p.stages) continue;
+    const auto& step = p.bsp.ipus[rec.ipu][rec.index];
+    std::string phase;
+    if (rec.op >= 0 && static_cast<size_t>(rec.op) < p.op_nodes.size()) {
+      phase = ir::phase_name(p.graph.node(p.op_nodes[rec.op]).phase);
+    } else {
+      const std::string& label = step.label < p.bsp.labels.size() ? p.bsp.labels[step.label] : "";
+      phase = label == "all-reduce"                    ? "allreduce"
+              : label == "gradient accumulation"       ? "backward"
+              : label.rfind("optimizer state", 0) == 0 ? "update"
+              : label == "ipu exchange"                ? "pipeline_exchange"
+                                                       : "host_io";
+    }
+    cycles[phase] += rec.sync + rec.exchange + rec.compute;
+  }
+  for (const auto& [phase, c] : cycles) m["phase." + phase + "_cycles"] = static_cast<double>(c);
+}
+
 }  // namespace
 
 RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& s, const RunStats& stats,
@@ -103,6 +131,7 @@ RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& s, co
   m["peak_tflops"] = r.peak_flops_per_s * 1e-12;
   m["num_ipus"] = ipus;
   m["stages"] = p.stages, m["replicas"] = p.replicas, m["micro_batches"] = p.micro_batches;
+  phase_metrics(p, stats, m);
   Table steps;
   steps.columns = {"ipu",      "step",    "op",       "start",     "sync",
                    "exchange", "compute", "max_tile", "mean_tile", "busy_tiles"};

@@ -209,8 +209,15 @@ LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
   bool contiguous = true;
   for (int d = first_reduced; d < rank; ++d) contiguous = contiguous && axes[d];
   uint64_t per_tile = pin.bytes_per_tile / std::max<uint64_t>(element_bytes(c, in), 1);
+  // A tile holds a contiguous run of the row-major tensor: it reduces its run locally to one
+  // partial per output position the run touches. Reduced axes that are not innermost (BatchNorm's
+  // statistics over N, H, W of NCHW) leave runs of `inner` reduced elements per position.
+  uint64_t inner = 1;
+  for (int d = rank - 1; d >= 0 && axes[d]; --d) inner *= static_cast<uint64_t>(shape[d]);
+  uint64_t positions = static_cast<uint64_t>(shape.numel()) / std::max<uint64_t>(reduced, 1);
   uint64_t partials =
-      contiguous ? std::max<uint64_t>(1, per_tile / std::max<uint64_t>(reduced, 1)) : per_tile;
+      contiguous ? std::max<uint64_t>(1, per_tile / std::max<uint64_t>(reduced, 1))
+                 : std::min({per_tile, std::max<uint64_t>(positions, 1), ceil_div(per_tile, inner) + 1});
   bool cross = !(contiguous && reduced <= per_tile);
   NumberFormat f = value_format(c, in);
   uint32_t tiles = c.cursor.tiles();

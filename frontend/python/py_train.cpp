@@ -33,7 +33,19 @@ TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
   p.eps = get<double>(opt, "eps", p.eps);
   p.max_grad_norm = get<double>(opt, "max_grad_norm", 0.0);
   o.compile.precision = precision;
-  for (auto item : options) o.compile.options[py::str(item.first)] = py::str(item.second);
+  // compile_only / timing_only (as mimic.compile's) are the step's own options; the others are
+  // the device's.
+  for (auto item : options) {
+    std::string key = py::str(item.first), value = py::str(item.second);
+    if (key == "compile_only" || key == "timing_only") {
+      bool on = value == "true" || value == "True" || value == "1";
+      if (!on && value != "false" && value != "False" && value != "0")
+        throw InvalidArgument(fmt::format("compile_train: {}={} must be a bool", key, value));
+      (key == "compile_only" ? o.compile.compile_only : o.compile.timing_only) = on;
+    } else {
+      o.compile.options[key] = value;
+    }
+  }
   return o;
 }
 
@@ -119,6 +131,9 @@ void bind_train(py::module_& m) {
       .def_property_readonly("loss_scale", &TrainStep::loss_scale)
       .def_property_readonly("skipped_steps", &TrainStep::skipped_steps)
       .def_property_readonly("graph", [](const TrainStep& s) { return s.executable().graph(); })
+      .def_property_readonly(
+          "compile_report",
+          [](const TrainStep& s) { return compile_report_dict(s.executable().compile_report()); })
       .def_property_readonly("report",
                              [](const TrainStep& s) { return report_dict(s.last_report()); });
   m.def("_compile_train", [](const ir::Graph& g, const py::object& params,

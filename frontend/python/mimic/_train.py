@@ -24,6 +24,9 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     an inf or NaN is skipped (`step.skipped_steps`, `step.loss_scale`). For fp16 devices
     (ipu-emu at precision="float16").
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
+    compile_only / timing_only: as mimic.compile's (a compile-only
+    step has a compile_report and cannot run; a timing-only step runs without numerics). Other
+    keyword options are the device's (e.g. gradient_accumulation=4 for ipu-emu).
     Returns a TrainStep: `loss = step(x, y)`; `step.state_dict()` gives the trained parameters
     (load them into the model with `model.load_state_dict(step.state_dict())`).
     """
@@ -46,7 +49,8 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
         params = list(model.named_parameters())
     loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
-                                 {k: str(v) for k, v in options.items()}, int(seed),
+                                 {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()},
+                                 int(seed),
                                  [] if schedule is None else schedule.phases(), loss_scale)
 
 
