@@ -277,4 +277,26 @@ CREATE VIEW phase_summary AS
   GROUP BY p.run_id, p.phase;
 )sql";
 
+// Version 4: recomputed forward nodes ("recompute/...", frontend/api/recompute.h) count in the
+// backward pass, where they run.
+inline constexpr const char* kMigrationV4 = R"sql(
+DROP VIEW phase_summary;
+DROP VIEW op_phase;
+CREATE VIEW op_phase AS
+  SELECT s.*, CASE
+           WHEN s.node = 'grad' OR substr(s.node, 1, 5) = 'grad/'
+                OR s.node = 'recompute' OR substr(s.node, 1, 10) = 'recompute/' THEN 'backward'
+           WHEN substr(s.node, 1, 10) = 'optimizer/' OR s.node = 'optimizer'
+                OR substr(s.node, 1, 11) = 'loss_scale/' OR s.node = 'loss_scale' THEN 'update'
+           ELSE 'forward' END AS phase
+  FROM op_summary s;
+CREATE VIEW phase_summary AS
+  SELECT p.run_id, p.phase, COUNT(*) AS ops, SUM(p.time_ns) AS total_ns, SUM(p.busy_ns) AS busy_ns,
+         100.0 * SUM(p.time_ns) / NULLIF(r.time_ns, 0) AS pct_of_run, SUM(p.flops) AS flops,
+         SUM(p.bytes_in + p.bytes_out) AS bytes
+  FROM op_phase p
+  LEFT JOIN run_time r ON r.run_id = p.run_id
+  GROUP BY p.run_id, p.phase;
+)sql";
+
 }  // namespace mimic::traces::sql

@@ -295,7 +295,7 @@ const char* op_phase(const std::string& node) {
     size_t n = std::strlen(prefix);
     return node.compare(0, n, prefix) == 0 && (node.size() == n || node[n] == '/');
   };
-  if (starts("grad")) return "backward";
+  if (starts("grad") || starts("recompute")) return "backward";
   if (starts("optimizer") || starts("loss_scale")) return "update";
   return "forward";
 }

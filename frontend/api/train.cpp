@@ -39,13 +39,20 @@ ir::HostTensor dropout_mask(const TrainGraph::Dropout& d, uint64_t seed, int64_t
   return m;
 }
 
+std::shared_ptr<TrainGraph> step_graph(const ir::Graph& forward, const NamedTensors& params,
+                                       const TrainOptions& options) {
+  auto t = std::make_shared<TrainGraph>(build_train_graph(
+      forward, params, options.loss, options.optimizer,
+      options.loss_scale.mode != LossScaleMode::none));
+  apply_recompute(*t, options.recompute);
+  return t;
+}
+
 }  // namespace
 
 TrainStep::TrainStep(const ir::Graph& forward, const NamedTensors& params, const Device& device,
                      const TrainOptions& options)
-    : graph_(std::make_shared<TrainGraph>(
-          build_train_graph(forward, params, options.loss, options.optimizer,
-                            options.loss_scale.mode != LossScaleMode::none))),
+    : graph_(step_graph(forward, params, options)),
       options_(options),
       lr_(options.optimizer.lr),
       scaler_(options.loss_scale) {

@@ -11,6 +11,7 @@
 #include "frontend/api/loss_scale.h"
 #include "frontend/api/lr_schedule.h"
 #include "frontend/api/nn.h"
+#include "frontend/api/recompute.h"
 #include "frontend/api/train_graph.h"
 
 namespace mimic {
@@ -21,6 +22,7 @@ struct TrainOptions {
   CompileOptions compile;
   LossScaleConfig loss_scale;  // fp16: scale the loss, unscale gradients, skip steps with inf/NaN
   LrSchedule schedule;         // of optimizer.lr (the base lr); empty: constant
+  Recompute recompute = Recompute::none;  // recompute.h: fewer activations kept, more cycles
   uint64_t seed = 0;  // dropout masks: step k's masks come from (seed, k), so runs repeat exactly
 };
 

@@ -255,6 +255,26 @@ std::vector<ValueId> scaled_gradients(TrainGraph& t, ir::GraphBuilder& b, ValueI
   return grads;
 }
 
+// Memory roles of the step's inputs and of the gradients, and the phase of each node, from the
+// node counts at the end of the forward, loss and backward parts (see ir::ValueRole, StepPhase).
+void annotate_step(TrainGraph& t, const std::vector<ValueId>& grads, int forward_end,
+                   int loss_end, int backward_end) {
+  ir::Graph& g = t.graph;
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    TrainRole r = t.inputs[i].role;
+    g.value(g.inputs()[i]).role = r == TrainRole::param    ? ir::ValueRole::weight
+                                  : r == TrainRole::buffer ? ir::ValueRole::buffer
+                                  : r == TrainRole::state  ? ir::ValueRole::optimizer_state
+                                                           : ir::ValueRole::data;
+  }
+  for (ValueId v : grads) g.value(v).role = ir::ValueRole::gradient;
+  for (int n = 0; n < g.num_nodes(); ++n)
+    g.node(n).phase = n < forward_end    ? ir::StepPhase::forward
+                      : n < loss_end     ? ir::StepPhase::loss
+                      : n < backward_end ? ir::StepPhase::backward
+                                         : ir::StepPhase::update;
+}
+
 }  // namespace
 
 NamedTensors graph_parameters(const ir::Graph& g) {
@@ -286,12 +306,15 @@ TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& param
   ValueId lr = g.add_input("lr", ir::DType::f32, ir::Shape());
   ValueId step = g.add_input("step", ir::DType::f32, ir::Shape());
   t.inputs.insert(t.inputs.end(), {{TrainRole::target}, {TrainRole::lr}, {TrainRole::step}});
+  const int forward_end = g.num_nodes();
   ir::GraphBuilder b(g, "loss");
   ValueId loss_value = append_loss(b, loss, output, target);
   g.add_output(loss_value);
   t.outputs.push_back({TrainRole::loss});
+  const int loss_end = g.num_nodes();
   std::vector<ValueId> grads = loss_scaling ? scaled_gradients(t, b, loss_value, live.params)
                                             : ir::append_gradients(g, loss_value, live.params);
+  const int backward_end = g.num_nodes();
   b.set_prefix("optimizer");
   grads = append_grad_clip(b, optimizer, grads);
   std::vector<ValueId> new_state = add_updates(t, b, optimizer, live.params, grads, lr, step);
@@ -304,6 +327,7 @@ TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& param
     g.add_output(new_state[i]);
     t.outputs.push_back({TrainRole::state, static_cast<int>(i)});
   }
+  annotate_step(t, grads, forward_end, loss_end, backward_end);
   return t;
 }
 

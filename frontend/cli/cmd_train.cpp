@@ -26,8 +26,9 @@ namespace {
 struct TrainArgs {
   std::string model, onnx, layout = "nchw", device = "cpu", optimizer = "sgd",
                            loss = "cross_entropy", save, precision = "default",
-                           schedule = "constant", loss_scale = "none", trace;
-  std::vector<std::string> model_args, data;
+                           schedule = "constant", loss_scale = "none", trace,
+                           recompute = "none";
+  std::vector<std::string> model_args, data, options;
   int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
          min_lr = 0.0;
@@ -109,6 +110,13 @@ void print_summary(const TrainArgs& a, const std::string& model, const TrainStep
     if (op.fallback) fell_back.insert(op.op_type);
   std::cout << fmt::format("trained {} on {} ({} {} lr {}): {} steps of batch {}, {} parameters\n",
                            model, a.device, a.optimizer, a.loss, a.lr, a.steps, a.batch, params);
+  if (a.recompute != "none") {
+    int recomputed = 0;
+    for (const ir::Node& n : step.train_graph().graph.nodes())
+      recomputed += n.name.rfind("recompute/", 0) == 0;
+    std::cout << fmt::format("recompute {}: {} forward ops run again in the backward pass\n",
+                             a.recompute, recomputed);
+  }
   if (step.skipped_steps() > 0 || a.loss_scale != "none")
     std::cout << fmt::format("loss scale {} after {} steps skipped for inf/NaN gradients\n",
                              step.loss_scale(), step.skipped_steps());
@@ -165,6 +173,8 @@ TrainOptions train_options(const TrainArgs& a) {
   o.loss_scale = parse_loss_scale(a.loss_scale);
   o.schedule = make_schedule(a.schedule, a.steps, a.warmup_steps, a.step_size, a.gamma, a.min_lr);
   o.compile.precision = a.precision;
+  o.compile.options = parse_key_values(a.options, "--option");
+  o.recompute = parse_recompute(a.recompute);
   return o;
 }
 
@@ -257,6 +267,11 @@ Command add_train_command(CLI::App& app) {
                   "Clip gradients to this global norm (0: off)");
   cmd->add_option("--precision", a->precision,
                   "Matrix precision: default|high|highest (TPU), float32|float16 (IPU)")
+      ->capture_default_str();
+  cmd->add_option("--option", a->options, "Backend option key=value (e.g. replicas=2)");
+  cmd->add_option("--recompute", a->recompute,
+                  "Recompute activations in the backward pass instead of keeping them: none, "
+                  "checkpoints (keep conv/matmul outputs) or full (keep ~sqrt(n) block outputs)")
       ->capture_default_str();
   cmd->add_option("--loss-scale", a->loss_scale,
                   "fp16 loss scaling: none, dynamic (GradScaler's rule) or a fixed number")

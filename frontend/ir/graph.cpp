@@ -107,6 +107,28 @@ bool Graph::has_symbolic_batch() const {
   return false;
 }
 
+const char* role_name(ValueRole role) {
+  switch (role) {
+    case ValueRole::activation: return "activations";
+    case ValueRole::data: return "inputs";
+    case ValueRole::weight: return "weights";
+    case ValueRole::gradient: return "gradients";
+    case ValueRole::optimizer_state: return "optimizer_state";
+    case ValueRole::buffer: return "buffers";
+  }
+  return "activations";
+}
+
+const char* phase_name(StepPhase phase) {
+  switch (phase) {
+    case StepPhase::forward: return "forward";
+    case StepPhase::loss: return "loss";
+    case StepPhase::backward: return "backward";
+    case StepPhase::update: return "update";
+  }
+  return "forward";
+}
+
 std::string describe(const Graph& g, const Node& n) {
   return fmt::format("node '{}' ({})", n.name, op_name(n.op));
 }

@@ -19,6 +19,23 @@ namespace mimic::ir {
 using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;
 
+// What a value holds in a training step, for the emulators' memory plans (HBM and tile budgets
+// broken down by category). build_train_graph() sets it; in any other graph every value is an
+// activation (constants are weights by their `constant` field).
+enum class ValueRole : uint8_t {
+  activation,       // computed by a node (forward, loss or backward intermediate)
+  data,             // a graph input fed each step: batch, target, lr, step, dropout mask, ...
+  weight,           // a trainable parameter (graph input of the step)
+  gradient,         // a parameter's gradient, as the optimizer reads it
+  optimizer_state,  // momentum, Adam moments, ...
+  buffer            // BatchNormalization running statistics
+};
+const char* role_name(ValueRole role);
+
+// Which part of a training step a node belongs to; every node of an inference graph is forward.
+enum class StepPhase : uint8_t { forward, loss, backward, update };
+const char* phase_name(StepPhase phase);
+
 struct Value {
   std::string name;
   TensorType type;
@@ -26,6 +43,7 @@ struct Value {
   std::shared_ptr<const HostTensor> constant;  // initializers, Constant outputs, folded values
   int producer = -1;                           // node index, -1 for inputs and initializers
   bool initializer = false;  // a model file's initializer: training treats it as a parameter
+  ValueRole role = ValueRole::activation;
 };
 
 struct Node {
@@ -34,6 +52,7 @@ struct Node {
   std::vector<ValueId> inputs;  // kNoValue marks an omitted optional input
   std::vector<ValueId> outputs;
   Attributes attrs;
+  StepPhase phase = StepPhase::forward;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   bool has_input(int i) const { return i < num_inputs() && inputs[i] != kNoValue; }

@@ -139,7 +139,8 @@ void bind_train(py::module_& m) {
   m.def("_compile_train", [](const ir::Graph& g, const py::object& params,
                              const std::string& device, const py::dict& loss, const py::dict& opt,
                              const std::string& precision, const py::dict& options, uint64_t seed,
-                             const py::list& schedule, const py::object& loss_scale) {
+                             const py::list& schedule, const py::object& loss_scale,
+                             const std::string& recompute) {
     // params None: an imported model, whose initializers are the parameters.
     NamedTensors named;
     if (params.is_none())
@@ -150,6 +151,7 @@ void bind_train(py::module_& m) {
     TrainOptions o = make_train_options(loss, opt, precision, options, seed);
     o.schedule = make_schedule(schedule);
     o.loss_scale = make_loss_scale(loss_scale);
+    o.recompute = parse_recompute(recompute);
     py::gil_scoped_release release;
     return std::make_unique<TrainStep>(g, named, Device(device), o);
   });

@@ -95,6 +95,23 @@ TEST(Cli, TrainPrintsTheLossOfEveryStepAndSavesACheckpoint) {
   std::remove(ckpt.c_str());
 }
 
+TEST(Cli, TrainWithRecomputationGivesTheSameLosses) {
+  const std::string train =
+      "train --model mlp --model-arg layers=3 --model-arg hidden=32 --batch 8 --steps 3 ";
+  Result none = mimic(train);
+  Result full = mimic(train + "--recompute full");
+  ASSERT_EQ(none.status, 0) << none.err;
+  ASSERT_EQ(full.status, 0) << full.err;
+  auto losses = [](const std::string& out) { return out.substr(0, out.find("trained")); };
+  EXPECT_EQ(losses(full.out), losses(none.out));
+  EXPECT_NE(full.out.find("recompute full: "), std::string::npos) << full.out;
+  Result bad = mimic(train + "--recompute sometimes");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("recompute 'sometimes' is not one of none, checkpoints, full"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST(Cli, TrainWithWarmupCosineLambAndLossScalingPrintsTheLr) {
   Result r = mimic(
       "train --model mlp --model-arg layers=2 --model-arg hidden=32 --batch 8 --steps 4 "

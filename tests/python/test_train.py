@@ -234,3 +234,20 @@ def test_bad_inputs_are_one_line_errors():
         s(x, np.zeros((16, 3), np.float32))
     with pytest.raises(mimic.InvalidArgument, match="lr = -1"):
         step.lr = -1.0
+
+
+@pytest.mark.parametrize("recompute", ["checkpoints", "full"])
+def test_recomputation_gives_the_same_losses(recompute):
+    """Recomputed activations (recompute=...) give the same steps as keeping them."""
+    batches = data((16, 3, 8, 8), 10, 3)
+    losses = {}
+    for mode in ["none", recompute]:
+        model = cnn()
+        step = mimic.compile_train(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                   example_inputs=batches[0][0], recompute=mode)
+        losses[mode] = [step(x, y) for x, y in batches]
+    assert losses[recompute] == losses["none"]
+    with pytest.raises(mimic.InvalidArgument, match="recompute 'often' is not one of none, checkpoints, full"):
+        model = cnn()
+        mimic.compile_train(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
+                            example_inputs=batches[0][0], recompute="often")

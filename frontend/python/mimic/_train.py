@@ -9,7 +9,7 @@ from .lr_scheduler import LRScheduler
 
 def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
                   label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
-                  loss_scale=None, **options):
+                  loss_scale=None, recompute="none", **options):
     """Compiles the training step of nn module `model` for `device`; `model` may also be an
     imported model (mimic.onnx.load), whose floating-point initializers are the parameters and
     whose symbolic batch is bound to example_inputs' first dimension.
@@ -23,6 +23,10 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     the gradients of loss * scale are unscaled before the update, and a step whose gradients hold
     an inf or NaN is skipped (`step.skipped_steps`, `step.loss_scale`). For fp16 devices
     (ipu-emu at precision="float16").
+    recompute: "none", "checkpoints" (keep conv/matmul outputs, recompute the ops between them
+    in the backward pass) or "full" (keep about sqrt(n) block outputs, recompute each block):
+    fewer activations live across the step for more operations (PopTorch's recomputation, XLA's
+    rematerialization). The losses are the same.
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
     compile_only / timing_only: as mimic.compile's (a compile-only
     step has a compile_report and cannot run; a timing-only step runs without numerics). Other
@@ -50,8 +54,8 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
                                  {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()},
-                                 int(seed),
-                                 [] if schedule is None else schedule.phases(), loss_scale)
+                                 int(seed), [] if schedule is None else schedule.phases(), loss_scale,
+                                 str(recompute))
 
 
 def fit(step, x, y, epochs=1, batch_size=None, shuffle=True, seed=0, verbose=False):
