@@ -9,6 +9,9 @@
 
     examples/ipu_training_fit.py                      # ResNet-50 on a GC200 (minutes)
     examples/ipu_training_fit.py mlp --hidden 256 --micro-batches 8,16,32 --accumulation 4
+
+Defaults follow Graphcore's ResNet-50 training recipe in spirit: float16 storage and optimizer
+state in streaming memory (--precision float32 / --no-offload-optimizer-state to change them).
 """
 import argparse
 
@@ -24,11 +27,12 @@ def step_for(args, micro, accumulation=1, replicas=1, recomputation="none", comp
     zoo = getattr(mimic.zoo, args.model)(batch=micro * accumulation * replicas, **params)
     model = zoo.module
     opt = mimic.optim.SGD([t for _, t in model.named_parameters()], lr=0.01, momentum=0.9)
-    with mimic.ipu.Manager(num_ipus=replicas, preset=args.preset, compile_only=compile_only,
-                           timing_only=not compile_only) as ipu:
+    with mimic.ipu.Manager(num_ipus=replicas, preset=args.preset, precision=args.precision,
+                           compile_only=compile_only, timing_only=not compile_only) as ipu:
         step = ipu.training_model(model, "cross_entropy", opt, example_inputs=np.zeros(zoo.input_shape, np.float32),
                                   gradient_accumulation=accumulation, replication_factor=replicas,
-                                  recomputation=recomputation)
+                                  recomputation=recomputation,
+                                  offload_optimizer_state=args.offload_optimizer_state)
     return step, zoo.input_shape
 
 
@@ -66,6 +70,9 @@ def main(argv=None):
     p.add_argument("model", nargs="?", default="resnet50", help="a mimic.zoo model (default resnet50)")
     p.add_argument("--preset", default="gc200")
     p.add_argument("--hidden", type=int, default=0, help="zoo parameter 'hidden' (mlp, bert)")
+    p.add_argument("--precision", default="float16", choices=("float16", "float32"))
+    p.add_argument("--offload-optimizer-state", default=True, action=argparse.BooleanOptionalAction,
+                   help="optimizer state in streaming memory (remote buffers; default on)")
     p.add_argument("--micro-batches", default="1,2,4,8,16,32",
                    type=lambda s: [int(v) for v in s.split(",")], help="micro-batch sizes to try, ascending")
     p.add_argument("--accumulation", type=int, default=16, help="gradient accumulation steps (default 16)")
@@ -73,7 +80,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     fits = {}
     for mode in ("none", "standard"):
-        print(f"{args.model} training step on one {args.preset}, recomputation={mode}:")
+        print(f"{args.model} training step on one {args.preset} ({args.precision}), recomputation={mode}:")
         fits[mode] = largest_fit(args, mode)
         print(f"  largest micro-batch that fits: {fits[mode]}")
     best = max(("none", "standard"), key=lambda m: fits[m] or 0)

@@ -20,7 +20,10 @@ struct CodeCounts {
       : compute_sets(tiles), exchanges(tiles), vertices(tiles), kinds(tiles) {}
 };
 
-void count_code(const LoweredOp& op, uint32_t tiles, CodeCounts& cc,
+// Vertex state: the vertices of a batch run on the tile's worker contexts as Poplar's
+// MultiVertex (one state shared by the workers it runs on), so a batch of n vertices holds
+// ceil(n / workers) states.
+void count_code(const LoweredOp& op, uint32_t workers, CodeCounts& cc,
                 std::unordered_map<uint64_t, size_t>& kind_ids) {
   for (const auto& s : op.steps) {
     for (const auto& g : s.exchange)
@@ -29,7 +32,7 @@ void count_code(const LoweredOp& op, uint32_t tiles, CodeCounts& cc,
       uint64_t vertices = 0;
       std::vector<size_t> ids;
       for (const auto& b : g.vertices) {
-        vertices += b.count;
+        vertices += ceil_div(b.count, workers);
         uint64_t key = (uint64_t(s.label) << 16) | (uint64_t(b.work.cls) << 8) |
                        (uint64_t(b.work.format) << 4) | uint64_t(b.work.partials);
         auto it = kind_ids.emplace(key, kind_ids.size() % kMaxVertexKinds).first;
@@ -93,7 +96,7 @@ IpuMemoryPlan plan_memory(const IpuSpecs& specs, const MemoryInputs& in) {
   std::unordered_map<uint64_t, size_t> kind_ids;
   std::vector<uint64_t> weights(tiles, 0);
   for (const LoweredOp* op : in.ops) {
-    count_code(*op, tiles, cc, kind_ids);
+    count_code(*op, static_cast<uint32_t>(specs.worker_contexts), cc, kind_ids);
     for (const auto& [v, p] : op->stored) add_on_span(weights, p.span, p.bytes_per_tile, true);
   }
   // Sweep the program: add buffers as they are produced, measure, drop them after their last use.

@@ -1,6 +1,7 @@
 // Per-tile memory plan of one IPU, in the categories Poplar's memory report uses: always-live
 // weights (constants), code (runtime base, control code per compute set and exchange, vertex code
-// per vertex type) and vertex state, plus, at the program point where the tile is fullest, live
+// per vertex type) and vertex state (one per MultiVertex of up to one vertex per worker), plus,
+// at the program point where the tile is fullest, live
 // tensors by category and the running op's temporaries (exchange receive buffers, partial sums).
 // In a training step the live tensors split by ir::ValueRole: parameters, optimizer state and
 // BatchNorm buffers stay resident for the whole step, gradients live from the backward op that
