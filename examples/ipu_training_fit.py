@@ -53,8 +53,18 @@ def largest_fit(args, recomputation):
 
 
 def throughput(args, micro, accumulation, replicas, recomputation):
-    """Samples per second of one timed step (timing only: zero inputs, no numerics)."""
-    step, shape = step_for(args, micro, accumulation, replicas, recomputation, compile_only=False)
+    """Samples per second of one timed step (timing only: zero inputs, no numerics); the
+    accumulators take tile memory too, so a micro-batch that no longer fits is halved."""
+    while True:
+        try:
+            step, shape = step_for(args, micro, accumulation, replicas, recomputation, compile_only=False)
+            break
+        except mimic.OutOfMemoryError as e:
+            if micro == 1:
+                raise
+            print(f"  micro-batch {micro} x accumulation {accumulation}: does not fit ({e.bytes_used:,} bytes on "
+                  f"tile {e.tile}: the gradient accumulators take their share), trying {micro // 2}")
+            micro //= 2
     step(np.zeros(shape, np.float32), np.zeros(shape[0], np.int64))
     r = step.report
     m = r["metrics"]
