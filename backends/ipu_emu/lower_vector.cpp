@@ -216,8 +216,9 @@ LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
   for (int d = rank - 1; d >= 0 && axes[d]; --d) inner *= static_cast<uint64_t>(shape[d]);
   uint64_t positions = static_cast<uint64_t>(shape.numel()) / std::max<uint64_t>(reduced, 1);
   uint64_t partials =
-      contiguous ? std::max<uint64_t>(1, per_tile / std::max<uint64_t>(reduced, 1))
-                 : std::min({per_tile, std::max<uint64_t>(positions, 1), ceil_div(per_tile, inner) + 1});
+      contiguous
+          ? std::max<uint64_t>(1, per_tile / std::max<uint64_t>(reduced, 1))
+          : std::min({per_tile, std::max<uint64_t>(positions, 1), ceil_div(per_tile, inner) + 1});
   bool cross = !(contiguous && reduced <= per_tile);
   NumberFormat f = value_format(c, in);
   uint32_t tiles = c.cursor.tiles();

@@ -228,8 +228,21 @@ TEST(IpuTrainMemory, PipelinedTrainingRunsForwardAndBackwardOnEveryIpu) {
   const auto& r = s.last_report();
   EXPECT_GT(r.metrics.at("phase.backward_cycles"), 0);
   EXPECT_GT(r.metrics.at("phase.pipeline_exchange_cycles"), 0);
-  // Gradients cross back from IPU 1 to IPU 0: the links carry more than the forward activations.
   EXPECT_GT(r.bytes_moved.at("ipu_link"), 0);
+  // The bubble: IPU 1 starts computing after IPU 0's first forward pass (fill) and IPU 0 computes
+  // after IPU 1's last backward pass (drain: its own backward of the last micro-batch).
+  const auto& steps =
+      r.tables.at("ipu_supersteps");  // ipu, step, op, start, sync, exchange, compute
+  double first[2] = {-1, -1}, last[2] = {0, 0};
+  for (const auto& row : steps.rows) {
+    int ipu = int(row[0]);
+    if (ipu > 1 || row[2] < 0 || row[6] == 0) continue;
+    double start = row[3] + row[4] + row[5];
+    if (first[ipu] < 0) first[ipu] = start;
+    last[ipu] = std::max(last[ipu], start + row[6]);
+  }
+  EXPECT_GT(first[1], first[0]);
+  EXPECT_GT(last[0], last[1]);
 }
 
 TEST(IpuTrainMemory, PipelinedTrainingFollowsCpu) {
