@@ -87,6 +87,48 @@ std::string svg_bar_chart(const std::vector<Bar>& bars, double max_value) {
   return out;
 }
 
+std::string svg_stacked_bars(const std::vector<StackedBar>& bars) {
+  double max_value = 0;
+  for (const StackedBar& b : bars) {
+    double total = 0;
+    for (const Segment& s : b.segments) total += std::max(0.0, s.value);
+    max_value = std::max({max_value, total, b.marker});
+  }
+  const int bar_width = kWidth - kLabelWidth - 130;
+  const int height = static_cast<int>(bars.size()) * kRowHeight + 4;
+  std::string out =
+      fmt::format(R"(<svg class="chart" width="{}" height="{}" viewBox="0 0 {} {}" role="img">)",
+                  kWidth, height, kWidth, height);
+  auto width_of = [&](double v) {
+    return max_value > 0 ? std::max(0.0, v) / max_value * bar_width : 0;
+  };
+  int y = 2;
+  for (const StackedBar& b : bars) {
+    fmt::format_to(std::back_inserter(out), R"(<text x="{}" y="{}" class="label">{}</text>)",
+                   kLabelWidth - 6, y + 12, html_escape(truncate(b.label, 34)));
+    double x = kLabelWidth;
+    for (const Segment& s : b.segments) {
+      double w = width_of(s.value);
+      fmt::format_to(
+          std::back_inserter(out),
+          R"(<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" fill="{}"><title>{}: {}</title></rect>)",
+          x, y + 2, w, kRowHeight - 4, category_color(s.category), html_escape(s.category),
+          html_escape(s.value_text));
+      x += w;
+    }
+    if (b.marker > 0)
+      fmt::format_to(
+          std::back_inserter(out),
+          R"(<line x1="{0:.1f}" x2="{0:.1f}" y1="{1}" y2="{2}" stroke="#d62728" stroke-width="2"/>)",
+          kLabelWidth + width_of(b.marker), y, y + kRowHeight);
+    fmt::format_to(std::back_inserter(out), R"(<text x="{:.1f}" y="{}" class="value">{}</text>)",
+                   x + 6, y + 12, html_escape(b.total_text));
+    y += kRowHeight;
+  }
+  out += "</svg>";
+  return out;
+}
+
 std::string svg_timeline(const std::vector<TimelineRow>& rows, double start_ns, double end_ns) {
   int plot = kWidth - kLabelWidth - 10;
   double span = std::max(end_ns - start_ns, 1e-9);

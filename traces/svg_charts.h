@@ -33,6 +33,21 @@ struct TimelineRow {
   std::string label;
   std::vector<Slice> slices;  // sorted by start
 };
+// Horizontal stacked bars (e.g. a sweep point's memory by category), all on one scale: each
+// segment's color comes from its category and its tooltip names the category and value_text.
+struct Segment {
+  std::string category;
+  double value = 0;
+  std::string value_text;
+};
+struct StackedBar {
+  std::string label;
+  std::vector<Segment> segments;
+  std::string total_text;  // drawn right of the bar
+  double marker = 0;       // a vertical tick at this value (e.g. the capacity); 0: none
+};
+std::string svg_stacked_bars(const std::vector<StackedBar>& bars);
+
 // One row per track over [0, span_ns]. Rows with more slices than the pixels can show are drawn
 // as per-pixel occupancy (opacity = busy fraction, color = the most common category).
 std::string svg_timeline(const std::vector<TimelineRow>& rows, double start_ns, double end_ns);

@@ -1,9 +1,12 @@
 // The self-contained HTML report of a sweep: throughput, latency (with the budget line) and
 // utilization against batch for every configuration, a roofline with every point and each
 // device's roof, the recommendation per configuration and the full table (inline SVG, no network).
+// Training sweeps add each point's memory at its peak by category (against the capacity) and its
+// step time by phase, as stacked bars.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -17,6 +20,9 @@ struct SweepReportPoint {
   std::string status, reason, bound;
   double latency_s = 0, throughput = 0, utilization = 0, intensity = 0;
   double achieved_flops = 0, peak_flops = 0, ridge = 0;
+  // Training sweeps: bytes at the memory peak by category ("peak_bytes" and "capacity_bytes"
+  // apart) and seconds of the step by phase.
+  std::map<std::string, double> memory, phases;
 };
 
 struct SweepReportRecommendation {
@@ -30,6 +36,7 @@ struct SweepReportRecommendation {
 struct SweepReport {
   std::string title, sweep_id, spec_json;
   double latency_budget_s = 0;  // 0: none
+  bool train = false;           // points are training steps: samples/s, step time
   std::vector<SweepReportPoint> points;
   std::vector<SweepReportRecommendation> recommendations;
 };

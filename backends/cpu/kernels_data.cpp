@@ -1,9 +1,11 @@
 // Data movement: views, transposes, concatenation, slicing, gathering, padding, tiling, casts.
 // These work on raw elements of any dtype (most through one strided copy).
 #include <fmt/format.h>
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/int_math.h"
@@ -188,38 +190,69 @@ void scatter_nd_kernel(const KernelArgs& a) {
   }
 }
 
+namespace {
+
+// The input coordinate an output coordinate `c` (already shifted by the leading pad) reads along an
+// axis of size n, or -1 for the constant fill.
+int64_t pad_source(int64_t c, int64_t n, const std::string& mode) {
+  if (c >= 0 && c < n) return c;
+  if (mode == "constant" || n == 0) return -1;
+  if (mode == "edge") return c < 0 ? 0 : n - 1;
+  if (mode == "wrap") return ((c % n) + n) % n;
+  int64_t period = 2 * (n - 1);  // reflect, without repeating the edge
+  c = period == 0 ? 0 : ((c % period) + period) % period;
+  return c >= n ? period - c : c;
+}
+
+}  // namespace
+
+// Row by row: each output row (every axis but the last) reads one input row or is all fill; along
+// the last axis the inside is one memcpy and only the padded ends are resolved element by element.
 void pad_kernel(const KernelArgs& a) {
   ir::PadSpec spec = ir::resolve_pads(a.graph, a.node);
   std::string mode = a.node.attrs.get_string("mode", "constant");
   const ir::HostTensor& in = a.input(0);
   ir::HostTensor& out = a.output(0);
   const ir::Shape &is = in.shape(), &os = out.shape();
-  size_t es = esize(in);
-  std::vector<int64_t> istr = ir::contiguous_strides(is);
-  const char* src = static_cast<const char*>(in.raw());
-  char* dst = static_cast<char*>(out.raw());
+  const int rank = os.rank();
+  if (out.numel() == 0) return;
+  const size_t es = esize(in);
   std::vector<char> fill(es, 0);
   if (a.has_input(2) && a.input(2).numel() > 0) std::memcpy(fill.data(), a.input(2).raw(), es);
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    int64_t rem = i, off = 0;
+  const char* src = static_cast<const char*>(in.raw());
+  char* dst = static_cast<char*>(out.raw());
+  if (rank == 0) {
+    std::memcpy(dst, src, es);
+    return;
+  }
+  const std::vector<int64_t> istr = ir::contiguous_strides(is);
+  const int64_t width = os[rank - 1], in_width = is[rank - 1], before = spec.before[rank - 1];
+  // The inside of a row: output [lo, hi) reads input [lo - before, hi - before).
+  const int64_t lo = std::clamp<int64_t>(before, 0, width);
+  const int64_t hi = std::clamp<int64_t>(before + in_width, lo, width);
+  const int64_t rows = out.numel() / width;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t rem = r, row_off = 0;
     bool inside = true;
-    for (int d = os.rank() - 1; d >= 0; --d) {
-      int64_t c = rem % os[d] - spec.before[d];
+    for (int d = rank - 2; d >= 0; --d) {
+      int64_t c = pad_source(rem % os[d] - spec.before[d], is[d], mode);
       rem /= os[d];
-      int64_t n = is[d];
-      if (c < 0 || c >= n) {
-        if (mode == "constant" || n == 0) inside = false;
-        else if (mode == "edge") c = c < 0 ? 0 : n - 1;
-        else if (mode == "wrap") c = ((c % n) + n) % n;
-        else {  // reflect (without repeating the edge)
-          int64_t period = 2 * (n - 1);
-          c = period == 0 ? 0 : ((c % period) + period) % period;
-          if (c >= n) c = period - c;
-        }
-      }
-      off += c * istr[d];
+      if (c < 0) inside = false;
+      row_off += c * istr[d];
     }
-    std::memcpy(dst + i * es, inside ? src + off * es : fill.data(), es);
+    char* row = dst + r * width * es;
+    if (!inside) {
+      for (int64_t i = 0; i < width; ++i) std::memcpy(row + i * es, fill.data(), es);
+      continue;
+    }
+    const char* in_row = src + row_off * es;
+    std::memcpy(row + lo * es, in_row + (lo - before) * es, (hi - lo) * es);
+    for (int64_t i = 0; i < width; ++i) {
+      if (i == lo) i = hi;
+      if (i >= width) break;
+      int64_t c = pad_source(i - before, in_width, mode);
+      std::memcpy(row + i * es, c < 0 ? fill.data() : in_row + c * es, es);
+    }
   }
 }
 
@@ -387,6 +420,52 @@ void store(ir::HostTensor& t, int64_t i, double v, int64_t exact_int, bool use_e
   }
 }
 
+// One conversion as the generic path computes it (through double, integers exact, floats
+// truncated and saturated into integers, anything nonzero true), for In and Out of the 8-, 32- and
+// 64-bit types, in a loop the compiler vectorizes.
+template <typename Out, typename In>
+Out convert(In v) {
+  if constexpr (std::is_same_v<Out, bool>) return v != In(0);
+  else if constexpr (std::is_floating_point_v<Out>)
+    return static_cast<Out>(static_cast<double>(v));  // i64 -> f32 rounds once through double
+  else if constexpr (!std::is_floating_point_v<In>)
+    return static_cast<Out>(v);
+  else
+    return saturate_integer<Out>(static_cast<double>(v));
+}
+
+template <typename In>
+bool typed_cast_from(const In* x, ir::HostTensor& out, int64_t n) {
+  auto loop = [&](auto* y) {
+    using Out = std::remove_pointer_t<decltype(y)>;
+    for (int64_t i = 0; i < n; ++i) y[i] = convert<Out>(x[i]);
+    return true;
+  };
+  switch (out.dtype()) {
+    case DType::f32: return loop(out.data<float>());
+    case DType::f64: return loop(out.data<double>());
+    case DType::i8: return loop(out.data<int8_t>());
+    case DType::i32: return loop(out.data<int32_t>());
+    case DType::i64: return loop(out.data<int64_t>());
+    case DType::boolean: return loop(out.data<bool>());
+    default: return false;
+  }
+}
+
+// False when either side is a 16-bit float (those go through the generic path).
+bool typed_cast(const ir::HostTensor& in, ir::HostTensor& out) {
+  const int64_t n = in.numel();
+  switch (in.dtype()) {
+    case DType::f32: return typed_cast_from(in.data<float>(), out, n);
+    case DType::f64: return typed_cast_from(in.data<double>(), out, n);
+    case DType::i8: return typed_cast_from(in.data<int8_t>(), out, n);
+    case DType::i32: return typed_cast_from(in.data<int32_t>(), out, n);
+    case DType::i64: return typed_cast_from(in.data<int64_t>(), out, n);
+    case DType::boolean: return typed_cast_from(in.data<bool>(), out, n);
+    default: return false;
+  }
+}
+
 }  // namespace
 
 void cast_kernel(const KernelArgs& a) {
@@ -405,6 +484,7 @@ void cast_kernel(const KernelArgs& a) {
     return numeric::f32_to_bf16(in.data<float>(), reinterpret_cast<uint16_t*>(out.raw()), n);
   if (in.dtype() == DType::bf16 && out.dtype() == DType::f32)
     return numeric::bf16_to_f32(reinterpret_cast<const uint16_t*>(in.raw()), out.data<float>(), n);
+  if (typed_cast(in, out)) return;
   bool exact = ir::is_integer(in.dtype()) || in.dtype() == DType::boolean;
   for (int64_t i = 0; i < n; ++i) {
     int64_t iv = in.dtype() == DType::i64 ? in.data<int64_t>()[i] : 0;

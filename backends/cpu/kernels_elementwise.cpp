@@ -265,11 +265,14 @@ void for_each_broadcast(const ir::Shape& out, const ir::Shape& sa, const ir::Sha
   BroadcastPlan plan = plan_broadcast(out, {sa, sb});
   int64_t outer = plan.outer(), inner = plan.inner();
   int64_t sa_in = plan.strides[1].back(), sb_in = plan.strides[2].back();
-#pragma omp parallel for if (outer * inner > 32768 && outer > 1) schedule(static)
-  for (int64_t o = 0; o < outer; ++o) {
-    std::vector<int64_t> off;
-    plan.offsets(o, off);
-    fn(off[0], off[1], off[2], inner, sa_in, sb_in);
+#pragma omp parallel if (outer * inner > 32768 && outer > 1)
+  {
+    std::vector<int64_t> off;  // per thread: rows of a small inner extent are many
+#pragma omp for schedule(static)
+    for (int64_t o = 0; o < outer; ++o) {
+      plan.offsets(o, off);
+      fn(off[0], off[1], off[2], inner, sa_in, sb_in);
+    }
   }
 }
 
@@ -285,6 +288,9 @@ void binary_loop(const KernelArgs& a, Op op) {
                        } else if (xs == 1 && ys == 0) {
                          T yv = y[yo];
                          for (int64_t i = 0; i < n; ++i) z[zo + i] = op(x[xo + i], yv);
+                       } else if (xs == 0 && ys == 1) {
+                         T xv = x[xo];
+                         for (int64_t i = 0; i < n; ++i) z[zo + i] = op(xv, y[yo + i]);
                        } else {
                          for (int64_t i = 0; i < n; ++i) z[zo + i] = op(x[xo + i * xs], y[yo + i * ys]);
                        }

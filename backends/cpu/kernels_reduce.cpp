@@ -1,7 +1,7 @@
 // Reductions (Reduce*, ArgMax/ArgMin) and CumSum. Reduced axes are moved last with one strided
 // copy when needed, so every reduction runs over contiguous rows.
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -36,7 +36,8 @@ Rows rows_with_axes_last(const ir::HostTensor& t, const std::vector<bool>& reduc
         (pass ? r.inner : r.outer) *= s[d];
       }
   bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity = identity && perm[i] == static_cast<int64_t>(i);
   if (identity) {
     r.data = t;
     return r;
@@ -51,11 +52,24 @@ template <typename T>
 double reduce_row(OpType op, const T* x, int64_t n) {
   double acc;
   switch (op) {
-    case OpType::ReduceMax: acc = -INFINITY; for (int64_t i = 0; i < n; ++i) acc = std::max<double>(acc, x[i]); return acc;
-    case OpType::ReduceMin: acc = INFINITY; for (int64_t i = 0; i < n; ++i) acc = std::min<double>(acc, x[i]); return acc;
-    case OpType::ReduceProd: acc = 1; for (int64_t i = 0; i < n; ++i) acc *= x[i]; return acc;
-    case OpType::ReduceL1: acc = 0; for (int64_t i = 0; i < n; ++i) acc += std::fabs(x[i]); return acc;
-    case OpType::ReduceL2: case OpType::ReduceSumSquare:
+    case OpType::ReduceMax:
+      acc = -INFINITY;
+      for (int64_t i = 0; i < n; ++i) acc = std::max<double>(acc, x[i]);
+      return acc;
+    case OpType::ReduceMin:
+      acc = INFINITY;
+      for (int64_t i = 0; i < n; ++i) acc = std::min<double>(acc, x[i]);
+      return acc;
+    case OpType::ReduceProd:
+      acc = 1;
+      for (int64_t i = 0; i < n; ++i) acc *= x[i];
+      return acc;
+    case OpType::ReduceL1:
+      acc = 0;
+      for (int64_t i = 0; i < n; ++i) acc += std::fabs(x[i]);
+      return acc;
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
       acc = 0;
       for (int64_t i = 0; i < n; ++i) acc += static_cast<double>(x[i]) * x[i];
       return op == OpType::ReduceL2 ? std::sqrt(acc) : acc;
@@ -85,31 +99,117 @@ T reduce_row_integer(OpType op, const T* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t v = x[i];
     switch (op) {
-      case OpType::ReduceMax: acc = std::max<int64_t>(acc, v); break;
-      case OpType::ReduceMin: acc = std::min<int64_t>(acc, v); break;
-      case OpType::ReduceProd: acc = wrap_mul(acc, v); break;
-      case OpType::ReduceL1: acc = wrap_add(acc, v < 0 ? wrap_neg(v) : v); break;
-      case OpType::ReduceSumSquare: acc = wrap_add(acc, wrap_mul(v, v)); break;
-      default: acc = wrap_add(acc, v);
+      case OpType::ReduceMax:
+        acc = std::max<int64_t>(acc, v);
+        break;
+      case OpType::ReduceMin:
+        acc = std::min<int64_t>(acc, v);
+        break;
+      case OpType::ReduceProd:
+        acc = wrap_mul(acc, v);
+        break;
+      case OpType::ReduceL1:
+        acc = wrap_add(acc, v < 0 ? wrap_neg(v) : v);
+        break;
+      case OpType::ReduceSumSquare:
+        acc = wrap_add(acc, wrap_mul(v, v));
+        break;
+      default:
+        acc = wrap_add(acc, v);
     }
   }
   if (op == OpType::ReduceMean && n) acc /= n;
   return static_cast<T>(acc);
 }
 
+// The input's axes with neighbours of the same kind (reduced or kept) merged and size-1 axes
+// dropped, each with its element stride.
+struct Axis {
+  int64_t size, stride;
+  bool reduced;
+};
+
+std::vector<Axis> merged_axes(const ir::Shape& s, const std::vector<bool>& reduced) {
+  std::vector<Axis> axes;
+  std::vector<int64_t> strides = ir::contiguous_strides(s);
+  for (int d = 0; d < s.rank(); ++d) {
+    if (s[d] == 1) continue;
+    if (!axes.empty() && axes.back().reduced == reduced[d])
+      axes.back() = {axes.back().size * s[d], strides[d], reduced[d]};
+    else
+      axes.push_back({s[d], strides[d], reduced[d]});
+  }
+  return axes;
+}
+
+// Offsets of every combination of the axes of one kind (row-major, the last excluded if
+// `skip_last`), i.e. the order the permuted copy of rows_with_axes_last would visit them.
+std::vector<int64_t> combination_offsets(const std::vector<Axis>& axes, bool reduced,
+                                         bool skip_last) {
+  std::vector<int64_t> offsets{0};
+  for (size_t i = 0; i + (skip_last ? 1 : 0) < axes.size(); ++i) {
+    if (axes[i].reduced != reduced) continue;
+    std::vector<int64_t> next;
+    next.reserve(offsets.size() * axes[i].size);
+    for (int64_t base : offsets)
+      for (int64_t k = 0; k < axes[i].size; ++k) next.push_back(base + k * axes[i].stride);
+    offsets = std::move(next);
+  }
+  return offsets;
+}
+
+// ReduceSum/ReduceMean of f32 without moving the reduced axes: each output accumulates in double
+// over the reduced combinations in the order the row path uses, so the results are identical;
+// the innermost contiguous run is one vectorizable loop (summed into one output when it is
+// reduced, added across a row of outputs when it is kept).
+void sum_in_place(OpType op, const ir::HostTensor& in, const std::vector<bool>& reduced, float* y) {
+  std::vector<Axis> axes = merged_axes(in.shape(), reduced);
+  const float* x = in.data<float>();
+  const bool last_reduced = !axes.empty() && axes.back().reduced;
+  const int64_t run = axes.empty() ? 1 : axes.back().size;
+  std::vector<int64_t> kept = combination_offsets(axes, false, !last_reduced);
+  std::vector<int64_t> over = combination_offsets(axes, true, last_reduced);
+  const int64_t count = static_cast<int64_t>(over.size()) * (last_reduced ? run : 1);
+  const bool mean = op == OpType::ReduceMean;
+  const int64_t rows = static_cast<int64_t>(kept.size());
+#pragma omp parallel for if (in.numel() > 65536)
+  for (int64_t k = 0; k < rows; ++k) {
+    if (last_reduced) {
+      double acc = 0;
+      for (int64_t off : over) {
+        const float* row = x + kept[k] + off;
+        for (int64_t j = 0; j < run; ++j) acc += row[j];
+      }
+      y[k] = static_cast<float>(mean ? acc / count : acc);
+      continue;
+    }
+    std::vector<double> acc(run, 0.0);
+    for (int64_t off : over) {
+      const float* row = x + kept[k] + off;
+      for (int64_t j = 0; j < run; ++j) acc[j] += row[j];
+    }
+    for (int64_t j = 0; j < run; ++j)
+      y[k * run + j] = static_cast<float>(mean ? acc[j] / count : acc[j]);
+  }
+}
+
 }  // namespace
 
 void reduce_kernel(const KernelArgs& a) {
   std::vector<bool> reduced = ir::resolve_reduce_axes(a.graph, a.node);
-  Rows r = rows_with_axes_last(a.input(0), reduced);
   OpType op = a.node.op;
   ir::HostTensor& out = a.output(0);
+  if (out.dtype() == ir::DType::f32 && a.input(0).numel() > 0 &&
+      (op == OpType::ReduceSum || op == OpType::ReduceMean))
+    return sum_in_place(op, a.input(0), reduced, out.data<float>());
+  Rows r = rows_with_axes_last(a.input(0), reduced);
   switch (out.dtype()) {
     case ir::DType::f32: {
       const float* x = r.data.data<float>();
       float* y = out.data<float>();
 #pragma omp parallel for if (r.outer * r.inner > 65536)
-      for (int64_t o = 0; o < r.outer; ++o) y[o] = static_cast<float>(reduce_row(op, x + o * r.inner, r.inner));
+      for (int64_t o = 0; o < r.outer; ++o)
+        y[o] = static_cast<float>(reduce_row(op, x + o * r.inner, r.inner));
       return;
     }
     case ir::DType::f64:
@@ -118,14 +218,17 @@ void reduce_kernel(const KernelArgs& a) {
       return;
     case ir::DType::i64:
       for (int64_t o = 0; o < r.outer; ++o)
-        out.data<int64_t>()[o] = reduce_row_integer(op, r.data.data<int64_t>() + o * r.inner, r.inner);
+        out.data<int64_t>()[o] =
+            reduce_row_integer(op, r.data.data<int64_t>() + o * r.inner, r.inner);
       return;
     case ir::DType::i32:
       for (int64_t o = 0; o < r.outer; ++o)
-        out.data<int32_t>()[o] = reduce_row_integer(op, r.data.data<int32_t>() + o * r.inner, r.inner);
+        out.data<int32_t>()[o] =
+            reduce_row_integer(op, r.data.data<int32_t>() + o * r.inner, r.inner);
       return;
     default:
-      throw UnsupportedOpError(fmt::format("{} on {}", ir::op_name(op), ir::dtype_name(out.dtype())));
+      throw UnsupportedOpError(
+          fmt::format("{} on {}", ir::op_name(op), ir::dtype_name(out.dtype())));
   }
 }
 
@@ -151,12 +254,23 @@ void arg_reduce_kernel(const KernelArgs& a) {
     }
   };
   switch (r.data.dtype()) {
-    case ir::DType::f32: run(r.data.data<float>()); break;
-    case ir::DType::f64: run(r.data.data<double>()); break;
-    case ir::DType::i64: run(r.data.data<int64_t>()); break;
-    case ir::DType::i32: run(r.data.data<int32_t>()); break;
-    case ir::DType::i8: run(r.data.data<int8_t>()); break;
-    default: throw UnsupportedOpError("ArgMax/ArgMin dtype");
+    case ir::DType::f32:
+      run(r.data.data<float>());
+      break;
+    case ir::DType::f64:
+      run(r.data.data<double>());
+      break;
+    case ir::DType::i64:
+      run(r.data.data<int64_t>());
+      break;
+    case ir::DType::i32:
+      run(r.data.data<int32_t>());
+      break;
+    case ir::DType::i8:
+      run(r.data.data<int8_t>());
+      break;
+    default:
+      throw UnsupportedOpError("ArgMax/ArgMin dtype");
   }
 }
 
@@ -187,11 +301,20 @@ void cumsum_kernel(const KernelArgs& a) {
       }
   };
   switch (a.input(0).dtype()) {
-    case ir::DType::f32: run(a.output(0).data<float>(), a.input(0).data<float>()); break;
-    case ir::DType::f64: run(a.output(0).data<double>(), a.input(0).data<double>()); break;
-    case ir::DType::i64: run(a.output(0).data<int64_t>(), a.input(0).data<int64_t>()); break;
-    case ir::DType::i32: run(a.output(0).data<int32_t>(), a.input(0).data<int32_t>()); break;
-    default: throw UnsupportedOpError("CumSum dtype");
+    case ir::DType::f32:
+      run(a.output(0).data<float>(), a.input(0).data<float>());
+      break;
+    case ir::DType::f64:
+      run(a.output(0).data<double>(), a.input(0).data<double>());
+      break;
+    case ir::DType::i64:
+      run(a.output(0).data<int64_t>(), a.input(0).data<int64_t>());
+      break;
+    case ir::DType::i32:
+      run(a.output(0).data<int32_t>(), a.input(0).data<int32_t>());
+      break;
+    default:
+      throw UnsupportedOpError("CumSum dtype");
   }
 }
 

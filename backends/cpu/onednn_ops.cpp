@@ -98,13 +98,34 @@ memory::desc conv_weights_md(const ir::WindowGeometry& wg) {
   return row_major(d);
 }
 
+// Weights and bias of a convolution: constants are reordered once into the primitive's layout;
+// graph values (a training step's parameters) are reordered from their plain layout every run.
+void add_weights(const ir::Graph& g, const Group& grp, const memory::desc& w_user,
+                 const memory::desc& b_user, Step& s, const memory::desc& w_md,
+                 const memory::desc& b_md) {
+  const ir::Node& n = g.node(grp.head);
+  const bool constant =
+      g.value(n.inputs[1]).constant && (!n.has_input(2) || g.value(n.inputs[2]).constant);
+  if (!constant) {
+    s.inputs.push_back(RuntimeArg{DNNL_ARG_WEIGHTS, n.inputs[1], w_user, w_md});
+    if (n.has_input(2)) s.inputs.push_back(RuntimeArg{DNNL_ARG_BIAS, n.inputs[2], b_user, b_md});
+    return;
+  }
+  ir::HostTensor w, b;
+  conv_parameters(g, grp, w, b);
+  s.constants[DNNL_ARG_WEIGHTS] = constant_memory(w_user, w_md, w.raw());
+  if (b.defined()) s.constants[DNNL_ARG_BIAS] = constant_memory(b_user, b_md, b.raw());
+}
+
+bool has_bias(const ir::Graph& g, const Group& grp) {
+  return g.node(grp.head).has_input(2) || grp.batch_norm >= 0;
+}
+
 Step build_conv(const ir::Graph& g, const Group& grp) {
   const ir::Node& n = g.node(grp.head);
   ir::WindowGeometry wg = ir::window_geometry(g, n);
   memory::desc src_user = activation_md(g.value(n.inputs[0]).type.shape, wg.channels_last);
   memory::desc dst_user = activation_md(g.value(n.outputs[0]).type.shape, wg.channels_last);
-  ir::HostTensor w, b;
-  conv_parameters(g, grp, w, b);
   memory::desc w_user = conv_weights_md(wg);
   dims strides(wg.strides.begin(), wg.strides.end()),
       pad_l(wg.pad_begin.begin(), wg.pad_begin.end());
@@ -113,8 +134,9 @@ Step build_conv(const ir::Graph& g, const Group& grp) {
   memory::desc any_src(src_user.dims(), memory::data_type::f32, tag::any);
   memory::desc any_dst(dst_user.dims(), memory::data_type::f32, tag::any);
   memory::desc any_w(w_user.dims(), memory::data_type::f32, tag::any);
-  memory::desc b_md = b.defined() ? memory::desc({wg.out_channels}, memory::data_type::f32, tag::x)
-                                  : memory::desc();
+  memory::desc b_md = has_bias(g, grp)
+                          ? memory::desc({wg.out_channels}, memory::data_type::f32, tag::x)
+                          : memory::desc();
   dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                     dnnl::algorithm::convolution_direct, any_src, any_w, b_md,
                                     any_dst, strides, dil, pad_l, pad_r);
@@ -123,8 +145,61 @@ Step build_conv(const ir::Graph& g, const Group& grp) {
   s.group = grp;
   s.prim = dnnl::convolution_forward(pd);
   s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], src_user, pd.src_desc()});
-  s.constants[DNNL_ARG_WEIGHTS] = constant_memory(w_user, pd.weights_desc(), w.raw());
-  if (b.defined()) s.constants[DNNL_ARG_BIAS] = constant_memory(b_md, pd.bias_desc(), b.raw());
+  add_weights(g, grp, w_user, b_md, s, pd.weights_desc(), pd.bias_desc());
+  s.dst_md = pd.dst_desc();
+  s.user_dst_md = dst_user;
+  set_residual(s);
+  return s;
+}
+
+// ONNX ConvTranspose weights [C_in, C_out/group, k...] in oneDNN's logical deconvolution order
+// ({OC, IC, k...}, or {G, OC/G, IC/G, k...}), as strides over the ONNX layout.
+memory::desc deconv_weights_md(const ir::WindowGeometry& wg) {
+  const int64_t g = wg.group, oc = wg.out_channels / g, ic = wg.in_channels / g;
+  const int64_t kvol = wg.kernel_volume();
+  dims d, strides;
+  if (g > 1) d.push_back(g), strides.push_back(ic * oc * kvol);
+  d.insert(d.end(), {oc, ic});
+  strides.insert(strides.end(), {kvol, oc * kvol});
+  int64_t stride = kvol;
+  for (int64_t k : wg.kernel) {
+    d.push_back(k);
+    strides.push_back(stride /= k);
+  }
+  return memory::desc(d, memory::data_type::f32, strides);
+}
+
+// ConvTranspose (a training step's convolution data gradients): oneDNN's deconvolution, whose
+// right padding is ONNX's end padding less the output padding (negative ones are refused by the
+// library, and those nodes stay on the reference kernel).
+Step build_deconv(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  ir::WindowGeometry wg = ir::window_geometry(g, n);
+  memory::desc src_user = activation_md(g.value(n.inputs[0]).type.shape, wg.channels_last);
+  memory::desc dst_user = activation_md(g.value(n.outputs[0]).type.shape, wg.channels_last);
+  memory::desc w_user = deconv_weights_md(wg);
+  dims strides(wg.strides.begin(), wg.strides.end()), pad_l, pad_r;
+  for (int i = 0; i < wg.spatial_rank; ++i) {
+    int64_t extent = wg.kernel[i];  // dilations are 1 (window_ok)
+    pad_l.push_back(wg.pad_begin[i]);
+    pad_r.push_back((wg.in_size[i] - 1) * wg.strides[i] + extent - wg.pad_begin[i] -
+                    wg.out_size[i]);
+  }
+  memory::desc any_src(src_user.dims(), memory::data_type::f32, tag::any);
+  memory::desc any_dst(dst_user.dims(), memory::data_type::f32, tag::any);
+  memory::desc any_w(w_user.dims(), memory::data_type::f32, tag::any);
+  memory::desc b_md = has_bias(g, grp)
+                          ? memory::desc({wg.out_channels}, memory::data_type::f32, tag::x)
+                          : memory::desc();
+  dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::deconvolution_direct, any_src, any_w, b_md,
+                                      any_dst, strides, pad_l, pad_r);
+  dnnl::deconvolution_forward::primitive_desc pd(d, attributes(grp), cpu_engine());
+  Step s;
+  s.group = grp;
+  s.prim = dnnl::deconvolution_forward(pd);
+  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], src_user, pd.src_desc()});
+  add_weights(g, grp, w_user, b_md, s, pd.weights_desc(), pd.bias_desc());
   s.dst_md = pd.dst_desc();
   s.user_dst_md = dst_user;
   set_residual(s);
@@ -304,6 +379,8 @@ std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const Layou
     Step s;
     if (n.op == OpType::Conv)
       s = build_conv(g, grp);
+    else if (n.op == OpType::ConvTranspose)
+      s = build_deconv(g, grp);
     else if (n.op == OpType::MatMul)
       s = build_matmul(g, grp);
     else if (n.op == OpType::Gemm)

@@ -62,9 +62,9 @@ bool pool_ok(const ir::Graph& g, const ir::Node& n) {
 bool supports_head(const ir::Graph& g, const ir::Node& n) {
   if (is_folded(g, n) || !all_f32(g, n)) return false;
   switch (n.op) {
-    case OpType::Conv:
-      return window_ok(g, n) && is_const(g, n.inputs[1]) &&
-             (!n.has_input(2) || is_const(g, n.inputs[2]));
+    case OpType::Conv:  // weights and bias constant (reordered once) or graph values (training)
+    case OpType::ConvTranspose:
+      return window_ok(g, n);
     case OpType::MatMul:
       return g.value(n.inputs[0]).type.shape.rank() >= 2 &&
              g.value(n.inputs[1]).type.shape.rank() >= 2;
@@ -140,6 +140,9 @@ class Planner {
   }
 
   void try_batch_norm(Group& grp) {
+    const ir::Node& conv = g_.node(grp.head);
+    if (!is_const(g_, conv.inputs[1]) || (conv.has_input(2) && !is_const(g_, conv.inputs[2])))
+      return;  // folding rewrites the weights: only constant ones
     int i = -1;
     const ir::Node* bn = sole_consumer(grp, &i);
     if (!bn || bn->op != OpType::BatchNormalization || bn->outputs.size() != 1 || !all_f32(g_, *bn))

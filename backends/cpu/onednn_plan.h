@@ -30,7 +30,7 @@ struct Group {
   int last() const { return nodes.back(); }
 };
 
-// True when oneDNN can run node `n` as a group head (f32, constant weights for convolutions, ...).
+// True when oneDNN can run node `n` as a group head (f32, windows oneDNN supports, ...).
 bool supports_head(const ir::Graph& g, const ir::Node& n);
 
 // Groups in graph order; nodes in no group run on the reference kernels.

@@ -305,6 +305,17 @@ VectorTiling window_tiling(Context& c, const VectorDesc& d, int64_t rows, double
       d.func != VectorFunc::depthwise_conv)
     return t;
   const Window& w = d.window;
+  // `work` counts every tap of every output; the fused activation runs once per output element,
+  // not once per tap. A depthwise tap on a bf16 chip is the precision's products of bf16 parts
+  // (1, 3 or 6: numerics.h), as a convolution's matrix passes are.
+  const double taps = static_cast<double>(std::max<int64_t>(1, w.kh * w.kw));
+  const uint32_t act_ops =
+      d.epi.activation != VectorFunc::identity ? vector_ops_per_element(d.epi.activation) : 0;
+  const int64_t products =
+      d.func == VectorFunc::depthwise_conv && c.p.numerics == MatrixNumerics::bf16 ? c.p.passes : 1;
+  t.elements_per_row =
+      work * static_cast<double>(vector_ops_per_element(d.func) * products) + work / taps * act_ops;
+  t.ops = 1;
   double in_row = bytes_per_row(c, d.in[0], w.n * w.h * (w.channel_rows ? w.c : 1));
   t.input_bytes_per_row.assign(t.inputs.size(), 0);
   for (size_t i = 0; i < t.inputs.size(); ++i)

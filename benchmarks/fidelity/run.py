@@ -71,6 +71,9 @@ def evaluate(mimic, rows):
     cache, results = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for row in rows:
+            if row.get("not_modeled"):
+                results.append(dict(row, status="not modeled", reason=row["not_modeled"]))
+                continue
             key = (row["workload"], row["device"], row["batch"])
             if key not in cache:
                 print(f"running {row['workload']} on {row['device']} at batch {row['batch']}", file=sys.stderr)
@@ -136,7 +139,8 @@ def markdown(results, s, host):
                 pred, err = f"{r['predicted']:.1f}", f"{r['points']:+.1f} pp"
             else:
                 pred, err = fmt(r["predicted"]), f"{r['error'] * 100:+.1f}%"
-            lines.append(f"| {r['id']} | {r['chip']} | {r['workload']} | {r['batch']} | {r['metric']} | "
+            batch = r["batch"] or "-"
+            lines.append(f"| {r['id']} | {r['chip']} | {r['workload']} | {batch} | {r['metric']} | "
                          f"{r['scope']} | {fmt(r['published'])} | {pred} | {err} | [{r['tag']}] | {r['conditions']} |")
         lines.append("")
     lines += ["Sources:", ""] + [f"- {s}" for s in sorted({r["source"] for r in results})]

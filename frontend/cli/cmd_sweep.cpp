@@ -140,7 +140,18 @@ Command add_sweep_command(CLI::App& app) {
   cmd->add_option(
       "--set", a->sets,
       "Preset field values field=v1,v2,... (repeatable; the grid takes every combination)");
-  cmd->add_option("--latency-budget", a->latency_budget, "Latency budget per batch, e.g. 7ms");
+  cmd->add_option("--option", a->options,
+                  "Backend option values key=v1,v2,... (repeatable; e.g. replicas=1,2,4)");
+  cmd->add_flag("--train", a->train,
+                "Sweep training steps (`mimic train`): step time, samples/s, time by phase, "
+                "memory by category; the recommendation picks batch, options and recomputation");
+  cmd->add_option("--recompute", a->recomputes,
+                  "--train: recomputation modes, comma separated (none,checkpoints,full)")
+      ->capture_default_str();
+  cmd->add_option("--optimizer", a->optimizer, "--train: sgd, adam, adamw or lamb")
+      ->capture_default_str();
+  cmd->add_option("--latency-budget,--step-budget", a->latency_budget,
+                  "Latency budget per batch (--train: step-time budget), e.g. 7ms");
   cmd->add_flag("--timing-only", a->timing_only, "Emulators: cycles only, skip numerics");
   cmd->add_option("-j,--jobs", a->jobs, "Points run in parallel")->capture_default_str();
   cmd->add_option("--seed", a->seed, "Seed for weights and inputs")->capture_default_str();

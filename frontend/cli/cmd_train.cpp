@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -13,12 +15,14 @@
 #include <set>
 
 #include "frontend/api/random.h"
+#include "frontend/api/report_json.h"
 #include "frontend/api/trace.h"
 #include "frontend/api/train.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
 #include "frontend/cli/npy.h"
 #include "frontend/onnx/onnx_import.h"
+#include "traces/trace_reader.h"
 
 namespace mimic::cli {
 namespace {
@@ -26,14 +30,13 @@ namespace {
 struct TrainArgs {
   std::string model, onnx, layout = "nchw", device = "cpu", optimizer = "sgd",
                            loss = "cross_entropy", save, precision = "default",
-                           schedule = "constant", loss_scale = "none", trace,
-                           recompute = "none";
-  std::vector<std::string> model_args, data, options;
+                           schedule = "constant", loss_scale = "none", trace, recompute = "none";
+  std::vector<std::string> model_args, data, options, overrides;
   int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
          min_lr = 0.0;
   uint64_t seed = 0;
-  bool quiet = false;
+  bool quiet = false, json = false, timing_only = false;
 };
 
 using Batches = std::vector<std::pair<ir::HostTensor, ir::HostTensor>>;
@@ -129,6 +132,64 @@ void print_summary(const TrainArgs& a, const std::string& model, const TrainStep
                              a.device, fmt::join(fell_back, ", "));
 }
 
+// Seconds of the last step by phase (forward, loss is forward, backward, update, allreduce): the
+// backend's own account ("phase.<name>_cycles" metrics at its clock) when it gives one, else its
+// ops summed by the phase their node names carry (traces::op_phase), and the rest as "other".
+nlohmann::json phase_seconds(const backends::RunReport& r) {
+  nlohmann::json out = nlohmann::json::object();
+  const std::string prefix = "phase.", suffix = "_cycles";
+  for (const auto& [key, value] : r.metrics)
+    if (r.clock_hz > 0 && key.rfind(prefix, 0) == 0 && key.size() > prefix.size() + suffix.size() &&
+        key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0)
+      out[key.substr(prefix.size(), key.size() - prefix.size() - suffix.size())] =
+          value / r.clock_hz;
+  if (!out.empty()) return out;
+  double ops = 0, total = r.cycles > 0 ? r.device_seconds : r.wall_seconds;
+  for (const auto& op : r.ops) {
+    if (r.cycles > 0 && op.fallback) continue;  // host time, outside an emulator's device time
+    double s = op.device_seconds > 0 ? op.device_seconds : op.wall_ns * 1e-9;
+    std::string phase = traces::op_phase(op.node);
+    out[phase] = out.value(phase, 0.0) + s;
+    ops += s;
+  }
+  // What no op accounts for: host transfers, synchronization, the runtime's own work.
+  if (total > ops) out["other"] = total - ops;
+  return out;
+}
+
+// `mimic train --json`: the run's configuration, the last step's report and what a sweep reads:
+// the step time, samples per second, time by phase and the memory plan ("memory.*" metrics).
+void print_json(const TrainArgs& a, const std::string& model, const TrainStep& step,
+                const Totals& t) {
+  const backends::RunReport& r = step.last_report();
+  double step_s = r.cycles > 0 ? r.device_seconds : t.wall_s / double(a.steps);
+  // Samples a step consumes: the batch, times what the backend adds (gradient accumulation).
+  double samples =
+      double(a.batch) *
+      (r.metrics.count("train.batches_per_step") ? r.metrics.at("train.batches_per_step") : 1.0);
+  nlohmann::json memory = nlohmann::json::object();
+  for (const auto& [key, value] : r.metrics)
+    if (key.rfind("memory.", 0) == 0) memory[key.substr(7)] = value;
+  nlohmann::json j{{"model", model},
+                   {"device", a.device},
+                   {"batch", a.batch},
+                   {"precision", a.precision},
+                   {"recompute", a.recompute},
+                   {"options", a.options},
+                   {"train",
+                    {{"steps", a.steps},
+                     {"first_loss", t.first_loss},
+                     {"last_loss", t.last_loss},
+                     {"step_seconds", step_s},
+                     {"samples_per_step", samples},
+                     {"samples_per_s", step_s > 0 ? samples / step_s : 0.0},
+                     {"phases", phase_seconds(r)},
+                     {"memory", memory}}},
+                   {"compile", to_json(step.executable().compile_report())},
+                   {"report", to_json(r)}};
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
 // The model to train and its input type with the batch bound: a zoo model (traced) or an ONNX
 // file (its floating-point initializers are the parameters).
 struct TrainModel {
@@ -174,6 +235,8 @@ TrainOptions train_options(const TrainArgs& a) {
   o.schedule = make_schedule(a.schedule, a.steps, a.warmup_steps, a.step_size, a.gamma, a.min_lr);
   o.compile.precision = a.precision;
   o.compile.options = parse_key_values(a.options, "--option");
+  o.compile.overrides = parse_key_values(a.overrides, "--set");
+  o.compile.timing_only = a.timing_only;
   o.recompute = parse_recompute(a.recompute);
   return o;
 }
@@ -201,12 +264,17 @@ int run_train(const TrainArgs& a) {
     last = step.step(x, y);
     if (i == 0) first = last;
     device_s += step.last_report().device_seconds;
+    if (a.json) continue;
     if (!a.quiet && scheduled)
       std::cout << fmt::format("step {:>5}/{}  lr {:.6g}  loss {:.6f}\n", i + 1, a.steps, lr, last);
     else if (!a.quiet)
       std::cout << fmt::format("step {:>5}/{}  loss {:.6f}\n", i + 1, a.steps, last);
   }
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (a.json) {
+    print_json(a, model.name, step, {first, last, compile_s, wall, device_s});
+    return 0;
+  }
   print_summary(a, model.name, step, {first, last, compile_s, wall, device_s});
   if (trace) {
     trace->close();
@@ -269,6 +337,11 @@ Command add_train_command(CLI::App& app) {
                   "Matrix precision: default|high|highest (TPU), float32|float16 (IPU)")
       ->capture_default_str();
   cmd->add_option("--option", a->options, "Backend option key=value (e.g. replicas=2)");
+  cmd->add_option("--set", a->overrides, "Preset field override key=value (e.g. mxu.rows=64)");
+  cmd->add_flag("--timing-only", a->timing_only,
+                "Emulators: cycles and memory only, skip numerics (losses are meaningless)");
+  cmd->add_flag("--json", a->json,
+                "Print JSON: the last step's report, step time, samples/s, time by phase, memory");
   cmd->add_option("--recompute", a->recompute,
                   "Recompute activations in the backward pass instead of keeping them: none, "
                   "checkpoints (keep conv/matmul outputs) or full (keep ~sqrt(n) block outputs)")

@@ -1,9 +1,9 @@
 #include "frontend/cli/sweep_analysis.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <csignal>
 #include <cstring>
-#include <fmt/format.h>
 #include <map>
 
 #include "frontend/cli/cli_common.h"
@@ -25,7 +25,8 @@ double offchip_bytes(const nlohmann::json& report) {
   double total = 0;
   // Bound to a local: a range-for over items() of value()'s temporary would dangle.
   const nlohmann::json moved = report.value("bytes_moved", nlohmann::json::object());
-  static const char* const kOffchipPrefixes[] = {"hbm", "ddr", "dram", "gddr", "lpddr", "host", "offchip", "streaming"};
+  static const char* const kOffchipPrefixes[] = {"hbm",   "ddr",  "dram",    "gddr",
+                                                 "lpddr", "host", "offchip", "streaming"};
   for (const auto& [level, bytes] : moved.items())
     for (const char* prefix : kOffchipPrefixes)
       if (level.rfind(prefix, 0) == 0) {
@@ -35,10 +36,41 @@ double offchip_bytes(const nlohmann::json& report) {
   return total;
 }
 
-std::string overrides_text(const Point& p) {
+std::map<std::string, double> number_map(const nlohmann::json& j) {
+  std::map<std::string, double> out;
+  if (j.is_object())
+    for (const auto& [k, v] : j.items())
+      if (v.is_number()) out[k] = v.get<double>();
+  return out;
+}
+
+// A training point (`mimic train --json`): the step time, samples per second, phases, memory.
+void read_train(const nlohmann::json& train, PointResult& r) {
+  r.latency_s = train.value("step_seconds", 0.0);
+  r.samples_per_step = train.value("samples_per_step", double(r.point.batch));
+  r.throughput = train.value("samples_per_s", 0.0);
+  r.phases = number_map(train.value("phases", nlohmann::json::object()));
+  r.memory = number_map(train.value("memory", nlohmann::json::object()));
+}
+
+std::string memory_text(const PointResult& r) {
+  auto peak = r.memory.find("peak_bytes");
+  if (peak == r.memory.end()) return "-";
+  auto cap = r.memory.find("capacity_bytes");
+  return cap == r.memory.end() || cap->second <= 0
+             ? format_bytes(peak->second)
+             : fmt::format("{} ({:.0f}%)", format_bytes(peak->second),
+                           100 * peak->second / cap->second);
+}
+
+std::string phases_text(const PointResult& r) {
   std::string s;
-  for (const auto& [f, v] : p.overrides) s += (s.empty() ? "" : " ") + f + "=" + v;
-  return s;
+  for (const char* name : {"forward", "backward", "allreduce", "update", "other"}) {
+    auto it = r.phases.find(name);
+    if (it != r.phases.end() && it->second > 0)
+      s += fmt::format("{}{} {}", s.empty() ? "" : " ", name[0], format_seconds(it->second));
+  }
+  return s.empty() ? "-" : s;
 }
 
 }  // namespace
@@ -50,8 +82,13 @@ PointResult from_json(const Point& p, const nlohmann::json& run) {
   const auto& rep = run.at("report");
   r.cycles = rep.value("cycles", uint64_t{0});
   r.flops = rep.value("total_flops", int64_t{0});
-  r.latency_s = r.cycles > 0 ? rep.value("device_seconds", 0.0) : run.at("wall_seconds").value("min", 0.0);
-  r.throughput = r.latency_s > 0 ? static_cast<double>(p.batch) / r.latency_s : 0;
+  if (run.contains("train")) {
+    read_train(run.at("train"), r);
+  } else {
+    r.latency_s =
+        r.cycles > 0 ? rep.value("device_seconds", 0.0) : run.at("wall_seconds").value("min", 0.0);
+    r.throughput = r.latency_s > 0 ? static_cast<double>(p.batch) / r.latency_s : 0;
+  }
   r.peak_flops = rep.value("peak_flops_per_s", 0.0);
   r.ridge = rep.value("ridge_intensity", 0.0);
   r.achieved_flops = r.latency_s > 0 ? static_cast<double>(r.flops) / r.latency_s : 0;
@@ -68,7 +105,8 @@ PointResult analyze(const Point& p, const ProcessResult& proc) {
   r.host_seconds = proc.wall_seconds;
   if (proc.signal != 0) {
     r.status = "error";
-    r.reason = fmt::format("crashed: killed by signal {} ({})", proc.signal, strsignal(proc.signal));
+    r.reason =
+        fmt::format("crashed: killed by signal {} ({})", proc.signal, strsignal(proc.signal));
     return r;
   }
   if (proc.exit_code == 4) {
@@ -93,13 +131,32 @@ PointResult analyze(const Point& p, const ProcessResult& proc) {
 }
 
 nlohmann::json to_json(const PointResult& r) {
-  nlohmann::json ov = nlohmann::json::object();
+  nlohmann::json ov = nlohmann::json::object(), options = nlohmann::json::object();
   for (const auto& [f, v] : r.point.overrides) ov[f] = v;
-  return {{"key", r.point.key()}, {"device", r.point.device}, {"batch", r.point.batch}, {"layout", r.point.layout},
-          {"precision", r.point.precision}, {"overrides", ov}, {"status", r.status}, {"reason", r.reason},
-          {"latency_s", r.latency_s}, {"throughput", r.throughput}, {"utilization", r.utilization},
-          {"intensity", r.intensity}, {"achieved_flops", r.achieved_flops}, {"peak_flops", r.peak_flops},
-          {"ridge", r.ridge}, {"bound", r.bound}, {"cycles", r.cycles}, {"flops", r.flops},
+  for (const auto& [f, v] : r.point.options) options[f] = v;
+  return {{"key", r.point.key()},
+          {"device", r.point.device},
+          {"batch", r.point.batch},
+          {"layout", r.point.layout},
+          {"precision", r.point.precision},
+          {"overrides", ov},
+          {"options", options},
+          {"recompute", r.point.recompute},
+          {"samples_per_step", r.samples_per_step},
+          {"phases", r.phases},
+          {"memory", r.memory},
+          {"status", r.status},
+          {"reason", r.reason},
+          {"latency_s", r.latency_s},
+          {"throughput", r.throughput},
+          {"utilization", r.utilization},
+          {"intensity", r.intensity},
+          {"achieved_flops", r.achieved_flops},
+          {"peak_flops", r.peak_flops},
+          {"ridge", r.ridge},
+          {"bound", r.bound},
+          {"cycles", r.cycles},
+          {"flops", r.flops},
           {"host_seconds", r.host_seconds}};
 }
 
@@ -109,7 +166,15 @@ PointResult point_result_from_json(const nlohmann::json& j) {
   r.point.batch = j.at("batch");
   r.point.layout = j.at("layout");
   r.point.precision = j.at("precision");
-  for (const auto& [f, v] : j.at("overrides").items()) r.point.overrides.emplace_back(f, v.get<std::string>());
+  for (const auto& [f, v] : j.at("overrides").items())
+    r.point.overrides.emplace_back(f, v.get<std::string>());
+  const nlohmann::json options = j.value("options", nlohmann::json::object());
+  for (const auto& [f, v] : options.items())
+    if (v.is_string()) r.point.options.emplace_back(f, v.get<std::string>());
+  r.point.recompute = j.value("recompute", "");
+  r.samples_per_step = j.value("samples_per_step", 0.0);
+  r.phases = number_map(j.value("phases", nlohmann::json::object()));
+  r.memory = number_map(j.value("memory", nlohmann::json::object()));
   r.status = j.at("status");
   r.reason = j.value("reason", "");
   r.latency_s = j.value("latency_s", 0.0);
@@ -147,12 +212,14 @@ std::vector<Recommendation> recommend(const std::vector<PointResult>& results, d
   for (const auto& config : order) {
     Recommendation rec = by_config[config];
     if (!rec.found) {
-      rec.note = budget > 0 ? fmt::format("no batch fits and meets the {} budget", format_seconds(budget))
-                            : "no batch fits";
+      rec.note = budget > 0
+                     ? fmt::format("no batch fits and meets the {} budget", format_seconds(budget))
+                     : "no batch fits";
     } else {
       bool larger_fits = false;
       for (const auto& r : results)
-        if (r.point.config() == config && r.fits() && r.point.batch > rec.best.point.batch) larger_fits = true;
+        if (r.point.config() == config && r.fits() && r.point.batch > rec.best.point.batch)
+          larger_fits = true;
       rec.note = larger_fits && budget > 0 ? "larger batches exceed the latency budget"
                  : larger_fits             ? "larger batches have lower throughput"
                                            : "largest batch swept that fits";
@@ -163,39 +230,58 @@ std::vector<Recommendation> recommend(const std::vector<PointResult>& results, d
 }
 
 std::string table(const std::vector<PointResult>& results) {
-  bool any_overrides = false;
-  for (const auto& r : results) any_overrides = any_overrides || !r.point.overrides.empty();
-  std::string out = fmt::format("{:<18} {:>6} {:<6} {:<9} {}{:>12} {:>14} {:>7} {:>8} {}\n", "device", "batch", "layout",
-                                "precision", any_overrides ? fmt::format("{:<20} ", "set") : "", "latency",
-                                "throughput/s", "util", "bound", "fits");
+  bool any_choices = false, train = false;
+  for (const auto& r : results) {
+    any_choices = any_choices || !r.point.choices().empty();
+    train = train || !r.point.recompute.empty();
+  }
+  // One line: the point's columns, then what was measured (or "-" where it does not fit).
+  auto line = [&](const std::vector<std::string>& point, const std::vector<std::string>& measured,
+                  const std::string& fits) {
+    std::string s =
+        fmt::format("{:<18} {:>6} {:<6} {:<9} ", point[0], point[1], point[2], point[3]);
+    if (any_choices) s += fmt::format("{:<28} ", point[4]);
+    s += fmt::format("{:>12} {:>14} {:>7} {:>8} ", measured[0], measured[1], measured[2],
+                     measured[3]);
+    if (train) s += fmt::format("{:>16} {:<40} ", measured[4], measured[5]);
+    return s + fits + "\n";
+  };
+  std::string out = line({"device", "batch", "layout", "precision", "choices"},
+                         {train ? "step" : "latency", train ? "samples/s" : "throughput/s", "util",
+                          "bound", "peak memory", "phases"},
+                         "fits");
   for (const auto& r : results) {
     const Point& p = r.point;
-    std::string ov = any_overrides ? fmt::format("{:<20} ", overrides_text(p)) : "";
-    if (!r.fits()) {
-      out += fmt::format("{:<18} {:>6} {:<6} {:<9} {}{:>12} {:>14} {:>7} {:>8} {}: {}\n", p.device, p.batch, p.layout,
-                         p.precision, ov, "-", "-", "-", "-", r.status == "does not fit" ? "no" : r.status, r.reason);
-      continue;
-    }
-    out += fmt::format("{:<18} {:>6} {:<6} {:<9} {}{:>12} {:>14.1f} {:>6.1f}% {:>8} yes\n", p.device, p.batch, p.layout,
-                       p.precision, ov, format_seconds(r.latency_s), r.throughput, 100 * r.utilization,
-                       r.bound.empty() ? "-" : r.bound);
+    std::vector<std::string> point{p.device, std::to_string(p.batch), p.layout, p.precision,
+                                   p.choices()};
+    if (!r.fits())
+      out += line(point, {"-", "-", "-", "-", memory_text(r), "-"},
+                  (r.status == "does not fit" ? "no" : r.status) + ": " + r.reason);
+    else
+      out += line(point,
+                  {format_seconds(r.latency_s), fmt::format("{:.1f}", r.throughput),
+                   fmt::format("{:.1f}%", 100 * r.utilization), r.bound.empty() ? "-" : r.bound,
+                   memory_text(r), phases_text(r)},
+                  "yes");
   }
   return out;
 }
 
 std::string csv(const std::vector<PointResult>& results) {
-  std::string out = "device,batch,layout,precision,overrides,status,reason,latency_s,throughput,utilization,"
-                    "intensity,bound,cycles,flops,host_seconds\n";
+  std::string out =
+      "device,batch,layout,precision,overrides,status,reason,latency_s,throughput,utilization,"
+      "intensity,bound,cycles,flops,host_seconds,peak_memory_bytes\n";
   auto quote = [](std::string s) {
     std::string q = "\"";
     for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
     return q + "\"";
   };
   for (const auto& r : results)
-    out += fmt::format("{},{},{},{},{},{},{},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{},{:.3f}\n", r.point.device,
-                       r.point.batch, r.point.layout, r.point.precision, quote(overrides_text(r.point)), r.status,
-                       quote(r.reason), r.latency_s, r.throughput, r.utilization, r.intensity, r.bound, r.cycles,
-                       r.flops, r.host_seconds);
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{:.9g},{:.9g},{:.6g},{:.6g},{},{},{},{:.3f},{:.0f}\n", r.point.device,
+        r.point.batch, r.point.layout, r.point.precision, quote(r.point.choices()), r.status,
+        quote(r.reason), r.latency_s, r.throughput, r.utilization, r.intensity, r.bound, r.cycles,
+        r.flops, r.host_seconds, r.memory.count("peak_bytes") ? r.memory.at("peak_bytes") : 0.0);
   return out;
 }
 

@@ -2,6 +2,7 @@
 // precision, overrides), the batch with the highest throughput whose latency fits the budget.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -24,6 +25,10 @@ struct PointResult {
   uint64_t cycles = 0;
   int64_t flops = 0;
   double host_seconds = 0;  // how long the point took to emulate
+  // Training points: latency_s is the step time, throughput samples per second.
+  double samples_per_step = 0;           // batch x gradient accumulation (as the backend reports)
+  std::map<std::string, double> phases;  // seconds: forward, backward, allreduce, update
+  std::map<std::string, double> memory;  // bytes: peak_bytes, capacity_bytes, <category>_bytes
   bool fits() const { return status == "ok"; }
 };
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "frontend/api/device.h"
+#include "frontend/api/recompute.h"
 #include "frontend/cli/cli_common.h"
 #include "frontend/ir/error.h"
 #include "traces/output_file.h"
@@ -21,9 +22,14 @@ void print_recommendations(const std::vector<Recommendation>& recs, double budge
       std::cout << fmt::format("  {:<40} none: {}\n", r.config, r.note);
       continue;
     }
-    std::cout << fmt::format("  {:<40} batch {:<5} {:>12.1f} inferences/s at {} ({})\n", r.config,
-                             r.best.point.batch, r.best.throughput,
-                             format_seconds(r.best.latency_s), r.note);
+    const Point& p = r.best.point;
+    if (p.recompute.empty())
+      std::cout << fmt::format("  {:<40} batch {:<5} {:>12.1f} inferences/s at {} ({})\n", r.config,
+                               p.batch, r.best.throughput, format_seconds(r.best.latency_s), r.note);
+    else
+      std::cout << fmt::format("  {:<40} batch {} {}: {:.1f} samples/s, {} per step ({})\n",
+                               r.config, p.batch, p.choices(), r.best.throughput,
+                               format_seconds(r.best.latency_s), r.note);
   }
 }
 
@@ -50,10 +56,15 @@ void write_report(const std::string& path, const Spec& spec, const std::string& 
   r.sweep_id = id;
   r.spec_json = spec_json(spec).dump(2);
   r.latency_budget_s = spec.latency_budget_s;
-  for (const auto& p : results)
-    r.points.push_back({p.point.config(), p.point.device, p.point.batch, p.status, p.reason,
-                        p.bound, p.latency_s, p.throughput, p.utilization, p.intensity,
-                        p.achieved_flops, p.peak_flops, p.ridge});
+  r.train = spec.train;
+  for (const auto& p : results) {
+    // Training: one series per choice of options and recomputation, each over the batch.
+    std::string series = p.point.config();
+    if (spec.train && !p.point.choices().empty()) series += " " + p.point.choices();
+    r.points.push_back({series, p.point.device, p.point.batch, p.status, p.reason, p.bound,
+                        p.latency_s, p.throughput, p.utilization, p.intensity, p.achieved_flops,
+                        p.peak_flops, p.ridge, p.memory, p.phases});
+  }
   for (const auto& rec : recs)
     r.recommendations.push_back({rec.config, rec.found, rec.found ? rec.best.point.batch : 0,
                                  rec.best.latency_s, rec.best.throughput, rec.note});
@@ -77,6 +88,20 @@ void write_json(const std::string& path, const std::string& id, double budget,
   write_file(path, j.dump(2) + "\n");
 }
 
+// "field=v1,v2" items of --set or --option: field -> values.
+std::vector<std::pair<std::string, std::vector<std::string>>> parse_value_lists(
+    const std::vector<std::string>& items, const std::string& flag) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& item : items) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InvalidArgument(fmt::format("{} '{}' must look like field=v1,v2,...", flag, item));
+    out.emplace_back(item.substr(0, eq),
+                     parse_list(item.substr(eq + 1), flag + " " + item.substr(0, eq)));
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json args_to_json(const Args& a) {
@@ -88,6 +113,10 @@ nlohmann::json args_to_json(const Args& a) {
           {"precisions", a.precisions},
           {"model_args", a.model_args},
           {"sets", a.sets},
+          {"options", a.options},
+          {"train", a.train},
+          {"recomputes", a.recomputes},
+          {"optimizer", a.optimizer},
           {"latency_budget", a.latency_budget},
           {"csv", a.csv_path},
           {"json", a.json_path},
@@ -114,6 +143,10 @@ Args args_from_json(const nlohmann::json& j) {
   j.at("precisions").get_to(a.precisions);
   j.at("model_args").get_to(a.model_args);
   j.at("sets").get_to(a.sets);
+  a.options = j.value("options", a.options);
+  a.train = j.value("train", a.train);
+  a.recomputes = j.value("recomputes", a.recomputes);
+  a.optimizer = j.value("optimizer", a.optimizer);
   j.at("latency_budget").get_to(a.latency_budget);
   j.at("csv").get_to(a.csv_path);
   j.at("json").get_to(a.json_path);
@@ -146,12 +179,15 @@ Spec make_spec(const Args& a) {
     if (l != "nchw" && l != "nhwc")
       throw InvalidArgument(fmt::format("unknown layout '{}' (use nchw or nhwc)", l));
   s.precisions = parse_list(a.precisions, "--precision");
-  for (const auto& item : a.sets) {
-    auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw InvalidArgument(fmt::format("--set '{}' must look like field=v1,v2,...", item));
-    s.overrides.emplace_back(item.substr(0, eq),
-                             parse_list(item.substr(eq + 1), "--set " + item.substr(0, eq)));
+  s.overrides = parse_value_lists(a.sets, "--set");
+  s.options = parse_value_lists(a.options, "--option");
+  s.train = a.train;
+  s.optimizer = a.optimizer;
+  if (a.train) {
+    s.recomputes = parse_list(a.recomputes, "--recompute");
+    for (const auto& r : s.recomputes) parse_recompute(r);
+  } else if (a.recomputes != "none") {
+    throw InvalidArgument(fmt::format("--recompute {} needs --train", a.recomputes));
   }
   if (!a.latency_budget.empty()) s.latency_budget_s = parse_duration(a.latency_budget);
   if (a.jobs <= 0) throw InvalidArgument(fmt::format("-j must be positive, got {}", a.jobs));
@@ -161,8 +197,9 @@ Spec make_spec(const Args& a) {
 }
 
 nlohmann::json spec_json(const Spec& s) {
-  nlohmann::json sets = nlohmann::json::object();
+  nlohmann::json sets = nlohmann::json::object(), options = nlohmann::json::object();
   for (const auto& [f, v] : s.overrides) sets[f] = v;
+  for (const auto& [f, v] : s.options) options[f] = v;
   return {{"model", s.model},
           {"onnx", s.onnx},
           {"model_args", s.model_args},
@@ -171,6 +208,10 @@ nlohmann::json spec_json(const Spec& s) {
           {"layouts", s.layouts},
           {"precisions", s.precisions},
           {"set", sets},
+          {"option", options},
+          {"train", s.train},
+          {"recompute", s.recomputes},
+          {"optimizer", s.optimizer},
           {"latency_budget_s", s.latency_budget_s},
           {"timing_only", s.timing_only},
           {"seed", s.seed}};

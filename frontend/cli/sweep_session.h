@@ -21,7 +21,9 @@ namespace mimic::cli::sweep {
 struct Args {
   std::string model, onnx, devices = "cpu", batches = "1,2,4,8", layouts = "nchw",
                            precisions = "default";
-  std::vector<std::string> model_args, sets;
+  std::vector<std::string> model_args, sets, options;
+  bool train = false;  // training steps instead of inferences
+  std::string recomputes = "none", optimizer = "sgd";
   std::string latency_budget, csv_path, json_path, trace, report;
   bool timing_only = false, resume = false;
   int jobs = 1;

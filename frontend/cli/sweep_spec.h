@@ -1,5 +1,7 @@
 // `mimic sweep`: what to sweep. The grid is the cartesian product of devices, batches, layouts,
-// precisions and preset-field overrides; each point is one `mimic run` in its own process.
+// precisions, preset-field overrides and backend options (and, with --train, recomputation
+// modes); each point is one `mimic run` (or, with --train, one timed `mimic train` step) in its
+// own process.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,12 @@ struct Spec {
   std::vector<std::string> precisions{"default"};
   // field -> values, from --set field=v1,v2,...
   std::vector<std::pair<std::string, std::vector<std::string>>> overrides;
-  double latency_budget_s = 0;  // 0: no budget
+  // key -> values, from --option key=v1,v2,... (backend options: replicas, num_ipus, ...)
+  std::vector<std::pair<std::string, std::vector<std::string>>> options;
+  bool train = false;  // points are training steps (`mimic train`), not inferences
+  std::vector<std::string> recomputes{"none"};  // --train: recomputation modes
+  std::string optimizer = "sgd";                // --train
+  double latency_budget_s = 0;  // 0: no budget (--train: a step-time budget)
   bool timing_only = false;
   uint64_t seed = 0;
 };
@@ -28,8 +35,13 @@ struct Point {
   std::string device, layout, precision;
   int64_t batch = 0;
   std::vector<std::pair<std::string, std::string>> overrides;  // field=value
+  std::vector<std::pair<std::string, std::string>> options;    // backend option key=value
+  std::string recompute;  // training points: none|checkpoints|full; empty for inference points
   std::string key() const;       // stable identity within a sweep ("tpu-emu:v4|b8|nchw|default|mxu.rows=64")
-  std::string config() const;    // the grouping for recommendations: everything but the batch
+  // The grouping for recommendations: everything but the batch (training: also everything a
+  // training run chooses, recomputation and backend options, so the best of them is picked).
+  std::string config() const;
+  std::string choices() const;  // "mxu.rows=64 replicas=2 recompute=full": sets, options, recompute
 };
 
 // "1,2,4,...,1024" (powers of two between the ends when "..." is used), "1,8,64", "16".

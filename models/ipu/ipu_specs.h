@@ -2,7 +2,7 @@
 // tiles with their SRAM, worker contexts, the AMP (matrix) and vector datapaths, the on-chip
 // exchange, BSP syncs, IPU-Links between chips and the PCIe host link.
 //
-// Presets gc2 (Colossus Mk1), gc200 (Mk2) and bow follow /work/shared/reference/hardware.md §D/§E;
+// Presets gc2 (Colossus Mk1), gc200 (Mk2) and bow follow docs/references.md §D/§E;
 // every field of every preset says where its value comes from: [R] retrieved, [R-3P] third-party,
 // [D] derived by arithmetic from those, [I] inferred (no published figure; our estimate).
 // A JSON file either defines a device (every field) or overrides a preset ("base": "gc200"); the

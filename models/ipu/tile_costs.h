@@ -4,7 +4,7 @@
 // Modeled: a tile's worker contexts are barrel-scheduled, each issuing one instruction every
 // `worker_contexts` tile cycles, so a vertex of W worker cycles occupies its worker for
 // W * worker_contexts tile cycles and a compute phase on a tile lasts as long as its busiest worker
-// (Poplar's per-tile compute-set estimate, hardware.md §E; the max-over-workers rule is an
+// (Poplar's per-tile compute-set estimate, docs/references.md §E; the max-over-workers rule is an
 // inference there too). Vertex costs follow the shape of Poplar's cycle estimators:
 //   AMP:    overhead + ceil(MACs / AMP MACs per instruction)        (poplin ConvPartial*)
 //   vector: overhead + ceil(n / vector width) * cycles per vector   (popops basicOpLoopCycles)

@@ -13,7 +13,22 @@
 //     products accumulate exactly in int32 (computed in fp32 when K*127^2 < 2^24, else fp64);
 //     the int32 sum is rescaled by both scales to fp32, the epilogue (bias, residual, activation)
 //     runs in fp32, and the stored activations are requantized to int8 (per-tensor scale of the
-//     kernel's output), i.e. kept on the int8 grid.
+//     kernel's output), i.e. kept on the int8 grid. Depthwise convolutions (vector-unit kernels)
+//     take the same int8 operands: taps quantized per output channel, the input per tensor.
+//   Grouped and depthwise convolutions (feature_group_count > 1) follow the same precision rule
+//     as every other convolution: the precision config belongs to the convolution HLO whatever
+//     its group count, JAX's jax_default_matmul_precision and torch_xla's set_mat_mul_precision
+//     document it for "matrix multiplication and convolution" on TPU (default: "downcasting an
+//     FP32 to BF16 before multiplying"), and XLA's ConvolutionGroupConverter carries the
+//     convolution's precision_config onto every rewrite of a grouped convolution. The one
+//     documented exception, matrix-vector products in fp32 (jax#16349), names no convolution.
+//     Grouped convolutions run as one GEMM per group on the matrix units; depthwise ones are
+//     computed by the vector-unit kernel (numerics_vector.cpp) with the same bf16 passes, each
+//     tap costing the passes' products. Which unit a real TPU uses for depthwise convolutions
+//     is not published (XLA's TPU backend is closed): the Cloud TPU TensorFlow performance
+//     guide pads tf.nn.depthwise_conv2d's feature dimensions to 8 or 128 like every
+//     convolution's, so XLA lowers them as convolutions, but their mapping onto the MXU is not
+//     documented; timing keeps them on the vector unit.
 //   Vector unit: fp32 (matrix-vector products too, as TPUs do them on the VPU, jax#16349).
 //   Outputs of bf16 graph tensors are rounded to bf16 when stored.
 // Operand parts, layouts (NCHW inputs are relaid to channels-last once) and quantizations are
@@ -33,6 +48,15 @@
 #include "models/tpu/program.h"
 
 namespace mimic::models::tpu {
+
+// One product of bf16 operand parts (0 = hi, 1 = mid, 2 = lo) of a matrix pass.
+struct Pass {
+  int a, w;
+};
+
+// Products of bf16 parts per precision (passes 1, 3 or 6), low-order terms first, as summed in
+// fp32 (products of two bf16 values are exact in fp32) (numerics_gemm.cpp).
+std::vector<Pass> passes_for(int64_t passes);
 
 // The epilogue of a GEMM block over n contiguous outputs (numerics_gemm.cpp).
 void gemm_epilogue(const float* src, int64_t n, const float* bias_vec, float bias,

@@ -15,18 +15,6 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 using Map = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 
-struct Pass {
-  int a, w;  // operand parts
-};
-
-// Products of bf16 parts per precision, low-order terms first (fp32 accumulation of exact
-// products).
-std::vector<Pass> passes_for(int64_t passes) {
-  if (passes >= 6) return {{1, 1}, {2, 0}, {0, 2}, {1, 0}, {0, 1}, {0, 0}};
-  if (passes >= 3) return {{1, 0}, {0, 1}, {0, 0}};
-  return {{0, 0}};
-}
-
 float activate(VectorFunc f, float x, float p0, float p1) {
   switch (f) {
     case VectorFunc::identity:
@@ -109,6 +97,12 @@ bool pointwise(const Window& w) {
 }
 
 }  // namespace
+
+std::vector<Pass> passes_for(int64_t passes) {
+  if (passes >= 6) return {{1, 1}, {2, 0}, {0, 2}, {1, 0}, {0, 1}, {0, 0}};
+  if (passes >= 3) return {{1, 0}, {0, 1}, {0, 0}};
+  return {{0, 0}};
+}
 
 // dst[i] = store(act(src[i] * alpha + bias + residual[i])) over n contiguous elements; `bias` is
 // per element when `bias_vec` is given, else the scalar. Simple loops the compiler vectorizes.

@@ -1,6 +1,7 @@
 // Numerics of vector-unit instructions (fp32): elementwise maps with broadcasting, strided copies,
 // reductions, softmax, layer normalization, per-channel scale/shift, pooling, depthwise
-// convolution. Each instruction computes its region [r0, r1) (see VectorDesc in program.h).
+// convolution (on bf16 chips with the precision's bf16 passes, as every convolution: numerics.h).
+// Each instruction computes its region [r0, r1) (see VectorDesc in program.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -378,14 +379,30 @@ void scale_shift(const VectorDesc& d, const float* x, const float* s, const floa
   }
 }
 
-// One output row (image, oh) of output channel oc of a pooling or depthwise convolution.
+// Operands of a depthwise convolution as the chip's matrix numerics see them: bf16 parts of input
+// and taps (part 0 = hi, 1 = mid, 2 = lo) and the products of parts its precision takes, or on
+// int8 chips the int8 input and taps (one pass) whose exact sum is rescaled by the input's scale
+// times the channel's tap scale. Empty `passes` computes in plain fp32.
+struct TapParts {
+  const float* x[3] = {nullptr, nullptr, nullptr};
+  const float* w[3] = {nullptr, nullptr, nullptr};
+  std::vector<Pass> passes;
+  float x_scale = 0;               // int8: the input's per-tensor scale (0: bf16 or fp32)
+  const float* w_scale = nullptr;  // int8: one scale per output channel
+};
+
+// One output row (image, oh) of output channel oc of a pooling or depthwise convolution. With
+// parts, each pass accumulates its products over the taps in fp32 and the passes are summed
+// low-order first, as a matrix unit's passes are (numerics_gemm.cpp).
 void window_row(const VectorDesc& d, const float* x, const float* w, const float* bias, float* y,
-                int64_t img, int64_t oh, int64_t oc) {
+                int64_t img, int64_t oh, int64_t oc, const TapParts& parts) {
   const Window& g = d.window;
   const bool dw = d.func == VectorFunc::depthwise_conv;
+  const size_t npass = dw ? parts.passes.size() : 0;
   const int64_t out_c = dw ? g.m : g.c, ic = oc / (dw ? g.m / g.c : 1);
   for (int64_t ow = 0; ow < g.ow; ++ow) {
     float acc = d.func == VectorFunc::max_pool ? -std::numeric_limits<float>::infinity() : 0.0f;
+    float pass_acc[6] = {0, 0, 0, 0, 0, 0};
     int64_t count = 0;
     for (int64_t i = 0; i < g.kh; ++i) {
       int64_t ih = oh * g.sh - g.ph + i * g.dh;
@@ -396,17 +413,24 @@ void window_row(const VectorDesc& d, const float* x, const float* w, const float
           if (g.count_include_pad && ih < g.h + g.ph_end && iw < g.w + g.pw_end) ++count;
           continue;
         }
-        float v = g.channels_last ? x[((img * g.h + ih) * g.w + iw) * g.c + ic]
-                                  : x[((img * g.c + ic) * g.h + ih) * g.w + iw];
-        if (dw)
-          acc += v * w[oc * g.kh * g.kw + i * g.kw + j];
-        else if (d.func == VectorFunc::max_pool)
-          acc = std::max(acc, v);
-        else
-          acc += v;
+        const int64_t at = g.channels_last ? ((img * g.h + ih) * g.w + iw) * g.c + ic
+                                           : ((img * g.c + ic) * g.h + ih) * g.w + iw;
+        const int64_t tap = oc * g.kh * g.kw + i * g.kw + j;
+        if (npass) {
+          for (size_t p = 0; p < npass; ++p)
+            pass_acc[p] += parts.x[parts.passes[p].a][at] * parts.w[parts.passes[p].w][tap];
+        } else if (dw) {
+          acc += x[at] * w[tap];
+        } else if (d.func == VectorFunc::max_pool) {
+          acc = std::max(acc, x[at]);
+        } else {
+          acc += x[at];
+        }
         ++count;
       }
     }
+    for (size_t p = 0; p < npass; ++p) acc += pass_acc[p];
+    if (npass && parts.x_scale > 0) acc *= parts.x_scale * parts.w_scale[oc];
     if (d.func == VectorFunc::avg_pool) acc = count ? acc / static_cast<float>(count) : 0.0f;
     if (dw && bias) acc += bias[oc];
     int64_t at = g.channels_last ? ((img * g.oh + oh) * g.ow + ow) * out_c + oc
@@ -418,18 +442,36 @@ void window_row(const VectorDesc& d, const float* x, const float* w, const float
 // Max/average pooling and depthwise convolution over rows [r0, r1): image rows (n, oh) of every
 // channel, or (n, channel, oh) with Window::channel_rows.
 void window_op(const VectorDesc& d, const float* x, const float* w, const float* bias, float* y,
-               int64_t r0, int64_t r1) {
+               int64_t r0, int64_t r1, const TapParts& parts) {
   const Window& g = d.window;
   const int64_t out_c = d.func == VectorFunc::depthwise_conv ? g.m : g.c;
   if (g.channel_rows) {
 #pragma omp parallel for if ((r1 - r0) * g.ow > 16384) schedule(static)
     for (int64_t r = r0; r < r1; ++r)
-      window_row(d, x, w, bias, y, r / (out_c * g.oh), r % g.oh, (r / g.oh) % out_c);
+      window_row(d, x, w, bias, y, r / (out_c * g.oh), r % g.oh, (r / g.oh) % out_c, parts);
     return;
   }
 #pragma omp parallel for collapse(2) if ((r1 - r0) * g.ow * out_c > 16384) schedule(static)
   for (int64_t r = r0; r < r1; ++r)
-    for (int64_t oc = 0; oc < out_c; ++oc) window_row(d, x, w, bias, y, r / g.oh, r % g.oh, oc);
+    for (int64_t oc = 0; oc < out_c; ++oc)
+      window_row(d, x, w, bias, y, r / g.oh, r % g.oh, oc, parts);
+}
+
+// int8 chips: depthwise taps [M, kh*kw] quantized per output channel with the symmetric scale
+// max|w| / 127 (round half to even), as a matrix unit's weights are per output column.
+void quantize_taps(const Window& g, const float* w, std::vector<float>* q,
+                   std::vector<float>* scales) {
+  const int64_t kvol = g.kh * g.kw;
+  q->resize(static_cast<size_t>(g.m * kvol));
+  scales->resize(static_cast<size_t>(g.m));
+  for (int64_t oc = 0; oc < g.m; ++oc) {
+    float mx = 0;
+    for (int64_t t = 0; t < kvol; ++t) mx = std::max(mx, std::fabs(w[oc * kvol + t]));
+    const float s = numeric::int8_scale_for(mx);
+    (*scales)[oc] = s;
+    for (int64_t t = 0; t < kvol; ++t)
+      (*q)[oc * kvol + t] = std::clamp(std::nearbyint(w[oc * kvol + t] / s), -127.0f, 127.0f);
+  }
 }
 
 // Gather over [outer, axis, inner]: output rows (o, j) in [r0, r1) copy row idx[j] of outer o
@@ -493,10 +535,30 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
       return;
     case VectorFunc::max_pool:
     case VectorFunc::avg_pool:
-    case VectorFunc::depthwise_conv:
-      window_op(d, inputs.at(0), inputs.size() > 1 ? inputs[1] : nullptr,
-                inputs.size() > 2 ? inputs[2] : nullptr, y, r0, r1);
+      window_op(d, inputs.at(0), nullptr, nullptr, y, r0, r1, TapParts{});
       return;
+    case VectorFunc::depthwise_conv: {
+      // The chip's convolution numerics (numerics.h): bf16 passes, or int8 operands.
+      TapParts parts;
+      std::vector<float> taps, tap_scales;
+      if (program_.numerics == MatrixNumerics::bf16) {
+        parts.passes = passes_for(program_.passes);
+        for (const Pass& p : parts.passes) {
+          parts.x[p.a] = operand(d.in[0], p.a, false, nullptr);
+          parts.w[p.w] = operand(d.in[1], p.w, false, nullptr);
+        }
+      } else {
+        parts.passes = {{0, 0}};
+        parts.x[0] = operand(d.in[0], 0, false, nullptr);
+        parts.x_scale = tensor_scale(d.in[0]);
+        quantize_taps(d.window, inputs.at(1), &taps, &tap_scales);
+        parts.w[0] = taps.data();
+        parts.w_scale = tap_scales.data();
+      }
+      window_op(d, inputs.at(0), inputs.at(1), inputs.size() > 2 ? inputs[2] : nullptr, y, r0, r1,
+                parts);
+      return;
+    }
     default:
       break;
   }

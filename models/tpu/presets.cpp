@@ -1,4 +1,4 @@
-// Built-in chip presets. Figures come from ../shared/reference/hardware.md (the "sheet"), whose
+// Built-in chip presets. Figures come from docs/references.md (the "sheet"), whose
 // tags are kept: [R] retrieved from the source named, [R-3P] third-party secondary source, [D]
 // derived by arithmetic, [M] from memory (unverified). Values the sheet does not give are marked
 // [assumed] with the reasoning; they are the first thing to revisit when a measurement disagrees.
@@ -216,13 +216,19 @@ TpuSpec edge() {
   s.sources = {
       {"numerics", "[R] S10: int8 ('fixed-point') operations"},
       {"mxu",
-       "[assumed] 64x64 array: the size is not published; with clock_hz gives 3.9 TOPS vs 4 TOPS "
-       "[R] S10"},
+       "[assumed] 64x64 array: Coral does not publish the size; Boroumand et al. (PACT 2021, "
+       "arXiv 2109.14320) describe the Pixel 4 Edge TPU as a 64x64 PE array [R-3P, summary]; "
+       "with clock_hz gives 3.9 TOPS vs 4 TOPS [R] S10"},
       {"clock_hz", "[assumed] 480 MHz (not published)"},
       {"onchip", "[M] ~8 MB on-chip RAM caching parameters; bandwidth [assumed] 64 B/cycle"},
       {"offchip", "[R] S10: no device DRAM; uncached parameters stream from host memory"},
       {"host_link", "[assumed] PCIe Gen2 x1 (M.2 / mini-PCIe module), ~500 MB/s; USB 3 is similar"},
-      {"vpu", "[assumed] 64 lanes x 1 sublane, fused activation pipeline as TPUv1"},
+      {"vpu",
+       "[assumed] 64 lanes x 1 sublane, fused activation pipeline as TPUv1; depthwise "
+       "convolutions run here, one channel per lane (a 64-wide array whose rows share an "
+       "activation gives a depthwise layer one useful MAC per column); how the chip maps them is "
+       "not published: MobileDets (Xiong et al., CVPR 2021) report that a regular convolution can "
+       "use the Edge TPU up to 3x more efficiently than its depthwise variant [R-3P]"},
       {"mxu.accumulator_bytes", "[assumed] 256 KiB"},
   };
   return s;

@@ -7,7 +7,7 @@
 // (PCIe, USB). Every latency is in core clock cycles, every bandwidth in bytes per second and
 // every capacity in bytes, as the field names say.
 //
-// Presets (presets.cpp) take their figures from ../shared/reference/hardware.md and cite them
+// Presets (presets.cpp) take their figures from docs/references.md and cite them
 // per field in `sources`; a figure that is unknown or conflicting is marked there as assumed.
 // JSON files and `--set key=value` overrides use the dotted field names of spec_fields() below,
 // e.g. "mxu.rows", "offchip.bytes_per_s", "mxu.dataflow".

@@ -56,3 +56,15 @@ def test_as_frame_and_errors():
         mimic.sweep(model="mlp", device="tpu-emu:nope")
     with pytest.raises(mimic.InvalidArgument, match="--batch"):
         mimic.sweep(model="mlp", batch="0")
+
+
+def test_train_sweep_on_an_executor_gives_the_local_points():
+    grid = dict(model="mlp", model_args={"layers": 2, "hidden": 64, "in_features": 64}, device="tpu-emu:v4",
+                batch=[4, 8], timing_only=True, train=True, recompute=["none", "full"], optimizer="adam")
+    local = mimic.sweep(**grid, jobs=2)
+    assert len(local) == 4 and all(r["status"] == "ok" for r in local)
+    assert {r["recompute"] for r in local} == {"none", "full"}
+    assert all(r["phases"]["update"] > 0 and r["latency_s"] > 0 for r in local)
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        pooled = mimic.sweep(**grid, executor=ex)
+    assert comparable(pooled) == comparable(local)

@@ -161,6 +161,40 @@ TEST(Sweep, KilledSweepResumesWithoutDuplicates) {
   }
 }
 
+TEST(Sweep, TrainPointsReportStepTimePhasesAndTheBestChoice) {
+  std::string json = temp("train.json"), html = temp("train.html");
+  std::string out;
+  int status = run(std::string("sweep --train ") + kMlp +
+                       " --device tpu-emu:v4 --batch 4,16 --recompute none,full --optimizer adam"
+                       " --timing-only -j 2 --json " + json + " -o " + html,
+                   &out);
+  ASSERT_EQ(status, 0) << out;
+  auto j = nlohmann::json::parse(read_file(json));
+  ASSERT_EQ(j["points"].size(), 4u);  // 2 batches x 2 recompute modes
+  double best = 0;
+  for (const auto& p : j["points"]) {
+    ASSERT_EQ(p["status"], "ok") << p.dump();
+    double step = p["latency_s"], samples = p["samples_per_step"];
+    EXPECT_GT(step, 0);
+    EXPECT_EQ(samples, p["batch"].get<double>());
+    EXPECT_NEAR(p["throughput"].get<double>(), samples / step, 1e-6 * samples / step);
+    double phases = 0;
+    for (const auto& [name, s] : p["phases"].items()) phases += s.get<double>();
+    EXPECT_NEAR(phases, step, 1e-9 + 1e-6 * step) << p["phases"].dump();
+    EXPECT_GT(p["phases"].value("update", 0.0), 0) << p["phases"].dump();
+    best = std::max(best, p["throughput"].get<double>());
+  }
+  ASSERT_EQ(j["recommendations"].size(), 1u);  // recomputation is a choice, not a configuration
+  EXPECT_EQ(j["recommendations"][0]["point"]["throughput"].get<double>(), best);
+  EXPECT_NE(out.find("samples/s"), std::string::npos) << out;
+  std::string report = read_file(html);
+  EXPECT_NE(report.find("Step time by phase"), std::string::npos);
+  EXPECT_NE(report.find("samples per second"), std::string::npos);
+  EXPECT_EQ(run("sweep --model mlp --recompute full"), 2);
+  EXPECT_EQ(run("sweep --train --model mlp --recompute often"), 2);
+  EXPECT_EQ(run("sweep --train --model mlp --option replicas"), 2);
+}
+
 TEST(Sweep, BadSpecsAreOneLineErrors) {
   EXPECT_EQ(run("sweep --model mlp --batch 0"), 2);
   EXPECT_EQ(run("sweep --model mlp --batch 8,...,"), 2);

@@ -121,5 +121,52 @@ TEST(TpuVectorTiling, WindowOpsOverManySmallPlanesTileByChannel) {
         << layout;
 }
 
+// A depthwise convolution's fused activation runs once per output element, not once per tap:
+// adding a ReLU to a 3x3 depthwise layer on edge (64 lanes, one ALU) costs one vector cycle per
+// 64 outputs, not nine.
+TEST(TpuVectorTiling, DepthwiseActivationIsChargedOncePerOutput) {
+  const int64_t c = 64, hw = 28;
+  auto graph = [&](bool relu) {
+    ir::Graph g("dw");
+    auto x = g.add_input("x", ir::DType::f32, ir::Shape({1, c, hw, hw}));
+    auto w = g.add_constant("w", tpu_test::random_tensor(ir::Shape({c, 1, 3, 3}), 5));
+    auto y = g.add_node(ir::OpType::Conv, "dw", {x, w},
+                        {{"group", c}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})[0];
+    if (relu) y = g.add_node(ir::OpType::Relu, "relu", {y})[0];
+    g.add_output(y);
+    return g;
+  };
+  auto vpu_cycles = [&](bool relu) {
+    RunOutput r = tpu_test::run(graph(relu), "tpu-emu:edge", options({}, "default", true));
+    const backends::UnitReport* u = tpu_test::unit(r.report, "core0_vpu");
+    EXPECT_NE(u, nullptr);
+    return u ? static_cast<double>(u->busy_cycles) : 0.0;
+  };
+  const double plain = vpu_cycles(false), with_relu = vpu_cycles(true);
+  const double per_output = static_cast<double>(hw * hw * c) / 64;  // one ReLU op per output
+  EXPECT_GT(with_relu - plain, 0.5 * per_output);
+  EXPECT_LT(with_relu - plain, 2.0 * per_output);
+}
+
+// On bf16 chips a depthwise tap is the precision's products of bf16 parts: highest (6 passes)
+// costs about six times default's vector cycles.
+TEST(TpuVectorTiling, DepthwiseVectorCyclesScaleWithPrecisionPasses) {
+  ir::Graph g("dw");
+  auto x = g.add_input("x", ir::DType::f32, ir::Shape({1, 128, 28, 28}));
+  auto w = g.add_constant("w", tpu_test::random_tensor(ir::Shape({128, 1, 3, 3}), 5));
+  g.add_output(
+      g.add_node(ir::OpType::Conv, "dw", {x, w},
+                 {{"group", int64_t{128}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}})[0]);
+  auto vpu_cycles = [&](const char* precision) {
+    RunOutput r = tpu_test::run(g, "tpu-emu:v4", options({}, precision, true));
+    const backends::UnitReport* u = tpu_test::unit(r.report, "core0_vpu");
+    EXPECT_NE(u, nullptr);
+    return u ? static_cast<double>(u->busy_cycles) : 0.0;
+  };
+  const double ratio = vpu_cycles("highest") / vpu_cycles("default");
+  EXPECT_GT(ratio, 4.0);
+  EXPECT_LT(ratio, 6.5);
+}
+
 }  // namespace
 }  // namespace mimic

@@ -200,6 +200,42 @@ TEST(Reduce, SumMeanMaxOverAxesWithAndWithoutKeepdims) {
   EXPECT_EQ(mx.data<float>()[0], best);
 }
 
+// Sum and mean over every subset of axes of random rank-1..4 shapes (size-1 axes included),
+// bit-equal to a double accumulation in the input's row-major order.
+TEST(Reduce, SumAndMeanOverEveryAxisSubsetAreExactInDouble) {
+  for (uint64_t seed = 0; seed < 24; ++seed) {
+    int rank = 1 + int(seed % 4);
+    std::vector<int64_t> dims;
+    for (int d = 0; d < rank; ++d) dims.push_back(1 + int64_t((seed * 3 + d * 5) % 6));
+    ir::HostTensor x = random_tensor(Shape(dims), 50 + seed);
+    for (int mask = 1; mask < (1 << rank); ++mask) {
+      std::vector<int64_t> axes;
+      for (int d = 0; d < rank; ++d)
+        if (mask & (1 << d)) axes.push_back(d);
+      for (OpType op : {OpType::ReduceSum, OpType::ReduceMean}) {
+        ir::HostTensor y = run1(op, {{x}, constant_ints(axes)});
+        std::vector<double> acc(y.numel(), 0.0);
+        int64_t count = x.numel() / y.numel();
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          int64_t rem = i, out = 0, stride = 1;
+          for (int d = rank - 1; d >= 0; --d) {
+            int64_t c = rem % dims[d];
+            rem /= dims[d];
+            if (mask & (1 << d)) continue;
+            out += c * stride;
+            stride *= dims[d];
+          }
+          acc[out] += x.data<float>()[i];
+        }
+        for (int64_t o = 0; o < y.numel(); ++o)
+          ASSERT_EQ(y.data<float>()[o],
+                    static_cast<float>(op == OpType::ReduceMean ? acc[o] / count : acc[o]))
+              << ir::op_name(op) << " seed " << seed << " mask " << mask << " output " << o;
+      }
+    }
+  }
+}
+
 TEST(DataMovement, TransposeSliceConcatSplit) {
   ir::HostTensor x = random_tensor(Shape({2, 3, 4}), 21);
   ir::HostTensor t = run1(OpType::Transpose, {{x}}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
@@ -234,6 +270,66 @@ TEST(DataMovement, GatherPadTileExpand) {
   ir::HostTensor ex = run1(OpType::Expand, {{x.reshaped(Shape({3, 1, 4}))}, constant_ints({2, 3, 5, 4})});
   ASSERT_EQ(ex.shape(), Shape({2, 3, 5, 4}));
   EXPECT_EQ(ex.data<float>()[((1 * 3 + 2) * 5 + 4) * 4 + 3], x.data<float>()[2 * 4 + 3]);
+}
+
+// The ONNX Pad semantics element by element: output coordinate o reads input o - before,
+// resolved per mode along each axis (negative pads crop).
+float pad_reference(const ir::HostTensor& x, const Shape& os, const std::vector<int64_t>& pads,
+                    const std::string& mode, int64_t i) {
+  const Shape& is = x.shape();
+  int64_t off = 0, stride = 1;
+  for (int d = os.rank() - 1; d >= 0; --d) {
+    int64_t c = i % os[d] - pads[d], n = is[d];
+    i /= os[d];
+    if (c < 0 || c >= n) {
+      if (mode == "constant") return 0.5f;
+      if (mode == "edge") c = c < 0 ? 0 : n - 1;
+      if (mode == "wrap") c = ((c % n) + n) % n;
+      if (mode == "reflect") {
+        int64_t period = 2 * (n - 1);
+        c = period == 0 ? 0 : ((c % period) + period) % period;
+        if (c >= n) c = period - c;
+      }
+    }
+    off += c * stride;
+    stride *= n;
+  }
+  return x.data<float>()[off];
+}
+
+TEST(DataMovement, PadEveryModeWithNegativePadsMatchesTheSpec) {
+  float fill = 0.5f;
+  ir::HostTensor value = ir::HostTensor::from(Shape({}), &fill);
+  for (const std::string mode : {"constant", "edge", "reflect", "wrap"})
+    for (uint64_t seed = 0; seed < 12; ++seed) {
+      Shape shape({3 + int64_t(seed % 3), 3 + int64_t(seed % 4), 4 + int64_t(seed % 5)});
+      ir::HostTensor x = random_tensor(shape, 40 + seed);
+      std::vector<int64_t> pads;  // before for each axis, then after; some negative (crop)
+      for (int k = 0; k < 6; ++k) pads.push_back(int64_t((seed * 7 + k * 5) % 4) - 1);
+      ir::HostTensor y = run1(OpType::Pad, {{x}, constant_ints(pads), {value}}, {{"mode", mode}});
+      for (int64_t i = 0; i < y.numel(); ++i)
+        ASSERT_EQ(y.data<float>()[i], pad_reference(x, y.shape(), pads, mode, i))
+            << mode << " seed " << seed << " element " << i;
+    }
+}
+
+TEST(DataMovement, CastBetweenIntegerBoolAndFloatTypes) {
+  std::vector<float> f{-2.7f, -0.0f, 0.4f, 3e9f, -3e9f, std::nanf(""), 200.9f};
+  ir::HostTensor x = ir::HostTensor::from(Shape({7}), f.data());
+  auto cast = [](const ir::HostTensor& t, DType to) {
+    return run1(OpType::Cast, {{t}}, {{"to", std::string(ir::dtype_name(to))}});
+  };
+  ir::HostTensor i32 = cast(x, DType::i32), i8 = cast(x, DType::i8), b = cast(x, DType::boolean);
+  std::vector<int32_t> want32{-2, 0, 0, INT32_MAX, INT32_MIN, 0, 200};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(i32.data<int32_t>()[i], want32[i]) << i;
+  EXPECT_EQ(i8.data<int8_t>()[6], 127);  // saturated
+  std::vector<bool> want_b{true, false, true, true, true, true, true};
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(b.data<bool>()[i], want_b[i]) << i;
+  std::vector<int64_t> big{(int64_t(1) << 53) + 1, -5};
+  ir::HostTensor back = cast(ir::HostTensor::from(Shape({2}), big.data()), DType::f32);
+  EXPECT_EQ(back.data<float>()[0], float(double((int64_t(1) << 53) + 1)));
+  EXPECT_EQ(cast(b, DType::f32).data<float>()[1], 0.0f);
+  EXPECT_EQ(cast(i32, DType::i8).data<int8_t>()[6], int8_t(200));  // integers wrap, as C++ does
 }
 
 TEST(DataMovement, DepthToSpaceInvertsSpaceToDepth) {

@@ -39,7 +39,7 @@ def _list(value):
 
 
 def _arguments(model, onnx, model_args, device, batch, layout, precision, set, latency_budget, timing_only, seed,
-               trace, resume, report, csv, json_path, jobs):
+               trace, resume, report, csv, json_path, jobs, training):
     args = ["sweep"]
     if model is not None:
         args += ["--model", model]
@@ -50,9 +50,12 @@ def _arguments(model, onnx, model_args, device, batch, layout, precision, set, l
         args += ["--model-arg", f"{k}={v}"]
     args += ["--device", _list(device), "--batch", _list(batch), "--layout", _list(layout),
              "--precision", _list(precision), "--seed", str(seed), "-j", str(jobs)]
-    fields = set.items() if isinstance(set, dict) else [tuple(s.split("=", 1)) for s in set or []]
-    for field, values in fields:
-        args += ["--set", f"{field}={_list(values)}"]
+    for flag, lists in (("--set", set), ("--option", training["option"])):
+        fields = lists.items() if isinstance(lists, dict) else [tuple(s.split("=", 1)) for s in lists or []]
+        for field, values in fields:
+            args += [flag, f"{field}={_list(values)}"]
+    if training["train"]:
+        args += ["--train", "--recompute", _list(training["recompute"]), "--optimizer", training["optimizer"]]
     if latency_budget is not None:
         args += ["--latency-budget", latency_budget if isinstance(latency_budget, str) else f"{latency_budget!r}s"]
     if timing_only:
@@ -99,15 +102,20 @@ def _run_on(executor, points):
 
 def sweep(model=None, onnx=None, *, model_args=None, device="cpu", batch="1,2,4,8", layout="nchw",
           precision="default", set=None, latency_budget=None, timing_only=False, seed=0, trace=None, resume=False,
-          report=None, csv=None, json=None, jobs=1, executor=None, as_frame=False):
+          report=None, csv=None, json=None, jobs=1, executor=None, as_frame=False, option=None, train=False,
+          recompute="none", optimizer="sgd"):
     """Runs a sweep; returns its points as records (dicts), or a pandas DataFrame with as_frame=True
     when pandas is installed. Options as `mimic sweep`'s (lists or "a,b" strings for the grid's
-    axes; model_args and set as dicts). executor: any concurrent.futures.Executor."""
+    axes; model_args, set and option as dicts). executor: any concurrent.futures.Executor.
+    train=True sweeps training steps: each record has the step time (latency_s), samples/s
+    (throughput), seconds by phase (phases) and bytes by category at the memory peak (memory);
+    recompute lists the recomputation modes to try."""
     json_path = json  # the option's name, as the command's; the module is _json
     with tempfile.TemporaryDirectory(prefix="mimic-sweep-") as tmp:
         out_json = json_path if json_path is not None else os.path.join(tmp, "sweep.json")
         args = _arguments(model, onnx, model_args, device, batch, layout, precision, set, latency_budget,
-                          timing_only, seed, trace, resume, report, csv, out_json, jobs)
+                          timing_only, seed, trace, resume, report, csv, out_json, jobs,
+                          {"train": train, "recompute": recompute, "optimizer": optimizer, "option": option})
         if executor is None:
             _mimic_command(args)
         else:
