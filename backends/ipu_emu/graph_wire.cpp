@@ -88,6 +88,31 @@ ir::Attributes read_attrs(wire::Reader& r) {
   return attrs;
 }
 
+struct ValueRecord {
+  std::string name;
+  ir::TensorType type;
+  int32_t producer;
+  uint8_t role;
+  std::optional<ir::HostTensor> constant;
+};
+
+ValueRecord read_value(wire::Reader& r) {
+  ValueRecord v;
+  v.name = r.str();
+  uint8_t dtype = r.u8();
+  if (dtype >= std::size(ir::kAllDTypes))
+    throw RuntimeError(
+        fmt::format("ipu-emu: value '{}' has unknown dtype code {} in the graph sent to the device",
+                    v.name, dtype));
+  v.type = {static_cast<ir::DType>(dtype), read_shape(r)};
+  v.producer = r.pod<int32_t>();
+  v.role = r.u8();
+  if (v.role > static_cast<uint8_t>(ir::ValueRole::buffer))
+    throw RuntimeError(fmt::format("ipu-emu: value '{}' has unknown role code {}", v.name, v.role));
+  if (r.boolean()) v.constant = r.tensor();
+  return v;
+}
+
 }  // namespace
 
 void write_graph(wire::Writer& w, const ir::Graph& g, bool constants_data) {
@@ -120,29 +145,8 @@ void write_graph(wire::Writer& w, const ir::Graph& g, bool constants_data) {
 
 ir::Graph read_graph(wire::Reader& r) {
   ir::Graph g(r.str());
-  struct ValueRecord {
-    std::string name;
-    ir::TensorType type;
-    int32_t producer;
-    uint8_t role;
-    std::optional<ir::HostTensor> constant;
-  };
   std::vector<ValueRecord> values(r.u64());
-  for (auto& v : values) {
-    v.name = r.str();
-    uint8_t dtype = r.u8();
-    if (dtype >= std::size(ir::kAllDTypes))
-      throw RuntimeError(fmt::format(
-          "ipu-emu: value '{}' has unknown dtype code {} in the graph sent to the device", v.name,
-          dtype));
-    v.type = {static_cast<ir::DType>(dtype), read_shape(r)};
-    v.producer = r.pod<int32_t>();
-    v.role = r.u8();
-    if (v.role > static_cast<uint8_t>(ir::ValueRole::buffer))
-      throw RuntimeError(
-          fmt::format("ipu-emu: value '{}' has unknown role code {}", v.name, v.role));
-    if (r.boolean()) v.constant = r.tensor();
-  }
+  for (auto& v : values) v = read_value(r);
   struct NodeRecord {
     ir::OpType op;
     uint8_t phase;
