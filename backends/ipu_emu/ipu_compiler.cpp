@@ -364,6 +364,28 @@ void memory_metrics(const IpuCompilation& out, const IpuSpecs& s,
   m["memory.vertex_state_bytes"] = double(worst->vertex_state);
 }
 
+// phase.<phase>_cycles before running: the planner's estimate of every op (forward, loss and
+// backward once per micro-batch, the update once per step) and the ring all-reduce at IPU-Link
+// bandwidth, summed over the stages. The run report's are measured on the model.
+void phase_estimates(const IpuCompilation& out, const IpuOptions& o, const IpuSpecs& s,
+                     std::map<std::string, double>& m) {
+  std::map<std::string, double> c = {
+      {"forward", 0}, {"loss", 0}, {"backward", 0}, {"allreduce", 0}, {"update", 0}};
+  for (const auto& st : out.stages) {
+    for (const auto& op : st.ops) {
+      ir::StepPhase ph = out.program.graph.node(op.node).phase;
+      bool once = out.training && ph == ir::StepPhase::update;
+      c[ir::phase_name(ph)] += double(op.est_cycles) * (once ? 1 : o.micro_batches);
+    }
+    uint64_t chunk = ceil_div(st.gradient_bytes, o.replicas);
+    if (out.training && o.replicas > 1)
+      c["allreduce"] +=
+          2.0 * (o.replicas - 1) *
+          double(s.ipu_link_latency_cycles + s.cycles_for(chunk, s.ipu_link_bytes_per_second));
+  }
+  for (const auto& [phase, cycles] : c) m["phase." + phase + "_cycles"] = cycles;
+}
+
 Table memory_table(const IpuCompilation& out) {
   Table t;
   t.columns = {"ipu",      "tile",     "total", "weights",      "activations",
@@ -530,6 +552,7 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
   for (const auto& ipu : p.bsp.ipus) steps += ipu.size();
   m["supersteps"] = static_cast<double>(steps);
   memory_metrics(out, s, m);
+  phase_estimates(out, o, s, m);
   m["out_of_memory"] = out.out_of_memory ? 1 : 0;
   if (out.out_of_memory) {
     notes.push_back(out.out_of_memory->message);

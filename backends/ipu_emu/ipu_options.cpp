@@ -62,7 +62,8 @@ std::map<std::string, std::string> option_help() {
        "availableMemoryProportion)"},
       {"enable_half_partials", "fp16 partial sums for fp16 matmuls/convolutions (default false)"},
       {"weight_update",
-       "add the replicas' weight all-reduce to every step, as in training (default false)"},
+       "add the replicas' weight all-reduce to every step of an inference graph, to time it as "
+       "training would (default false; a training step all-reduces its gradients anyway)"},
       {"allow_out_of_memory",
        "report an out-of-memory program (memory table, notes) instead of failing, like Poplar's "
        "debug.allowOutOfMemory (default false)"},

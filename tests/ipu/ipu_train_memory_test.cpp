@@ -151,6 +151,11 @@ TEST(IpuTrainMemory, AccumulationAndRecomputationMakeTheSameBatchFit) {
             p.at("memory.saved_activations_bytes") / 4 + 4096);
   // Parameters and optimizer state do not shrink with the micro-batch.
   EXPECT_GT(a.at("memory.weight_bytes"), 0);
+  // The planner's phase estimates: the backward pass costs more than the forward pass (two
+  // products per layer), the update runs once, nothing is all-reduced on one replica.
+  EXPECT_GT(a.at("phase.backward_cycles"), a.at("phase.forward_cycles"));
+  EXPECT_GT(a.at("phase.update_cycles"), 0);
+  EXPECT_EQ(a.at("phase.allreduce_cycles"), 0);
 
   // Recomputation (the coordinator's graph rewrite) at the full batch: fewer stashed tensors.
   TrainStep rec = make_step(kBatch, train_options({}, Recompute::checkpoints));
