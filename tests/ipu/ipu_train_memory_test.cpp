@@ -196,6 +196,25 @@ TEST(IpuTrainMemory, AccumulationUpdatesOnceAndReplicasAllReduceTheGradients) {
   EXPECT_NEAR(four.bytes_moved.at("host"), one.bytes_moved.at("host"), 3 * 3 * 8);
 }
 
+TEST(IpuTrainMemory, AllReduceAcrossMachinesCrossesTheGwLinks) {
+  // Busy cycles of the links in a step of R replicas, with GW-Links as given (25 GB/s) or as fast
+  // as the IPU-Links (64 GB/s).
+  auto link_busy = [](const char* replicas, bool fast_gateway) {
+    TrainOptions o = train_options({{"replication_factor", replicas}}, Recompute::none, false);
+    if (fast_gateway) o.compile.overrides["gw_link_bytes_per_second"] = "64000000000";
+    TrainStep s = make_step(16, o, 2);
+    s.step(ir::HostTensor(DType::f32, Shape({16, 3, kHW, kHW})),
+           ir::HostTensor(DType::i64, Shape({16})));
+    for (const auto& u : s.last_report().units)
+      if (u.name == "ipu-links") return u.busy_cycles;
+    return uint64_t(0);
+  };
+  // 4 replicas: one IPU-M2000, IPU-Links only; 8: two machines, the ring crosses a gateway.
+  EXPECT_GT(link_busy("4", false), 0u);
+  EXPECT_EQ(link_busy("4", false), link_busy("4", true));
+  EXPECT_GT(link_busy("8", false), link_busy("8", true));
+}
+
 TEST(IpuTrainMemory, OffloadedOptimizerStateLeavesTheTilesAndCostsTheLink) {
   TrainOptions o = train_options({}, Recompute::none, true);
   o.optimizer = {OptimizerKind::adam, 1e-3};
