@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "frontend/ir/op_helpers.h"
-
 #include "models/ipu/tile_costs.h"
 
 namespace mimic::backends::ipu_emu {
@@ -68,12 +67,14 @@ int map_axis(const ir::Graph& g, const ir::Node& n, int input, int axis, ir::Val
         if (perm[b] == axis) return b;
       return -1;
     }
-    case ir::OpType::MatMul: {
-      bool rows = input == 0 && axis == ri - 2, cols = input == 1 && axis == ri - 1;
-      if (rows) return ro - 2;
-      if (cols) return ro - 1;
-      if (axis < ri - 2 && ro - ri + axis >= 0) return ro - ri + axis;
-      return -1;
+    case ir::OpType::MatMul: {  // [.., M, K] @ [.., K, N]; a vector operand drops its axis
+      bool b_vector = g.value(n.inputs[1]).type.shape.rank() == 1;
+      if (input == 0 && axis == ri - 1) return -1;               // K: contracted
+      if (input == 1 && (ri == 1 || axis == ri - 2)) return -1;  // K: contracted
+      if (input == 0 && b_vector) return axis;
+      if (input == 0 && axis == ri - 2) return ro - 2;
+      if (input == 1 && axis == ri - 1) return ro - 1;
+      return ro - ri + axis >= 0 ? ro - ri + axis : -1;  // broadcast batch dimensions
     }
     case ir::OpType::Reshape:
     case ir::OpType::Flatten:
