@@ -69,8 +69,8 @@ ir::Graph extract(const ir::Graph& g, Segment& seg, const std::vector<bool>& nee
         const ir::Value& val = g.value(v);
         ir::ValueId id = val.constant ? sub.add_constant(val.name, *val.constant)
                                       : sub.add_input(val.name, val.type.dtype, val.type.shape);
-        if (!val.constant) seg.inputs.push_back(v);
         sub.value(id).role = val.role;  // memory plans count inputs by role
+        if (!val.constant) seg.inputs.push_back(v);
         it = map.emplace(v, id).first;
       }
       inputs.push_back(it->second);

@@ -88,6 +88,31 @@ ir::Attributes read_attrs(wire::Reader& r) {
   return attrs;
 }
 
+struct ValueRecord {
+  std::string name;
+  ir::TensorType type;
+  int32_t producer;
+  uint8_t role;
+  std::optional<ir::HostTensor> constant;
+};
+
+ValueRecord read_value(wire::Reader& r) {
+  ValueRecord v;
+  v.name = r.str();
+  uint8_t dtype = r.u8();
+  if (dtype >= std::size(ir::kAllDTypes))
+    throw RuntimeError(
+        fmt::format("ipu-emu: value '{}' has unknown dtype code {} in the graph sent to the device",
+                    v.name, dtype));
+  v.type = {static_cast<ir::DType>(dtype), read_shape(r)};
+  v.producer = r.pod<int32_t>();
+  v.role = r.u8();
+  if (v.role > static_cast<uint8_t>(ir::ValueRole::buffer))
+    throw RuntimeError(fmt::format("ipu-emu: value '{}' has unknown role code {}", v.name, v.role));
+  if (r.boolean()) v.constant = r.tensor();
+  return v;
+}
+
 }  // namespace
 
 void write_graph(wire::Writer& w, const ir::Graph& g, bool constants_data) {
@@ -99,6 +124,7 @@ void write_graph(wire::Writer& w, const ir::Graph& g, bool constants_data) {
     w.u8(static_cast<uint8_t>(val.type.dtype));
     write_shape(w, val.type.shape);
     w.pod<int32_t>(val.producer);
+    w.u8(static_cast<uint8_t>(val.role));
     w.boolean(val.constant != nullptr);
     if (val.constant)
       w.tensor(constants_data ? *val.constant
@@ -107,6 +133,7 @@ void write_graph(wire::Writer& w, const ir::Graph& g, bool constants_data) {
   w.u64(g.num_nodes());
   for (const ir::Node& n : g.nodes()) {
     w.u32(static_cast<uint32_t>(n.op));
+    w.u8(static_cast<uint8_t>(n.phase));
     w.str(n.name);
     w.pods(n.inputs);
     w.pods(n.outputs);
@@ -118,24 +145,11 @@ void write_graph(wire::Writer& w, const ir::Graph& g, bool constants_data) {
 
 ir::Graph read_graph(wire::Reader& r) {
   ir::Graph g(r.str());
-  struct ValueRecord {
-    std::string name;
-    ir::TensorType type;
-    int32_t producer;
-    std::optional<ir::HostTensor> constant;
-  };
   std::vector<ValueRecord> values(r.u64());
-  for (auto& v : values) {
-    v.name = r.str();
-    uint8_t dtype = r.u8();
-    if (dtype >= std::size(ir::kAllDTypes))
-      throw RuntimeError(fmt::format("ipu-emu: value '{}' has unknown dtype code {} in the graph sent to the device", v.name, dtype));
-    v.type = {static_cast<ir::DType>(dtype), read_shape(r)};
-    v.producer = r.pod<int32_t>();
-    if (r.boolean()) v.constant = r.tensor();
-  }
+  for (auto& v : values) v = read_value(r);
   struct NodeRecord {
     ir::OpType op;
+    uint8_t phase;
     std::string name;
     std::vector<ir::ValueId> inputs, outputs;
     ir::Attributes attrs;
@@ -145,6 +159,9 @@ ir::Graph read_graph(wire::Reader& r) {
     uint32_t op = r.u32();
     if (op >= static_cast<uint32_t>(ir::op_count())) throw RuntimeError("ipu-emu: bad op in graph");
     n.op = static_cast<ir::OpType>(op);
+    n.phase = r.u8();
+    if (n.phase > static_cast<uint8_t>(ir::StepPhase::update))
+      throw RuntimeError(fmt::format("ipu-emu: bad step phase code {} in graph", n.phase));
     n.name = r.str();
     n.inputs = r.pods<ir::ValueId>();
     n.outputs = r.pods<ir::ValueId>();
@@ -179,9 +196,12 @@ ir::Graph read_graph(wire::Reader& r) {
     ir::Value& val = g.value(static_cast<ir::ValueId>(v));
     val.type = values[v].type;
     val.typed = true;
+    val.role = static_cast<ir::ValueRole>(values[v].role);
     if (values[v].constant && values[v].producer >= 0)
       val.constant = std::make_shared<const ir::HostTensor>(*values[v].constant);
   }
+  for (size_t i = 0; i < nodes.size(); ++i)
+    g.node(static_cast<int>(i)).phase = static_cast<ir::StepPhase>(nodes[i].phase);
   for (ir::ValueId v : outputs) g.add_output(v);
   return g;
 }

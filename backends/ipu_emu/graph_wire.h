@@ -1,6 +1,7 @@
 // Serializes a bound, inferred graph (values with their types, constants, nodes with attributes)
 // so that the device worker can execute the same graph the parent compiled. Value and node ids
-// are preserved.
+// are preserved, and so are the training roles of values and the step phases of nodes (the
+// worker attributes cycles to phases from them).
 #pragma once
 
 #include "backends/device_worker/wire.h"

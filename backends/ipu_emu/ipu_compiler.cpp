@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "backends/common.h"
+#include "backends/ipu_emu/train_plan.h"
 #include "models/ipu/tile_costs.h"
 
 namespace mimic::backends::ipu_emu {
@@ -22,14 +23,24 @@ int64_t graph_batch(const ir::Graph& g) {
 }
 
 // Shapes of one micro-batch on one replica: dimension 0 of every computed value divided by
-// `factor` (constants keep theirs).
-std::vector<ir::Shape> micro_shapes(const ir::Graph& g, int64_t factor,
-                                    std::vector<std::string>& notes) {
+// `factor` (constants keep theirs); in a training step the batch axis of the values that carry
+// it (train_plan.h).
+std::vector<ir::Shape> micro_shapes(const ir::Graph& g, int64_t factor, bool training,
+                                    int64_t batch, std::vector<std::string>& notes) {
   std::vector<ir::Shape> shapes(g.num_values());
+  std::vector<int> axes = training ? batch_axes(g, batch) : std::vector<int>();
   int kept = 0;
   for (int v = 0; v < g.num_values(); ++v) {
     shapes[v] = g.value(v).type.shape;
     if (factor == 1 || g.value(v).constant || shapes[v].rank() == 0) continue;
+    if (training) {
+      if (axes[v] < 0) continue;
+      if (shapes[v][axes[v]] % factor == 0)
+        shapes[v][axes[v]] /= factor;
+      else
+        ++kept;
+      continue;
+    }
     if (shapes[v][0] % factor == 0)
       shapes[v][0] /= factor;
     else
@@ -117,6 +128,23 @@ std::vector<uint64_t> estimate_cycles(const IpuSpecs& s, const IpuOptions& o, co
   return out;
 }
 
+// The pipeline stage of every device node: a balanced contiguous split of the cost; in a training
+// step of the forward pass only, backward and update ops following their layers (train_plan.h).
+std::vector<uint32_t> assign_stages(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi,
+                                    bool training) {
+  if (o.stages <= 1) return std::vector<uint32_t>(gi.nodes.size(), 0);
+  std::vector<uint64_t> cost = estimate_cycles(s, o, gi);
+  if (!training) return partition(cost, o.stages);
+  std::vector<uint64_t> forward_cost;
+  auto forward = [&](size_t i) { return gi.g.node(gi.nodes[i]).phase <= ir::StepPhase::loss; };
+  for (size_t i = 0; i < cost.size(); ++i)
+    if (forward(i)) forward_cost.push_back(cost[i]);
+  std::vector<uint32_t> part = partition(forward_cost, o.stages), forward_stage(cost.size(), 0);
+  for (size_t i = 0, k = 0; i < cost.size(); ++i)
+    if (forward(i)) forward_stage[i] = part[k++];
+  return training_stages(gi.g, gi.nodes, forward_stage);
+}
+
 StagePlan lower_stage(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi,
                       const std::vector<uint32_t>& stage_of, uint32_t stage, Labels& labels) {
   const ir::Graph& g = gi.g;
@@ -152,7 +180,7 @@ StagePlan lower_stage(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& g
         if (is_output[v] && std::find(plan.host_outputs.begin(), plan.host_outputs.end(), v) ==
                                 plan.host_outputs.end())
           plan.host_outputs.push_back(v);
-    if (ns <= stage) continue;
+    if (ns == stage) continue;
     for (ir::ValueId v : n.inputs) {
       if (v == ir::kNoValue || g.value(v).constant || g.value(v).producer < 0) continue;
       if (stage_of[gi.op_of_node[g.value(v).producer]] != stage) continue;
@@ -164,40 +192,86 @@ StagePlan lower_stage(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& g
   plan.placement = c.placement;
   plan.bytes.resize(g.num_values());
   for (int v = 0; v < g.num_values(); ++v) plan.bytes[v] = value_bytes(c, v);
+  plan.resident = resident_values(g);
+  plan.gradients = stage_gradients(g, plan.ops);
+  for (ir::ValueId v : plan.gradients) plan.gradient_bytes += plan.bytes[v];
+  for (ir::ValueId v : plan.host_inputs)
+    if (g.value(v).role == ir::ValueRole::optimizer_state)
+      plan.optimizer_state_bytes += plan.bytes[v];
   return plan;
 }
 
-MemoryInputs memory_inputs(const ir::Graph& g, const StagePlan& st, bool pipelined) {
+// A training step's buffers beyond its values: gradient accumulators (resident), and optimizer
+// state in streaming memory, on tiles only from the first update op to the last.
+void training_buffers(const ir::Graph& g, const StagePlan& st, const IpuOptions& o, int n,
+                      MemoryInputs& in) {
+  if (o.micro_batches > 1)
+    for (ir::ValueId v : st.gradients)
+      in.buffers.push_back(
+          Buffer{st.placement[v], -1, std::max(n - 1, 0), Category::gradient_accumulator});
+  if (!o.offload_optimizer_state) return;
+  int first = n, last = -1;
+  for (int i = 0; i < n; ++i)
+    if (g.node(st.ops[i].node).phase == ir::StepPhase::update) first = std::min(first, i), last = i;
+  for (Buffer& b : in.buffers)
+    if (b.category == Category::optimizer_state && b.first_op < 0 && last >= 0)
+      b.first_op = first, b.last_op = last;
+}
+
+// Buffers of a stage in execution order. Resident values (training: parameters, optimizer
+// state, BatchNorm statistics) live the whole step and are updated in place; forward values a
+// backward op reads are saved activations; accumulation adds one accumulator per gradient.
+MemoryInputs memory_inputs(const ir::Graph& g, const StagePlan& st, uint32_t stage,
+                           const IpuOptions& o, bool training) {
+  bool pipelined = o.stages > 1;
   MemoryInputs in;
   std::vector<int> buffer_of(g.num_values(), -1);
+  std::vector<ir::StepPhase> made_in;  // per buffer: the phase of its producer
   int n = static_cast<int>(st.ops.size());
+  int last = std::max(n - 1, 0);
   auto add = [&](ir::ValueId v, int first) {
     buffer_of[v] = static_cast<int>(in.buffers.size());
-    in.buffers.push_back(Buffer{st.placement[v], first, std::max(first, 0)});
+    bool resident = st.resident[v];
+    in.buffers.push_back(
+        Buffer{st.placement[v], first, resident ? last : std::max(first, 0), base_category(g, v)});
+    made_in.push_back(first >= 0 ? g.node(st.ops[first].node).phase : ir::StepPhase::forward);
   };
   for (ir::ValueId v : st.host_inputs) add(v, -1);
   for (ir::ValueId v : st.received) {
     add(v, -1);
     // The next micro-batch's copy arrives while this one is in use (double buffering).
-    if (pipelined) in.buffers.push_back(Buffer{st.placement[v], -1, n - 1});
+    if (pipelined) in.buffers.push_back(Buffer{st.placement[v], -1, n - 1, base_category(g, v)});
   }
   for (int i = 0; i < n; ++i) {
     const LoweredOp& op = st.ops[i];
     in.ops.push_back(&op);
     const ir::Node& node = g.node(op.node);
-    for (ir::ValueId v : node.inputs)
-      if (v != ir::kNoValue && buffer_of[v] >= 0) in.buffers[buffer_of[v]].last_op = i;
+    for (ir::ValueId v : node.inputs) {
+      int b = v != ir::kNoValue ? buffer_of[v] : -1;
+      if (b < 0) continue;
+      Buffer& buf = in.buffers[b];
+      buf.last_op = std::max(buf.last_op, i);
+      bool stashed = node.phase == ir::StepPhase::backward &&
+                     (buf.category == Category::activation || buf.category == Category::data) &&
+                     made_in[b] != ir::StepPhase::backward;
+      if (stashed && buf.category == Category::activation)
+        buf.category = Category::saved_activations;
+      // A pipeline stashes them for every micro-batch between its forward and backward pass.
+      if (stashed && pipelined && training)
+        buf.copies = std::min(o.micro_batches, 2 * (o.stages - stage) - 1);
+    }
     for (ir::ValueId v : node.outputs) {
       if (op.view && buffer_of[node.inputs[0]] >= 0)
         buffer_of[v] = buffer_of[node.inputs[0]];
-      else if (!op.view)
+      else if (!op.view && !st.resident[v])  // resident: written in place
         add(v, i);
     }
   }
   for (ir::ValueId v : st.host_outputs)
-    if (buffer_of[v] >= 0) in.buffers[buffer_of[v]].last_op = std::max(n - 1, 0);
+    if (buffer_of[v] >= 0) in.buffers[buffer_of[v]].last_op = last;
   for (const auto& [v, stage] : st.sends)
-    if (buffer_of[v] >= 0) in.buffers[buffer_of[v]].last_op = std::max(n - 1, 0);
+    if (buffer_of[v] >= 0) in.buffers[buffer_of[v]].last_op = last;
+  if (training) training_buffers(g, st, o, n, in);
   return in;
 }
 
@@ -218,6 +292,34 @@ std::string op_name_at(const ir::Graph& g, const StagePlan& st, const TileMemory
   return fmt::format("'{}' ({})", n.name, ir::op_name(n.op));
 }
 
+// The tile's bytes by category, largest first: "activations 1200 (saved_activations 800, ...)".
+std::string breakdown(const TileMemory& t) {
+  std::vector<std::pair<uint64_t, std::string>> parts = {{t.activations, "activations"},
+                                                         {t.exchange, "exchange buffers"},
+                                                         {t.partials, "partials"},
+                                                         {t.weights, "weights"},
+                                                         {t.code, "code"},
+                                                         {t.vertex_state, "vertex state"}};
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out;
+  for (const auto& [bytes, name] : parts) {
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", name, bytes);
+    if (name != "activations" || t.activations == 0) continue;
+    std::vector<std::pair<uint64_t, size_t>> live;
+    for (size_t c = 0; c < kTensorCategories; ++c)
+      if (t.live[c] && c != static_cast<size_t>(Category::weight)) live.push_back({t.live[c], c});
+    std::stable_sort(live.begin(), live.end(), [](auto a, auto b) { return a.first > b.first; });
+    if (live.size() == 1 && live[0].second == static_cast<size_t>(Category::activation)) continue;
+    std::string inner;
+    for (const auto& [b, c] : live)
+      inner += fmt::format("{}{} {}", inner.empty() ? "" : ", ",
+                           category_name(static_cast<Category>(c)), b);
+    out += " (" + inner + ")";
+  }
+  return out;
+}
+
 void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
   const OutOfMemory* worst = nullptr;
   OutOfMemory candidate;
@@ -234,19 +336,63 @@ void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
     candidate.op = op_name_at(g, out.stages[st], t, m.fullest_tile, static_cast<uint32_t>(s.tiles));
     candidate.message = fmt::format(
         "Out of memory on tile {}: {} bytes used but tiles only have {} bytes (ipu {}, while "
-        "running op {}: "
-        "activations {}, exchange buffers {}, partials {}, weights {}, code {}, vertex state {})",
+        "running op {}: {})",
         candidate.tile, candidate.bytes_used, candidate.bytes_available, st, candidate.op,
-        t.activations, t.exchange, t.partials, t.weights, t.code, t.vertex_state);
+        breakdown(t));
     out.out_of_memory = candidate;
     worst = &*out.out_of_memory;
   }
+}
+
+// The report contract shared with tpu-emu: the fullest tile's bytes by category.
+void memory_metrics(const IpuCompilation& out, const IpuSpecs& s,
+                    std::map<std::string, double>& m) {
+  const TileMemory* worst = nullptr;
+  for (const auto& st : out.stages) {
+    const TileMemory& t = st.memory.tiles[st.memory.fullest_tile];
+    if (!worst || t.total() > worst->total()) worst = &t;
+  }
+  if (!worst) return;
+  m["memory.peak_bytes"] = double(worst->total());
+  m["memory.capacity_bytes"] = double(s.tile_sram_bytes);
+  for (size_t c = 0; c < kTensorCategories; ++c)
+    m[fmt::format("memory.{}_bytes", category_name(static_cast<Category>(c)))] =
+        double(worst->live[c]);
+  m["memory.exchange_bytes"] = double(worst->exchange);
+  m["memory.partials_bytes"] = double(worst->partials);
+  m["memory.code_bytes"] = double(worst->code);
+  m["memory.vertex_state_bytes"] = double(worst->vertex_state);
+}
+
+// phase.<phase>_cycles before running: the planner's estimate of every op (forward, loss and
+// backward once per micro-batch, the update once per step) and the ring all-reduce at IPU-Link
+// bandwidth, summed over the stages. The run report's are measured on the model.
+void phase_estimates(const IpuCompilation& out, const IpuOptions& o, const IpuSpecs& s,
+                     std::map<std::string, double>& m) {
+  std::map<std::string, double> c = {
+      {"forward", 0}, {"loss", 0}, {"backward", 0}, {"allreduce", 0}, {"update", 0}};
+  for (const auto& st : out.stages) {
+    for (const auto& op : st.ops) {
+      ir::StepPhase ph = out.program.graph.node(op.node).phase;
+      bool once = out.training && ph == ir::StepPhase::update;
+      c[ir::phase_name(ph)] += double(op.est_cycles) * (once ? 1 : o.micro_batches);
+    }
+    uint64_t chunk = ceil_div(st.gradient_bytes, o.replicas);
+    if (out.training && o.replicas > 1)
+      c["allreduce"] +=
+          2.0 * (o.replicas - 1) *
+          double(s.ipu_link_latency_cycles + s.cycles_for(chunk, s.ipu_link_bytes_per_second));
+  }
+  for (const auto& [phase, cycles] : c) m["phase." + phase + "_cycles"] = cycles;
 }
 
 Table memory_table(const IpuCompilation& out) {
   Table t;
   t.columns = {"ipu",      "tile",     "total", "weights",      "activations",
                "exchange", "partials", "code",  "vertex_state", "peak_node"};
+  for (size_t c = 0; c < kTensorCategories; ++c)
+    if (c != static_cast<size_t>(Category::weight))
+      t.columns.push_back(category_name(static_cast<Category>(c)));
   for (uint32_t st = 0; st < out.stages.size(); ++st) {
     const auto& tiles = out.stages[st].memory.tiles;
     for (uint32_t i = 0; i < tiles.size(); ++i) {
@@ -255,6 +401,8 @@ Table memory_table(const IpuCompilation& out) {
       t.rows.push_back({double(st), double(i), double(m.total()), double(m.weights),
                         double(m.activations), double(m.exchange), double(m.partials),
                         double(m.code), double(m.vertex_state), node});
+      for (size_t c = 0; c < kTensorCategories; ++c)
+        if (c != static_cast<size_t>(Category::weight)) t.rows.back().push_back(double(m.live[c]));
     }
   }
   std::stable_sort(t.rows.begin(), t.rows.end(),
@@ -292,6 +440,34 @@ void fill_ops(IpuCompilation& out, const GraphInfo& gi, const std::vector<uint32
     for (const auto& op : st.ops) p.recipes[op.node] = op.recipe;
 }
 
+// Notes on how the options shaped the program (pipelining, replicas, the training step).
+void option_notes(IpuCompilation& out, const IpuOptions& o, int64_t local) {
+  std::vector<std::string>& notes = out.report.notes;
+  if (o.stages > 1) {
+    std::string parts;
+    for (uint32_t st = 0; st < o.stages; ++st)
+      parts += fmt::format("{}ipu {}: {} ops", st ? ", " : "", st, out.stages[st].ops.size());
+    notes.push_back(fmt::format("pipelined over {} stages x {} micro-batches ({})", o.stages,
+                                o.micro_batches, parts));
+  }
+  if (o.half_partials && !o.half_precision)
+    notes.push_back(
+        "enable_half_partials has no effect with precision float32 (partials of fp32 products are "
+        "fp32)");
+  if (o.replicas > 1)
+    notes.push_back(fmt::format("{} replicas of batch {} each{}", o.replicas, local,
+                                out.training      ? ", gradients all-reduced once per step"
+                                : o.weight_update ? ", weights all-reduced every step"
+                                                  : ""));
+  if (out.training)
+    notes.push_back(fmt::format(
+        "training step: {} micro-batch(es) of {} per replica{}, optimizer once per step "
+        "(effective batch {}){}",
+        o.micro_batches, local / o.micro_batches,
+        o.micro_batches > 1 ? ", gradients summed in on-tile accumulators" : "", out.batch,
+        o.offload_optimizer_state ? "; optimizer state in streaming memory (remote buffers)" : ""));
+}
+
 }  // namespace
 
 IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptions& o_in,
@@ -299,7 +475,13 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
   auto t0 = std::chrono::steady_clock::now();
   IpuOptions o = o_in;
   IpuCompilation out;
-  out.batch = graph_batch(g);
+  out.training = is_training(g);
+  out.batch = out.training ? training_batch(g) : graph_batch(g);
+  if (!out.training && o.accumulation > 1)
+    throw InvalidArgument(fmt::format(
+        "ipu-emu: gradient_accumulation={} needs a training step (graph '{}' has no backward "
+        "ops); micro_batches splits an inference batch",
+        o.accumulation, g.name()));
   if (out.batch % o.replicas != 0)
     throw InvalidArgument(fmt::format("ipu-emu: batch {} does not split over replication_factor={}",
                                       out.batch, o.replicas));
@@ -314,23 +496,24 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
   }
   if (local % o.micro_batches != 0)
     throw InvalidArgument(
-        fmt::format("ipu-emu: micro_batches={} must divide the batch per replica ({} = {} / {})",
-                    o.micro_batches, local, out.batch, o.replicas));
+        fmt::format("ipu-emu: {}={} must divide the batch per replica ({} = {} / {})",
+                    o.accumulation ? "gradient_accumulation" : "micro_batches", o.micro_batches,
+                    local, out.batch, o.replicas));
   std::vector<std::string>& notes = out.report.notes;
-  GraphInfo gi{g, device_nodes(g), std::vector<int32_t>(g.num_nodes(), -1),
-               micro_shapes(g, int64_t(o.replicas) * o.micro_batches, notes)};
+  GraphInfo gi{
+      g, device_nodes(g), std::vector<int32_t>(g.num_nodes(), -1),
+      micro_shapes(g, int64_t(o.replicas) * o.micro_batches, out.training, out.batch, notes)};
   for (size_t i = 0; i < gi.nodes.size(); ++i) gi.op_of_node[gi.nodes[i]] = static_cast<int32_t>(i);
   for (int node : gi.nodes)
     if (!ipu_supports(g, g.node(node)))
       throw UnsupportedOpError(fmt::format("ipu-emu: cannot run {}", ir::describe(g, g.node(node))),
                                {ir::op_name(g.node(node).op)});
-  std::vector<uint32_t> stage_of(gi.nodes.size(), 0);
-  if (o.stages > 1) stage_of = partition(estimate_cycles(s, o, gi), o.stages);
+  std::vector<uint32_t> stage_of = assign_stages(s, o, gi, out.training);
   Labels labels;
   out.stages.resize(o.stages);
   for (uint32_t st = 0; st < o.stages; ++st) {
     out.stages[st] = lower_stage(s, o, gi, stage_of, st, labels);
-    out.stages[st].memory = plan_memory(s, memory_inputs(g, out.stages[st], o.stages > 1));
+    out.stages[st].memory = plan_memory(s, memory_inputs(g, out.stages[st], st, o, out.training));
   }
   fill_ops(out, gi, stage_of);
   out.memory_table = memory_table(out);
@@ -341,7 +524,7 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
                            out.out_of_memory->tile, out.out_of_memory->bytes_used,
                            out.out_of_memory->bytes_available, out.out_of_memory->op);
   DeviceProgram& p = out.program;
-  p.bsp = build_program(s, o, out.stages, labels);
+  p.bsp = build_program(s, o, g, out.training, out.stages, labels);
   p.bsp.labels = labels.names;
   p.graph = g;
   p.half_storage = o.half_precision;
@@ -368,25 +551,14 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
   size_t steps = 0;
   for (const auto& ipu : p.bsp.ipus) steps += ipu.size();
   m["supersteps"] = static_cast<double>(steps);
+  memory_metrics(out, s, m);
+  phase_estimates(out, o, s, m);
   m["out_of_memory"] = out.out_of_memory ? 1 : 0;
   if (out.out_of_memory) {
     notes.push_back(out.out_of_memory->message);
     m["out_of_memory_tile"] = static_cast<double>(out.out_of_memory->tile);
   }
-  if (o.stages > 1) {
-    std::string parts;
-    for (uint32_t st = 0; st < o.stages; ++st)
-      parts += fmt::format("{}ipu {}: {} ops", st ? ", " : "", st, out.stages[st].ops.size());
-    notes.push_back(fmt::format("pipelined over {} stages x {} micro-batches ({})", o.stages,
-                                o.micro_batches, parts));
-  }
-  if (o.half_partials && !o.half_precision)
-    notes.push_back(
-        "enable_half_partials has no effect with precision float32 (partials of fp32 products are "
-        "fp32)");
-  if (o.replicas > 1)
-    notes.push_back(fmt::format("{} replicas of batch {} each{}", o.replicas, local,
-                                o.weight_update ? ", weights all-reduced every step" : ""));
+  option_notes(out, o, local);
   p.notes = notes;
   out.report.device = device;
   out.report.tables["ipu_tile_memory"] = out.memory_table;

@@ -29,6 +29,11 @@ struct StagePlan {
   std::vector<Placement> placement;                     // per value, on this stage's IPU
   std::vector<uint64_t> bytes;  // per value, device bytes of one micro-batch
   uint64_t weight_bytes = 0;
+  // Training steps: the parameter gradients made here (accumulated, all-reduced), their bytes,
+  // and the bytes of the optimizer state this stage's update reads.
+  std::vector<ir::ValueId> gradients;
+  uint64_t gradient_bytes = 0, optimizer_state_bytes = 0;
+  std::vector<bool> resident;  // per value (train_plan.h: resident_values)
   IpuMemoryPlan memory;
 };
 
@@ -46,14 +51,17 @@ struct IpuCompilation {
   Table memory_table;
   std::optional<OutOfMemory> out_of_memory;
   int64_t batch = 0;
+  bool training = false;
 };
 
 // Plans everything; with allow_out_of_memory an overflow is recorded instead of raised.
 IpuCompilation compile_ipu(const ir::Graph& g, const models::ipu::IpuSpecs& specs,
                            const IpuOptions& options, const std::string& device);
 
-// Builds every IPU's superstep list from the stages (program_builder.cpp).
+// Builds every IPU's superstep list from the stages (program_builder.cpp); `g` gives the phase
+// of every op (a training step's update runs once per step, after its micro-batches).
 models::ipu::BspProgram build_program(const models::ipu::IpuSpecs& specs, const IpuOptions& options,
+                                      const ir::Graph& g, bool training,
                                       const std::vector<StagePlan>& stages, Labels& labels);
 
 }  // namespace mimic::backends::ipu_emu

@@ -112,7 +112,7 @@ class IpuExecutable final : public Executable {
       sink.table_row("ipu_tile_memory", columns_json, nlohmann::json(row).dump());
     for (const auto& [k, v] : c_.report.metrics)
       if (k.find("tile_bytes") != std::string::npos || k == "memory_used_fraction" ||
-          k == "out_of_memory")
+          k == "out_of_memory" || k.rfind("memory.", 0) == 0)
         report.metrics[k] = v;
     if (report.device_seconds > 0)
       report.metrics["samples_per_second"] = static_cast<double>(c_.batch) / report.device_seconds;

@@ -51,12 +51,19 @@ std::map<std::string, std::string> option_help() {
       {"micro_batches",
        "micro-batches per step (pipelining / batch serialization); default 2 x stages when the "
        "batch allows"},
+      {"gradient_accumulation",
+       "training steps: micro-batches whose gradients are summed on tile before one all-reduce "
+       "and one optimizer update (PopTorch's gradientAccumulation; default 1)"},
+      {"offload_optimizer_state",
+       "training steps: optimizer state in streaming memory (remote buffers), loaded for the "
+       "update and stored back (default false)"},
       {"memory_proportion",
        "share of tile memory an op may use for temporaries (default 0.6, Poplar's "
        "availableMemoryProportion)"},
       {"enable_half_partials", "fp16 partial sums for fp16 matmuls/convolutions (default false)"},
       {"weight_update",
-       "add the replicas' weight all-reduce to every step, as in training (default false)"},
+       "add the replicas' weight all-reduce to every step of an inference graph, to time it as "
+       "training would (default false; a training step all-reduces its gradients anyway)"},
       {"allow_out_of_memory",
        "report an out-of-memory program (memory table, notes) instead of failing, like Poplar's "
        "debug.allowOutOfMemory (default false)"},
@@ -78,13 +85,18 @@ IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSp
                     options.precision));
   }
   auto help = option_help();
+  bool ipus_given = false;
   for (const auto& [key, value] : options.options) {
     if (key == "num_ipus")
-      o.num_ipus = parse_count(key, value, static_cast<uint32_t>(specs.max_ipus));
+      o.num_ipus = parse_count(key, value, 1u << 20), ipus_given = true;
     else if (key == "replication_factor")
-      o.replicas = parse_count(key, value, static_cast<uint32_t>(specs.max_ipus));
+      o.replicas = parse_count(key, value, 1u << 20);
     else if (key == "micro_batches")
       o.micro_batches = parse_count(key, value, 1u << 20);
+    else if (key == "gradient_accumulation")
+      o.accumulation = parse_count(key, value, 1u << 20);
+    else if (key == "offload_optimizer_state")
+      o.offload_optimizer_state = parse_bool(key, value);
     else if (key == "memory_proportion")
       o.memory_proportion = parse_proportion(key, value);
     else if (key == "enable_half_partials")
@@ -99,10 +111,23 @@ IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSp
       throw InvalidArgument(fmt::format("ipu-emu: unknown option '{}' (options: {})", key, known));
     }
   }
+  // PopTorch counts IPUs per replica: replication_factor alone asks for one IPU per replica.
+  if (!ipus_given) o.num_ipus = o.replicas;
   if (o.num_ipus % o.replicas != 0)
     throw InvalidArgument(fmt::format("ipu-emu: replication_factor={} must divide num_ipus={}",
                                       o.replicas, o.num_ipus));
   o.stages = o.num_ipus / o.replicas;
+  if (o.num_ipus > specs.max_ipus)
+    throw InvalidArgument(fmt::format(
+        "ipu-emu: num_ipus={} ({} replica(s) x {} stage(s)) exceeds the {} IPUs of preset {} "
+        "(max_ipus)",
+        o.num_ipus, o.replicas, o.stages, specs.max_ipus, specs.name));
+  if (o.accumulation && o.micro_batches && o.accumulation != o.micro_batches)
+    throw InvalidArgument(fmt::format(
+        "ipu-emu: gradient_accumulation={} and micro_batches={} disagree (a training step's "
+        "micro-batches are its accumulation steps)",
+        o.accumulation, o.micro_batches));
+  if (o.accumulation) o.micro_batches = o.accumulation;
   return o;
 }
 

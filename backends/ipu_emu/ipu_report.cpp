@@ -21,6 +21,36 @@ uint64_t step_exchange_bytes(const models::ipu::Superstep& s) {
   return bytes;
 }
 
+// The schedule's shape, and cycles by step phase (the report contract shared with tpu-emu):
+// supersteps of an op count under its node's phase; those the compiler adds count where they belong
+// (accumulation: backward, all-reduce: allreduce, optimizer state streams: update; host streams and
+// pipeline boundaries under host_io and pipeline_exchange). Summed over replica 0's IPUs: with
+// several pipeline stages the phases overlap in time and add up to more than the step's cycles.
+void schedule_metrics(const DeviceProgram& p, const RunStats& stats,
+                      std::map<std::string, double>& m) {
+  m["num_ipus"] = static_cast<double>(p.bsp.ipus.size()), m["stages"] = p.stages;
+  m["replicas"] = p.replicas, m["micro_batches"] = p.micro_batches;
+  std::map<std::string, uint64_t> cycles = {
+      {"forward", 0}, {"loss", 0}, {"backward", 0}, {"allreduce", 0}, {"update", 0}};
+  for (const SuperstepRecord& rec : stats.steps) {
+    if (rec.ipu >= p.stages) continue;
+    const auto& step = p.bsp.ipus[rec.ipu][rec.index];
+    std::string phase;
+    if (rec.op >= 0 && static_cast<size_t>(rec.op) < p.op_nodes.size()) {
+      phase = ir::phase_name(p.graph.node(p.op_nodes[rec.op]).phase);
+    } else {
+      const std::string& label = step.label < p.bsp.labels.size() ? p.bsp.labels[step.label] : "";
+      phase = label == "all-reduce"                    ? "allreduce"
+              : label == "gradient accumulation"       ? "backward"
+              : label.rfind("optimizer state", 0) == 0 ? "update"
+              : label == "ipu exchange"                ? "pipeline_exchange"
+                                                       : "host_io";
+    }
+    cycles[phase] += rec.sync + rec.exchange + rec.compute;
+  }
+  for (const auto& [phase, c] : cycles) m["phase." + phase + "_cycles"] = static_cast<double>(c);
+}
+
 }  // namespace
 
 RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& s, const RunStats& stats,
@@ -101,8 +131,7 @@ RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& s, co
   m["tile_balance_max_over_mean"] = mean_busy > 0 ? busy_max / mean_busy : 0;
   m["achieved_tflops"] = r.achieved_flops_per_s * 1e-12;
   m["peak_tflops"] = r.peak_flops_per_s * 1e-12;
-  m["num_ipus"] = ipus;
-  m["stages"] = p.stages, m["replicas"] = p.replicas, m["micro_batches"] = p.micro_batches;
+  schedule_metrics(p, stats, m);
   Table steps;
   steps.columns = {"ipu",      "step",    "op",       "start",     "sync",
                    "exchange", "compute", "max_tile", "mean_tile", "busy_tiles"};

@@ -165,6 +165,30 @@ LoweredOp lower_elementwise(LowerContext& c, const ir::Node& n) {
   return op;
 }
 
+namespace {
+
+// Whether the reduced axes are the innermost ones (one contiguous run per output position).
+bool innermost(const std::vector<bool>& axes) {
+  size_t first = std::find(axes.begin(), axes.end(), true) - axes.begin();
+  return std::all_of(axes.begin() + std::min(first, axes.size()), axes.end(),
+                     [](bool a) { return a; });
+}
+
+// Partial results a tile holding `per_tile` consecutive elements of the row-major tensor keeps
+// after reducing them locally: one per output position its run touches. Reduced axes that are
+// not innermost (BatchNorm's statistics over N, H, W of NCHW) leave runs of `inner` reduced
+// elements per position.
+uint64_t local_partials(const ir::Shape& shape, const std::vector<bool>& axes, uint64_t reduced,
+                        uint64_t per_tile, bool contiguous) {
+  if (contiguous) return std::max<uint64_t>(1, per_tile / std::max<uint64_t>(reduced, 1));
+  uint64_t inner = 1;
+  for (int d = shape.rank() - 1; d >= 0 && axes[d]; --d) inner *= static_cast<uint64_t>(shape[d]);
+  uint64_t positions = static_cast<uint64_t>(shape.numel()) / std::max<uint64_t>(reduced, 1);
+  return std::min({per_tile, std::max<uint64_t>(positions, 1), ceil_div(per_tile, inner) + 1});
+}
+
+}  // namespace
+
 LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
   LoweredOp op;
   ir::ValueId in = n.inputs[0];
@@ -202,15 +226,11 @@ LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
       same_shape = false;
       break;
   }
-  uint64_t reduced = 1;
-  int first_reduced = rank;
+  uint64_t reduced = 1, per_tile = pin.bytes_per_tile / std::max<uint64_t>(element_bytes(c, in), 1);
   for (int d = 0; d < rank; ++d)
-    if (axes[d]) reduced *= shape[d], first_reduced = std::min(first_reduced, d);
-  bool contiguous = true;
-  for (int d = first_reduced; d < rank; ++d) contiguous = contiguous && axes[d];
-  uint64_t per_tile = pin.bytes_per_tile / std::max<uint64_t>(element_bytes(c, in), 1);
-  uint64_t partials =
-      contiguous ? std::max<uint64_t>(1, per_tile / std::max<uint64_t>(reduced, 1)) : per_tile;
+    if (axes[d]) reduced *= shape[d];
+  bool contiguous = innermost(axes);
+  uint64_t partials = local_partials(shape, axes, reduced, per_tile, contiguous);
   bool cross = !(contiguous && reduced <= per_tile);
   NumberFormat f = value_format(c, in);
   uint32_t tiles = c.cursor.tiles();

@@ -76,6 +76,17 @@ bool recurrent_supported(const ir::Graph& g, const ir::Node& n, std::string* why
 
 }  // namespace
 
+// 64-bit integer graph inputs (class labels of a training step) are streamed as int32, as
+// PopTorch converts int64 inputs; so are constants and reshaping views of either.
+bool streamed_as_int32(const ir::Graph& g, ir::ValueId v) {
+  const ir::Value& val = g.value(v);
+  if (val.constant || val.producer < 0) return true;
+  const ir::Node& p = g.node(val.producer);
+  bool view = p.op == OpType::Unsqueeze || p.op == OpType::Squeeze || p.op == OpType::Reshape ||
+              p.op == OpType::Flatten;
+  return view && p.has_input(0) && streamed_as_int32(g, p.inputs[0]);
+}
+
 bool ipu_supports(const ir::Graph& g, const ir::Node& n, std::string* why) {
   auto decline = [why](std::string reason) {
     if (why) *why = std::move(reason);
@@ -103,12 +114,16 @@ bool ipu_supports(const ir::Graph& g, const ir::Node& n, std::string* why) {
                                  ir::dtype_name(t)));
     // 64-bit indices are streamed as int32 (as IPU frameworks do); other int64 data is not
     // supported.
-    bool index = (n.op == OpType::Gather || n.op == OpType::GatherElements || n.op == OpType::ScatterND) && i == 1;
-    if (t == DType::i64 && data && !index) return decline("i64 data input: the IPU has no int64");
+    bool index =
+        (n.op == OpType::Gather || n.op == OpType::GatherElements || n.op == OpType::ScatterND) &&
+        i == 1;
+    if (t == DType::i64 && data && !index && !streamed_as_int32(g, n.inputs[i]))
+      return decline("i64 data input: the IPU has no int64");
   }
   for (ir::ValueId v : n.outputs) {
     DType t = g.value(v).type.dtype;
-    if (t == DType::bf16 || t == DType::i8 || t == DType::i64 || t == DType::f64)
+    bool int32 = t == DType::i64 && streamed_as_int32(g, v);
+    if (t == DType::bf16 || t == DType::i8 || (t == DType::i64 && !int32) || t == DType::f64)
       return decline(fmt::format("{} output: not an IPU arithmetic type", ir::dtype_name(t)));
   }
   if (is_matrix_op(n.op) && !ir::is_floating(g.value(n.outputs[0]).type.dtype))

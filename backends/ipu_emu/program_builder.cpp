@@ -5,9 +5,19 @@
 //   the tensors later stages read over IPU-Links (ramp up, steady state, ramp down: M + S - 1
 //   cycles); replicas with weight_update: a ring all-reduce of each stage's weights (reduce-scatter
 //   then all-gather, 2 (R - 1) steps over IPU-Links), as in data-parallel training.
+// A training step (train_plan.h) pipelines forward and backward: IPU s runs its layers' forward
+// pass in cycle m + s and their backward pass in cycle m + 2S - 1 - s for micro-batch m, so the
+// pipeline fills over 2S - 1 cycles and drains over as many (M + 2S - 1 cycles in all), gradients
+// cross back over the IPU-Links, and each IPU stashes its forward activations for the
+// micro-batches in flight (2 (S - s) - 1). It streams only its data per micro-batch (parameters and
+// optimizer state stay on the IPU), adds each micro-batch's gradients into their accumulators,
+// then, once per step: the same ring all-reduce of the gradients across replicas, the optimizer
+// state loaded from streaming memory when it lives there, the update ops, and the state stored
+// back.
 #include <algorithm>
 
 #include "backends/ipu_emu/ipu_compiler.h"
+#include "backends/ipu_emu/train_plan.h"
 #include "models/ipu/tile_costs.h"
 
 namespace mimic::backends::ipu_emu {
@@ -21,11 +31,34 @@ using models::ipu::SyncKind;
 struct Builder {
   const IpuSpecs& specs;
   const IpuOptions& o;
+  const ir::Graph& g;
+  bool training;
   const std::vector<StagePlan>& stages;
   Labels& labels;
+  bool once_per_step(const LoweredOp& op) const {
+    return training && g.node(op.node).phase == ir::StepPhase::update;
+  }
   uint32_t tiles() const { return static_cast<uint32_t>(specs.tiles); }
+  // Pipeline cycle c: stage s runs the forward pass of micro-batch c - s; in a training step
+  // IPU s also runs the backward pass of its layers, virtual stage 2S - 1 - s, on micro-batch
+  // c - (2S - 1 - s) (one forward and one backward per cycle in the steady state).
   bool active(uint32_t stage, uint32_t cycle) const {
     return cycle >= stage && cycle - stage < o.micro_batches;
+  }
+  bool active_backward(uint32_t stage, uint32_t cycle) const {
+    return active(2 * o.stages - 1 - stage, cycle);
+  }
+  uint32_t pipeline_cycles() const {
+    return o.micro_batches + (training ? 2 * o.stages : o.stages) - 1;
+  }
+  // Which part of a pipeline cycle makes value v: 0 forward, 1 backward, 2 update (after it).
+  int part_of(ir::ValueId v) const {
+    if (!training) return 0;
+    ir::StepPhase ph = g.node(g.value(v).producer).phase;
+    return ph == ir::StepPhase::update ? 2 : ph == ir::StepPhase::backward ? 1 : 0;
+  }
+  bool sends_in(uint32_t s, int part, uint32_t c) const {
+    return part == 0 ? active(s, c) : part == 1 && active_backward(s, c);
   }
 
   Superstep stream(const StagePlan& st, bool in) {
@@ -33,6 +66,7 @@ struct Builder {
     s.label = labels.id(in ? "stream in" : "stream out");
     s.sync = SyncKind::internal;
     for (ir::ValueId v : in ? st.host_inputs : st.host_outputs) {
+      if (st.resident[v]) continue;
       const Placement& p = st.placement[v];
       (in ? s.host_to_device_bytes : s.device_to_host_bytes) += st.bytes[v];
       add_exchange(s.exchange, p.span, tiles(), in ? 0 : p.bytes_per_tile,
@@ -41,36 +75,72 @@ struct Builder {
     return s;
   }
 
-  void body(const StagePlan& st, std::vector<Superstep>& list) {
-    if (!st.host_inputs.empty()) list.push_back(stream(st, true));
-    for (const auto& op : st.ops) list.insert(list.end(), op.steps.begin(), op.steps.end());
-    if (!st.host_outputs.empty()) list.push_back(stream(st, false));
+  // One micro-batch's ops of `part` (-1: every op but the update; 0 forward and loss, 1 backward).
+  void body(const StagePlan& st, std::vector<Superstep>& list, int part = -1) {
+    auto any = [&](const std::vector<ir::ValueId>& vs) {
+      return std::any_of(vs.begin(), vs.end(), [&](ir::ValueId v) { return !st.resident[v]; });
+    };
+    if (part != 1 && any(st.host_inputs)) list.push_back(stream(st, true));
+    for (const auto& op : st.ops) {
+      if (once_per_step(op)) continue;
+      bool backward = training && g.node(op.node).phase == ir::StepPhase::backward;
+      if (part < 0 || part == int(backward))
+        list.insert(list.end(), op.steps.begin(), op.steps.end());
+    }
+    if (part != 0 && training && o.micro_batches > 1 && !st.gradients.empty()) {
+      std::vector<Placement> grads;
+      for (ir::ValueId v : st.gradients) grads.push_back(st.placement[v]);
+      list.push_back(accumulate_step(
+          specs, grads,
+          o.half_precision ? models::ipu::NumberFormat::f16 : models::ipu::NumberFormat::f32,
+          labels.id("gradient accumulation")));
+    }
+    if (part != 1 && any(st.host_outputs)) list.push_back(stream(st, false));
   }
 
-  // End of pipeline cycle `c` on stage `s` of replica `r`: external sync, IPU-Link transfers.
+  // Once per training step, after the micro-batches (and the all-reduce).
+  void update(const StagePlan& st, std::vector<Superstep>& list) {
+    bool offload = o.offload_optimizer_state && st.optimizer_state_bytes;
+    if (offload)
+      list.push_back(stream_state_step(specs, st.optimizer_state_bytes, true,
+                                       labels.id("optimizer state load")));
+    for (const auto& op : st.ops)
+      if (once_per_step(op)) list.insert(list.end(), op.steps.begin(), op.steps.end());
+    if (offload)
+      list.push_back(stream_state_step(specs, st.optimizer_state_bytes, false,
+                                       labels.id("optimizer state store")));
+  }
+
+  // End of pipeline cycle `c` on stage `s` of replica `r` (c = pipeline_cycles(): before the
+  // update, for update values read on another IPU): external sync, IPU-Link transfers.
   Superstep boundary(uint32_t r, uint32_t s, uint32_t c) {
     Superstep b;
     b.label = labels.id("ipu exchange");
     b.sync = SyncKind::external;
+    auto sent = [&](uint32_t from, ir::ValueId v) {
+      int part = part_of(v);
+      return c == pipeline_cycles() ? part == 2 : sends_in(from, part, c);
+    };
     const StagePlan& st = stages[s];
-    if (active(s, c))
-      for (const auto& [v, to] : st.sends) {
-        b.links.push_back({r * o.stages + to, st.bytes[v]});
-        add_exchange(b.exchange, st.placement[v].span, tiles(), st.placement[v].bytes_per_tile, 0);
-      }
-    for (uint32_t from = 0; from < s; ++from) {
-      if (!active(from, c)) continue;
+    for (const auto& [v, to] : st.sends) {
+      if (!sent(s, v)) continue;
+      b.links.push_back({r * o.stages + to, st.bytes[v]});
+      add_exchange(b.exchange, st.placement[v].span, tiles(), st.placement[v].bytes_per_tile, 0);
+    }
+    for (uint32_t from = 0; from < o.stages; ++from) {
+      if (from == s) continue;
       for (const auto& [v, to] : stages[from].sends)
-        if (to == s)
+        if (to == s && sent(from, v))
           add_exchange(b.exchange, st.placement[v].span, tiles(), 0,
                        st.placement[v].bytes_per_tile);
     }
     return b;
   }
 
-  void all_reduce(uint32_t r, uint32_t s, std::vector<Superstep>& list) {
+  // Ring all-reduce of `bytes` (each replica's weights or gradients of stage s).
+  void all_reduce(uint32_t r, uint32_t s, uint64_t bytes, std::vector<Superstep>& list) {
     uint32_t replicas = o.replicas;
-    uint64_t chunk = ceil_div(stages[s].weight_bytes, replicas);
+    uint64_t chunk = ceil_div(bytes, replicas);
     uint64_t per_tile = ceil_div(chunk, tiles());
     for (uint32_t k = 0; k < 2 * (replicas - 1); ++k) {
       Superstep a;
@@ -93,9 +163,9 @@ struct Builder {
 
 }  // namespace
 
-BspProgram build_program(const IpuSpecs& specs, const IpuOptions& o,
-                         const std::vector<StagePlan>& stages, Labels& labels) {
-  Builder b{specs, o, stages, labels};
+BspProgram build_program(const IpuSpecs& specs, const IpuOptions& o, const ir::Graph& g,
+                         bool training, const std::vector<StagePlan>& stages, Labels& labels) {
+  Builder b{specs, o, g, training, stages, labels};
   BspProgram p;
   p.ipus.resize(static_cast<size_t>(o.stages) * o.replicas);
   for (uint32_t r = 0; r < o.replicas; ++r)
@@ -103,13 +173,25 @@ BspProgram build_program(const IpuSpecs& specs, const IpuOptions& o,
       auto& list = p.ipus[r * o.stages + s];
       if (o.stages == 1) {
         for (uint32_t m = 0; m < o.micro_batches; ++m) b.body(stages[s], list);
-      } else {
-        for (uint32_t c = 0; c + 1 < o.micro_batches + o.stages; ++c) {
+      } else if (!training) {
+        for (uint32_t c = 0; c < b.pipeline_cycles(); ++c) {
           if (b.active(s, c)) b.body(stages[s], list);
           list.push_back(b.boundary(r, s, c));
         }
+      } else {
+        for (uint32_t c = 0; c < b.pipeline_cycles(); ++c) {
+          if (b.active(s, c)) b.body(stages[s], list, 0);
+          if (b.active_backward(s, c)) b.body(stages[s], list, 1);
+          list.push_back(b.boundary(r, s, c));
+        }
+        list.push_back(b.boundary(r, s, b.pipeline_cycles()));
       }
-      if (o.weight_update && o.replicas > 1) b.all_reduce(r, s, list);
+      if (training) {
+        if (o.replicas > 1) b.all_reduce(r, s, stages[s].gradient_bytes, list);
+        b.update(stages[s], list);
+      } else if (o.weight_update && o.replicas > 1) {
+        b.all_reduce(r, s, stages[s].weight_bytes, list);
+      }
     }
   return p;
 }

@@ -33,18 +33,20 @@ TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
   p.eps = get<double>(opt, "eps", p.eps);
   p.max_grad_norm = get<double>(opt, "max_grad_norm", 0.0);
   o.compile.precision = precision;
-  // compile_train()'s own keywords ride with the backend options: timing_only, compile_only and
-  // "set.<field>" (a preset field override, as the CLI's --set).
+  // compile_train()'s own keywords ride with the backend options: timing_only and compile_only
+  // (bools) and "set.<field>" (a preset field override, as the CLI's --set).
   for (auto item : options) {
     std::string key = py::str(item.first), value = py::str(item.second);
-    if (key == "timing_only")
-      o.compile.timing_only = value == "True" || value == "true";
-    else if (key == "compile_only")
-      o.compile.compile_only = value == "True" || value == "true";
-    else if (key.rfind("set.", 0) == 0)
+    if (key == "compile_only" || key == "timing_only") {
+      bool on = value == "true" || value == "True" || value == "1";
+      if (!on && value != "false" && value != "False" && value != "0")
+        throw InvalidArgument(fmt::format("compile_train: {}={} must be a bool", key, value));
+      (key == "compile_only" ? o.compile.compile_only : o.compile.timing_only) = on;
+    } else if (key.rfind("set.", 0) == 0) {
       o.compile.overrides[key.substr(4)] = value;
-    else
+    } else {
       o.compile.options[key] = value;
+    }
   }
   return o;
 }

@@ -60,6 +60,10 @@ const std::vector<Field>& fields() {
       {"host_latency_cycles", &IpuSpecs::host_latency_cycles, 0, 1'000'000'000,
        "host transfer latency (cycles)"},
       {"max_ipus", &IpuSpecs::max_ipus, 1, 4096, "largest num_ipus of a system"},
+      {"ipus_per_gateway", &IpuSpecs::ipus_per_gateway, 1, 4096,
+       "IPUs per machine behind one IPU-Gateway; links between machines are GW-Links"},
+      {"gw_link_bytes_per_second", &IpuSpecs::gw_link_bytes_per_second, 1'000'000,
+       10'000'000'000'000ull, "GW-Link bandwidth between machines, each direction"},
       {"tile_base_code_bytes", &IpuSpecs::tile_base_code_bytes, 0, 64 * kMiB,
        "always-live code per tile (runtime, supervisor, stacks)"},
       {"vertex_code_bytes", &IpuSpecs::vertex_code_bytes, 0, 64 * kMiB,
@@ -114,6 +118,9 @@ Sources mk2_common_sources() {
       {"host_bytes_per_second", "[D] PCIe Gen4 x16 64 GB/s (R-3P S9) / 2 directions"},
       {"host_latency_cycles", "[I] ~1 us"},
       {"max_ipus", "[I] largest pod modelled"},
+      {"ipus_per_gateway", "[R-3P S9] IPU-M2000: 4 GC200 IPUs and one IPU-Gateway"},
+      {"gw_link_bytes_per_second",
+       "[I] as the Bow-2000's 2 x 100 Gbps GW-Links (R S9) = 25 GB/s, the same IPU-Gateway"},
       {"tile_base_code_bytes", "[I] Poplar always-live code per tile, not published"},
       {"vertex_code_bytes", "[I]"},
       {"vertex_state_bytes", "[I]"},
@@ -144,6 +151,8 @@ IpuSpecs mk2_common() {
   s.ipu_link_bytes_per_second = 64'000'000'000ull;
   s.host_bytes_per_second = 32'000'000'000ull;
   s.max_ipus = 64;
+  s.ipus_per_gateway = 4;
+  s.gw_link_bytes_per_second = 25'000'000'000ull;
   s.tile_base_code_bytes = 12288;
   s.vertex_code_bytes = 1024;
   s.vertex_state_bytes = 32;
@@ -183,6 +192,8 @@ IpuSpecs make_bow() {
       "[D] 350 TFLOPS (R-3P S9) / (1472 * 1.85 GHz * 2) = 64";
   s.sources["amp_fp32_macs_per_cycle"] = "[I] Mk2 tile: fp32 peak not published for Bow";
   s.sources["ipu_link_bytes_per_second"] = "[R S9] Bow-2000 IPU-Link 512 Gbps = 64 GB/s";
+  s.sources["ipus_per_gateway"] = "[R S9] Bow-2000: 4 IPUs";
+  s.sources["gw_link_bytes_per_second"] = "[R S9] Bow-2000: 2 x 100 Gbps GW-Links = 25 GB/s";
   s.sources["host_bytes_per_second"] = "[I] PCIe Gen4 host link (R S9), 32 GB/s each direction";
   return s;
 }
@@ -201,6 +212,10 @@ IpuSpecs make_gc2() {
   s.ipu_link_latency_cycles = 2000;
   s.host_latency_cycles = 1600;
   s.max_ipus = 16;
+  s.ipus_per_gateway = 16;
+  s.gw_link_bytes_per_second = 64'000'000'000ull;
+  s.sources["ipus_per_gateway"] = "[I] C2 cards have no IPU-Gateway: one IPU-Link chain";
+  s.sources["gw_link_bytes_per_second"] = "[I] unused (no gateway): the IPU-Link bandwidth";
   s.sources["tiles"] = "[R-3P S7 notes] 1216 tiles";
   s.sources["tile_sram_bytes"] = "[R-3P S7 notes] 256 KiB per tile, 304 MiB total";
   s.sources["worker_contexts"] = "[R-3P S7 notes] 6 worker threads per tile (7296 per IPU)";

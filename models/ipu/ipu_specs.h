@@ -62,6 +62,10 @@ struct IpuSpecs {
   uint64_t host_bytes_per_second = 0;  // PCIe, each direction, shared by the IPUs of a system
   uint64_t host_latency_cycles = 0;
   uint64_t max_ipus = 0;
+  // IPUs behind one IPU-Gateway (an IPU-M2000 or Bow-2000 holds 4): the chain's hops between
+  // machines are GW-Links, at this bandwidth, instead of IPU-Links.
+  uint64_t ipus_per_gateway = 0;
+  uint64_t gw_link_bytes_per_second = 0;
 
   // Per-tile memory the compiler adds besides tensors (Poplar's "code" and "vertex state").
   uint64_t tile_base_code_bytes = 0;    // runtime, supervisor code, worker stacks

@@ -63,6 +63,19 @@ def test_ipu_training_model_errors_are_one_line():
             ipu.training_model(model, "cross_entropy", opt, example_inputs=x, auto_round_num_ipus=True)
         with pytest.raises(mimic.InvalidArgument, match="replication_factor=4 must divide num_ipus=2"):
             ipu.training_model(model, "cross_entropy", opt, example_inputs=x, replication_factor=4)
-    with mimic.ipu.Manager(compile_only=True) as ipu:
-        with pytest.raises(mimic.InvalidArgument, match="compile_only"):
+        with pytest.raises(mimic.InvalidArgument, match="recomputation='pipeline' recomputes per pipeline stage, "
+                           "and num_ipus=2 / replication_factor=2 gives 1 stage"):
+            ipu.training_model(model, "cross_entropy", opt, example_inputs=x, replication_factor=2,
+                               recomputation="pipeline")
+        with pytest.raises(mimic.InvalidArgument, match="recomputation='sometimes' is not one of"):
+            ipu.training_model(model, "cross_entropy", opt, example_inputs=x, recomputation="sometimes")
+        with pytest.raises(mimic.InvalidArgument, match="gradient_accumulation must be a positive int, got 0"):
+            ipu.training_model(model, "cross_entropy", opt, example_inputs=x, gradient_accumulation=0)
+    with mimic.ipu.Manager(num_ipus=128) as ipu:
+        with pytest.raises(mimic.InvalidArgument, match=r"num_ipus=128 \(1 replica\(s\) x 128 stage\(s\)\) exceeds the 64 IPUs of preset gc200"):
             ipu.training_model(model, "cross_entropy", opt, example_inputs=x)
+    with mimic.ipu.Manager(compile_only=True) as ipu:  # compiles (memory report), cannot run
+        step = ipu.training_model(model, "cross_entropy", opt, example_inputs=x)
+        assert step.compile_report["metrics"]["memory.peak_bytes"] > 0
+        with pytest.raises(mimic.InvalidArgument, match="compile_only"):
+            step(x, np.zeros(16, np.int64))

@@ -32,7 +32,7 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     timing_only: emulators compute cycles only (the loss is 0); compile_only: compile and report
     (`step.compile_report`: the memory plan), the step cannot run. overrides: preset fields,
     e.g. {"offchip.bytes": 8 << 30}. Other keywords are the device's options (e.g. replicas=4,
-    allow_out_of_memory=True on tpu-emu).
+    allow_out_of_memory=True on tpu-emu; gradient_accumulation=4 on ipu-emu).
     Returns a TrainStep: `loss = step(x, y)`; `step.state_dict()` gives the trained parameters
     (load them into the model with `model.load_state_dict(step.state_dict())`).
     """

@@ -5,7 +5,8 @@
         compiled = ipu.compile_model(model, example_inputs)
         out = ipu.execute_model(compiled, inputs)
         trainer = ipu.training_model(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
-                                     example_inputs=x, gradient_accumulation=4, replication_factor=2)
+                                     example_inputs=x, gradient_accumulation=4, replication_factor=2,
+                                     recomputation="standard")
         loss = trainer(x, y)
 """
 from . import _mimic
@@ -41,37 +42,58 @@ class Manager:
                         memory_proportion=self.memory_proportion, enable_half_partials=self.enable_half_partials,
                         **self.options)
 
+    # PopART's RecomputationType names (and mimic's own) -> mimic's recompute modes; "pipeline"
+    # recomputes each pipeline stage from its stashed inputs, so it needs stages.
+    _RECOMPUTE = {"none": "none", "norecompute": "none", "standard": "checkpoints",
+                  "checkpoints": "checkpoints", "pipeline": "checkpoints", "recomputeall": "full",
+                  "full": "full"}
+
     def training_model(self, model, loss="cross_entropy", optimizer=None, example_inputs=None, *,
-                       gradient_accumulation=1, replication_factor=1, loss_scale=None, schedule=None, **kwargs):
+                       gradient_accumulation=1, replication_factor=1, recomputation="none",
+                       offload_optimizer_state=False, loss_scale=None, schedule=None, **kwargs):
         """A compiled training step on the emulated IPU(s), as poptorch.trainingModel: `loss = step(x, y)`.
 
         example_inputs' batch is the combined batch of one step (PopTorch's micro-batch x
-        gradient_accumulation x replication_factor). gradient_accumulation maps to the emulator's
-        micro_batches (the batch runs as that many micro-batches, serially); replication_factor to
-        data-parallel replicas with the weight all-reduce of every step (weight_update), on
-        num_ipus IPUs (a multiple of it). The update uses the mean gradient of the whole batch,
-        which is what accumulating equal micro-batches and all-reducing replicas compute, except
-        that BatchNorm here normalizes over the whole batch, not per micro-batch and replica.
-        loss_scale and schedule: as mimic.compile_train.
+        gradient_accumulation x replication_factor). gradient_accumulation: the step runs forward
+        and backward on that many micro-batches, summing gradients in on-tile accumulators, and
+        updates once; replication_factor: data-parallel replicas whose gradients are all-reduced
+        once per step, on num_ipus IPUs (a multiple of it; num_ipus / replication_factor pipeline
+        stages per replica). recomputation: "none", "standard" (PopART's name; keep the matrix
+        ops' outputs, recompute the rest: mimic's "checkpoints"), "pipeline" (the same per
+        pipeline stage; needs stages) or "full"/"recompute_all". offload_optimizer_state: keep the
+        optimizer state in streaming memory (remote buffers). The update uses the mean gradient
+        of the whole batch, which is what accumulating equal micro-batches and all-reducing
+        replicas compute, except that BatchNorm here normalizes over the whole batch, not per
+        micro-batch and replica. With a compile_only Manager the step compiles (its
+        compile_report has the tile memory) but cannot run. loss_scale and schedule: as
+        mimic.compile_train.
         """
         if kwargs:
             raise InvalidArgument(f"training_model: option(s) {', '.join(sorted(kwargs))} are not modeled "
-                                  "(known: gradient_accumulation, replication_factor, loss_scale, schedule)")
-        if self.compile_only:
-            raise InvalidArgument("training_model: the Manager has compile_only=True; a training step must run")
+                                  "(known: gradient_accumulation, replication_factor, recomputation, "
+                                  "offload_optimizer_state, loss_scale, schedule)")
         for name, value in (("gradient_accumulation", gradient_accumulation),
                             ("replication_factor", replication_factor)):
-            if not isinstance(value, int) or value <= 0:
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise InvalidArgument(f"training_model: {name} must be a positive int, got {value!r}")
         if self.num_ipus % replication_factor != 0:
             raise InvalidArgument(f"training_model: replication_factor={replication_factor} must divide "
                                   f"num_ipus={self.num_ipus}")
+        stages = self.num_ipus // replication_factor
+        mode = str(recomputation).lower().replace("_", "")
+        if mode not in self._RECOMPUTE:
+            raise InvalidArgument(f"training_model: recomputation={recomputation!r} is not one of "
+                                  "none, standard, pipeline, recompute_all (or checkpoints, full)")
+        if mode == "pipeline" and stages < 2:
+            raise InvalidArgument(f"training_model: recomputation='pipeline' recomputes per pipeline stage, and "
+                                  f"num_ipus={self.num_ipus} / replication_factor={replication_factor} gives "
+                                  f"{stages} stage; use 'standard' or more IPUs per replica")
         options = dict(self.options, num_ipus=self.num_ipus, memory_proportion=self.memory_proportion,
-                       enable_half_partials=self.enable_half_partials)
-        if gradient_accumulation > 1:
-            options["micro_batches"] = gradient_accumulation
-        if replication_factor > 1:
-            options.update(replication_factor=replication_factor, weight_update=True)
+                       enable_half_partials=self.enable_half_partials, recompute=self._RECOMPUTE[mode],
+                       gradient_accumulation=gradient_accumulation, replication_factor=replication_factor,
+                       offload_optimizer_state=bool(offload_optimizer_state))
+        if self.compile_only:
+            options["compile_only"] = True
         return _compile_train(model, loss, optimizer, f"ipu-emu:{self.preset}", example_inputs=example_inputs,
                               precision=self.precision, loss_scale=loss_scale, schedule=schedule,
                               **{k: str(v).lower() if isinstance(v, bool) else v for k, v in options.items()})
