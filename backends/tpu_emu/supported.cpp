@@ -263,8 +263,7 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::ReduceLogSum:
     case OpType::ReduceLogSumExp:
       if (!contiguous_reduction(g, n) && !splittable_reduction(g, n)) {
-        if (why) *why = "reductions over non-adjacent axes (only f32 sum, mean, max, min and sum "
-                        "of squares are split into adjacent-axis reductions)";
+        if (why) *why = "reductions over non-adjacent axes (split only for f32 sum/mean/max/min)";
         return false;
       }
       return true;

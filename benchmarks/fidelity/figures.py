@@ -11,7 +11,9 @@ paper_models.py), the device string of the matching preset, the batch, and the m
   busy_pct      matrix-unit cycles spent shifting weights in or streaming operands, % of all cycles
                 (the paper's "array active" plus "weight shift" rows)
   stall_pct     matrix-unit cycles waiting for weights from memory, % of all cycles ("weight stall")
-  minutes       time to train (listed only; a row with `not_modeled` names why it is not run)
+  train_sps     training samples per second of one chip (a timing-only `mimic train` step: the
+                batch of one step over its device time), set up as the row's `train` says
+  minutes       time to train: `epochs` passes over ImageNet at `chips` x the one-chip train_sps
 
 Counters (the _pct metrics) are compared in percentage points and kept out of the relative-error
 summary: a published 0.0% has no relative error.
@@ -96,21 +98,51 @@ def _tpuv3_rows():
                            "activations (4 bytes through HBM) where the submission ran bf16"}]
 
 
+GRAPHCORE_RN50_BLOG = ("Krell, Liu, Menage, Bogdanski, 'Accelerating ResNet-50 Training on the IPU for "
+                       "MLPerf' (graphcore.ai blog, 2022-01-17)")
+GRAPHCORE_BOW_TABLE = "Graphcore performance results, Bow Pod training table (graphcore.ai/performance-results)"
+IMAGENET_TRAIN_IMAGES = 1281167
+
+# How the emulated training step is set up for the IPU training rows, fixed before comparing and the
+# same for every row: the submissions' precision (16.16: fp16 weights and partials), recomputation
+# checkpoints (the blog: "recomputation checkpoints rather than pipelining"), momentum state in
+# streaming memory, one IPU of the data-parallel system, and the largest micro-batch of 8, 4, 2, 1
+# that fits its tiles, accumulated to 16 micro-batches per step.
+IPU_TRAIN = {"precision": "float16", "recompute": "checkpoints", "micro_batches": [8, 4, 2, 1],
+             "accumulation": 16, "options": {"offload_optimizer_state": "true"}}
+
+
 def _training_rows():
-    # Time to train to the MLPerf quality target: converting it to emulated steps needs the
-    # submission's global batch and epochs to convergence, which the retrieved sources do not give.
-    reason = ("training: time to train needs the submission's global batch and epochs to "
-              "convergence (not in the retrieved sources) to turn per-step timing into minutes")
-    return [{"id": "mlperf-ipu-pod16-resnet50-train", "chip": "GC200 x 16", "device": "ipu-emu:gc200",
+    rn50 = "ResNet-50 v1.5, 224x224, ImageNet, fp16 (16.16)"
+    return [{"id": "graphcore-pod16-resnet50-train", "chip": "GC200 x 16", "device": "ipu-emu:gc200",
+             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+             "published": 30000 / 16, "tag": "D", "source": GRAPHCORE_RN50_BLOG, "train": IPU_TRAIN,
+             "conditions": f"{rn50}; MLPerf v1.1 IPU-POD16: '30k images per second', / 16 IPUs; LARS, "
+                           "distributed BatchNorm, stochastic rounding; emulated: one IPU's step"},
+            {"id": "mlperf-ipu-pod16-resnet50-train", "chip": "GC200 x 16", "device": "ipu-emu:gc200",
              "workload": "zoo:resnet50", "batch": 0, "metric": "minutes", "scope": "end_to_end",
-             "published": 28.3, "tag": "M", "source": GRAPHCORE_MLPERF_11, "not_modeled": reason,
-             "conditions": "IPU-POD16 (16 GC200 IPUs), ResNet-50 v1.5 to MLPerf's 75.9% top-1, "
-                           "closed division"},
+             "published": 28.3, "tag": "M", "source": GRAPHCORE_MLPERF_11, "train": IPU_TRAIN,
+             "chips": 16, "epochs": 38,
+             "conditions": f"{rn50}; time to 75.9% top-1 on IPU-POD16, 38 epochs (the blog); emulated: "
+                           "38 epochs of 1,281,167 images at 16 x one IPU's samples/s (no all-reduce, "
+                           "evaluation or host input time)"},
             {"id": "mlperf-ipu-pod256-resnet50-train", "chip": "GC200 x 256",
              "device": "ipu-emu:gc200", "workload": "zoo:resnet50", "batch": 0, "metric": "minutes",
              "scope": "end_to_end", "published": 3.79, "tag": "M", "source": GRAPHCORE_MLPERF_11,
-             "not_modeled": reason,
-             "conditions": "IPU-POD256 (256 GC200 IPUs), ResNet-50 v1.5, 'available' category"}]
+             "not_modeled": "the POD256 run's epochs to convergence are not in the retrieved sources",
+             "conditions": "IPU-POD256 (256 GC200 IPUs), ResNet-50 v1.5, 'available' category"},
+            {"id": "graphcore-bow-pod16-resnet50-train", "chip": "Bow x 16", "device": "ipu-emu:bow",
+             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+             "published": 42029 / 16, "tag": "D", "source": GRAPHCORE_BOW_TABLE, "train": IPU_TRAIN,
+             "conditions": f"{rn50}; Bow Pod16, TensorFlow 1, global batch 1,920: 42,029 images/s / 16 "
+                           "IPUs; emulated: one IPU's step"},
+            {"id": "graphcore-bow-pod16-bert-base-train", "chip": "Bow x 16", "device": "ipu-emu:bow",
+             "workload": "zoo:bert", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+             "published": 16391 / 16, "tag": "D", "source": GRAPHCORE_BOW_TABLE,
+             "not_modeled": "training: BERT's word-embedding gradient is a one-hot MatMul over the "
+                            "30,522-word vocabulary, which does not fit a tile (Graphcore serializes it)",
+             "conditions": "BERT-Base phase 1 (seq 128), PopART, global batch 65,536: 16,391 sequences/s "
+                           "/ 16 IPUs"}]
 
 
 FIGURES = _tpuv1_rows() + _edge_rows() + _tpuv3_rows() + _training_rows()

@@ -27,6 +27,8 @@ import figures  # noqa: E402
 import machine  # noqa: E402
 import paper_models  # noqa: E402
 
+IMAGENET = figures.IMAGENET_TRAIN_IMAGES
+
 
 def run_workload(mimic, workload, device, batch, tmp):
     """One timing-only run; returns the report dict or {"error": message}."""
@@ -45,8 +47,32 @@ def run_workload(mimic, workload, device, batch, tmp):
     return json.loads(p.stdout)["report"]
 
 
-def predicted(metric, report, batch):
+def run_training(mimic, row, tmp):
+    """A timing-only train step of the row's workload, at the largest micro-batch of the row's list
+    that fits (`train` in figures.py); {"samples_per_s", "micro_batch"} or {"error": message}."""
+    t = row["train"]
+    last = None
+    for micro in t["micro_batches"]:
+        cmd = [mimic, "train", "--model", row["workload"][4:], "--model-arg", "image_size=224",
+               "--device", row["device"], "--precision", t["precision"], "--recompute", t["recompute"],
+               "--batch", str(micro * t["accumulation"]), "--option",
+               f"gradient_accumulation={t['accumulation']}", "--optimizer", "sgd", "--momentum", "0.9",
+               "--steps", "1", "--timing-only", "--json"]
+        for k, v in t["options"].items():
+            cmd += ["--option", f"{k}={v}"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode == 0:
+            return {"samples_per_s": json.loads(p.stdout)["train"]["samples_per_s"], "micro_batch": micro}
+        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+    return {"error": last.replace("mimic: error: ", "")}
+
+
+def predicted(metric, report, batch, row=None):
     """The metric a row compares, from a run report; None with a reason when it has no counterpart."""
+    if metric == "train_sps":
+        return report["samples_per_s"], None
+    if metric == "minutes":
+        return row["epochs"] * IMAGENET / (row["chips"] * report["samples_per_s"]) / 60, None
     seconds = report.get("device_seconds") or 0
     if metric == "tops":
         return report["total_flops"] / seconds / 1e12, None
@@ -74,16 +100,19 @@ def evaluate(mimic, rows):
             if row.get("not_modeled"):
                 results.append(dict(row, status="not modeled", reason=row["not_modeled"]))
                 continue
-            key = (row["workload"], row["device"], row["batch"])
+            key = (row["workload"], row["device"], row["batch"], "train" in row)
             if key not in cache:
-                print(f"running {row['workload']} on {row['device']} at batch {row['batch']}", file=sys.stderr)
-                cache[key] = run_workload(mimic, *key, tmp)
+                print(f"running {row['workload']} on {row['device']} at batch {row['batch']}"
+                      f"{' (training step)' if 'train' in row else ''}", file=sys.stderr)
+                cache[key] = run_training(mimic, row, tmp) if "train" in row else run_workload(mimic, *key[:3], tmp)
             report = cache[key]
             out = dict(row)
             if "error" in report:
                 out.update(status="not modeled", reason=report["error"])
             else:
-                value, reason = predicted(row["metric"], report, row["batch"])
+                value, reason = predicted(row["metric"], report, row["batch"], row)
+                if "micro_batch" in report:
+                    out["batch"] = f"{report['micro_batch']} x {row['train']['accumulation']}"
                 if value is None:
                     out.update(status="not modeled", reason=reason)
                 else:

@@ -3,6 +3,8 @@
 // when a backend's placement and this list disagree in either direction.
 #include "tests/conformance/op_cases.h"
 
+#include <algorithm>
+
 namespace mimic::testing {
 
 namespace {
@@ -18,15 +20,11 @@ const std::vector<OpType> kIntegerArithmetic = {
     OpType::CumSum,    OpType::Transpose,  OpType::Concat,     OpType::Slice,  OpType::Trilu,
     OpType::Pad,       OpType::Expand};
 
-// Of those, what tpu-emu still leaves to the cpu for integer tensors: it runs integer comparisons,
-// Where, and the moves (Transpose, Concat, Slice, Expand) on the chip.
-std::vector<OpType> tpu_integer_fallbacks() {
+// `ops` less `removed`.
+std::vector<OpType> except(const std::vector<OpType>& ops, const std::vector<OpType>& removed) {
   std::vector<OpType> out;
-  for (OpType op : kIntegerArithmetic)
-    if (op != OpType::Greater && op != OpType::Equal && op != OpType::Where &&
-        op != OpType::Transpose && op != OpType::Concat && op != OpType::Slice &&
-        op != OpType::Expand)
-      out.push_back(op);
+  for (OpType op : ops)
+    if (std::find(removed.begin(), removed.end(), op) == removed.end()) out.push_back(op);
   return out;
 }
 
@@ -39,8 +37,12 @@ std::vector<ExpectedFallback> tpu_fallbacks() {
        "Cast/f32_to_i8|Cast/i64_to_f32|Cast/i32_to_i64|Cast/i64_to_i32",
        "casts from or to i8 and i64 (i32 <-> f32 only)"},
       {tpu, {OpType::Pow}, "Pow/i64_base*", "integer powers"},
-      {tpu, tpu_integer_fallbacks(), "*i8*|*i32*|*i64*",
-       "integer arithmetic: the vector unit's integer lowering covers comparisons, Where and moves"},
+      {tpu,
+       except(kIntegerArithmetic, {OpType::Greater, OpType::Equal, OpType::Where, OpType::Transpose,
+                                   OpType::Concat, OpType::Slice, OpType::Expand}),
+       "*i8*|*i32*|*i64*",
+       "integer arithmetic: the vector unit's integer lowering covers comparisons, Where and "
+       "moves"},
       {tpu, {OpType::Equal, OpType::Greater}, "Equal/bool|*i8*", "bool and i8 comparisons"},
       {tpu,
        {OpType::CumSum, OpType::Hardmax, OpType::ScatterND, OpType::InstanceNormalization,
@@ -87,9 +89,14 @@ std::vector<ExpectedFallback> ipu_fallbacks() {
   const std::string ipu = "ipu-emu";
   return {
       {ipu, {}, "*bf16*|*i8*", "no bf16 or int8 arithmetic on GC2/GC200"},
-      {ipu, kIntegerArithmetic, "*i64*|Trilu/upper_k1",
-       "int64 data: the IPU has no 64-bit integers"},
-      {ipu, {OpType::Cast, OpType::Pow}, "*i64*", "int64 data: the IPU has no 64-bit integers"},
+      {ipu, except(kIntegerArithmetic, {OpType::Equal, OpType::Greater, OpType::Trilu}), "*i64*",
+       "int64 arithmetic: the IPU has no 64-bit integers (int64 inputs of comparisons, casts and "
+       "Trilu's k are streamed as int32)"},
+      {ipu,
+       {OpType::Cast, OpType::Trilu},
+       "Cast/*to_i64*|Trilu/*i64*",
+       "int64 results: the IPU has no 64-bit integers"},
+      {ipu, {OpType::Pow}, "Pow/i64_base*", "int64 powers: the IPU has no 64-bit integers"},
       {ipu, {OpType::ArgMax, OpType::ArgMin}, "*", "int64 results: the IPU has no 64-bit integers"},
   };
 }
