@@ -5,7 +5,9 @@ momentum and of AdamW, on
   - PyTorch (the reference, fp32),
   - mimic's cpu backend (fp32),
   - tpu-emu:v4 at its default precision (bf16 matrix operands, fp32 accumulation),
-  - ipu-emu:gc200 at float16 (every tensor stored in fp16) with dynamic loss scaling.
+  - ipu-emu:gc200 at float16 (every tensor stored in fp16) with dynamic loss scaling,
+  - the same with fp32 master weights (option master_weights=float32: parameters, optimizer state
+    and the update in f32, the forward and backward passes reading fp16 copies).
 Writes the loss curves side by side as an SVG and prints each run's final loss and its relative
 difference to PyTorch's.
 
@@ -19,9 +21,12 @@ import numpy as np
 import mimic
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUNS = [("cpu", "cpu", "default", None, "#1f77b4"),
-        ("tpu-emu:v4 (bf16)", "tpu-emu:v4", "default", None, "#2ca02c"),
-        ("ipu-emu:gc200 (fp16, loss scaling)", "ipu-emu:gc200", "float16", {"init_scale": 1024.0}, "#d62728")]
+FP16_SCALE = {"init_scale": 1024.0}
+RUNS = [("cpu", "cpu", "default", None, {}, "#1f77b4"),
+        ("tpu-emu:v4 (bf16)", "tpu-emu:v4", "default", None, {}, "#2ca02c"),
+        ("ipu-emu:gc200 (fp16, loss scaling)", "ipu-emu:gc200", "float16", FP16_SCALE, {}, "#d62728"),
+        ("ipu-emu:gc200 (fp16, fp32 master weights)", "ipu-emu:gc200", "float16", FP16_SCALE,
+         {"master_weights": "float32"}, "#ff7f0e")]
 TORCH_COLOR = "#000000"
 
 
@@ -89,12 +94,12 @@ def torch_curve(model_name, opt_name, steps):
     return out
 
 
-def mimic_curve(model_name, opt_name, device, precision, loss_scale, steps):
+def mimic_curve(model_name, opt_name, device, precision, loss_scale, options, steps):
     make, shape = MODELS[model_name]
     model = make()
     data = batches(shape)
     step = mimic.compile_train(model, "cross_entropy", OPTIMIZERS[opt_name](mimic.optim, model.parameters()), device,
-                               example_inputs=data[0][0], precision=precision, loss_scale=loss_scale)
+                               example_inputs=data[0][0], precision=precision, loss_scale=loss_scale, **options)
     curve = [step(*data[i % len(data)]) for i in range(steps)]
     return curve, step.skipped_steps
 
@@ -143,8 +148,8 @@ def main(out_dir=os.path.join(ROOT, "docs", "figures"), steps=100):
         for opt_name in OPTIMIZERS:
             ref = torch_curve(model_name, opt_name, steps)
             lines = [("PyTorch", TORCH_COLOR, ref)]
-            for label, device, precision, loss_scale, color in RUNS:
-                curve, skipped = mimic_curve(model_name, opt_name, device, precision, loss_scale, steps)
+            for label, device, precision, loss_scale, options, color in RUNS:
+                curve, skipped = mimic_curve(model_name, opt_name, device, precision, loss_scale, options, steps)
                 rel = abs(curve[-1] - ref[-1]) / abs(ref[-1])
                 results[(model_name, opt_name, label)] = (curve[-1], rel, skipped)
                 print(f"{model_name:4s} {opt_name:12s} {label:36s} final loss {curve[-1]:.5f}  PyTorch {ref[-1]:.5f}  "

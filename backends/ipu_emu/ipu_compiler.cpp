@@ -528,6 +528,7 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptio
   p.bsp.labels = labels.names;
   p.graph = g;
   p.half_storage = o.half_precision;
+  p.fp32_master = o.fp32_master_weights, p.stochastic_rounding = o.stochastic_rounding;
   p.timing_only = o.timing_only;
   p.replicas = o.replicas, p.stages = o.stages, p.micro_batches = o.micro_batches;
   NumberFormat in = o.half_precision ? NumberFormat::f16 : NumberFormat::f32;

@@ -338,16 +338,6 @@ void depthwise2d(const ir::Node& n, const std::vector<const HostTensor*>& in, Ho
   add_channel_bias(y, in.size() > 2 && in[2] ? in[2]->data<float>() : nullptr, g, half);
 }
 
-bool rounds(const ir::Graph& g, ir::ValueId v, bool half_storage) {
-  return half_storage && g.value(v).type.dtype == ir::DType::f32;
-}
-
-HostTensor rounded_copy(const HostTensor& t) {
-  HostTensor c = t.clone();
-  round_f16(c.data<float>(), c.numel());
-  return c;
-}
-
 // f16 tensors on the matrix path: the AMP units take f16 operands (exact in f32), accumulate with
 // the precision's partials, and the result is stored as f16.
 HostTensor f16_to_f32(const HostTensor& t) {
@@ -366,13 +356,16 @@ HostTensor f32_to_f16(const HostTensor& t) {
 
 }  // namespace
 
-IpuNumerics::IpuNumerics(const DeviceProgram& program) : p_(program) {
+IpuNumerics::IpuNumerics(const DeviceProgram& program)
+    : p_(program),
+      storage_(program.graph, program.half_storage, program.fp32_master,
+               program.stochastic_rounding) {
   const ir::Graph& g = p_.graph;
   constants_.resize(g.num_values());
   for (int v = 0; v < g.num_values(); ++v)
     if (g.value(v).constant)
-      constants_[v] =
-          rounds(g, v, p_.half_storage) ? rounded_copy(*g.value(v).constant) : *g.value(v).constant;
+      constants_[v] = storage_.stored_half(v) ? storage_.rounded_copy(*g.value(v).constant, v, 0)
+                                              : *g.value(v).constant;
   last_use_.assign(g.num_values(), -1);
   for (int i = 0; i < g.num_nodes(); ++i)
     for (ir::ValueId v : g.node(i).inputs)
@@ -380,12 +373,19 @@ IpuNumerics::IpuNumerics(const DeviceProgram& program) : p_(program) {
   for (ir::ValueId v : g.outputs()) last_use_[v] = g.num_nodes();
 }
 
+HostTensor IpuNumerics::read(const std::vector<HostTensor>& values, ir::ValueId v,
+                             const ir::Node& reader, uint64_t run) const {
+  if (v == ir::kNoValue) return HostTensor();
+  return storage_.read_as_half(v, reader) ? storage_.rounded_copy(values[v], v, run) : values[v];
+}
+
 std::vector<HostTensor> IpuNumerics::run(const std::vector<HostTensor>& inputs) const {
   const ir::Graph& g = p_.graph;
+  const uint64_t run = ++runs_;
   std::vector<HostTensor> values = constants_;
   for (size_t i = 0; i < inputs.size() && i < g.inputs().size(); ++i) {
     ir::ValueId v = g.inputs()[i];
-    values[v] = rounds(g, v, p_.half_storage) ? rounded_copy(inputs[i]) : inputs[i];
+    values[v] = storage_.stored_half(v) ? storage_.rounded_copy(inputs[i], v, run) : inputs[i];
   }
   for (int i = 0; i < g.num_nodes(); ++i) {
     const ir::Node& n = g.node(i);
@@ -395,21 +395,22 @@ std::vector<HostTensor> IpuNumerics::run(const std::vector<HostTensor>& inputs) 
     const OpRecipe& r = p_.recipes.at(i);
     if (r.kind == RecipeKind::generic) {
       std::vector<HostTensor> ins;
-      for (ir::ValueId v : n.inputs) ins.push_back(v == ir::kNoValue ? HostTensor() : values[v]);
+      for (ir::ValueId v : n.inputs) ins.push_back(read(values, v, n, run));
       std::vector<HostTensor> outs = cpu::run_node(g, n, ins);
       for (size_t k = 0; k < outs.size(); ++k) {
         ir::ValueId v = n.outputs[k];
-        if (rounds(g, v, p_.half_storage) && !ir::is_view_op(n.op))
-          round_f16(outs[k].data<float>(), outs[k].numel());
+        if (storage_.stored_half(v) && !ir::is_view_op(n.op))
+          storage_.round(outs[k].data<float>(), outs[k].numel(), v, run);
         values[v] = std::move(outs[k]);
       }
     } else {
       std::vector<const HostTensor*> ins;
       std::vector<HostTensor> widened;
-      widened.reserve(n.inputs.size());
+      widened.reserve(2 * n.inputs.size());  // pointers into it stay valid
       for (ir::ValueId v : n.inputs) {
         const HostTensor* in = v == ir::kNoValue ? nullptr : &values[v];
         if (in && in->dtype() == ir::DType::f16) in = &widened.emplace_back(f16_to_f32(*in));
+        if (in && storage_.read_as_half(v, n)) in = &widened.emplace_back(read(values, v, n, run));
         ins.push_back(in);
       }
       const ir::TensorType& t = g.value(n.outputs[0]).type;
@@ -423,7 +424,8 @@ std::vector<HostTensor> IpuNumerics::run(const std::vector<HostTensor>& inputs) 
         conv2d(g, n, ins, out, r);
       else
         depthwise2d(n, ins, out, r);
-      if (p_.half_storage) round_f16(out.data<float>(), out.numel());
+      if (storage_.stored_half(n.outputs[0]))
+        storage_.round(out.data<float>(), out.numel(), n.outputs[0], run);
       values[n.outputs[0]] = t.dtype == ir::DType::f16 ? f32_to_f16(out) : std::move(out);
     }
     for (ir::ValueId v : n.inputs)

@@ -1,7 +1,8 @@
 // Numerics of the emulated IPU (runs in the device worker): executes the program's graph with the
 // chip's precision rules, one large Eigen GEMM per planned K chunk (never per-tile loops):
 //   - fp16 storage when precision is float16: inputs, constants and every f32 result are rounded
-//     to fp16 (round to nearest even), as tensors held in tile memory would be;
+//     to fp16 (round to nearest even, or stochastically), as tensors held in tile memory would be,
+//     except fp32 master weights and what the update computes (half_storage.h);
 //   - matrix products (MatMul, Gemm, 2-D Conv) accumulate over K in the order of the plan's K
 //   split:
 //     each chunk is an fp32 product of the (exactly representable) operands; chunks are summed in
@@ -17,6 +18,7 @@
 
 #include <vector>
 
+#include "backends/ipu_emu/half_storage.h"
 #include "backends/ipu_emu/ipu_program.h"
 
 namespace mimic::backends::ipu_emu {
@@ -28,7 +30,13 @@ class IpuNumerics {
   std::vector<ir::HostTensor> run(const std::vector<ir::HostTensor>& inputs) const;
 
  private:
+  // A value as node `reader` reads it (an fp16 copy of an f32 master weight, see half_storage.h).
+  ir::HostTensor read(const std::vector<ir::HostTensor>& values, ir::ValueId v,
+                      const ir::Node& reader, uint64_t run) const;
+
   const DeviceProgram& p_;
+  HalfStorage storage_;
+  mutable uint64_t runs_ = 0;              // stochastic rounding draws new bits every run
   std::vector<ir::HostTensor> constants_;  // per value, rounded to the storage format
   std::vector<int> last_use_;
 };

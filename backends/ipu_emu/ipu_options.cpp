@@ -40,6 +40,21 @@ double parse_proportion(const std::string& key, const std::string& v) {
   return d;
 }
 
+// master_weights and stochastic_rounding shape fp16 storage: meaningless at float32.
+bool require_half(const std::string& key, bool half) {
+  if (!half)
+    throw InvalidArgument(
+        fmt::format("ipu-emu: option {} applies to precision float16 (this is float32)", key));
+  return true;
+}
+
+bool parse_master_weights(const std::string& value, bool half) {
+  if (value != "float16" && value != "float32")
+    throw InvalidArgument(
+        fmt::format("ipu-emu: master_weights={} must be float16 or float32", value));
+  return value == "float32" && require_half("master_weights", half);
+}
+
 }  // namespace
 
 std::map<std::string, std::string> option_help() {
@@ -61,6 +76,12 @@ std::map<std::string, std::string> option_help() {
        "share of tile memory an op may use for temporaries (default 0.6, Poplar's "
        "availableMemoryProportion)"},
       {"enable_half_partials", "fp16 partial sums for fp16 matmuls/convolutions (default false)"},
+      {"master_weights",
+       "precision float16: float16 (default: every tensor in fp16) or float32 (parameters, "
+       "optimizer state and the update in f32, read through fp16 copies)"},
+      {"stochastic_rounding",
+       "precision float16: round stored values to fp16 stochastically (default false; PopTorch's "
+       "enableStochasticRounding)"},
       {"weight_update",
        "add the replicas' weight all-reduce to every step of an inference graph, to time it as "
        "training would (default false; a training step all-reduces its gradients anyway)"},
@@ -101,6 +122,10 @@ IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSp
       o.memory_proportion = parse_proportion(key, value);
     else if (key == "enable_half_partials")
       o.half_partials = parse_bool(key, value);
+    else if (key == "master_weights")
+      o.fp32_master_weights = parse_master_weights(value, o.half_precision);
+    else if (key == "stochastic_rounding")
+      o.stochastic_rounding = parse_bool(key, value) && require_half(key, o.half_precision);
     else if (key == "weight_update")
       o.weight_update = parse_bool(key, value);
     else if (key == "allow_out_of_memory")

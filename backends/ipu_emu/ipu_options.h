@@ -27,6 +27,8 @@ struct IpuOptions {
   bool offload_optimizer_state = false;
   bool half_precision = false;  // precision float16: fp16 storage of activations and weights
   bool half_partials = false;   // enable_half_partials: AMP partial sums in fp16 (fp16 ops only)
+  bool fp32_master_weights = false;  // master_weights=float32 (half_storage.h)
+  bool stochastic_rounding = false;  // stochastic_rounding=true (half_storage.h)
   double memory_proportion = 0.6;
   bool weight_update = false;  // add the replicas' gradient all-reduce to every step
   bool allow_out_of_memory =

@@ -38,6 +38,7 @@ struct DeviceProgram {
   std::vector<int32_t> op_nodes;  // op index -> graph node
   std::vector<int32_t> op_ipus;   // op index -> first IPU it runs on (replica 0)
   bool half_storage = false;      // f32 values are stored (rounded) as fp16
+  bool fp32_master = false, stochastic_rounding = false;  // half_storage.h
   bool timing_only = false;
   uint32_t replicas = 1, stages = 1, micro_batches = 1;
   std::string precision;  // "float32", "float16", "float16 (half partials)"

@@ -105,6 +105,8 @@ void write_program(wire::Writer& w, const DeviceProgram& p) {
   w.pods(p.op_nodes);
   w.pods(p.op_ipus);
   w.boolean(p.half_storage);
+  w.boolean(p.fp32_master);
+  w.boolean(p.stochastic_rounding);
   w.boolean(p.timing_only);
   w.u32(p.replicas);
   w.u32(p.stages);
@@ -144,6 +146,8 @@ DeviceProgram read_program(wire::Reader& r) {
   p.op_nodes = r.pods<int32_t>();
   p.op_ipus = r.pods<int32_t>();
   p.half_storage = r.boolean();
+  p.fp32_master = r.boolean();
+  p.stochastic_rounding = r.boolean();
   p.timing_only = r.boolean();
   p.replicas = r.u32();
   p.stages = r.u32();
