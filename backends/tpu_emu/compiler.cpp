@@ -37,22 +37,28 @@ int64_t precision_passes(const std::string& precision, const TpuSpec& spec) {
 // ---- RangeAllocator
 // ------------------------------------------------------------------------------
 
+// Best fit: the smallest free range that holds `bytes` (less fragmentation than first fit, as a
+// heap simulator's best-fit allocator), else the top of the used range.
 bool RangeAllocator::allocate(uint64_t bytes, uint64_t* address) {
   bytes = std::max<uint64_t>(round_up(static_cast<int64_t>(bytes), 512), 512);
+  size_t best = free_.size();
   for (size_t i = 0; i < free_.size(); ++i) {
-    if (free_[i].end - free_[i].begin < bytes) continue;
-    *address = free_[i].begin;
-    free_[i].begin += bytes;
-    if (free_[i].begin == free_[i].end) free_.erase(free_.begin() + i);
-    used_ += bytes;
-    peak_ = std::max(peak_, used_);
-    return true;
+    uint64_t size = free_[i].end - free_[i].begin;
+    if (size >= bytes && (best == free_.size() || size < free_[best].end - free_[best].begin))
+      best = i;
   }
-  if (top_ + bytes > capacity_) return false;
-  *address = top_;
-  top_ += bytes;
+  if (best < free_.size()) {
+    *address = free_[best].begin;
+    free_[best].begin += bytes;
+    if (free_[best].begin == free_[best].end) free_.erase(free_.begin() + best);
+  } else {
+    if (top_ + bytes > capacity_) return false;
+    *address = top_;
+    top_ += bytes;
+  }
   used_ += bytes;
   peak_ = std::max(peak_, used_);
+  span_ = std::max(span_, *address + bytes);
   return true;
 }
 
@@ -449,16 +455,26 @@ void report_memory(Context& c, const ProgramOptions& options, CompileReport& r) 
     breakdown +=
         fmt::format("{}{} {}", breakdown.empty() ? "" : ", ", category, human_bytes(bytes));
   }
-  if (plan.peak_bytes() <= capacity) {
+  const uint64_t span = c.offchip.span();
+  // Beside the plan (memory.*): what the compiled program's buffers hold at once and how far their
+  // addresses reach; the chip must hold both.
+  r.metrics["hbm.allocated_peak_bytes"] = static_cast<double>(c.offchip.peak());
+  r.metrics["hbm.address_span_bytes"] = static_cast<double>(span);
+  if (plan.peak_bytes() <= capacity && span <= capacity) {
     c.notes.push_back(fmt::format("{} plan: peak {} of {} while running {} ({})",
                                   c.spec.offchip.name, human_bytes(plan.peak_bytes()),
                                   human_bytes(capacity), plan.peak_op(), breakdown));
     return;
   }
-  std::string message = out_of_memory_message(plan, capacity, c.spec.offchip.name, c.device);
+  std::string message =
+      plan.peak_bytes() <= capacity
+          ? address_space_message(plan, c.offchip.peak(), span, capacity, c.spec.offchip.name,
+                                  c.device)
+          : out_of_memory_message(plan, capacity, c.spec.offchip.name, c.device);
   if (!options.allow_out_of_memory)
-    throw OutOfMemoryError(message, -1, static_cast<int64_t>(plan.peak_bytes()),
-                           static_cast<int64_t>(capacity), plan.peak_op());
+    throw OutOfMemoryError(
+        message, -1, static_cast<int64_t>(plan.peak_bytes() > capacity ? plan.peak_bytes() : span),
+        static_cast<int64_t>(capacity), plan.peak_op());
   c.notes.push_back(message);
 }
 

@@ -87,4 +87,17 @@ std::string out_of_memory_message(const HbmPlan& plan, uint64_t capacity, const 
       training ? "Recompute checkpoints|full keeps fewer activations; " : "");
 }
 
+std::string address_space_message(const HbmPlan& plan, uint64_t allocated, uint64_t span,
+                                  uint64_t capacity, const std::string& space,
+                                  const std::string& device) {
+  return fmt::format(
+      "RESOURCE_EXHAUSTED: {}: Ran out of memory in memory space {}: the liveness plan peaks at "
+      "{} of {} {}, but the compiled program's buffers hold up to {} at once and their addresses "
+      "reach {} ({} of {} bytes). Plan peak while running {}. (Recompute checkpoints|full or a "
+      "smaller batch leaves more room; option allow_out_of_memory=true reports the plan instead of "
+      "failing)",
+      device, space, human_bytes(plan.peak_bytes()), human_bytes(capacity), space,
+      human_bytes(allocated), human_bytes(span), span, capacity, plan.peak_op());
+}
+
 }  // namespace mimic::backends::tpu_emu

@@ -51,6 +51,11 @@ class HbmPlan {
 std::string human_bytes(uint64_t bytes);
 
 // XLA's one-line out-of-memory message for a plan over `capacity` bytes of `space` ("hbm").
+// The liveness plan fits but the compiler's buffers do not: the allocator held `allocated` bytes
+// at once and its addresses reach `span` (padding the plan does not see, and fragmentation).
+std::string address_space_message(const HbmPlan& plan, uint64_t allocated, uint64_t span,
+                                  uint64_t capacity, const std::string& space,
+                                  const std::string& device);
 std::string out_of_memory_message(const HbmPlan& plan, uint64_t capacity, const std::string& space,
                                   const std::string& device);
 

@@ -32,6 +32,9 @@ class RangeAllocator {
   uint64_t capacity() const { return capacity_; }
   uint64_t used() const { return used_; }
   uint64_t peak() const { return peak_; }
+  // The highest address ever allocated (its end): the memory the program's addresses need, which
+  // fragmentation makes larger than peak().
+  uint64_t span() const { return span_; }
 
  private:
   struct Range {
@@ -43,7 +46,7 @@ class RangeAllocator {
   };
   uint64_t capacity_;
   std::vector<Range> free_;  // sorted, coalesced; beyond `top_` everything is free
-  uint64_t top_ = 0, used_ = 0, peak_ = 0;
+  uint64_t top_ = 0, used_ = 0, peak_ = 0, span_ = 0;
   std::vector<Dead> dead_;
 };
 

@@ -134,9 +134,11 @@ class TpuExecutable final : public Executable {
   // A program compiled over HBM capacity (allow_out_of_memory) has no place on the chip.
   void check_fits() const {
     auto peak = report_.metrics.find("memory.peak_bytes");
+    auto span = report_.metrics.find("hbm.address_span_bytes");
     auto capacity = report_.metrics.find("memory.capacity_bytes");
     if (peak == report_.metrics.end() || capacity == report_.metrics.end() ||
-        peak->second <= capacity->second)
+        std::max(peak->second, span == report_.metrics.end() ? 0.0 : span->second) <=
+            capacity->second)
       return;
     throw OutOfMemoryError(
         fmt::format("tpu-emu:{}: the program needs {:.0f} bytes of {}, the chip has {:.0f}: it was "

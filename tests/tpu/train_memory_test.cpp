@@ -278,3 +278,53 @@ TEST(TpuTrainMemory, ReplicasOnV3CoresEachHoldHalfTheChipsHbm) {
 
 }  // namespace
 }  // namespace mimic
+
+namespace mimic {
+namespace {
+
+// A CNN step on v4 whose compiled buffers (NCHW activations in (8, 128) tiles, their allocation
+// order) need more HBM than its liveness plan counts: an HBM between the two is a one-line
+// RESOURCE_EXHAUSTED naming both at compile time, where it used to compile and then fail inside
+// the device with an address error.
+TEST(TpuTrainMemory, BuffersBeyondThePlanAreOutOfMemoryAtCompileTime) {
+  auto cnn = [] {
+    auto m = std::make_shared<nn::Sequential>();
+    m->push_back(std::make_shared<nn::Conv2d>(3, 16, 3, 1, 1, 1, true, "NCHW", 1, nn::Init{1}));
+    m->push_back(std::make_shared<nn::BatchNorm2d>(16));
+    m->push_back(std::make_shared<nn::ReLU>());
+    m->push_back(std::make_shared<nn::Conv2d>(16, 16, 3, 1, 1, 1, true, "NCHW", 1, nn::Init{2}));
+    m->push_back(std::make_shared<nn::BatchNorm2d>(16));
+    m->push_back(std::make_shared<nn::ReLU>());
+    m->push_back(std::make_shared<nn::Flatten>());
+    m->push_back(std::make_shared<nn::Linear>(16 * 14 * 14, 10, true, nn::Init{3}));
+    return m;
+  };
+  const ir::TensorType in{ir::DType::f32, ir::Shape({8, 3, 14, 14})};
+  auto compile = [&](std::map<std::string, std::string> overrides) {
+    TrainOptions o = train_options(Recompute::none, {}, std::move(overrides));
+    o.compile.compile_only = true;
+    auto model = cnn();
+    TrainStep step(*model, in, Device("tpu-emu:v4"), o);
+    return step.executable().compile_report().metrics;
+  };
+  auto m = compile({});
+  const double peak = metric(m, "memory.peak_bytes");
+  const double span = metric(m, "hbm.address_span_bytes");
+  EXPECT_GE(metric(m, "hbm.allocated_peak_bytes"), peak);
+  EXPECT_GE(span, metric(m, "hbm.allocated_peak_bytes"));
+  if (span <= peak + 512) GTEST_SKIP() << "the buffers fit the plan here: " << span << " " << peak;
+  const auto capacity = static_cast<uint64_t>((peak + span) / 2) / 512 * 512;
+  try {
+    compile({{"offchip.bytes", std::to_string(capacity)}});
+    FAIL() << "expected an out-of-memory error";
+  } catch (const OutOfMemoryError& e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_NE(what.find("the compiled program's buffers hold up to"), std::string::npos) << what;
+    EXPECT_NE(what.find(fmt::format("of {} bytes", capacity)), std::string::npos) << what;
+    EXPECT_GT(e.bytes_used(), static_cast<int64_t>(capacity));
+  }
+}
+
+}  // namespace
+}  // namespace mimic
