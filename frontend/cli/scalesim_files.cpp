@@ -16,6 +16,12 @@
 namespace mimic::cli::scalesim {
 namespace {
 
+// SCALE-Sim v2 runs a depthwise layer ('DP' in its name) as one layer per channel; beyond this many
+// channels the layer is refused rather than expanded (real networks' widest depthwise layers have a
+// few thousand), so a topology's work stays bounded.
+constexpr int64_t kMaxDepthwiseChannels = 65536;
+
+
 std::string strip(const std::string& s) {
   size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
@@ -189,6 +195,11 @@ void add_conv_layer(const std::vector<std::string>& f, const std::string& at,
   }
   const int64_t channels = l.channels;
   const std::string base = l.name;
+  if (channels > kMaxDepthwiseChannels)
+    throw InvalidArgument(at + ": layer '" + base + "': a depthwise layer ('DP' in its name) runs "
+                          "as one layer per channel in SCALE-Sim v2, and " +
+                          std::to_string(channels) + " channels is more than " +
+                          std::to_string(kMaxDepthwiseChannels));
   l.channels = 1;
   for (int64_t c = 0; c < channels; ++c) {
     l.name = base + "Channel_" + std::to_string(c);
