@@ -24,8 +24,8 @@ struct Segment {
 
 // Builds the subgraph of one segment: values from outside become inputs (or constants).
 // One device segment's metrics into the whole graph's. Memory plans (memory.*) are per program:
-// the graph's is that of the segment with the largest peak, whole; replica counts likewise the
-// largest; phase and all-reduce cycles add up; other metrics add up at compile time and are the
+// the graph's is that of the segment with the largest peak, whole; replica counts and buffer
+// extents (hbm.*) the largest; phase and all-reduce cycles add up; other metrics add up at compile time and are the
 // last segment's at run time.
 void merge_metrics(std::map<std::string, double>& into, const std::map<std::string, double>& part,
                    bool sum_others) {
@@ -44,7 +44,7 @@ void merge_metrics(std::map<std::string, double>& into, const std::map<std::stri
     auto it = into.find(key);
     if (it == into.end())
       into[key] = value;
-    else if (key == "replicas")
+    else if (key == "replicas" || key.rfind("hbm.", 0) == 0)
       it->second = std::max(it->second, value);
     else if (sum_others || key.rfind("phase.", 0) == 0 || key.rfind("allreduce.", 0) == 0)
       it->second += value;

@@ -311,7 +311,11 @@ int32_t Context::produce(ir::ValueId v) {
   int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip
                    ? 1
                    : static_cast<int64_t>(ir::dtype_size(val.type.dtype));
-  int32_t t = produce_tensor(val.name, val.type.shape.dims(), eb, plan_info(v));
+  HbmPlan::Tensor plan = plan_info(v);
+  // The optimizer's temporaries are elementwise over parameters and take their layout.
+  bool parameter_layout = is_parameter_category(plan.category) ||
+                          (val.producer >= 0 && g.node(val.producer).phase == ir::StepPhase::update);
+  int32_t t = produce_tensor(val.name, val.type.shape.dims(), eb, std::move(plan), parameter_layout);
   tensor_of[v] = t;
   return t;
 }
@@ -320,11 +324,11 @@ int32_t Context::scratch(const std::string& name, std::vector<int64_t> dims) {
   int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip ? 1 : 4;
   HbmPlan::Tensor info{name, "workspace", tensor_shape("f32", dims),
                        "the workspace of " + current_op_name(), 0};
-  return produce_tensor(name, std::move(dims), eb, std::move(info));
+  return produce_tensor(name, std::move(dims), eb, std::move(info), false);
 }
 
 int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb,
-                                HbmPlan::Tensor plan) {
+                                HbmPlan::Tensor plan, bool parameter_layout) {
   int32_t t = new_tensor(name, std::move(dims), eb, false);
   TensorInfo& info = p.tensors[t];
   uint64_t bytes = storage_bytes(info.dims, eb, Level::offchip);
@@ -336,9 +340,10 @@ int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> di
     bytes = storage_bytes(info.dims, eb, Level::onchip);
     used = &onchip;
   } else if (spec.offchip.bytes > 0 && !spec.activations_on_chip) {
+    // The plan and the allocator count the same bytes.
+    if (parameter_layout) bytes = parameter_bytes(info.dims, eb, spec.vpu);
     offchip.allocate(bytes, &address);
-    plan.bytes = allocated_bytes(
-        is_parameter_category(plan.category) ? parameter_bytes(info.dims, eb, spec.vpu) : bytes);
+    plan.bytes = allocated_bytes(bytes);
     hbm.allocate(t, std::move(plan), current_op_name());
     info.home = Level::offchip;
     used = &offchip;
@@ -349,6 +354,7 @@ int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> di
     host_cursor += bytes;
   }
   info.address = address;
+  home_bytes_[t] = bytes;
   if (used)
     for (int32_t dead : used->previous_occupants(address, bytes)) em->reuse_storage(t, dead);
   return t;
@@ -370,7 +376,7 @@ int32_t Context::alias(ir::ValueId v, int32_t of) {
 void Context::release(int32_t t) {
   const TensorInfo& info = p.tensors[t];
   if (info.alias_of >= 0 || info.constant) return;
-  uint64_t bytes = storage_bytes(info.dims, element_bytes(t), info.home);
+  uint64_t bytes = home_bytes_.at(t);
   if (info.home == Level::onchip)
     onchip.release(info.address, bytes, t);
   else if (info.home == Level::offchip) {

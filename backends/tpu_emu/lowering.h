@@ -102,8 +102,9 @@ struct Context {
   [[noreturn]] void untileable(const ir::Node& n, uint64_t needed, const std::string& detail) const;
 
  private:
+  // parameter_layout: stored in the layout that pads least (see parameter_bytes), not the graph's.
   int32_t produce_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb,
-                         HbmPlan::Tensor info);
+                         HbmPlan::Tensor info, bool parameter_layout);
   // The plan's category and origin of value v (graph input, produced by a node).
   HbmPlan::Tensor plan_info(ir::ValueId v) const;
   std::string current_op_name() const;
@@ -116,6 +117,7 @@ struct Context {
   uint64_t storage_bytes(const std::vector<int64_t>& dims, int64_t element_bytes,
                          models::tpu::Level home) const;
   std::unordered_map<int32_t, int64_t> element_bytes_;
+  std::unordered_map<int32_t, uint64_t> home_bytes_;  // per produced tensor: bytes it took at home
 };
 
 // Lowering entry points. `nodes` is a fused group (matmul-like node first).

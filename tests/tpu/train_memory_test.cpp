@@ -282,32 +282,45 @@ TEST(TpuTrainMemory, ReplicasOnV3CoresEachHoldHalfTheChipsHbm) {
 namespace mimic {
 namespace {
 
-// A CNN step on v4 whose compiled buffers (NCHW activations in (8, 128) tiles, their allocation
-// order) need more HBM than its liveness plan counts: an HBM between the two is a one-line
+std::shared_ptr<nn::Sequential> small_cnn() {
+  auto m = std::make_shared<nn::Sequential>();
+  m->push_back(std::make_shared<nn::Conv2d>(3, 16, 3, 1, 1, 1, true, "NCHW", 1, nn::Init{1}));
+  m->push_back(std::make_shared<nn::BatchNorm2d>(16));
+  m->push_back(std::make_shared<nn::ReLU>());
+  m->push_back(std::make_shared<nn::Conv2d>(16, 16, 3, 1, 1, 1, true, "NCHW", 1, nn::Init{2}));
+  m->push_back(std::make_shared<nn::BatchNorm2d>(16));
+  m->push_back(std::make_shared<nn::ReLU>());
+  m->push_back(std::make_shared<nn::Flatten>());
+  m->push_back(std::make_shared<nn::Linear>(16 * 14 * 14, 10, true, nn::Init{3}));
+  return m;
+}
+
+std::map<std::string, double> compile_small_cnn(std::map<std::string, std::string> overrides) {
+  TrainOptions o = train_options(Recompute::none, {}, std::move(overrides));
+  o.compile.compile_only = true;
+  auto model = small_cnn();
+  TrainStep step(*model, ir::TensorType{ir::DType::f32, ir::Shape({8, 3, 14, 14})},
+                 Device("tpu-emu:v4"), o);
+  return step.executable().compile_report().metrics;
+}
+
+// The plan and the compiled program's allocator count the same bytes: a 3x3 kernel, its gradient,
+// its momentum and the optimizer's temporaries over it are stored in the layout that pads least
+// (an OIHW [16, 16, 3, 3] kernel in (8, 128) tiles of its last two dimensions would take 113 times
+// its size, which made ResNet-18's buffers 10 times its plan).
+TEST(TpuTrainMemory, PlanCountsTheCompiledBuffersOfAConvolutionStep) {
+  auto m = compile_small_cnn({});
+  EXPECT_EQ(metric(m, "hbm.allocated_peak_bytes"), metric(m, "memory.peak_bytes"));
+  // Each kernel [16, C, 3, 3] is tiled as [16 * 3, C * 3] or better, never [16 * C, 8 * 128].
+  EXPECT_LT(metric(m, "memory.weights_bytes"), 16 * 16 * 8 * 128 * 4);
+}
+
+// A CNN step on v4 whose compiled buffers reach further than its plan (fragmentation: the address
+// span over the allocated peak): an HBM between the two is a one-line
 // RESOURCE_EXHAUSTED naming both at compile time, where it used to compile and then fail inside
 // the device with an address error.
 TEST(TpuTrainMemory, BuffersBeyondThePlanAreOutOfMemoryAtCompileTime) {
-  auto cnn = [] {
-    auto m = std::make_shared<nn::Sequential>();
-    m->push_back(std::make_shared<nn::Conv2d>(3, 16, 3, 1, 1, 1, true, "NCHW", 1, nn::Init{1}));
-    m->push_back(std::make_shared<nn::BatchNorm2d>(16));
-    m->push_back(std::make_shared<nn::ReLU>());
-    m->push_back(std::make_shared<nn::Conv2d>(16, 16, 3, 1, 1, 1, true, "NCHW", 1, nn::Init{2}));
-    m->push_back(std::make_shared<nn::BatchNorm2d>(16));
-    m->push_back(std::make_shared<nn::ReLU>());
-    m->push_back(std::make_shared<nn::Flatten>());
-    m->push_back(std::make_shared<nn::Linear>(16 * 14 * 14, 10, true, nn::Init{3}));
-    return m;
-  };
-  const ir::TensorType in{ir::DType::f32, ir::Shape({8, 3, 14, 14})};
-  auto compile = [&](std::map<std::string, std::string> overrides) {
-    TrainOptions o = train_options(Recompute::none, {}, std::move(overrides));
-    o.compile.compile_only = true;
-    auto model = cnn();
-    TrainStep step(*model, in, Device("tpu-emu:v4"), o);
-    return step.executable().compile_report().metrics;
-  };
-  auto m = compile({});
+  auto m = compile_small_cnn({});
   const double peak = metric(m, "memory.peak_bytes");
   const double span = metric(m, "hbm.address_span_bytes");
   EXPECT_GE(metric(m, "hbm.allocated_peak_bytes"), peak);
@@ -315,7 +328,7 @@ TEST(TpuTrainMemory, BuffersBeyondThePlanAreOutOfMemoryAtCompileTime) {
   if (span <= peak + 512) GTEST_SKIP() << "the buffers fit the plan here: " << span << " " << peak;
   const auto capacity = static_cast<uint64_t>((peak + span) / 2) / 512 * 512;
   try {
-    compile({{"offchip.bytes", std::to_string(capacity)}});
+    compile_small_cnn({{"offchip.bytes", std::to_string(capacity)}});
     FAIL() << "expected an out-of-memory error";
   } catch (const OutOfMemoryError& e) {
     std::string what = e.what();
