@@ -116,17 +116,17 @@ std::string tensor_shape(const std::string& dtype, const std::vector<int64_t>& d
 // Parameters, their gradients and optimizer state take the layout their readers want (XLA's
 // layout assignment: a conv kernel is kept HWIO, channels minor), so of their dimensions the two
 // that pad least to the (8, 128) tiles are the tiled ones; activations keep the graph's layout.
-uint64_t parameter_bytes(const std::vector<int64_t>& dims, int64_t eb, const VpuSpec& v) {
+int64_t least_padding_elements(const std::vector<int64_t>& dims, const VpuSpec& v) {
   int64_t total = 1;
   for (int64_t d : dims) total *= d;
-  if (dims.size() < 2 || total == 0) return static_cast<uint64_t>(tiled_elements(dims, v) * eb);
+  if (dims.size() < 2 || total == 0) return tiled_elements(dims, v);
   int64_t best = std::numeric_limits<int64_t>::max();
   for (size_t i = 0; i < dims.size(); ++i)
     for (size_t j = 0; j < dims.size(); ++j)
       if (i != j)
         best = std::min(best, total / (dims[i] * dims[j]) * round_up(dims[i], v.sublanes) *
                                   round_up(dims[j], v.lanes));
-  return static_cast<uint64_t>(best * eb);
+  return best;
 }
 
 bool is_parameter_category(const std::string& category) {
@@ -204,7 +204,7 @@ Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions&
 }
 
 uint64_t Context::storage_bytes(const std::vector<int64_t>& dims, int64_t eb, Level home) const {
-  if (home != Level::onchip) return static_cast<uint64_t>(tiled_elements(dims, spec.vpu) * eb);
+  if (home != Level::onchip) return static_cast<uint64_t>(tpu_emu::tiled_elements(dims, spec.vpu) * eb);
   // Tensors resident on chip are packed in vector-register rows in whatever order the units want
   // (TPUv1's UB: 256-byte rows), not in the (8, 128) tiles of their graph layout.
   int64_t n = 1;
@@ -223,6 +223,14 @@ int32_t Context::new_tensor(const std::string& name, std::vector<int64_t> dims, 
   int32_t id = static_cast<int32_t>(p.tensors.size() - 1);
   element_bytes_[id] = eb;
   return id;
+}
+
+int64_t Context::tiled_elements(int32_t t) const {
+  int32_t root = t;
+  while (p.tensors[root].alias_of >= 0) root = p.tensors[root].alias_of;
+  const std::vector<int64_t>& dims = p.tensors[t].dims;
+  return least_padding_.count(root) ? least_padding_elements(dims, spec.vpu)
+                                    : tpu_emu::tiled_elements(dims, spec.vpu);
 }
 
 int64_t Context::element_bytes(int32_t t) const {
@@ -341,7 +349,10 @@ int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> di
     used = &onchip;
   } else if (spec.offchip.bytes > 0 && !spec.activations_on_chip) {
     // The plan and the allocator count the same bytes.
-    if (parameter_layout) bytes = parameter_bytes(info.dims, eb, spec.vpu);
+    if (parameter_layout) {
+      bytes = static_cast<uint64_t>(least_padding_elements(info.dims, spec.vpu) * eb);
+      least_padding_.insert(t);
+    }
     offchip.allocate(bytes, &address);
     plan.bytes = allocated_bytes(bytes);
     hbm.allocate(t, std::move(plan), current_op_name());

@@ -184,22 +184,25 @@ class Rewriter {
   }
 
   // An input an elementwise op can read channels-last: a channels-last activation, a rank-4
-  // constant (relaid at compile time) or a one-element constant.
+  // constant (relaid at compile time), a one-element constant, or a per-channel value [N, C, 1, 1]
+  // (a training step's batch statistics: relaid by a Reshape, no data moves).
   bool follows(ValueId v) const {
     if (v == kNoValue) return true;
     if (is_constant(v)) return rank(v) == 4 || g_.value(v).constant->numel() == 1;
-    return has_channels_last(v);
+    if (has_channels_last(v)) return true;
+    const ir::Shape& s = g_.value(v).type.shape;
+    return s.rank() == 4 && !s.is_symbolic() && s[2] * s[3] == 1;
   }
 
   bool rewrite_elementwise(const ir::Node& n) {
     bool unary = ir::is_unary_elementwise(n.op), binary = ir::is_binary_elementwise(n.op);
     if ((!unary && !binary) || n.outputs.size() != 1 || rank(n.outputs[0]) != 4) return false;
-    bool any_activation = false;
+    bool any_channels_last = false;
     for (int i = 0; i < (unary ? 1 : n.num_inputs()); ++i) {
       if (!follows(n.inputs[i])) return false;
-      any_activation |= !is_constant(n.inputs[i]);
+      any_channels_last |= n.inputs[i] != kNoValue && has_channels_last(n.inputs[i]);
     }
-    if (!any_activation) return false;
+    if (!any_channels_last) return false;
     std::vector<ValueId> inputs;
     for (int i = 0; i < n.num_inputs(); ++i) {
       ValueId v = n.inputs[i];

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/backend.h"
@@ -92,6 +93,9 @@ struct Context {
   void release(int32_t tensor);
   // Bytes per element of a tensor in its home memory.
   int64_t element_bytes(int32_t tensor) const;
+  // Elements of a tensor in its home layout, (8, 128) tile padding included: the graph's layout
+  // with its last two dimensions tiled, or the least-padding one of parameters (and their aliases).
+  int64_t tiled_elements(int32_t tensor) const;
   models::tpu::Level home(int32_t tensor) const { return p.tensors.at(tensor).home; }
   // Rounding applied when a kernel stores value v.
   models::tpu::Rounding store_rounding(ir::ValueId v) const;
@@ -118,6 +122,7 @@ struct Context {
                          models::tpu::Level home) const;
   std::unordered_map<int32_t, int64_t> element_bytes_;
   std::unordered_map<int32_t, uint64_t> home_bytes_;  // per produced tensor: bytes it took at home
+  std::unordered_set<int32_t> least_padding_;         // tensors stored in the least-padding layout
 };
 
 // Lowering entry points. `nodes` is a fused group (matmul-like node first).

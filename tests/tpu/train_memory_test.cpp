@@ -315,6 +315,31 @@ TEST(TpuTrainMemory, PlanCountsTheCompiledBuffersOfAConvolutionStep) {
   EXPECT_LT(metric(m, "memory.weights_bytes"), 16 * 16 * 8 * 128 * 4);
 }
 
+// The optimizer's update of a convolution kernel costs what its bytes cost: a [128, 128, 3, 3]
+// kernel updates in about the cycles of a [128, 1152] matrix of the same size (it took 113 times
+// as long when each 3 x 3 plane was priced as a padded (8, 128) tile).
+TEST(TpuTrainMemory, UpdatingAConvolutionKernelCostsItsSize) {
+  auto update_cycles = [](std::shared_ptr<nn::Sequential> m, ir::Shape in) {
+    TrainOptions o = train_options(Recompute::none);
+    o.compile.timing_only = true;
+    TrainStep step(*m, ir::TensorType{ir::DType::f32, in}, Device("tpu-emu:v4"), o);
+    ir::HostTensor x(ir::DType::f32, in), y(ir::DType::i64, ir::Shape({2}));
+    step.step(x, y);
+    return metric(step.last_report().metrics, "phase.update_cycles");
+  };
+  auto conv = std::make_shared<nn::Sequential>();
+  conv->push_back(std::make_shared<nn::Conv2d>(128, 128, 3, 1, 0, 1, true, "NCHW", 1, nn::Init{1}));
+  conv->push_back(std::make_shared<nn::Flatten>());
+  conv->push_back(std::make_shared<nn::Linear>(128, 10, true, nn::Init{2}));
+  auto dense = std::make_shared<nn::Sequential>();
+  dense->push_back(std::make_shared<nn::Linear>(128 * 9, 128, true, nn::Init{1}));
+  dense->push_back(std::make_shared<nn::Linear>(128, 10, true, nn::Init{2}));
+  const double conv_cycles = update_cycles(conv, ir::Shape({2, 128, 3, 3}));
+  const double dense_cycles = update_cycles(dense, ir::Shape({2, 128 * 9}));
+  EXPECT_GT(conv_cycles, 0);
+  EXPECT_LT(conv_cycles, 1.25 * dense_cycles) << conv_cycles << " vs " << dense_cycles;
+}
+
 // A CNN step on v4 whose compiled buffers reach further than its plan (fragmentation: the address
 // span over the allocated peak): an HBM between the two is a one-line
 // RESOURCE_EXHAUSTED naming both at compile time, where it used to compile and then fail inside
