@@ -96,7 +96,8 @@ void lower_arg_reduce(Context& c, const ir::Node& n) {
   d.func = n.op == OpType::ArgMax ? VectorFunc::arg_max : VectorFunc::arg_min;
   d.p0 = n.attrs.get_int("select_last_index", 0) != 0 ? 1.0f : 0.0f;
   d.in = {c.tensor(n.inputs[0])};
-  const std::vector<int64_t>& x = c.p.tensors[d.in[0]].dims;
+  // A copy: producing a tensor may move p.tensors.
+  const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
   int axis = ir::normalize_axis(n.attrs.get_int("axis", 0), static_cast<int>(x.size()),
                                 "ArgMax axis");
   d.outer = product(x, 0, axis);
@@ -113,7 +114,8 @@ void lower_gather(Context& c, const ir::Node& n) {
   VectorDesc d;
   d.func = VectorFunc::gather;
   d.in = {c.tensor(n.inputs[0]), c.tensor(n.inputs[1])};
-  const std::vector<int64_t>& x = c.p.tensors[d.in[0]].dims;
+  // A copy: producing a tensor may move p.tensors.
+  const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
   int axis =
       ir::normalize_axis(n.attrs.get_int("axis", 0), static_cast<int>(x.size()), "Gather axis");
   d.outer = product(x, 0, axis);
@@ -176,7 +178,8 @@ void lower_clip(Context& c, const ir::Node& n) {
 // the normalized axes, fused by XLA into the normalization's loop; here separate kernels that
 // each read the input once more.
 void lower_layer_norm_stats(Context& c, const ir::Node& n) {
-  const std::vector<int64_t>& x = c.p.tensors[c.tensor(n.inputs[0])].dims;
+  // A copy: producing a tensor may move p.tensors.
+  const std::vector<int64_t> x = c.p.tensors[c.tensor(n.inputs[0])].dims;
   int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(x.size()),
                                 "LayerNormalization axis");
   for (int o = 1; o <= 2 && o < static_cast<int>(n.outputs.size()); ++o) {

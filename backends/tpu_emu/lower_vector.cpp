@@ -41,7 +41,7 @@ std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
 // Bytes per row of a tensor split into `rows` equal rows, tiled layout included.
 double bytes_per_row(const Context& c, int32_t t, int64_t rows) {
   const TensorInfo& info = c.p.tensors[t];
-  return static_cast<double>(tiled_elements(info.dims, c.spec.vpu) * c.element_bytes(t)) /
+  return static_cast<double>(c.tiled_elements(t) * c.element_bytes(t)) /
          std::max<int64_t>(rows, 1);
 }
 
@@ -117,7 +117,7 @@ uint64_t working_set(const Context& c, const VectorTiling& t, int64_t chunk) {
   if (c.home(t.output) != Level::onchip) bytes += 2 * slot_bytes(chunk * t.output_bytes_per_row);
   for (int32_t w : t.whole_inputs)
     if (c.home(w) != Level::onchip)
-      bytes += slot_bytes(static_cast<double>(tiled_elements(c.p.tensors[w].dims, c.spec.vpu) *
+      bytes += slot_bytes(static_cast<double>(c.tiled_elements(w) *
                                               c.element_bytes(w)));
   return bytes;
 }
@@ -137,7 +137,7 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
   for (int32_t w : t.whole_inputs)
     if (c.home(w) != Level::onchip)
       whole +=
-          static_cast<uint64_t>(tiled_elements(c.p.tensors[w].dims, spec.vpu) * c.element_bytes(w));
+          static_cast<uint64_t>(c.tiled_elements(w) * c.element_bytes(w));
   if (working_set(c, t, 1) > half)
     c.untileable(
         n, working_set(c, t, 1),
@@ -190,7 +190,7 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
       if (c.home(t.whole_inputs[j]) != Level::onchip)
         em.slot(
             core, kWhole0 + static_cast<int>(j),
-            static_cast<uint64_t>(tiled_elements(c.p.tensors[t.whole_inputs[j]].dims, spec.vpu) *
+            static_cast<uint64_t>(c.tiled_elements(t.whole_inputs[j]) *
                                   c.element_bytes(t.whole_inputs[j])));
   }
   int64_t index = 0;
@@ -219,7 +219,7 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
         int32_t w = t.whole_inputs[j];
         if (c.home(w) == Level::onchip) continue;
         auto s = em.slot(core, kWhole0 + static_cast<int>(j));
-        uint64_t bytes = static_cast<uint64_t>(tiled_elements(c.p.tensors[w].dims, spec.vpu) *
+        uint64_t bytes = static_cast<uint64_t>(c.tiled_elements(w) *
                                                c.element_bytes(w));
         em.emit(
             dma(core, dma_in, c.home(w), Level::onchip, bytes, c.p.tensors[w].address, s.address),
@@ -283,7 +283,7 @@ VectorTiling row_tiling(Context& c, const VectorDesc& d, int64_t rows, double wo
     // Small operands (broadcast scales, biases) load whole once per core, judged by their tiled
     // size: a per-channel scale [1, C, 1, 1] pads every 1 x 1 plane to a full (8, 128) tile, so
     // one with many channels streams by rows like the others (its rows follow the output's).
-    int64_t tiled_bytes = tiled_elements(c.p.tensors[x].dims, c.spec.vpu) * c.element_bytes(x);
+    int64_t tiled_bytes = c.tiled_elements(x) * c.element_bytes(x);
     if (elems < out_elems && tiled_bytes <= static_cast<int64_t>(c.em->half_bytes() / 8)) {
       t.whole_inputs.push_back(x);
     } else {
@@ -324,7 +324,7 @@ VectorTiling window_tiling(Context& c, const VectorDesc& d, int64_t rows, double
 }
 
 double tiled_per_row(const Context& c, int32_t t, int64_t rows) {
-  return static_cast<double>(tiled_elements(c.p.tensors[t].dims, c.spec.vpu)) /
+  return static_cast<double>(c.tiled_elements(t)) /
          std::max<int64_t>(rows, 1);
 }
 
@@ -501,7 +501,8 @@ void lower_vector_node(Context& c, const ir::Node& n) {
   } else if (n.op == OpType::GlobalAveragePool || n.op == OpType::GlobalMaxPool) {
     d.func = n.op == OpType::GlobalAveragePool ? VectorFunc::mean : VectorFunc::reduce_max;
     d.in = {in(0)};
-    const std::vector<int64_t>& x = c.p.tensors[d.in[0]].dims;
+    // A copy: producing a tensor may move p.tensors.
+    const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
     bool last = ir::is_channels_last(n);
     int64_t spatial = last ? product(x, 1, x.size() - 1) : product(x, 2, x.size());
     d.axis = spatial;
@@ -524,7 +525,8 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     for (const auto& [op, func] : table)
       if (op == n.op) d.func = func;
     d.in = {in(0)};
-    const std::vector<int64_t>& x = c.p.tensors[d.in[0]].dims;
+    // A copy: producing a tensor may move p.tensors.
+    const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
     std::vector<bool> mask = ir::resolve_reduce_axes(g, n);
     int first = -1, last = -1;
     for (int i = 0; i < static_cast<int>(mask.size()); ++i)
