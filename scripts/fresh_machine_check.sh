@@ -56,6 +56,13 @@ mounted=()
 cleanup() {
   local i
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
+  # Fuzz findings outlive the root: their inputs and logs are what reproduces them.
+  local found="$root/root/mimic/build-clang-asan"
+  if compgen -G "$found/fuzz-artifacts/*/*" >/dev/null; then
+    rm -rf "$root.fuzz" && mkdir -p "$root.fuzz"
+    cp -r "$found/fuzz-artifacts" "$found/fuzz-logs" "$root.fuzz/" 2>/dev/null || true
+    echo "fresh_machine_check: fuzz findings kept in $root.fuzz/"
+  fi
   if [[ $keep -eq 0 ]]; then rm -rf --one-file-system "$root"; fi
 }
 trap cleanup EXIT

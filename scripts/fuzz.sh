@@ -73,6 +73,10 @@ summary() {
   fi
   printf "fuzz: %-12s %ss of %ss  runs=%s cov=%s ft=%s  %s\n" "$f" "$(($(date +%s) - started[$f]))" "$seconds" \
     "${runs:-?}" "${cov:-?}" "${ft:-?}" "$result"
+  if [[ $rc -ne 0 ]]; then # where it happened and what reproduces it, for logs that keep only a tail
+    grep -m 8 -E "^ +#[0-9]+ .* in mimic::" "$log" | sed 's/^ */fuzz:   /' || true
+    grep -m 1 -E "Test unit written to" "$log" | sed 's/^/fuzz:   /' || true
+  fi
 }
 
 mkdir -p "$dir/fuzz-logs"
