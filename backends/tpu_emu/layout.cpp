@@ -37,24 +37,6 @@ int64_t input_rows_for(const Window& w, int64_t oh0, int64_t oh1) {
 
 }  // namespace
 
-int64_t conv_input_rows(const Window& w, int64_t r0, int64_t r1) {
-  int64_t rows = 0;
-  for_images(w, r0, r1, [&](int64_t, int64_t a, int64_t b) { rows += input_rows_for(w, a, b); });
-  return rows;
-}
-
-int64_t images_touched(const Window& w, int64_t r0, int64_t r1) {
-  int64_t n = 0;
-  for_images(w, r0, r1, [&](int64_t, int64_t, int64_t) { ++n; });
-  return n;
-}
-
-int64_t output_rows_touched(const Window& w, int64_t r0, int64_t r1) {
-  int64_t n = 0;
-  for_images(w, r0, r1, [&](int64_t, int64_t a, int64_t b) { n += b - a + 1; });
-  return n;
-}
-
 int64_t conv_input_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t channels,
                               int64_t element_bytes, const VpuSpec& v, int64_t* runs) {
   int64_t bytes = 0, pieces = 0;

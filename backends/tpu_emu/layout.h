@@ -25,13 +25,6 @@ inline int64_t tiled_elements(int64_t rows, int64_t cols, const models::tpu::Vpu
 // Tiled elements of a whole tensor of `dims` (leading dimensions multiply the last two).
 int64_t tiled_elements(const std::vector<int64_t>& dims, const models::tpu::VpuSpec& v);
 
-// The input rows (n, ih) an implicit-GEMM tile of output rows [r0, r1) reads, summed over the
-// images it spans (rows of M = n * oh * ow).
-int64_t conv_input_rows(const models::tpu::Window& w, int64_t r0, int64_t r1);
-// Number of images and output rows (n, oh) a row range of M touches.
-int64_t images_touched(const models::tpu::Window& w, int64_t r0, int64_t r1);
-int64_t output_rows_touched(const models::tpu::Window& w, int64_t r0, int64_t r1);
-
 // Bytes of `channels` input channels of the input tile of conv output rows [r0, r1) as stored
 // (NHWC: image rows of W x channels; NCHW: per channel plane, rows x W), tiled; `runs` gets the
 // contiguous pieces.

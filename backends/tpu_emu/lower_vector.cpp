@@ -501,7 +501,6 @@ void lower_vector_node(Context& c, const ir::Node& n) {
   } else if (n.op == OpType::GlobalAveragePool || n.op == OpType::GlobalMaxPool) {
     d.func = n.op == OpType::GlobalAveragePool ? VectorFunc::mean : VectorFunc::reduce_max;
     d.in = {in(0)};
-    // A copy: producing a tensor may move p.tensors.
     const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
     bool last = ir::is_channels_last(n);
     int64_t spatial = last ? product(x, 1, x.size() - 1) : product(x, 2, x.size());
@@ -525,7 +524,6 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     for (const auto& [op, func] : table)
       if (op == n.op) d.func = func;
     d.in = {in(0)};
-    // A copy: producing a tensor may move p.tensors.
     const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
     std::vector<bool> mask = ir::resolve_reduce_axes(g, n);
     int first = -1, last = -1;

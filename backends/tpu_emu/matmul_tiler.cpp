@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <algorithm>
-#include <cstdlib>
 
 #include "backends/tpu_emu/layout.h"
 #include "models/tpu/dataflow.h"
@@ -233,14 +232,6 @@ void MatmulTiler::reserve(const CorePlan& cp, int core) {
 void MatmulTiler::run() {
   std::vector<CorePlan> plans;
   for (int64_t core = 0; core < c_.spec.cores; ++core) plans.push_back(plan_core(core));
-  if (std::getenv("MIMIC_TPU_DEBUG"))
-    for (const auto& cp : plans)
-      fmt::print(
-          stderr,
-          "{}: rows [{}, {}) cols [{}, {}) tile {}x{} chunk {} split_cols {} stage {} ws {}\n",
-          head_.name, cp.r0, cp.r1, cp.c0, cp.c1, cp.tile_rows, cp.tile_cols, cp.chunk_channels,
-          cp.split_columns, cp.stage_weights,
-          cp.empty() ? 0 : working_set(cp, cp.tile_rows, cp.tile_cols, cp.stage_weights));
   Emitter& em = *c_.em;
   em.begin_kernel(kernel_);
   for (int core = 0; core < c_.spec.cores; ++core)

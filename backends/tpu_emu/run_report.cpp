@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <map>
 
@@ -142,24 +141,8 @@ void report_phases(const Program& p, const StepTiming& step, RunReport& r) {
 
 }  // namespace
 
-// Debugging aid: MIMIC_TPU_TRACE_OP=<node> prints that op's instructions with their timing.
-void dump_op(const Program& p, const TimingResult& t, const char* node) {
-  for (size_t i = 0; i < p.instructions.size(); ++i) {
-    const Instruction& in = p.instructions[i];
-    if (in.kernel < 0 || p.kernels[in.kernel].op < 0 || p.ops[p.kernels[in.kernel].op].node != node)
-      continue;
-    const InstructionTiming& it = t.instructions[i];
-    fmt::print(stderr,
-               "{:6} core{} {:7} unit {:2} [{:9}, {:9}) busy {:8} bytes {:9} m {} k {} n {} elems "
-               "{} deps {}\n",
-               i, in.core, opcode_name(in.opcode), it.unit, it.start, it.end, it.busy, in.bytes,
-               in.m, in.k, in.n, in.elements, in.dep_count);
-  }
-}
-
 RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult& t,
                        bool timing_only) {
-  if (const char* node = std::getenv("MIMIC_TPU_TRACE_OP")) dump_op(p, t, node);
   RunReport r;
   r.device = "tpu-emu:" + spec.name;
   r.backend = "tpu-emu";

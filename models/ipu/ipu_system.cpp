@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "frontend/ir/error.h"
 #include "models/ipu/tile_costs.h"
 
 namespace mimic::models::ipu {
@@ -437,7 +438,7 @@ RunStats IpuSystem::run(const BspProgram& program, const TraceTarget& trace) {
   uint64_t end = u.run.t0;
   for (auto& chip : impl_->chips) {
     if (!chip->finished)
-      throw std::runtime_error("ipu-emu: the simulation stopped before the program finished");
+      throw RuntimeError("ipu-emu: the simulation stopped before the program finished");
     end = std::max(end, chip->end_cycle);
     chip->stats.tile_busy = chip->tile_busy();
     stats.ipus.push_back(std::move(chip->stats));

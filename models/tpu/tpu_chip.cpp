@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 #include <chrono>
-#include <stdexcept>
-
+#include "frontend/ir/error.h"
 #include "sim/systemc/kernel.h"
 
 namespace mimic::models::tpu {
@@ -40,7 +39,7 @@ TpuChip::TpuChip(sc_core::sc_module_name name, const TpuSpec& spec)
     : sc_module(name), spec_(spec), clock_("core", sim::Clock{spec.clock_hz}) {
   validate(spec_);
   if (sim::systemc::elaborated())
-    throw std::runtime_error(
+    throw RuntimeError(
         "TpuChip: the SystemC design is already elaborated (one chip per process)");
   sim::systemc::set_global_quantum_ps(clock_.to_time(sim::Cycles(spec_.quantum_cycles)).value());
   host_link_ = std::make_unique<MemoryTarget>(
@@ -119,18 +118,18 @@ void TpuChip::check(const Program& p) const {
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
     if (in.core >= spec_.cores)
-      throw std::runtime_error(fmt::format(
+      throw RuntimeError(fmt::format(
           "program: instruction {} runs on core {}, the chip has {}", i, in.core, spec_.cores));
     if (in.dep_begin + static_cast<uint64_t>(in.dep_count) > p.deps.size())
-      throw std::runtime_error(
+      throw RuntimeError(
           fmt::format("program: instruction {} has dependencies out of range", i));
     for (uint32_t d = in.dep_begin; d < in.dep_begin + in.dep_count; ++d)
       if (p.deps[d] >= i)
-        throw std::runtime_error(
+        throw RuntimeError(
             fmt::format("program: instruction {} depends on later instruction {}", i, p.deps[d]));
     if (in.opcode == Opcode::dma && (in.src == Level::host || in.dst == Level::host) &&
         in.core != 0)
-      throw std::runtime_error(
+      throw RuntimeError(
           fmt::format("program: host transfer {} must be issued by core 0", i));
   }
 }
@@ -160,14 +159,14 @@ TimingResult TpuChip::run(const Program& program) {
   if (ctx_.board.completed() != program.instructions.size()) {
     size_t stuck = 0;
     while (stuck < program.instructions.size() && ctx_.board.done(stuck)) ++stuck;
-    throw std::runtime_error(fmt::format(
+    throw RuntimeError(fmt::format(
         "program deadlocked: {} of {} instructions completed; instruction {} ({}) never ran",
         ctx_.board.completed(), program.instructions.size(), stuck,
         opcode_name(program.instructions[stuck].opcode)));
   }
   for (int64_t c = 0; c < spec_.cores; ++c)
     if (ctx_.peak[c] > static_cast<int64_t>(spec_.onchip.bytes))
-      throw std::runtime_error(fmt::format("program overflows core {}'s {}: {} bytes in use at the peak, {} available", c,
+      throw RuntimeError(fmt::format("program overflows core {}'s {}: {} bytes in use at the peak, {} available", c,
                                            spec_.onchip.name, ctx_.peak[c], spec_.onchip.bytes));
   uint64_t end = start;
   for (const auto& t : ctx_.timing) end = std::max(end, start + t.end);

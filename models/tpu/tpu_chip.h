@@ -30,7 +30,7 @@ class TpuChip : public sc_core::sc_module {
   TpuChip(sc_core::sc_module_name name, const TpuSpec& spec);
   ~TpuChip() override;
 
-  // Runs `program` to completion (outside any SystemC process). Throws std::runtime_error when
+  // Runs `program` to completion (outside any SystemC process). Throws mimic::RuntimeError when
   // the program deadlocks (an instruction's dependencies never complete) or a unit fails.
   TimingResult run(const Program& program);
 
