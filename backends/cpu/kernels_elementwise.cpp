@@ -259,19 +259,26 @@ bool is_comparison(OpType op) {
          op == OpType::GreaterOrEqual || op == OpType::LessOrEqual;
 }
 
-// Runs fn(out_ptr, a_ptr, b_ptr, count, a_step, b_step) over a broadcast of two operands.
+// Runs fn(out_offset, a_offset, b_offset, count, a_step, b_step) over a broadcast of two operands.
+// Work is split by rows of the merged inner dimension, and a long row (operands of one shape merge
+// into a single row) into pieces of kPiece elements, so that every thread has a share.
 template <typename Fn>
 void for_each_broadcast(const ir::Shape& out, const ir::Shape& sa, const ir::Shape& sb, Fn fn) {
+  constexpr int64_t kPiece = 16384;
   BroadcastPlan plan = plan_broadcast(out, {sa, sb});
-  int64_t outer = plan.outer(), inner = plan.inner();
-  int64_t sa_in = plan.strides[1].back(), sb_in = plan.strides[2].back();
-#pragma omp parallel if (outer * inner > 32768 && outer > 1)
+  const int64_t outer = plan.outer(), inner = plan.inner();
+  const int64_t sa_in = plan.strides[1].back(), sb_in = plan.strides[2].back();
+  const int64_t pieces = outer >= 8 ? 1 : (inner + kPiece - 1) / kPiece;
+  const int64_t length = (inner + pieces - 1) / std::max<int64_t>(pieces, 1);
+#pragma omp parallel if (outer * inner > 32768 && outer * pieces > 1)
   {
     std::vector<int64_t> off;  // per thread: rows of a small inner extent are many
 #pragma omp for schedule(static)
-    for (int64_t o = 0; o < outer; ++o) {
-      plan.offsets(o, off);
-      fn(off[0], off[1], off[2], inner, sa_in, sb_in);
+    for (int64_t w = 0; w < outer * pieces; ++w) {
+      plan.offsets(w / pieces, off);
+      const int64_t begin = w % pieces * length, count = std::min(length, inner - begin);
+      if (count > 0)
+        fn(off[0] + begin, off[1] + begin * sa_in, off[2] + begin * sb_in, count, sa_in, sb_in);
     }
   }
 }

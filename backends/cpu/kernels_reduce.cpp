@@ -158,10 +158,26 @@ std::vector<int64_t> combination_offsets(const std::vector<Axis>& axes, bool red
   return offsets;
 }
 
+// Sum of a contiguous run in double, as four interleaved partial sums (one chain of dependent
+// additions would bound it at one element per add latency). A double holds the sum of floats
+// exactly while their exponents span under 29 bits, so the order changes nothing but extremes.
+double sum_run(const float* row, int64_t n) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    a0 += row[j];
+    a1 += row[j + 1];
+    a2 += row[j + 2];
+    a3 += row[j + 3];
+  }
+  for (; j < n; ++j) a0 += row[j];
+  return (a0 + a1) + (a2 + a3);
+}
+
 // ReduceSum/ReduceMean of f32 without moving the reduced axes: each output accumulates in double
-// over the reduced combinations in the order the row path uses, so the results are identical;
-// the innermost contiguous run is one vectorizable loop (summed into one output when it is
-// reduced, added across a row of outputs when it is kept).
+// over the reduced combinations in the order the row path uses; the innermost contiguous run is
+// one loop (summed by sum_run into one output when it is reduced, added across a row of outputs
+// when it is kept).
 void sum_in_place(OpType op, const ir::HostTensor& in, const std::vector<bool>& reduced, float* y) {
   std::vector<Axis> axes = merged_axes(in.shape(), reduced);
   const float* x = in.data<float>();
@@ -176,10 +192,7 @@ void sum_in_place(OpType op, const ir::HostTensor& in, const std::vector<bool>& 
   for (int64_t k = 0; k < rows; ++k) {
     if (last_reduced) {
       double acc = 0;
-      for (int64_t off : over) {
-        const float* row = x + kept[k] + off;
-        for (int64_t j = 0; j < run; ++j) acc += row[j];
-      }
+      for (int64_t off : over) acc += sum_run(x + kept[k] + off, run);
       y[k] = static_cast<float>(mean ? acc / count : acc);
       continue;
     }
