@@ -438,6 +438,7 @@ template <typename In>
 bool typed_cast_from(const In* x, ir::HostTensor& out, int64_t n) {
   auto loop = [&](auto* y) {
     using Out = std::remove_pointer_t<decltype(y)>;
+#pragma omp parallel for simd if (n > 65536)
     for (int64_t i = 0; i < n; ++i) y[i] = convert<Out>(x[i]);
     return true;
   };
