@@ -5,8 +5,8 @@
 #include <array>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
+#include "frontend/api/npy.h"
 #include "frontend/ir/error.h"
 
 namespace mimic {
@@ -39,94 +39,13 @@ uint64_t get(const std::string& s, size_t at, int bytes, const std::string& what
   return v;
 }
 
-const char* descr(ir::DType t) {
-  switch (t) {
-    case ir::DType::f32:
-      return "<f4";
-    case ir::DType::f64:
-      return "<f8";
-    case ir::DType::i32:
-      return "<i4";
-    case ir::DType::i64:
-      return "<i8";
-    default:
-      return nullptr;
-  }
-}
-
-std::string npy_bytes(const std::string& name, const ir::HostTensor& t) {
-  const char* d = descr(t.dtype());
-  if (!d)
-    throw IoError(fmt::format("npz: tensor '{}' has dtype {}, not one of f32 f64 i32 i64", name,
-                              ir::dtype_name(t.dtype())));
-  std::string shape;
-  for (int64_t v : t.shape().dims()) shape += std::to_string(v) + ", ";
-  if (t.shape().rank() > 1)
-    shape.resize(shape.size() - 2);
-  else if (t.shape().rank() == 1)
-    shape.resize(shape.size() - 1);
-  std::string header =
-      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", d, shape);
-  while ((10 + header.size() + 1) % 64) header.push_back(' ');
-  header.push_back('\n');
-  std::string out("\x93NUMPY\x01\x00", 8);
-  put(out, header.size(), 2);
-  out += header;
-  out.append(static_cast<const char*>(t.raw()), t.nbytes());
-  return out;
-}
-
-ir::HostTensor parse_npy(const std::string& s, const std::string& what) {
-  if (s.size() < 10 || s.compare(0, 6, "\x93NUMPY") != 0)
-    throw IoError(fmt::format("{}: not a .npy entry", what));
-  int major = static_cast<unsigned char>(s[6]);
-  size_t len_bytes = major == 1 ? 2 : 4, start = 8 + len_bytes;
-  size_t hlen = get(s, 8, static_cast<int>(len_bytes), what);
-  if (start + hlen > s.size()) throw IoError(fmt::format("{}: truncated header", what));
-  std::string h = s.substr(start, hlen);
-  auto field = [&](const std::string& key) {
-    size_t k = h.find("'" + key + "'");
-    if (k == std::string::npos) throw IoError(fmt::format("{}: header has no '{}'", what, key));
-    return h.substr(h.find(':', k) + 1);
-  };
-  std::string d = field("descr");
-  d = d.substr(d.find('\'') + 1);
-  d = d.substr(0, d.find('\''));
-  std::string order = field("fortran_order");
-  if (order.substr(0, order.find(',')).find("True") != std::string::npos)
-    throw IoError(fmt::format("{}: Fortran-ordered arrays are not supported", what));
-  std::string sh = field("shape");
-  sh = sh.substr(sh.find('(') + 1, sh.find(')') - sh.find('(') - 1);
-  std::vector<int64_t> dims;
-  std::stringstream ss(sh);
-  for (std::string tok; std::getline(ss, tok, ',');)
-    if (tok.find_first_not_of(' ') != std::string::npos) dims.push_back(std::stoll(tok));
-  ir::DType t;
-  if (d == "<f4")
-    t = ir::DType::f32;
-  else if (d == "<f8")
-    t = ir::DType::f64;
-  else if (d == "<i4")
-    t = ir::DType::i32;
-  else if (d == "<i8")
-    t = ir::DType::i64;
-  else
-    throw IoError(fmt::format("{}: dtype '{}' is not one of <f4 <f8 <i4 <i8", what, d));
-  ir::HostTensor out(t, ir::Shape(dims));
-  if (s.size() - start - hlen != out.nbytes())
-    throw IoError(fmt::format("{}: {} data bytes, shape {} needs {}", what, s.size() - start - hlen,
-                              out.shape().str(), out.nbytes()));
-  std::memcpy(out.raw(), s.data() + start + hlen, out.nbytes());
-  return out;
-}
-
 }  // namespace
 
 void write_npz(const std::string& path,
                const std::vector<std::pair<std::string, ir::HostTensor>>& tensors) {
   std::string zip, central;
   for (const auto& [name, t] : tensors) {
-    std::string data = npy_bytes(name, t), file = name + ".npy";
+    std::string data = npy_bytes(t), file = name + ".npy";
     if (data.size() >= 0xFFFFFFFFu)
       throw IoError(fmt::format("npz: tensor '{}' exceeds 4 GiB", name));
     uint32_t crc = crc32(data);

@@ -14,13 +14,13 @@
 #include <optional>
 #include <set>
 
+#include "frontend/api/npy.h"
 #include "frontend/api/random.h"
 #include "frontend/api/report_json.h"
 #include "frontend/api/trace.h"
 #include "frontend/api/train.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
-#include "frontend/cli/npy.h"
 #include "frontend/onnx/onnx_import.h"
 #include "traces/trace_reader.h"
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <map>
 
+#include "frontend/api/npy.h"
 #include "frontend/cli/cli_common.h"
-#include "frontend/cli/npy.h"
 #include "frontend/ir/error.h"
 #include "frontend/ir/op_helpers.h"
 

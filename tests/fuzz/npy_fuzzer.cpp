@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "frontend/cli/npy.h"
+#include "frontend/api/npy.h"
 #include "frontend/ir/error.h"
 #include "tests/fuzz/fuzz_file.h"
 
@@ -14,12 +14,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static mimic::fuzz::ScratchFile in(".npy"), out("_out.npy");
   mimic::ir::HostTensor t;
   try {
-    t = mimic::cli::read_npy(in.write(data, size));
+    t = mimic::read_npy(in.write(data, size));
   } catch (const mimic::Error&) {
     return 0;
   }
-  mimic::cli::write_npy(out.path(), t);
-  mimic::ir::HostTensor back = mimic::cli::read_npy(out.path());
+  mimic::write_npy(out.path(), t);
+  mimic::ir::HostTensor back = mimic::read_npy(out.path());
   if (back.type() != t.type() || std::memcmp(back.raw(), t.raw(), t.nbytes()) != 0) std::abort();
   return 0;
 }

@@ -1,4 +1,4 @@
-#include "frontend/cli/npy.h"
+#include "frontend/api/npy.h"
 
 #include <fmt/format.h>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include "frontend/ir/error.h"
 #include "models/common/numeric_formats.h"
 
-namespace mimic::cli {
+namespace mimic {
 namespace {
 
 using ir::DType;
@@ -24,54 +24,55 @@ struct Header {
   std::vector<int64_t> shape;
 };
 
-[[noreturn]] void bad(const std::string& path, const std::string& what) {
-  throw IoError(fmt::format("'{}' is not a readable .npy file: {}", path, what));
+// `what` names the data: "'x.npy'", or "'ckpt.npz' entry 'fc.weight'".
+[[noreturn]] void bad(const std::string& what, const std::string& why) {
+  throw IoError(fmt::format("{} is not a readable .npy file: {}", what, why));
 }
 
 // The value text after `'key':` in the header dict.
-std::string field(const std::string& header, const std::string& key, const std::string& path) {
+std::string field(const std::string& header, const std::string& key, const std::string& what) {
   size_t k = header.find("'" + key + "'");
-  if (k == std::string::npos) bad(path, "header has no '" + key + "'");
+  if (k == std::string::npos) bad(what, "header has no '" + key + "'");
   size_t colon = header.find(':', k);
-  if (colon == std::string::npos) bad(path, "header is malformed near '" + key + "'");
+  if (colon == std::string::npos) bad(what, "header is malformed near '" + key + "'");
   size_t start = header.find_first_not_of(' ', colon + 1);
-  if (start == std::string::npos) bad(path, "header is malformed near '" + key + "'");
+  if (start == std::string::npos) bad(what, "header is malformed near '" + key + "'");
   return header.substr(start);
 }
 
-Header parse_header(const std::string& h, const std::string& path) {
+Header parse_header(const std::string& h, const std::string& what) {
   Header out;
-  std::string d = field(h, "descr", path);
+  std::string d = field(h, "descr", what);
   if (d.empty() || (d[0] != '\'' && d[0] != '"'))
-    bad(path, "descr is not a string (structured dtypes are not supported)");
+    bad(what, "descr is not a string (structured dtypes are not supported)");
   size_t end = d.find(d[0], 1);
-  if (end == std::string::npos) bad(path, "descr is not terminated");
+  if (end == std::string::npos) bad(what, "descr is not terminated");
   out.descr = d.substr(1, end - 1);
-  out.fortran = field(h, "fortran_order", path).rfind("True", 0) == 0;
-  std::string s = field(h, "shape", path);
-  if (s.empty() || s[0] != '(') bad(path, "shape is not a tuple");
+  out.fortran = field(h, "fortran_order", what).rfind("True", 0) == 0;
+  std::string s = field(h, "shape", what);
+  if (s.empty() || s[0] != '(') bad(what, "shape is not a tuple");
   size_t close = s.find(')');
-  if (close == std::string::npos) bad(path, "shape is not terminated");
+  if (close == std::string::npos) bad(what, "shape is not terminated");
   std::string inner = s.substr(1, close - 1);
   size_t pos = 0;
   while (pos < inner.size()) {
     size_t digits = inner.find_first_of("0123456789", pos);
     if (digits == std::string::npos) break;
     if (inner.find_first_not_of(" ,", pos) != digits)
-      bad(path, "shape holds something other than sizes");
+      bad(what, "shape holds something other than sizes");
     size_t stop = inner.find_first_not_of("0123456789", digits);
     std::string num =
         inner.substr(digits, stop == std::string::npos ? std::string::npos : stop - digits);
-    if (num.size() > 12) bad(path, "a dimension is too large");
+    if (num.size() > 12) bad(what, "a dimension is too large");
     out.shape.push_back(std::stoll(num));
     pos = stop == std::string::npos ? inner.size() : stop;
   }
   return out;
 }
 
-DType dtype_of_descr(const std::string& descr, const std::string& path) {
+DType dtype_of_descr(const std::string& descr, const std::string& what) {
   if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '='))
-    bad(path, fmt::format("dtype '{}' is not little-endian or not supported", descr));
+    bad(what, fmt::format("dtype '{}' is not little-endian or not supported", descr));
   std::string kind = descr.substr(1);
   if (kind == "f2") return DType::f16;
   if (kind == "f4") return DType::f32;
@@ -80,7 +81,7 @@ DType dtype_of_descr(const std::string& descr, const std::string& path) {
   if (kind == "i4") return DType::i32;
   if (kind == "i8") return DType::i64;
   if (kind == "b1") return DType::boolean;
-  bad(path, fmt::format("dtype '{}' is not supported (f2, f4, f8, i1, i4, i8, b1 are)", descr));
+  bad(what, fmt::format("dtype '{}' is not supported (f2, f4, f8, i1, i4, i8, b1 are)", descr));
 }
 
 std::string descr_of(DType t) {
@@ -106,34 +107,31 @@ std::string descr_of(DType t) {
 
 }  // namespace
 
-ir::HostTensor read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+ir::HostTensor parse_npy(const std::string& bytes, const std::string& what) {
   if (bytes.size() < kMagicSize + 4 || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
-    bad(path, "it does not start with the NumPy magic string");
+    bad(what, "it does not start with the NumPy magic string");
   int major = static_cast<unsigned char>(bytes[6]);
   size_t len_size = major == 1 ? 2 : 4;
-  if (major < 1 || major > 3) bad(path, fmt::format("format version {} is not supported", major));
-  if (bytes.size() < 8 + len_size) bad(path, "it is truncated in the header");
+  if (major < 1 || major > 3) bad(what, fmt::format("format version {} is not supported", major));
+  if (bytes.size() < 8 + len_size) bad(what, "it is truncated in the header");
   size_t header_len = 0;
   for (size_t i = 0; i < len_size; ++i)
     header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
   size_t data_start = 8 + len_size + header_len;
-  if (bytes.size() < data_start) bad(path, "it is truncated in the header");
-  Header h = parse_header(bytes.substr(8 + len_size, header_len), path);
-  DType dtype = dtype_of_descr(h.descr, path);
+  if (bytes.size() < data_start) bad(what, "it is truncated in the header");
+  Header h = parse_header(bytes.substr(8 + len_size, header_len), what);
+  DType dtype = dtype_of_descr(h.descr, what);
   int64_t numel = 1, nonzero = 1;  // bounding nonzero dims keeps strides of empty arrays in range
   for (int64_t d : h.shape) {
     if (d > 0 && (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > kMaxElements))
-      bad(path, "it has too many elements");
+      bad(what, "it has too many elements");
     numel *= d;
   }
   if (h.fortran && h.shape.size() > 1)
-    bad(path, "Fortran-ordered arrays are not supported (save np.ascontiguousarray(x))");
+    bad(what, "Fortran-ordered arrays are not supported (save np.ascontiguousarray(x))");
   size_t nbytes = static_cast<size_t>(numel) * ir::dtype_size(dtype);
   if (bytes.size() - data_start != nbytes)
-    bad(path, fmt::format("{} data bytes for {}{} need {}", bytes.size() - data_start, h.descr,
+    bad(what, fmt::format("{} data bytes for {}{} need {}", bytes.size() - data_start, h.descr,
                           ir::Shape(h.shape).str(), nbytes));
   ir::HostTensor t(dtype, ir::Shape(h.shape));
   if (nbytes) std::memcpy(t.raw(), bytes.data() + data_start, nbytes);
@@ -142,7 +140,14 @@ ir::HostTensor read_npy(const std::string& path) {
   return t;
 }
 
-void write_npy(const std::string& path, const ir::HostTensor& t) {
+ir::HostTensor read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_npy(bytes, fmt::format("'{}'", path));
+}
+
+std::string npy_bytes(const ir::HostTensor& t) {
   ir::HostTensor data = t;
   if (t.dtype() == DType::bf16) {
     data = ir::HostTensor(DType::f32, t.shape());
@@ -152,21 +157,25 @@ void write_npy(const std::string& path, const ir::HostTensor& t) {
   std::string shape = fmt::format("{}", fmt::join(t.shape().dims(), ", "));
   if (t.shape().rank() == 1) shape += ",";
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}",
-                                   descr_of(t.dtype()), shape);
+                                   descr_of(data.dtype()), shape);
   size_t total = kMagicSize + 4 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
+  std::string out(kMagic, kMagicSize);
+  out += std::string("\x01\x00", 2);
+  out.push_back(static_cast<char>(header.size() & 0xff));
+  out.push_back(static_cast<char>(header.size() >> 8));
+  out += header;
+  out.append(static_cast<const char*>(data.raw()), data.nbytes());
+  return out;
+}
+
+void write_npy(const std::string& path, const ir::HostTensor& t) {
+  std::string bytes = npy_bytes(t);
   std::ofstream out(path, std::ios::binary);
   if (!out) throw IoError(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-  out.write(kMagic, kMagicSize);
-  char version[2] = {1, 0};
-  out.write(version, 2);
-  uint16_t len = static_cast<uint16_t>(header.size());
-  char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  out.write(len_bytes, 2);
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(static_cast<const char*>(data.raw()), static_cast<std::streamsize>(data.nbytes()));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) throw IoError(fmt::format("writing '{}' failed", path));
 }
 
-}  // namespace mimic::cli
+}  // namespace mimic
