@@ -9,7 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "frontend/cli/npy.h"
+#include "frontend/api/npy.h"
 #include "tests/onnx/test_util.h"
 
 namespace mimic::testing {
@@ -64,20 +64,20 @@ TEST_F(CliOnnx, RunsWithRandomInputs) {
 }
 
 TEST_F(CliOnnx, ReadsAndWritesNpy) {
-  cli::write_npy(dir_ + "/x.npy", f32({2, 3}, {1, 2, 3, 10, 20, 30}));
+  write_npy(dir_ + "/x.npy", f32({2, 3}, {1, 2, 3, 10, 20, 30}));
   Result r = mimic("run --onnx " + linear_model() + " --input x=" + dir_ + "/x.npy --output-dir " +
                    dir_ + "/out");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("batch 2"), std::string::npos) << r.out;
-  ir::HostTensor y = cli::read_npy(dir_ + "/out/y.npy");
+  ir::HostTensor y = read_npy(dir_ + "/out/y.npy");
   EXPECT_EQ(y.shape(), ir::Shape({2, 2}));
   EXPECT_EQ(values(y), (std::vector<float>{4, 0, 40, 40}));
 }
 
 TEST_F(CliOnnx, InputErrors) {
   std::string model = linear_model();
-  cli::write_npy(dir_ + "/x.npy", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
-  cli::write_npy(dir_ + "/bad_shape.npy", f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  write_npy(dir_ + "/x.npy", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
+  write_npy(dir_ + "/bad_shape.npy", f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}));
   Result r = mimic("run --onnx " + model + " --input nope=" + dir_ + "/x.npy");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no input of that name (inputs: x)"), std::string::npos) << r.err;
@@ -100,13 +100,13 @@ TEST_F(CliOnnx, ShapeInputsTakeTheirInputValues) {
   Result r = mimic("run --onnx " + model);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("input(s) shape set shapes"), std::string::npos) << r.err;
-  cli::write_npy(dir_ + "/x.npy", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
+  write_npy(dir_ + "/x.npy", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
   int64_t shape[] = {3, 2};
-  cli::write_npy(dir_ + "/shape.npy", ir::HostTensor::from(ir::Shape({2}), shape));
+  write_npy(dir_ + "/shape.npy", ir::HostTensor::from(ir::Shape({2}), shape));
   r = mimic("run --onnx " + model + " --input x=" + dir_ + "/x.npy --input shape=" + dir_ + "/shape.npy --output-dir " +
             dir_ + "/out");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(cli::read_npy(dir_ + "/out/y.npy").shape(), ir::Shape({3, 2}));
+  EXPECT_EQ(read_npy(dir_ + "/out/y.npy").shape(), ir::Shape({3, 2}));
 }
 
 TEST_F(CliOnnx, GarbageAndTruncatedFilesAreOneErrorLine) {

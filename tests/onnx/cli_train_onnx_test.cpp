@@ -13,7 +13,7 @@
 #include <fstream>
 
 #include "frontend/api/npz.h"
-#include "frontend/cli/npy.h"
+#include "frontend/api/npy.h"
 #include "tests/onnx/test_util.h"
 
 namespace mimic::testing {
@@ -49,8 +49,8 @@ class CliTrainOnnx : public ::testing::Test {
     model_ = b.save(dir_ + "/model.onnx");
     for (int64_t i = 0; i < kSamples * kIn; ++i) x_.push_back(std::sin(0.7f * i));
     for (int64_t i = 0; i < kSamples; ++i) y_.push_back(i % 3 == 0 ? 1 : 0);
-    cli::write_npy(dir_ + "/x.npy", f32({kSamples, kIn}, x_));
-    cli::write_npy(dir_ + "/y.npy", ir::HostTensor::from(ir::Shape({kSamples}), y_.data()));
+    write_npy(dir_ + "/x.npy", f32({kSamples, kIn}, x_));
+    write_npy(dir_ + "/y.npy", ir::HostTensor::from(ir::Shape({kSamples}), y_.data()));
   }
   void TearDown() override { fs::remove_all(dir_); }
 
@@ -106,11 +106,11 @@ TEST_F(CliTrainOnnx, TrainsOnNpyData) {
 }
 
 TEST_F(CliTrainOnnx, DataThatDoesNotFitIsAOneLineError) {
-  cli::write_npy(dir_ + "/x4.npy", f32({kSamples, 4}, std::vector<float>(kSamples * 4, 0.f)));
-  cli::write_npy(dir_ + "/y_f32.npy", f32({kSamples}, std::vector<float>(kSamples, 0.f)));
-  cli::write_npy(dir_ + "/y_short.npy", ir::HostTensor::from(ir::Shape({5}), y_.data()));
+  write_npy(dir_ + "/x4.npy", f32({kSamples, 4}, std::vector<float>(kSamples * 4, 0.f)));
+  write_npy(dir_ + "/y_f32.npy", f32({kSamples}, std::vector<float>(kSamples, 0.f)));
+  write_npy(dir_ + "/y_short.npy", ir::HostTensor::from(ir::Shape({5}), y_.data()));
   std::vector<int64_t> bad_labels(kSamples, 7);
-  cli::write_npy(dir_ + "/y_range.npy",
+  write_npy(dir_ + "/y_range.npy",
                  ir::HostTensor::from(ir::Shape({kSamples}), bad_labels.data()));
   struct Bad {
     std::string data, extra, message;

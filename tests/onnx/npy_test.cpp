@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "frontend/api/random.h"
-#include "frontend/cli/npy.h"
+#include "frontend/api/npy.h"
 #include "frontend/ir/error.h"
 #include "models/common/numeric_formats.h"
 #include "tests/onnx/test_util.h"
@@ -38,14 +38,14 @@ TEST(Npy, ReadsWhatNumpyWrites) {
   std::string path = write_bytes(
       dir, "a.npy",
       numpy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }") + data);
-  ir::HostTensor t = cli::read_npy(path);
+  ir::HostTensor t = read_npy(path);
   EXPECT_EQ(t.type().str(), "f32[2,3]");
   EXPECT_EQ(values(t), (std::vector<float>{0, 1, 2, 3, 4, 5}));
   double d = 3.5;
   path = write_bytes(dir, "b.npy",
                      numpy_header("{'descr': '<f8', 'fortran_order': False, 'shape': (), }") +
                          std::string(reinterpret_cast<const char*>(&d), 8));
-  t = cli::read_npy(path);
+  t = read_npy(path);
   EXPECT_EQ(t.type().str(), "f64[]");
   EXPECT_EQ(t.data<double>()[0], 3.5);
   std::filesystem::remove_all(dir);
@@ -57,8 +57,8 @@ TEST(Npy, RoundTripsEveryDtype) {
     Random rng(3);
     ir::HostTensor t = rng.tensor(dtype, ir::Shape({2, 3, 1}));
     std::string path = dir + "/t.npy";
-    cli::write_npy(path, t);
-    ir::HostTensor back = cli::read_npy(path);
+    write_npy(path, t);
+    ir::HostTensor back = read_npy(path);
     if (dtype == ir::DType::bf16) {  // written as exact f32
       ASSERT_EQ(back.dtype(), ir::DType::f32);
       for (int64_t i = 0; i < t.numel(); ++i)
@@ -70,8 +70,8 @@ TEST(Npy, RoundTripsEveryDtype) {
   }
   for (ir::Shape shape : {ir::Shape(), ir::Shape({4}), ir::Shape({0, 2})}) {
     ir::HostTensor t(ir::DType::f32, shape);
-    cli::write_npy(dir + "/s.npy", t);
-    EXPECT_EQ(cli::read_npy(dir + "/s.npy").shape(), shape);
+    write_npy(dir + "/s.npy", t);
+    EXPECT_EQ(read_npy(dir + "/s.npy").shape(), shape);
   }
   std::filesystem::remove_all(dir);
 }
@@ -80,7 +80,7 @@ TEST(Npy, BadFilesAreIoErrors) {
   std::string dir = temp_dir("npy_bad");
   std::string four(16, '\0');
   auto expect_io = [&](const std::string& name, const std::string& bytes) {
-    EXPECT_THROW(cli::read_npy(write_bytes(dir, name, bytes)), IoError) << name;
+    EXPECT_THROW(read_npy(write_bytes(dir, name, bytes)), IoError) << name;
   };
   expect_io("magic.npy", "not numpy at all");
   expect_io(
@@ -97,7 +97,7 @@ TEST(Npy, BadFilesAreIoErrors) {
   expect_io(
       "structured.npy",
       numpy_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,), }") + four);
-  EXPECT_THROW(cli::read_npy(dir + "/missing.npy"), IoError);
+  EXPECT_THROW(read_npy(dir + "/missing.npy"), IoError);
   std::filesystem::remove_all(dir);
 }
 
