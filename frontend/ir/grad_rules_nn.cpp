@@ -226,7 +226,8 @@ void average_pool_rule(GradContext& c) {
 void global_average_pool_rule(GradContext& c) {
   const Shape& x = c.x_shape(0);
   int64_t spatial = x.numel() / std::max<int64_t>(1, c.b.shape(c.dy()).numel());
-  c.set(0, c.b.scale(c.b.expand(c.dy(), x), 1.0 / static_cast<double>(spatial)));
+  // Scaled before it is expanded: the same product per element, on the small tensor.
+  c.set(0, c.b.expand(c.b.scale(c.dy(), 1.0 / static_cast<double>(spatial)), x));
 }
 
 // GlobalMaxPool: the whole gradient of a channel goes to the elements equal to its maximum.

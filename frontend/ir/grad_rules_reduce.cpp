@@ -37,12 +37,14 @@ ValueId kept_output(GradContext& c) {
   return c.b.reshape(c.y(), kept_shape(c));
 }
 
+// ReduceMean's scale applies before the expansion: the same product per element, on the small
+// tensor (a full-size Mul fewer per BatchNorm statistic of a training step).
 void reduce_sum_mean_rule(GradContext& c) {
-  ValueId g = expand_back(c, c.dy());
+  ValueId g = c.dy();
   if (c.node().op == OpType::ReduceMean)
     g = c.b.scale(
         g, static_cast<double>(kept_shape(c).numel()) / static_cast<double>(c.x_shape(0).numel()));
-  c.set(0, g);
+  c.set(0, expand_back(c, g));
 }
 
 // ReduceMax/ReduceMin: the gradient goes to the elements equal to the result (ties share the
