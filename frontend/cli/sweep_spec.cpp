@@ -133,12 +133,14 @@ std::vector<Point> enumerate(const Spec& spec) {
   if (count > kMaxSweepPoints)
     throw InvalidArgument(fmt::format("the sweep grid has {:.0f} points ({}), at most {}", count,
                                       factors, kMaxSweepPoints));
+  const auto override_sets = product(spec.overrides), option_sets = product(spec.options);
   std::vector<Point> points;
+  points.reserve(static_cast<size_t>(count));
   for (const auto& device : spec.devices)
     for (const auto& layout : spec.layouts)
       for (const auto& precision : spec.precisions)
-        for (const auto& ov : product(spec.overrides))
-          for (const auto& options : product(spec.options))
+        for (const auto& ov : override_sets)
+          for (const auto& options : option_sets)
             for (const auto& recompute : recomputes)
               for (int64_t batch : spec.batches)
                 points.push_back(Point{device, layout, precision, batch, ov, options, recompute});
