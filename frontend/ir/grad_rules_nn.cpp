@@ -140,8 +140,12 @@ ValueId scatter_windows(GraphBuilder& b, ValueId windows, const WindowGeometry& 
 }
 
 // MaxPool: each output's gradient goes to the first maximum of its window (PyTorch's choice),
-// found as the first window element equal to the output (CumSum of the equality mask is 1). The
-// window axis leads so that the output and its gradient broadcast over it.
+// found as the first window element equal to the output: the equality mask weighted by K minus
+// the window position peaks at the first 1, so the mask times (weighted == its max over the window)
+// is that element alone (a window with no equal element, a NaN's, gets none). Small integers in
+// f32 throughout, exact, and every op runs on the chips (a CumSum here ran on tpu-emu's host; an
+// ArgMax would give int64, which the IPU lacks). The window axis leads so that the output and its
+// gradient broadcast over it.
 void max_pool_rule(GradContext& c) {
   auto& b = c.b;
   if (c.node().outputs.size() > 1) c.unsupported("MaxPool's indices output has no gradient rule");
@@ -155,9 +159,11 @@ void max_pool_rule(GradContext& c) {
   int64_t k = wshape[0], m = b.shape(c.y()).numel();
   ValueId x2 = b.reshape(xw, Shape({k, m}));
   ValueId eq = b.cast(b.op(OpType::Equal, {x2, b.reshape(c.y(), Shape({m}))}), DType::f32);
-  ValueId first_ones = b.op(OpType::CumSum, {eq, b.ints({0})});
-  ValueId first =
-      b.mul(eq, b.cast(b.op(OpType::Equal, {first_ones, b.scalar(1.0, DType::f32)}), DType::f32));
+  HostTensor rank_weights(DType::f32, Shape({k, 1}));
+  for (int64_t i = 0; i < k; ++i) rank_weights.data<float>()[i] = static_cast<float>(k - i);
+  ValueId ranked = b.mul(eq, b.graph().add_constant("grad/window_rank", std::move(rank_weights)));
+  ValueId best = b.op(OpType::ReduceMax, {ranked, b.ints({0})}, {{"keepdims", int64_t{1}}});
+  ValueId first = b.mul(eq, b.cast(b.op(OpType::Equal, {ranked, best}), DType::f32));
   ValueId contrib = b.mul(first, b.reshape(c.dy(), Shape({m})));
   c.set(0, scatter_windows(b, b.reshape(contrib, wshape), w));
 }
