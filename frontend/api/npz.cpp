@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -39,6 +41,27 @@ uint64_t get(const std::string& s, size_t at, int bytes, const std::string& what
   return v;
 }
 
+// Writes `bytes` to path + ".partial" and renames it over `path` once complete, so that a failed
+// write (a full disk) leaves the previous file as it was.
+void write_replacing(const std::string& path, const std::string& bytes) {
+  const std::string partial = path + ".partial";
+  std::FILE* f = std::fopen(partial.c_str(), "wb");
+  if (!f)
+    throw IoError(
+        fmt::format("npz: cannot open '{}' for writing: {}", partial, std::strerror(errno)));
+  size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
+  int error = written == bytes.size() ? 0 : errno;
+  if (std::fflush(f) != 0 && !error) error = errno;
+  if (std::fclose(f) != 0 && !error) error = errno;
+  if (!error && std::rename(partial.c_str(), path.c_str()) != 0) error = errno;
+  if (!error) return;
+  std::remove(partial.c_str());
+  throw IoError(fmt::format("npz: writing '{}' failed after {} of {} bytes: {}{}; the file there "
+                            "before is unchanged",
+                            path, written, bytes.size(), std::strerror(error),
+                            error == ENOSPC ? " (the disk is full)" : ""));
+}
+
 }  // namespace
 
 void write_npz(const std::string& path,
@@ -71,10 +94,7 @@ void write_npz(const std::string& path,
   put(zip, 0x06054b50, 4), put(zip, 0, 2), put(zip, 0, 2), put(zip, tensors.size(), 2),
       put(zip, tensors.size(), 2);
   put(zip, central.size(), 4), put(zip, cd_offset, 4), put(zip, 0, 2);
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw IoError(fmt::format("npz: cannot open '{}' for writing", path));
-  f.write(zip.data(), static_cast<std::streamsize>(zip.size()));
-  if (!f) throw IoError(fmt::format("npz: failed writing '{}'", path));
+  write_replacing(path, zip);
 }
 
 std::vector<std::pair<std::string, ir::HostTensor>> read_npz(const std::string& path) {

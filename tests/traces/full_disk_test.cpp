@@ -1,7 +1,9 @@
 // A trace written to a full disk: `mimic run --trace` on a 256 KiB tmpfs that a first run has
 // mostly filled. The second run must end with one error line (the io exit status) and the
-// database must stay readable with the first run intact. Mounting needs root (CAP_SYS_ADMIN); the
-// test skips with the reason where that is not allowed (containers, unprivileged CI).
+// database must stay readable with the first run intact. Likewise a training checkpoint
+// (`mimic train --save`) too large for the disk: one line, and the previous checkpoint loads.
+// Mounting needs root (CAP_SYS_ADMIN); the test skips with the reason where that is not allowed
+// (containers, unprivileged CI).
 #include <gtest/gtest.h>
 
 #include <sys/mount.h>
@@ -15,6 +17,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include "frontend/api/npz.h"
 
 namespace {
 
@@ -67,6 +71,28 @@ TEST_F(FullDisk, RunFailsWithOneLineAndThePreviousRunStaysReadable) {
   EXPECT_NE(runs.find("mlp"), std::string::npos) << runs;
   EXPECT_NE(runs.find("done"), std::string::npos) << runs;
   EXPECT_EQ(sh(mimic + " trace summary " + db + " --run 1 >/dev/null 2>" + err), 0) << slurp(err);
+}
+
+TEST_F(FullDisk, CheckpointFailsWithOneLineAndThePreviousOneStaysLoadable) {
+  std::string mimic = MIMIC_BIN, ckpt = dir_ + "/disk/ck.npz", err = dir_ + "/stderr";
+  std::string train = mimic + " train --device cpu --steps 1 --batch 2 --quiet --save " + ckpt;
+  ASSERT_EQ(sh(train + " --model mlp --model-arg layers=1 >/dev/null 2>" + err), 0) << slurp(err);
+  auto before = mimic::read_npz(ckpt);
+  int code = sh(train + " --model mlp >/dev/null 2>" + err);  // 2.9 M parameters: 11.7 MB
+  std::string text = slurp(err);
+  EXPECT_EQ(code, 6) << text;  // io
+  EXPECT_EQ(text.rfind("mimic: error: npz: writing '" + ckpt + "' failed", 0), 0u) << text;
+  EXPECT_NE(text.find("the disk is full"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\n'), text.size() - 1) << "not one line: " << text;
+  auto after = mimic::read_npz(ckpt);
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].first, before[i].first);
+    EXPECT_EQ(after[i].second.nbytes(), before[i].second.nbytes()) << after[i].first;
+    EXPECT_EQ(
+        std::memcmp(after[i].second.raw(), before[i].second.raw(), after[i].second.nbytes()), 0);
+  }
+  EXPECT_FALSE(fs::exists(ckpt + ".partial"));
 }
 
 }  // namespace
