@@ -53,11 +53,13 @@ def run_training(mimic, row, tmp):
     t = row["train"]
     last = None
     for micro in t["micro_batches"]:
+        accumulation = t["accumulation"] or 1
         cmd = [mimic, "train", "--model", row["workload"][4:], "--model-arg", "image_size=224",
                "--device", row["device"], "--precision", t["precision"], "--recompute", t["recompute"],
-               "--batch", str(micro * t["accumulation"]), "--option",
-               f"gradient_accumulation={t['accumulation']}", "--optimizer", "sgd", "--momentum", "0.9",
+               "--batch", str(micro * accumulation), "--optimizer", "sgd", "--momentum", "0.9",
                "--steps", "1", "--timing-only", "--json"]
+        if t["accumulation"]:
+            cmd += ["--option", f"gradient_accumulation={accumulation}"]
         for k, v in t["options"].items():
             cmd += ["--option", f"{k}={v}"]
         p = subprocess.run(cmd, capture_output=True, text=True)
@@ -112,7 +114,9 @@ def evaluate(mimic, rows):
             else:
                 value, reason = predicted(row["metric"], report, row["batch"], row)
                 if "micro_batch" in report:
-                    out["batch"] = f"{report['micro_batch']} x {row['train']['accumulation']}"
+                    accumulation = row["train"]["accumulation"]
+                    out["batch"] = (f"{report['micro_batch']} x {accumulation}" if accumulation
+                                    else f"{report['micro_batch']} per replica")
                 if value is None:
                     out.update(status="not modeled", reason=reason)
                 else:
