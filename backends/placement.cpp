@@ -1,8 +1,8 @@
 // Placement of graph nodes on a backend with fallback to cpu: the graph (minus folded nodes) is cut
 // into maximal runs of consecutive nodes placed on the same backend; each run is compiled as its
 // own subgraph and the runs execute in order, exchanging tensors through host memory.
-#include <chrono>
 #include <fmt/format.h>
+#include <chrono>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -25,8 +25,8 @@ struct Segment {
 // Builds the subgraph of one segment: values from outside become inputs (or constants).
 // One device segment's metrics into the whole graph's. Memory plans (memory.*) are per program:
 // the graph's is that of the segment with the largest peak, whole; replica counts and buffer
-// extents (hbm.*) the largest; phase and all-reduce cycles add up; other metrics add up at compile time and are the
-// last segment's at run time.
+// extents (hbm.*) the largest; phase and all-reduce cycles add up; other metrics add up at compile
+// time and are the last segment's at run time.
 void merge_metrics(std::map<std::string, double>& into, const std::map<std::string, double>& part,
                    bool sum_others) {
   auto peak = [](const std::map<std::string, double>& m) {
@@ -77,7 +77,8 @@ ir::Graph extract(const ir::Graph& g, Segment& seg, const std::vector<bool>& nee
     }
     std::vector<std::string> names;
     for (ir::ValueId v : n.outputs) names.push_back(g.value(v).name);
-    auto outs = sub.add_node(n.op, n.name, inputs, n.attrs, static_cast<int>(n.outputs.size()), names);
+    auto outs =
+        sub.add_node(n.op, n.name, inputs, n.attrs, static_cast<int>(n.outputs.size()), names);
     sub.node(sub.num_nodes() - 1).phase = n.phase;
     for (size_t i = 0; i < outs.size(); ++i) {
       sub.value(outs[i]).role = g.value(n.outputs[i]).role;
@@ -97,7 +98,9 @@ ir::Graph extract(const ir::Graph& g, Segment& seg, const std::vector<bool>& nee
 class PlacedExecutable final : public Executable {
  public:
   PlacedExecutable(const ir::Graph& g, std::vector<Segment> segments, CompileReport report)
-      : graph_inputs_(g.inputs()), graph_outputs_(g.outputs()), segments_(std::move(segments)),
+      : graph_inputs_(g.inputs()),
+        graph_outputs_(g.outputs()),
+        segments_(std::move(segments)),
         report_(std::move(report)) {
     for (ir::ValueId v : graph_outputs_)
       if (g.value(v).constant) constants_[v] = *g.value(v).constant;
@@ -114,7 +117,8 @@ class PlacedExecutable final : public Executable {
       std::vector<ir::HostTensor> seg_inputs;
       for (ir::ValueId v : seg.inputs) seg_inputs.push_back(values.at(v));
       RunResult r = seg.executable->run(seg_inputs, sink);
-      for (size_t i = 0; i < seg.outputs.size(); ++i) values[seg.outputs[i]] = std::move(r.outputs[i]);
+      for (size_t i = 0; i < seg.outputs.size(); ++i)
+        values[seg.outputs[i]] = std::move(r.outputs[i]);
       merge(result.report, r.report, seg.fallback, first);
       first = false;
     }

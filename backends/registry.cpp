@@ -79,7 +79,9 @@ Registry& Registry::global() {
   return *registry;
 }
 
-void Registry::add(std::unique_ptr<Backend> backend) { backends_.push_back(std::move(backend)); }
+void Registry::add(std::unique_ptr<Backend> backend) {
+  backends_.push_back(std::move(backend));
+}
 
 const Backend* Registry::find(const std::string& name) const {
   for (const auto& b : backends_)

@@ -13,9 +13,9 @@ namespace mimic::sim {
 enum class TimeUnit { cycles, ns };
 
 struct DeviceDesc {
-  std::string backend;          // "cpu", "tpu-emu", "ipu-emu", "cuda"
-  std::string preset;           // "v4", "gc200", a JSON file name, or "" for physical devices
-  uint64_t clock_hz = 0;        // cycles per second; 1e9 for ns time
+  std::string backend;    // "cpu", "tpu-emu", "ipu-emu", "cuda"
+  std::string preset;     // "v4", "gc200", a JSON file name, or "" for physical devices
+  uint64_t clock_hz = 0;  // cycles per second; 1e9 for ns time
   TimeUnit unit = TimeUnit::ns;
   std::string properties_json;  // preset fields, driver versions, ...
 };
@@ -27,7 +27,7 @@ struct OpDesc {
   std::string dtype;
   int64_t flops = 0;
   int64_t bytes_in = 0, bytes_out = 0;
-  std::string backend;  // backend that ran it
+  std::string backend;    // backend that ran it
   bool fallback = false;  // ran on the cpu backend because its device could not
 };
 

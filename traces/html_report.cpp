@@ -94,10 +94,11 @@ void op_type_section(std::ostream& out, const std::vector<OpTypeRecord>& types) 
         << td_num(format_si(static_cast<double>(t.flops), ""))
         << td_num(format_bytes(static_cast<double>(t.bytes)))
         << td_num(rate(static_cast<double>(t.flops), t.total_ns)) << "</tr>\n";
-    bars.push_back(Bar{t.op_type, t.total_ns,
-                       fmt::format("{} ({:.1f}% of op time)", format_ns(t.total_ns), t.pct_of_op_time),
-                       category_color(t.op_type),
-                       fmt::format("{}: {} ops, {}", t.op_type, t.ops, format_ns(t.total_ns))});
+    bars.push_back(
+        Bar{t.op_type, t.total_ns,
+            fmt::format("{} ({:.1f}% of op time)", format_ns(t.total_ns), t.pct_of_op_time),
+            category_color(t.op_type),
+            fmt::format("{}: {} ops, {}", t.op_type, t.ops, format_ns(t.total_ns))});
   }
   out << "</table>\n" << svg_bar_chart(bars) << "\n";
 }

@@ -20,8 +20,7 @@ namespace fs = std::filesystem;
 
 // Migration i takes a file from version i to i + 1.
 constexpr std::array<const char*, kSchemaVersion> kMigrations = {
-    sql::kMigrationV1, sql::kMigrationV2, sql::kMigrationV3, sql::kMigrationV4,
-    sql::kMigrationV5};
+    sql::kMigrationV1, sql::kMigrationV2, sql::kMigrationV3, sql::kMigrationV4, sql::kMigrationV5};
 
 enum class FileKind { missing, empty, sqlite };
 

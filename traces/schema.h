@@ -23,7 +23,8 @@
 // Views: run_event, run_counter, device_v, track_v, op_v, event_ns, counter_ns, device_span,
 //   run_time, op_summary, op_type_summary, unit_utilization, run_overview, run_compare,
 //   sweep_results (v2), op_phase and phase_summary (v3: forward/backward/update of training
-//   steps; v4: recomputed nodes count as backward; v5: the all-reduce phase) (schema_sql.h). Filter them by run_id: each then reads only that run's rows.
+//   steps; v4: recomputed nodes count as backward; v5: the all-reduce phase) (schema_sql.h). Filter
+//   them by run_id: each then reads only that run's rows.
 //
 // Indexing: event and counter are append-only and never indexed. Rows are appended in emission
 // order, so each run's rows are a rowid range, recorded in the run row with every committed batch

@@ -40,7 +40,7 @@ class Stmt {
   double real_at(int col) const;
   std::string text_at(int col) const;
   bool null_at(int col) const;
-  bool integer_at(int col) const;  // the value's storage class is INTEGER
+  bool integer_at(int col) const;      // the value's storage class is INTEGER
   bool real_number_at(int col) const;  // REAL
   int columns() const;
   std::string column_name(int col) const;

@@ -185,7 +185,8 @@ std::vector<DeviceRecord> TraceReader::devices(int64_t run_id) const {
   for (const TrackRecord& t : tracks(run_id)) track_device[t.id] = t.device_id;
   std::map<int64_t, bool> seen;
   for (const auto& [track, agg] : track_aggregates(run_id)) {
-    DeviceRecord* d = referenced(by_id, referenced(track_device, track, path(), "track"), path(), "device");
+    DeviceRecord* d =
+        referenced(by_id, referenced(track_device, track, path(), "track"), path(), "device");
     if (!seen[d->id]) {
       d->start = agg.first_ts;
       d->end = agg.last_end;

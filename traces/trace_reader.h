@@ -31,7 +31,7 @@ namespace mimic::traces {
 // error.
 template <typename Map>
 const typename Map::mapped_type& referenced(const Map& rows, const typename Map::key_type& key,
-                                           const std::string& path, const char* what) {
+                                            const std::string& path, const char* what) {
   auto it = rows.find(key);
   if (it == rows.end())
     throw IoError(fmt::format("trace '{}' is corrupt: {} {} does not exist", path, what, key));

@@ -9,6 +9,8 @@ Kernel find_kernel(OpType op) {
   if (op == OpType::Cast) return cast_kernel;
   if (ir::is_unary_elementwise(op)) return unary_kernel;
   if (ir::is_binary_elementwise(op)) return binary_kernel;
+  // One row per op kind:
+  // clang-format off
   switch (op) {
     case OpType::Max: case OpType::Min: case OpType::Sum: case OpType::Mean: return variadic_kernel;
     case OpType::Where: return where_kernel;
@@ -64,12 +66,14 @@ bool is_data_movement(OpType op) {
     default: return ir::is_view_op(op);
   }
 }
+// clang-format on
 
 bool supports_f64(OpType op) {
-  if (is_data_movement(op) || ir::is_unary_elementwise(op) || ir::is_binary_elementwise(op)) return true;
+  if (is_data_movement(op) || ir::is_unary_elementwise(op) || ir::is_binary_elementwise(op))
+    return true;
   Kernel k = find_kernel(op);
-  return k == variadic_kernel || k == reduce_kernel || k == arg_reduce_kernel || k == cumsum_kernel ||
-         k == range_kernel || k == scatter_nd_kernel;
+  return k == variadic_kernel || k == reduce_kernel || k == arg_reduce_kernel ||
+         k == cumsum_kernel || k == range_kernel || k == scatter_nd_kernel;
 }
 
 }  // namespace mimic::backends::cpu

@@ -104,8 +104,10 @@ void im2col_cl2d(const float* x, float* col, int64_t c0, int64_t cg, const Windo
       for (int64_t ky = 0; ky < kh; ++ky)
         for (int64_t kx = 0; kx < kw; ++kx, dst += cg) {
           int64_t iy = ty[ky][y], ix = tx[kx][xo];
-          if (iy < 0 || ix < 0) std::memset(dst, 0, cg * sizeof(float));
-          else std::memcpy(dst, x + (iy * iw + ix) * c_total + c0, cg * sizeof(float));
+          if (iy < 0 || ix < 0)
+            std::memset(dst, 0, cg * sizeof(float));
+          else
+            std::memcpy(dst, x + (iy * iw + ix) * c_total + c0, cg * sizeof(float));
         }
     }
 }
@@ -187,13 +189,15 @@ void conv_channels_last_2d(const float* x, const float* w, float* y, const Windo
   std::vector<float> wt(g.out_channels * kdim);
   for (int64_t m = 0; m < g.out_channels; ++m)
     for (int64_t c = 0; c < cg; ++c)
-      for (int64_t kk = 0; kk < kvol; ++kk) wt[(m * kvol + kk) * cg + c] = w[(m * cg + c) * kvol + kk];
+      for (int64_t kk = 0; kk < kvol; ++kk)
+        wt[(m * kvol + kk) * cg + c] = w[(m * cg + c) * kvol + kk];
   std::vector<float> col(p * kdim);
   for (int64_t n = 0; n < g.batch; ++n)
     for (int64_t grp = 0; grp < g.group; ++grp) {
       im2col_cl2d(x + n * in_sp * g.in_channels, col.data(), grp * cg, cg, g);
-      gemm_f32(p, mg, kdim, 1.0f, {col.data(), kdim, false}, {wt.data() + grp * mg * kdim, kdim, true},
-               0.0f, y + n * p * g.out_channels + grp * mg, g.out_channels);
+      gemm_f32(p, mg, kdim, 1.0f, {col.data(), kdim, false},
+               {wt.data() + grp * mg * kdim, kdim, true}, 0.0f,
+               y + n * p * g.out_channels + grp * mg, g.out_channels);
     }
 }
 
@@ -203,7 +207,8 @@ ir::HostTensor move_channels(const ir::HostTensor& t, bool to_last) {
   int r = s.rank();
   std::vector<int64_t> perm(r);
   perm[0] = 0;
-  for (int i = 1; i < r; ++i) perm[i] = to_last ? (i == r - 1 ? 1 : i + 1) : (i == 1 ? r - 1 : i - 1);
+  for (int i = 1; i < r; ++i)
+    perm[i] = to_last ? (i == r - 1 ? 1 : i + 1) : (i == 1 ? r - 1 : i - 1);
   std::vector<int64_t> dims(r), strides = ir::contiguous_strides(s), src(r);
   for (int i = 0; i < r; ++i) {
     dims[i] = s[static_cast<int>(perm[i])];

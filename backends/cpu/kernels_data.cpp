@@ -20,7 +20,9 @@ namespace {
 
 using ir::DType;
 
-size_t esize(const ir::HostTensor& t) { return ir::dtype_size(t.dtype()); }
+size_t esize(const ir::HostTensor& t) {
+  return ir::dtype_size(t.dtype());
+}
 
 int64_t index_at(const ir::HostTensor& t, int64_t i) {
   return t.dtype() == DType::i64 ? t.data<int64_t>()[i] : t.data<int32_t>()[i];
@@ -28,20 +30,24 @@ int64_t index_at(const ir::HostTensor& t, int64_t i) {
 
 }  // namespace
 
-void view_kernel(const KernelArgs& a) { a.output(0) = a.input(0).reshaped(a.output(0).shape()); }
+void view_kernel(const KernelArgs& a) {
+  a.output(0) = a.input(0).reshaped(a.output(0).shape());
+}
 
 void transpose_kernel(const KernelArgs& a) {
   const ir::Shape& s = a.input(0).shape();
   std::vector<int64_t> perm = ir::resolve_perm(a.node, s.rank());
   std::vector<int64_t> strides = ir::contiguous_strides(s), src(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) src[i] = strides[perm[i]];
-  strided_copy(a.output(0).raw(), a.input(0).raw(), a.output(0).shape().dims(), src, 0, esize(a.input(0)));
+  strided_copy(a.output(0).raw(), a.input(0).raw(), a.output(0).shape().dims(), src, 0,
+               esize(a.input(0)));
 }
 
 void concat_kernel(const KernelArgs& a) {
   ir::HostTensor& out = a.output(0);
   int axis = ir::normalize_axis(a.node.attrs.get_int("axis", 0), out.shape().rank(), "axis");
-  int64_t outer = out.shape().product(0, axis), inner = out.shape().product(axis + 1, out.shape().rank());
+  int64_t outer = out.shape().product(0, axis),
+          inner = out.shape().product(axis + 1, out.shape().rank());
   size_t es = esize(out);
   int64_t out_row = out.shape()[axis] * inner * es, offset = 0;
   char* dst = static_cast<char*>(out.raw());
@@ -57,7 +63,8 @@ void concat_kernel(const KernelArgs& a) {
 void split_kernel(const KernelArgs& a) {
   const ir::HostTensor& in = a.input(0);
   int axis = ir::normalize_axis(a.node.attrs.get_int("axis", 0), in.shape().rank(), "axis");
-  int64_t outer = in.shape().product(0, axis), inner = in.shape().product(axis + 1, in.shape().rank());
+  int64_t outer = in.shape().product(0, axis),
+          inner = in.shape().product(axis + 1, in.shape().rank());
   size_t es = esize(in);
   int64_t in_row = in.shape()[axis] * inner * es, offset = 0;
   const char* src = static_cast<const char*>(in.raw());
@@ -150,12 +157,18 @@ void scatter_reduce(T* dst, const T* src, int64_t n, const std::string& reductio
 void scatter_slice(ir::HostTensor& out, int64_t at, const ir::HostTensor& upd, int64_t from,
                    int64_t n, const std::string& reduction) {
   switch (out.dtype()) {
-    case DType::f32: return scatter_reduce(out.data<float>() + at, upd.data<float>() + from, n, reduction);
-    case DType::f64: return scatter_reduce(out.data<double>() + at, upd.data<double>() + from, n, reduction);
-    case DType::i32: return scatter_reduce(out.data<int32_t>() + at, upd.data<int32_t>() + from, n, reduction);
-    case DType::i64: return scatter_reduce(out.data<int64_t>() + at, upd.data<int64_t>() + from, n, reduction);
-    case DType::i8: return scatter_reduce(out.data<int8_t>() + at, upd.data<int8_t>() + from, n, reduction);
-    case DType::boolean: return scatter_reduce(out.data<bool>() + at, upd.data<bool>() + from, n, reduction);
+    case DType::f32:
+      return scatter_reduce(out.data<float>() + at, upd.data<float>() + from, n, reduction);
+    case DType::f64:
+      return scatter_reduce(out.data<double>() + at, upd.data<double>() + from, n, reduction);
+    case DType::i32:
+      return scatter_reduce(out.data<int32_t>() + at, upd.data<int32_t>() + from, n, reduction);
+    case DType::i64:
+      return scatter_reduce(out.data<int64_t>() + at, upd.data<int64_t>() + from, n, reduction);
+    case DType::i8:
+      return scatter_reduce(out.data<int8_t>() + at, upd.data<int8_t>() + from, n, reduction);
+    case DType::boolean:
+      return scatter_reduce(out.data<bool>() + at, upd.data<bool>() + from, n, reduction);
     default:
       throw RuntimeError(fmt::format("ScatterND on {}: the executor widens 16-bit floats to f32",
                                      ir::dtype_name(out.dtype())));
@@ -182,8 +195,8 @@ void scatter_nd_kernel(const KernelArgs& a) {
       if (v < 0) v += ds[d];
       if (v < 0 || v >= ds[d])
         throw RuntimeError(fmt::format("{}: index {} is out of range for axis {} of size {}",
-                                       ir::describe(a.graph, a.node), idx.data<int64_t>()[t * k + d],
-                                       d, ds[d]));
+                                       ir::describe(a.graph, a.node),
+                                       idx.data<int64_t>()[t * k + d], d, ds[d]));
       at += v * strides[d];
     }
     scatter_slice(out, at, upd, t * slice, slice, reduction);
@@ -272,8 +285,8 @@ void tile_kernel(const KernelArgs& a) {
 
 void expand_kernel(const KernelArgs& a) {
   const ir::Shape& out = a.output(0).shape();
-  strided_copy(a.output(0).raw(), a.input(0).raw(), out.dims(), broadcast_strides(a.input(0).shape(), out), 0,
-               esize(a.input(0)));
+  strided_copy(a.output(0).raw(), a.input(0).raw(), out.dims(),
+               broadcast_strides(a.input(0).shape(), out), 0, esize(a.input(0)));
 }
 
 void shape_kernel(const KernelArgs& a) {
@@ -308,14 +321,24 @@ void range_kernel(const KernelArgs& a) {
   auto run = [&](auto* y) {
     using T = std::remove_pointer_t<decltype(y)>;
     T start = a.input(0).data<T>()[0], delta = a.input(2).data<T>()[0];
-    for (int64_t i = 0; i < out.numel(); ++i) y[i] = wrap_add(start, wrap_mul(static_cast<T>(i), delta));
+    for (int64_t i = 0; i < out.numel(); ++i)
+      y[i] = wrap_add(start, wrap_mul(static_cast<T>(i), delta));
   };
   switch (out.dtype()) {
-    case DType::f32: run(out.data<float>()); break;
-    case DType::f64: run(out.data<double>()); break;
-    case DType::i64: run(out.data<int64_t>()); break;
-    case DType::i32: run(out.data<int32_t>()); break;
-    default: throw UnsupportedOpError("Range dtype");
+    case DType::f32:
+      run(out.data<float>());
+      break;
+    case DType::f64:
+      run(out.data<double>());
+      break;
+    case DType::i64:
+      run(out.data<int64_t>());
+      break;
+    case DType::i32:
+      run(out.data<int32_t>());
+      break;
+    default:
+      throw UnsupportedOpError("Range dtype");
   }
 }
 
@@ -328,7 +351,8 @@ void space_depth_kernel(const KernelArgs& a) {
   if (a.node.op == ir::OpType::DepthToSpace) {
     int64_t co = c / (b * b);
     bool crd = a.node.attrs.get_string("mode", "DCR") == "CRD";
-    // Input viewed as DCR [n, b1, b2, co, h, w] or CRD [n, co, b1, b2, h, w]; output [n, co, h, b1, w, b2].
+    // Input viewed as DCR [n, b1, b2, co, h, w] or CRD [n, co, b1, b2, h, w]; output [n, co, h, b1,
+    // w, b2].
     int64_t s_b1 = crd ? b * h * w : b * co * h * w, s_b2 = crd ? h * w : co * h * w;
     int64_t s_co = crd ? b * b * h * w : h * w;
     dims = {n, co, h, b, w, b};
@@ -372,14 +396,30 @@ void eye_like_kernel(const KernelArgs& a) {
     if (j < 0 || j >= cols) continue;
     int64_t off = i * cols + j;
     switch (out.dtype()) {
-      case DType::f32: out.data<float>()[off] = 1.0f; break;
-      case DType::f16: out.data<ir::Float16>()[off].bits = numeric::f32_to_f16(1.0f); break;
-      case DType::bf16: out.data<ir::BFloat16>()[off].bits = numeric::f32_to_bf16(1.0f); break;
-      case DType::i8: out.data<int8_t>()[off] = 1; break;
-      case DType::i32: out.data<int32_t>()[off] = 1; break;
-      case DType::i64: out.data<int64_t>()[off] = 1; break;
-      case DType::boolean: out.data<bool>()[off] = true; break;
-      case DType::f64: out.data<double>()[off] = 1.0; break;
+      case DType::f32:
+        out.data<float>()[off] = 1.0f;
+        break;
+      case DType::f16:
+        out.data<ir::Float16>()[off].bits = numeric::f32_to_f16(1.0f);
+        break;
+      case DType::bf16:
+        out.data<ir::BFloat16>()[off].bits = numeric::f32_to_bf16(1.0f);
+        break;
+      case DType::i8:
+        out.data<int8_t>()[off] = 1;
+        break;
+      case DType::i32:
+        out.data<int32_t>()[off] = 1;
+        break;
+      case DType::i64:
+        out.data<int64_t>()[off] = 1;
+        break;
+      case DType::boolean:
+        out.data<bool>()[off] = true;
+        break;
+      case DType::f64:
+        out.data<double>()[off] = 1.0;
+        break;
     }
   }
 }
@@ -390,14 +430,22 @@ namespace {
 
 double load(const ir::HostTensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DType::f32: return t.data<float>()[i];
-    case DType::f16: return numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
-    case DType::bf16: return numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
-    case DType::i8: return t.data<int8_t>()[i];
-    case DType::i32: return t.data<int32_t>()[i];
-    case DType::i64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DType::boolean: return t.data<bool>()[i] ? 1.0 : 0.0;
-    case DType::f64: return t.data<double>()[i];
+    case DType::f32:
+      return t.data<float>()[i];
+    case DType::f16:
+      return numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
+    case DType::bf16:
+      return numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
+    case DType::i8:
+      return t.data<int8_t>()[i];
+    case DType::i32:
+      return t.data<int32_t>()[i];
+    case DType::i64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::boolean:
+      return t.data<bool>()[i] ? 1.0 : 0.0;
+    case DType::f64:
+      return t.data<double>()[i];
   }
   return 0;
 }
@@ -409,14 +457,32 @@ T saturate_integer(double v) {
 
 void store(ir::HostTensor& t, int64_t i, double v, int64_t exact_int, bool use_exact) {
   switch (t.dtype()) {
-    case DType::f32: t.data<float>()[i] = static_cast<float>(v); break;
-    case DType::f16: t.data<ir::Float16>()[i].bits = numeric::f32_to_f16(static_cast<float>(v)); break;
-    case DType::bf16: t.data<ir::BFloat16>()[i].bits = numeric::f32_to_bf16(static_cast<float>(v)); break;
-    case DType::i8: t.data<int8_t>()[i] = use_exact ? static_cast<int8_t>(exact_int) : saturate_integer<int8_t>(v); break;
-    case DType::i32: t.data<int32_t>()[i] = use_exact ? static_cast<int32_t>(exact_int) : saturate_integer<int32_t>(v); break;
-    case DType::i64: t.data<int64_t>()[i] = use_exact ? exact_int : saturate_integer<int64_t>(v); break;
-    case DType::boolean: t.data<bool>()[i] = v != 0; break;
-    case DType::f64: t.data<double>()[i] = v; break;
+    case DType::f32:
+      t.data<float>()[i] = static_cast<float>(v);
+      break;
+    case DType::f16:
+      t.data<ir::Float16>()[i].bits = numeric::f32_to_f16(static_cast<float>(v));
+      break;
+    case DType::bf16:
+      t.data<ir::BFloat16>()[i].bits = numeric::f32_to_bf16(static_cast<float>(v));
+      break;
+    case DType::i8:
+      t.data<int8_t>()[i] =
+          use_exact ? static_cast<int8_t>(exact_int) : saturate_integer<int8_t>(v);
+      break;
+    case DType::i32:
+      t.data<int32_t>()[i] =
+          use_exact ? static_cast<int32_t>(exact_int) : saturate_integer<int32_t>(v);
+      break;
+    case DType::i64:
+      t.data<int64_t>()[i] = use_exact ? exact_int : saturate_integer<int64_t>(v);
+      break;
+    case DType::boolean:
+      t.data<bool>()[i] = v != 0;
+      break;
+    case DType::f64:
+      t.data<double>()[i] = v;
+      break;
   }
 }
 
@@ -425,7 +491,8 @@ void store(ir::HostTensor& t, int64_t i, double v, int64_t exact_int, bool use_e
 // 64-bit types, in a loop the compiler vectorizes.
 template <typename Out, typename In>
 Out convert(In v) {
-  if constexpr (std::is_same_v<Out, bool>) return v != In(0);
+  if constexpr (std::is_same_v<Out, bool>)
+    return v != In(0);
   else if constexpr (std::is_floating_point_v<Out>)
     return static_cast<Out>(static_cast<double>(v));  // i64 -> f32 rounds once through double
   else if constexpr (!std::is_floating_point_v<In>)
@@ -443,13 +510,20 @@ bool typed_cast_from(const In* x, ir::HostTensor& out, int64_t n) {
     return true;
   };
   switch (out.dtype()) {
-    case DType::f32: return loop(out.data<float>());
-    case DType::f64: return loop(out.data<double>());
-    case DType::i8: return loop(out.data<int8_t>());
-    case DType::i32: return loop(out.data<int32_t>());
-    case DType::i64: return loop(out.data<int64_t>());
-    case DType::boolean: return loop(out.data<bool>());
-    default: return false;
+    case DType::f32:
+      return loop(out.data<float>());
+    case DType::f64:
+      return loop(out.data<double>());
+    case DType::i8:
+      return loop(out.data<int8_t>());
+    case DType::i32:
+      return loop(out.data<int32_t>());
+    case DType::i64:
+      return loop(out.data<int64_t>());
+    case DType::boolean:
+      return loop(out.data<bool>());
+    default:
+      return false;
   }
 }
 
@@ -457,13 +531,20 @@ bool typed_cast_from(const In* x, ir::HostTensor& out, int64_t n) {
 bool typed_cast(const ir::HostTensor& in, ir::HostTensor& out) {
   const int64_t n = in.numel();
   switch (in.dtype()) {
-    case DType::f32: return typed_cast_from(in.data<float>(), out, n);
-    case DType::f64: return typed_cast_from(in.data<double>(), out, n);
-    case DType::i8: return typed_cast_from(in.data<int8_t>(), out, n);
-    case DType::i32: return typed_cast_from(in.data<int32_t>(), out, n);
-    case DType::i64: return typed_cast_from(in.data<int64_t>(), out, n);
-    case DType::boolean: return typed_cast_from(in.data<bool>(), out, n);
-    default: return false;
+    case DType::f32:
+      return typed_cast_from(in.data<float>(), out, n);
+    case DType::f64:
+      return typed_cast_from(in.data<double>(), out, n);
+    case DType::i8:
+      return typed_cast_from(in.data<int8_t>(), out, n);
+    case DType::i32:
+      return typed_cast_from(in.data<int32_t>(), out, n);
+    case DType::i64:
+      return typed_cast_from(in.data<int64_t>(), out, n);
+    case DType::boolean:
+      return typed_cast_from(in.data<bool>(), out, n);
+    default:
+      return false;
   }
 }
 
@@ -490,7 +571,8 @@ void cast_kernel(const KernelArgs& a) {
   for (int64_t i = 0; i < n; ++i) {
     int64_t iv = in.dtype() == DType::i64 ? in.data<int64_t>()[i] : 0;
     double v = load(in, i);
-    if (exact && in.dtype() != DType::i64) iv = static_cast<int64_t>(v);  // an integer or bool: in range
+    if (exact && in.dtype() != DType::i64)
+      iv = static_cast<int64_t>(v);  // an integer or bool: in range
     store(out, i, v, iv, exact);
   }
 }

@@ -1,7 +1,7 @@
 // Elementwise kernels: unary maps, numpy-broadcast binary ops, variadic Max/Min/Sum/Mean, Where.
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
@@ -27,8 +27,13 @@ UnaryParams unary_params(const KernelArgs& a) {
   const ir::Attributes& at = a.node.attrs;
   UnaryParams p{};
   switch (a.node.op) {
-    case OpType::LeakyRelu: p.alpha = at.get_float("alpha", 0.01); break;
-    case OpType::Elu: case OpType::Celu: p.alpha = at.get_float("alpha", 1.0); break;
+    case OpType::LeakyRelu:
+      p.alpha = at.get_float("alpha", 0.01);
+      break;
+    case OpType::Elu:
+    case OpType::Celu:
+      p.alpha = at.get_float("alpha", 1.0);
+      break;
     case OpType::Selu:
       p.alpha = at.get_float("alpha", 1.67326319217681884765625);
       p.gamma = at.get_float("gamma", 1.05070102214813232421875);
@@ -37,13 +42,18 @@ UnaryParams unary_params(const KernelArgs& a) {
       p.alpha = at.get_float("alpha", 0.2);
       p.beta = at.get_float("beta", 0.5);
       break;
-    case OpType::ThresholdedRelu: p.alpha = at.get_float("alpha", 1.0); break;
+    case OpType::ThresholdedRelu:
+      p.alpha = at.get_float("alpha", 1.0);
+      break;
     case OpType::Shrink:
       p.lambd = at.get_float("lambd", 0.5);
       p.bias = at.get_float("bias", 0.0);
       break;
-    case OpType::Gelu: p.gelu_tanh = at.get_string("approximate", "none") == "tanh"; break;
-    default: break;
+    case OpType::Gelu:
+      p.gelu_tanh = at.get_string("approximate", "none") == "tanh";
+      break;
+    default:
+      break;
   }
   return p;
 }
@@ -52,56 +62,98 @@ UnaryParams unary_params(const KernelArgs& a) {
 template <typename T>
 T apply_float(OpType op, T x, const UnaryParams& p) {
   switch (op) {
-    case OpType::Abs: return std::fabs(x);
-    case OpType::Neg: return -x;
-    case OpType::Exp: return std::exp(x);
-    case OpType::Log: return std::log(x);
-    case OpType::Sqrt: return std::sqrt(x);
-    case OpType::Reciprocal: return T(1) / x;
-    case OpType::Floor: return std::floor(x);
-    case OpType::Ceil: return std::ceil(x);
-    case OpType::Round: return std::nearbyint(x);
-    case OpType::Sign: return static_cast<T>((x > 0) - (x < 0));
-    case OpType::Sin: return std::sin(x);
-    case OpType::Cos: return std::cos(x);
-    case OpType::Tan: return std::tan(x);
-    case OpType::Asin: return std::asin(x);
-    case OpType::Acos: return std::acos(x);
-    case OpType::Atan: return std::atan(x);
-    case OpType::Sinh: return std::sinh(x);
-    case OpType::Cosh: return std::cosh(x);
-    case OpType::Asinh: return std::asinh(x);
-    case OpType::Acosh: return std::acosh(x);
-    case OpType::Atanh: return std::atanh(x);
-    case OpType::Erf: return std::erf(x);
-    case OpType::Sigmoid: return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
-    case OpType::Tanh: return std::tanh(x);
-    case OpType::Relu: return x > 0 ? x : T(0);
-    case OpType::Softplus: return x > 20 ? x : std::log1p(std::exp(x));
-    case OpType::Softsign: return x / (T(1) + std::fabs(x));
-    case OpType::LeakyRelu: return x >= 0 ? x : p.alpha * x;
-    case OpType::Elu: return x >= 0 ? x : p.alpha * (std::exp(x) - T(1));
-    case OpType::Celu: return std::max(T(0), x) + std::min(T(0), p.alpha * (std::exp(x / p.alpha) - T(1)));
-    case OpType::Selu: return p.gamma * (x > 0 ? x : p.alpha * (std::exp(x) - T(1)));
-    case OpType::HardSigmoid: return std::clamp<T>(p.alpha * x + p.beta, 0, 1);
-    case OpType::HardSwish: return x * std::clamp<T>(x / 6 + T(0.5), 0, 1);
-    case OpType::ThresholdedRelu: return x > p.alpha ? x : T(0);
-    case OpType::Shrink: return x < -p.lambd ? x + p.bias : (x > p.lambd ? x - p.bias : T(0));
+    case OpType::Abs:
+      return std::fabs(x);
+    case OpType::Neg:
+      return -x;
+    case OpType::Exp:
+      return std::exp(x);
+    case OpType::Log:
+      return std::log(x);
+    case OpType::Sqrt:
+      return std::sqrt(x);
+    case OpType::Reciprocal:
+      return T(1) / x;
+    case OpType::Floor:
+      return std::floor(x);
+    case OpType::Ceil:
+      return std::ceil(x);
+    case OpType::Round:
+      return std::nearbyint(x);
+    case OpType::Sign:
+      return static_cast<T>((x > 0) - (x < 0));
+    case OpType::Sin:
+      return std::sin(x);
+    case OpType::Cos:
+      return std::cos(x);
+    case OpType::Tan:
+      return std::tan(x);
+    case OpType::Asin:
+      return std::asin(x);
+    case OpType::Acos:
+      return std::acos(x);
+    case OpType::Atan:
+      return std::atan(x);
+    case OpType::Sinh:
+      return std::sinh(x);
+    case OpType::Cosh:
+      return std::cosh(x);
+    case OpType::Asinh:
+      return std::asinh(x);
+    case OpType::Acosh:
+      return std::acosh(x);
+    case OpType::Atanh:
+      return std::atanh(x);
+    case OpType::Erf:
+      return std::erf(x);
+    case OpType::Sigmoid:
+      return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
+    case OpType::Tanh:
+      return std::tanh(x);
+    case OpType::Relu:
+      return x > 0 ? x : T(0);
+    case OpType::Softplus:
+      return x > 20 ? x : std::log1p(std::exp(x));
+    case OpType::Softsign:
+      return x / (T(1) + std::fabs(x));
+    case OpType::LeakyRelu:
+      return x >= 0 ? x : p.alpha * x;
+    case OpType::Elu:
+      return x >= 0 ? x : p.alpha * (std::exp(x) - T(1));
+    case OpType::Celu:
+      return std::max(T(0), x) + std::min(T(0), p.alpha * (std::exp(x / p.alpha) - T(1)));
+    case OpType::Selu:
+      return p.gamma * (x > 0 ? x : p.alpha * (std::exp(x) - T(1)));
+    case OpType::HardSigmoid:
+      return std::clamp<T>(p.alpha * x + p.beta, 0, 1);
+    case OpType::HardSwish:
+      return x * std::clamp<T>(x / 6 + T(0.5), 0, 1);
+    case OpType::ThresholdedRelu:
+      return x > p.alpha ? x : T(0);
+    case OpType::Shrink:
+      return x < -p.lambd ? x + p.bias : (x > p.lambd ? x - p.bias : T(0));
     case OpType::Gelu:
-      if (p.gelu_tanh) return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
+      if (p.gelu_tanh)
+        return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
       return T(0.5) * x * (T(1) + std::erf(x * T(kSqrt1_2)));
-    default: return x;
+    default:
+      return x;
   }
 }
 
 template <typename T>
 T apply_integer(OpType op, T x) {
   switch (op) {
-    case OpType::Abs: return x < 0 ? wrap_neg(x) : x;
-    case OpType::Neg: return wrap_neg(x);
-    case OpType::Sign: return static_cast<T>((x > 0) - (x < 0));
-    case OpType::Relu: return x > 0 ? x : T(0);
-    default: return x;
+    case OpType::Abs:
+      return x < 0 ? wrap_neg(x) : x;
+    case OpType::Neg:
+      return wrap_neg(x);
+    case OpType::Sign:
+      return static_cast<T>((x > 0) - (x < 0));
+    case OpType::Relu:
+      return x > 0 ? x : T(0);
+    default:
+      return x;
   }
 }
 
@@ -133,12 +185,18 @@ void clip(const KernelArgs& a) {
     if (!a.has_input(i)) return fallback;
     const ir::HostTensor& t = a.input(i);
     switch (t.dtype()) {
-      case DType::f32: return static_cast<double>(t.data<float>()[0]);
-      case DType::f64: return t.data<double>()[0];
-      case DType::i64: return static_cast<double>(t.data<int64_t>()[0]);
-      case DType::i32: return static_cast<double>(t.data<int32_t>()[0]);
-      case DType::i8: return static_cast<double>(t.data<int8_t>()[0]);
-      default: return fallback;
+      case DType::f32:
+        return static_cast<double>(t.data<float>()[0]);
+      case DType::f64:
+        return t.data<double>()[0];
+      case DType::i64:
+        return static_cast<double>(t.data<int64_t>()[0]);
+      case DType::i32:
+        return static_cast<double>(t.data<int32_t>()[0]);
+      case DType::i8:
+        return static_cast<double>(t.data<int8_t>()[0]);
+      default:
+        return fallback;
     }
   };
   double lo = bound(1, -INFINITY), hi = bound(2, INFINITY);
@@ -152,12 +210,23 @@ void clip(const KernelArgs& a) {
     }
   };
   switch (x.dtype()) {
-    case DType::f32: run(y.data<float>(), x.data<float>()); break;
-    case DType::f64: run(y.data<double>(), x.data<double>()); break;
-    case DType::i64: run(y.data<int64_t>(), x.data<int64_t>()); break;
-    case DType::i32: run(y.data<int32_t>(), x.data<int32_t>()); break;
-    case DType::i8: run(y.data<int8_t>(), x.data<int8_t>()); break;
-    default: throw UnsupportedOpError(fmt::format("Clip on {}", ir::dtype_name(x.dtype())));
+    case DType::f32:
+      run(y.data<float>(), x.data<float>());
+      break;
+    case DType::f64:
+      run(y.data<double>(), x.data<double>());
+      break;
+    case DType::i64:
+      run(y.data<int64_t>(), x.data<int64_t>());
+      break;
+    case DType::i32:
+      run(y.data<int32_t>(), x.data<int32_t>());
+      break;
+    case DType::i8:
+      run(y.data<int8_t>(), x.data<int8_t>());
+      break;
+    default:
+      throw UnsupportedOpError(fmt::format("Clip on {}", ir::dtype_name(x.dtype())));
   }
 }
 
@@ -172,7 +241,8 @@ void predicate(const KernelArgs& a) {
   }
   bool pos = a.node.attrs.get_int("detect_positive", 1) != 0;
   bool neg = a.node.attrs.get_int("detect_negative", 1) != 0;
-  for (int64_t i = 0; i < n; ++i) y[i] = std::isinf(x[i]) && ((x[i] > 0 && pos) || (x[i] < 0 && neg));
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = std::isinf(x[i]) && ((x[i] > 0 && pos) || (x[i] < 0 && neg));
 }
 
 }  // namespace
@@ -189,13 +259,19 @@ void unary_kernel(const KernelArgs& a) {
     return;
   }
   switch (a.input(0).dtype()) {
-    case DType::f32: return unary_float<float>(a);
-    case DType::f64: return unary_float<double>(a);
-    case DType::i64: return unary_integer<int64_t>(a);
-    case DType::i32: return unary_integer<int32_t>(a);
-    case DType::i8: return unary_integer<int8_t>(a);
+    case DType::f32:
+      return unary_float<float>(a);
+    case DType::f64:
+      return unary_float<double>(a);
+    case DType::i64:
+      return unary_integer<int64_t>(a);
+    case DType::i32:
+      return unary_integer<int32_t>(a);
+    case DType::i8:
+      return unary_integer<int8_t>(a);
     default:
-      throw UnsupportedOpError(fmt::format("{} on {}", ir::op_name(op), ir::dtype_name(a.input(0).dtype())));
+      throw UnsupportedOpError(
+          fmt::format("{} on {}", ir::op_name(op), ir::dtype_name(a.input(0).dtype())));
   }
 }
 
@@ -218,14 +294,21 @@ T integer_pow(T base, double exponent) {
 template <typename T>
 T arith(OpType op, T x, T y, bool fmod_mode) {
   switch (op) {
-    case OpType::Add: return wrap_add(x, y);
-    case OpType::Sub: return wrap_sub(x, y);
-    case OpType::Mul: return wrap_mul(x, y);
+    case OpType::Add:
+      return wrap_add(x, y);
+    case OpType::Sub:
+      return wrap_sub(x, y);
+    case OpType::Mul:
+      return wrap_mul(x, y);
     case OpType::Div:
-      if constexpr (std::is_integral_v<T>) return y == 0 ? T(0) : int_div(x, y);
-      else return x / y;
-    case OpType::Max: return std::max(x, y);
-    case OpType::Min: return std::min(x, y);
+      if constexpr (std::is_integral_v<T>)
+        return y == 0 ? T(0) : int_div(x, y);
+      else
+        return x / y;
+    case OpType::Max:
+      return std::max(x, y);
+    case OpType::Min:
+      return std::min(x, y);
     case OpType::Mod:
       if constexpr (std::is_integral_v<T>) {
         if (y == 0) return T(0);
@@ -237,20 +320,28 @@ T arith(OpType op, T x, T y, bool fmod_mode) {
         T r = std::fmod(x, y);
         return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
       }
-    case OpType::PRelu: return x < 0 ? wrap_mul(x, y) : x;
-    default: return x;
+    case OpType::PRelu:
+      return x < 0 ? wrap_mul(x, y) : x;
+    default:
+      return x;
   }
 }
 
 template <typename T>
 bool compare(OpType op, T x, T y) {
   switch (op) {
-    case OpType::Equal: return x == y;
-    case OpType::Greater: return x > y;
-    case OpType::Less: return x < y;
-    case OpType::GreaterOrEqual: return x >= y;
-    case OpType::LessOrEqual: return x <= y;
-    default: return false;
+    case OpType::Equal:
+      return x == y;
+    case OpType::Greater:
+      return x > y;
+    case OpType::Less:
+      return x < y;
+    case OpType::GreaterOrEqual:
+      return x >= y;
+    case OpType::LessOrEqual:
+      return x <= y;
+    default:
+      return false;
   }
 }
 
@@ -299,7 +390,8 @@ void binary_loop(const KernelArgs& a, Op op) {
                          T xv = x[xo];
                          for (int64_t i = 0; i < n; ++i) z[zo + i] = op(xv, y[yo + i]);
                        } else {
-                         for (int64_t i = 0; i < n; ++i) z[zo + i] = op(x[xo + i * xs], y[yo + i * ys]);
+                         for (int64_t i = 0; i < n; ++i)
+                           z[zo + i] = op(x[xo + i * xs], y[yo + i * ys]);
                        }
                      });
 }
@@ -313,10 +405,17 @@ void binary_typed(const KernelArgs& a) {
     return;
   }
   switch (op) {
-    case OpType::Add: binary_loop<T, T>(a, [](T x, T y) { return wrap_add(x, y); }); return;
-    case OpType::Sub: binary_loop<T, T>(a, [](T x, T y) { return wrap_sub(x, y); }); return;
-    case OpType::Mul: binary_loop<T, T>(a, [](T x, T y) { return wrap_mul(x, y); }); return;
-    default: binary_loop<T, T>(a, [op, fmod_mode](T x, T y) { return arith(op, x, y, fmod_mode); });
+    case OpType::Add:
+      binary_loop<T, T>(a, [](T x, T y) { return wrap_add(x, y); });
+      return;
+    case OpType::Sub:
+      binary_loop<T, T>(a, [](T x, T y) { return wrap_sub(x, y); });
+      return;
+    case OpType::Mul:
+      binary_loop<T, T>(a, [](T x, T y) { return wrap_mul(x, y); });
+      return;
+    default:
+      binary_loop<T, T>(a, [op, fmod_mode](T x, T y) { return arith(op, x, y, fmod_mode); });
   }
 }
 
@@ -327,12 +426,23 @@ void pow_kernel(const KernelArgs& a) {
   double* ef = exponent.data<double>();
   for (int64_t i = 0; i < e.numel(); ++i) {
     switch (e.dtype()) {
-      case DType::f32: ef[i] = e.data<float>()[i]; break;
-      case DType::f64: ef[i] = e.data<double>()[i]; break;
-      case DType::i64: ef[i] = static_cast<double>(e.data<int64_t>()[i]); break;
-      case DType::i32: ef[i] = e.data<int32_t>()[i]; break;
-      case DType::i8: ef[i] = e.data<int8_t>()[i]; break;
-      default: throw UnsupportedOpError("Pow exponent dtype");
+      case DType::f32:
+        ef[i] = e.data<float>()[i];
+        break;
+      case DType::f64:
+        ef[i] = e.data<double>()[i];
+        break;
+      case DType::i64:
+        ef[i] = static_cast<double>(e.data<int64_t>()[i]);
+        break;
+      case DType::i32:
+        ef[i] = e.data<int32_t>()[i];
+        break;
+      case DType::i8:
+        ef[i] = e.data<int8_t>()[i];
+        break;
+      default:
+        throw UnsupportedOpError("Pow exponent dtype");
     }
   }
   const ir::HostTensor& b = a.input(0);
@@ -343,18 +453,28 @@ void pow_kernel(const KernelArgs& a) {
                          for (int64_t i = 0; i < n; ++i) {
                            double ev = ef[yo + i * ys];
                            if constexpr (std::is_floating_point_v<T>)
-                             z[zo + i] = static_cast<T>(std::pow(static_cast<double>(x[xo + i * xs]), ev));
+                             z[zo + i] =
+                                 static_cast<T>(std::pow(static_cast<double>(x[xo + i * xs]), ev));
                            else
                              z[zo + i] = integer_pow(x[xo + i * xs], ev);
                          }
                        });
   };
   switch (b.dtype()) {
-    case DType::f32: run(a.output(0).data<float>(), b.data<float>()); break;
-    case DType::f64: run(a.output(0).data<double>(), b.data<double>()); break;
-    case DType::i64: run(a.output(0).data<int64_t>(), b.data<int64_t>()); break;
-    case DType::i32: run(a.output(0).data<int32_t>(), b.data<int32_t>()); break;
-    default: throw UnsupportedOpError(fmt::format("Pow on {}", ir::dtype_name(b.dtype())));
+    case DType::f32:
+      run(a.output(0).data<float>(), b.data<float>());
+      break;
+    case DType::f64:
+      run(a.output(0).data<double>(), b.data<double>());
+      break;
+    case DType::i64:
+      run(a.output(0).data<int64_t>(), b.data<int64_t>());
+      break;
+    case DType::i32:
+      run(a.output(0).data<int32_t>(), b.data<int32_t>());
+      break;
+    default:
+      throw UnsupportedOpError(fmt::format("Pow on {}", ir::dtype_name(b.dtype())));
   }
 }
 
@@ -372,16 +492,23 @@ void binary_kernel(const KernelArgs& a) {
   if (op == OpType::Pow) return pow_kernel(a);
   if (op == OpType::And || op == OpType::Or || op == OpType::Xor) return logical(a);
   switch (a.input(0).dtype()) {
-    case DType::f32: return binary_typed<float>(a);
-    case DType::f64: return binary_typed<double>(a);
-    case DType::i64: return binary_typed<int64_t>(a);
-    case DType::i32: return binary_typed<int32_t>(a);
-    case DType::i8: return binary_typed<int8_t>(a);
+    case DType::f32:
+      return binary_typed<float>(a);
+    case DType::f64:
+      return binary_typed<double>(a);
+    case DType::i64:
+      return binary_typed<int64_t>(a);
+    case DType::i32:
+      return binary_typed<int32_t>(a);
+    case DType::i8:
+      return binary_typed<int8_t>(a);
     case DType::boolean:
-      if (op == OpType::Equal) return binary_loop<bool, bool>(a, [](bool x, bool y) { return x == y; });
+      if (op == OpType::Equal)
+        return binary_loop<bool, bool>(a, [](bool x, bool y) { return x == y; });
       [[fallthrough]];
     default:
-      throw UnsupportedOpError(fmt::format("{} on {}", ir::op_name(op), ir::dtype_name(a.input(0).dtype())));
+      throw UnsupportedOpError(
+          fmt::format("{} on {}", ir::op_name(op), ir::dtype_name(a.input(0).dtype())));
   }
 }
 
@@ -392,7 +519,8 @@ void variadic_kernel(const KernelArgs& a) {
   auto run = [&](auto* z) {
     using T = std::remove_pointer_t<decltype(z)>;
     // Start from input 0 broadcast to the output, then fold the others in.
-    strided_copy(z, a.input(0).raw(), out.shape().dims(), broadcast_strides(a.input(0).shape(), out.shape()), 0, sizeof(T));
+    strided_copy(z, a.input(0).raw(), out.shape().dims(),
+                 broadcast_strides(a.input(0).shape(), out.shape()), 0, sizeof(T));
     for (size_t k = 1; k < a.in.size(); ++k) {
       const T* x = a.input(static_cast<int>(k)).template data<T>();
       for_each_broadcast(out.shape(), out.shape(), a.input(static_cast<int>(k)).shape(),
@@ -402,22 +530,36 @@ void variadic_kernel(const KernelArgs& a) {
                          });
     }
     if (op == OpType::Mean)
-      for (int64_t i = 0; i < out.numel(); ++i) z[i] = static_cast<T>(z[i] / static_cast<T>(a.in.size()));
+      for (int64_t i = 0; i < out.numel(); ++i)
+        z[i] = static_cast<T>(z[i] / static_cast<T>(a.in.size()));
   };
   switch (out.dtype()) {
-    case DType::f32: run(out.data<float>()); break;
-    case DType::f64: run(out.data<double>()); break;
-    case DType::i64: run(out.data<int64_t>()); break;
-    case DType::i32: run(out.data<int32_t>()); break;
-    case DType::i8: run(out.data<int8_t>()); break;
-    default: throw UnsupportedOpError(fmt::format("{} on {}", ir::op_name(op), ir::dtype_name(out.dtype())));
+    case DType::f32:
+      run(out.data<float>());
+      break;
+    case DType::f64:
+      run(out.data<double>());
+      break;
+    case DType::i64:
+      run(out.data<int64_t>());
+      break;
+    case DType::i32:
+      run(out.data<int32_t>());
+      break;
+    case DType::i8:
+      run(out.data<int8_t>());
+      break;
+    default:
+      throw UnsupportedOpError(
+          fmt::format("{} on {}", ir::op_name(op), ir::dtype_name(out.dtype())));
   }
 }
 
 void where_kernel(const KernelArgs& a) {
   ir::HostTensor& out = a.output(0);
   size_t es = ir::dtype_size(out.dtype());
-  BroadcastPlan plan = plan_broadcast(out.shape(), {a.input(0).shape(), a.input(1).shape(), a.input(2).shape()});
+  BroadcastPlan plan =
+      plan_broadcast(out.shape(), {a.input(0).shape(), a.input(1).shape(), a.input(2).shape()});
   const bool* c = a.input(0).data<bool>();
   const char* x = static_cast<const char*>(a.input(1).raw());
   const char* y = static_cast<const char*>(a.input(2).raw());

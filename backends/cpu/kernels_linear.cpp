@@ -13,8 +13,8 @@ namespace {
 
 struct MatmulPlan {
   int64_t m, n, k;
-  ir::Shape batch;                        // broadcast batch shape
-  std::vector<int64_t> a_batch_strides;   // in matrices
+  ir::Shape batch;                       // broadcast batch shape
+  std::vector<int64_t> a_batch_strides;  // in matrices
   std::vector<int64_t> b_batch_strides;
 };
 
@@ -59,13 +59,15 @@ void matmul_f32(const KernelArgs& a) {
   if (many_small) {
 #pragma omp parallel for schedule(dynamic)
     for (int64_t i = 0; i < batches; ++i)
-      gemm_f32(p.m, p.n, p.k, 1.0f, {x + batch_offset(i, p.batch, p.a_batch_strides) * a_mat, p.k, false},
+      gemm_f32(p.m, p.n, p.k, 1.0f,
+               {x + batch_offset(i, p.batch, p.a_batch_strides) * a_mat, p.k, false},
                {w + batch_offset(i, p.batch, p.b_batch_strides) * b_mat, p.n, false}, 0.0f,
                y + i * c_mat, p.n);
     return;
   }
   for (int64_t i = 0; i < batches; ++i)
-    gemm_f32(p.m, p.n, p.k, 1.0f, {x + batch_offset(i, p.batch, p.a_batch_strides) * a_mat, p.k, false},
+    gemm_f32(p.m, p.n, p.k, 1.0f,
+             {x + batch_offset(i, p.batch, p.a_batch_strides) * a_mat, p.k, false},
              {w + batch_offset(i, p.batch, p.b_batch_strides) * b_mat, p.n, false}, 0.0f,
              y + i * c_mat, p.n);
 }
@@ -108,7 +110,8 @@ void gemm_kernel(const KernelArgs& a) {
   int64_t m = out.shape()[0], n = out.shape()[1], k = ta ? sa[0] : sa[1];
   float* y = f32(out);
   if (a.has_input(2) && beta != 0.0f) {
-    strided_copy(y, a.input(2).raw(), out.shape().dims(), broadcast_strides(a.input(2).shape(), out.shape()), 0, 4);
+    strided_copy(y, a.input(2).raw(), out.shape().dims(),
+                 broadcast_strides(a.input(2).shape(), out.shape()), 0, 4);
   } else {
     beta = 0.0f;
   }

@@ -41,7 +41,8 @@ int64_t visit_window(const WindowGeometry& g, const std::vector<int64_t>& o,
   int64_t padded = 1;
   for (int d = 0; d < sr; ++d) {
     begin[d] = o[d] * g.strides[d] - g.pad_begin[d];
-    int64_t end = std::min(begin[d] + (g.kernel[d] - 1) * g.dilations[d] + 1, g.in_size[d] + g.pad_end[d]);
+    int64_t end =
+        std::min(begin[d] + (g.kernel[d] - 1) * g.dilations[d] + 1, g.in_size[d] + g.pad_end[d]);
     padded *= (end - begin[d] + g.dilations[d] - 1) / g.dilations[d];
   }
   do {
@@ -110,7 +111,8 @@ void pool_kernel(const KernelArgs& a) {
   Layout in{g.in_channels, g.in_spatial(), g.channels_last};
   Layout out{g.in_channels, g.out_spatial(), g.channels_last};
   std::vector<int64_t> in_strides(g.spatial_rank, 1);
-  for (int d = g.spatial_rank - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * g.in_size[d + 1];
+  for (int d = g.spatial_rank - 2; d >= 0; --d)
+    in_strides[d] = in_strides[d + 1] * g.in_size[d + 1];
   int64_t step = g.channels_last ? g.in_channels : 1;
 #pragma omp parallel for collapse(2) if (g.batch * g.in_channels * out.spatial > 4096)
   for (int64_t n = 0; n < g.batch; ++n)
@@ -235,7 +237,8 @@ void instance_norm_kernel(const KernelArgs& a) {
       for (int64_t p = 0; p < sp; ++p) sq += (xr[p] - mean) * (xr[p] - mean);
       double inv = 1.0 / std::sqrt(sq / sp + eps);
       float* yr = y + (i * c + ch) * sp;
-      for (int64_t p = 0; p < sp; ++p) yr[p] = static_cast<float>((xr[p] - mean) * inv * scale[ch] + bias[ch]);
+      for (int64_t p = 0; p < sp; ++p)
+        yr[p] = static_cast<float>((xr[p] - mean) * inv * scale[ch] + bias[ch]);
     }
 }
 

@@ -64,7 +64,8 @@ void strided_copy(void* out, const void* in, const std::vector<int64_t>& out_dim
     if (d == 0) return;
   std::vector<int64_t> dims = out_dims;
   std::vector<int64_t> out_strides(dims.size(), 1);
-  for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d) out_strides[d] = out_strides[d + 1] * dims[d + 1];
+  for (int d = static_cast<int>(dims.size()) - 2; d >= 0; --d)
+    out_strides[d] = out_strides[d + 1] * dims[d + 1];
   std::vector<std::vector<int64_t>> strides{out_strides, src_strides};
   if (dims.empty()) {
     dims.push_back(1);
@@ -73,10 +74,22 @@ void strided_copy(void* out, const void* in, const std::vector<int64_t>& out_dim
   merge_dims(dims, strides);
   const char* base = static_cast<const char*>(in) + src_offset * static_cast<int64_t>(elem_size);
   switch (elem_size) {
-    case 1: copy_typed(static_cast<uint8_t*>(out), reinterpret_cast<const uint8_t*>(base), dims, strides[0], strides[1]); break;
-    case 2: copy_typed(static_cast<uint16_t*>(out), reinterpret_cast<const uint16_t*>(base), dims, strides[0], strides[1]); break;
-    case 4: copy_typed(static_cast<uint32_t*>(out), reinterpret_cast<const uint32_t*>(base), dims, strides[0], strides[1]); break;
-    default: copy_typed(static_cast<uint64_t*>(out), reinterpret_cast<const uint64_t*>(base), dims, strides[0], strides[1]); break;
+    case 1:
+      copy_typed(static_cast<uint8_t*>(out), reinterpret_cast<const uint8_t*>(base), dims,
+                 strides[0], strides[1]);
+      break;
+    case 2:
+      copy_typed(static_cast<uint16_t*>(out), reinterpret_cast<const uint16_t*>(base), dims,
+                 strides[0], strides[1]);
+      break;
+    case 4:
+      copy_typed(static_cast<uint32_t*>(out), reinterpret_cast<const uint32_t*>(base), dims,
+                 strides[0], strides[1]);
+      break;
+    default:
+      copy_typed(static_cast<uint64_t*>(out), reinterpret_cast<const uint64_t*>(base), dims,
+                 strides[0], strides[1]);
+      break;
   }
 }
 
@@ -84,8 +97,7 @@ std::vector<int64_t> broadcast_strides(const ir::Shape& in_shape, const ir::Shap
   std::vector<int64_t> in_strides = ir::contiguous_strides(in_shape);
   std::vector<int64_t> out(out_shape.rank(), 0);
   int offset = out_shape.rank() - in_shape.rank();
-  for (int d = 0; d < in_shape.rank(); ++d)
-    out[offset + d] = in_shape[d] == 1 ? 0 : in_strides[d];
+  for (int d = 0; d < in_shape.rank(); ++d) out[offset + d] = in_shape[d] == 1 ? 0 : in_strides[d];
   return out;
 }
 

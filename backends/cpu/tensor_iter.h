@@ -19,11 +19,12 @@ void strided_copy(void* out, const void* in, const std::vector<int64_t>& out_dim
 // Strides (in elements) that read `in_shape` broadcast to `out_shape` (numpy rules).
 std::vector<int64_t> broadcast_strides(const ir::Shape& in_shape, const ir::Shape& out_shape);
 
-// Visits an N-d broadcast of up to three operands: calls fn(out_offset, a_offset, b_offset, c_offset,
-// count, a_step, b_step, c_step) for runs of `count` elements along the innermost merged dim.
+// Visits an N-d broadcast of up to three operands: calls fn(out_offset, a_offset, b_offset,
+// c_offset, count, a_step, b_step, c_step) for runs of `count` elements along the innermost merged
+// dim.
 struct BroadcastPlan {
-  std::vector<int64_t> dims;                        // merged output dims
-  std::vector<std::vector<int64_t>> strides;        // per operand, per merged dim
+  std::vector<int64_t> dims;                  // merged output dims
+  std::vector<std::vector<int64_t>> strides;  // per operand, per merged dim
   int64_t inner() const { return dims.empty() ? 1 : dims.back(); }
   int64_t outer() const;
   // Operand offsets for the outer index `o` (all dims but the last).
@@ -32,7 +33,11 @@ struct BroadcastPlan {
 BroadcastPlan plan_broadcast(const ir::Shape& out, const std::vector<ir::Shape>& operands);
 
 // Canonical f32 view helpers.
-inline float* f32(ir::HostTensor& t) { return t.data<float>(); }
-inline const float* f32(const ir::HostTensor& t) { return t.data<float>(); }
+inline float* f32(ir::HostTensor& t) {
+  return t.data<float>();
+}
+inline const float* f32(const ir::HostTensor& t) {
+  return t.data<float>();
+}
 
 }  // namespace mimic::backends::cpu

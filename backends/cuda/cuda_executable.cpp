@@ -145,9 +145,10 @@ class CudaExecutable final : public Executable {
   // While capturing, an event is recorded only when the graph is replayed if it is marked
   // external (CUDA Runtime API, cudaEventRecordWithFlags).
   void record(int index) {
-    check_cuda(cudaEventRecordWithFlags(events_[index], ctx_.stream(),
-                                        capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault),
-               "cudaEventRecord");
+    check_cuda(
+        cudaEventRecordWithFlags(events_[index], ctx_.stream(),
+                                 capturing_ ? cudaEventRecordExternal : cudaEventRecordDefault),
+        "cudaEventRecord");
   }
 
   char* graph_arena() {
@@ -398,9 +399,10 @@ class CudaExecutable final : public Executable {
     if (!options_.per_op_timing)
       r.notes.push_back("cuda: timing=run: per-op GPU times were not measured");
     if (options_.use_graph)
-      r.notes.push_back(fmt::format("cuda: graph=on: the compute ran as one CUDA graph launch of "
-                                    "{} instructions",
-                                    prog_.instrs.size()));
+      r.notes.push_back(
+          fmt::format("cuda: graph=on: the compute ran as one CUDA graph launch of "
+                      "{} instructions",
+                      prog_.instrs.size()));
     return r;
   }
 

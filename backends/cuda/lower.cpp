@@ -109,9 +109,8 @@ std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {
   // Recurrent layers run unrolled (frontend/ir/recurrent_expand.h) when every op of the unrolling
   // does: one input-projection GEMM, one GEMM per step, elementwise kernels for the gates.
   if (ir::is_recurrent(n.op))
-    return ir::unrolled_unsupported_reason(g, n, [](const ir::Graph& one, const ir::Node& m) {
-      return unsupported_reason(one, m);
-    });
+    return ir::unrolled_unsupported_reason(
+        g, n, [](const ir::Graph& one, const ir::Node& m) { return unsupported_reason(one, m); });
   try {
     switch (family_of(n.op)) {
       case Family::elementwise:

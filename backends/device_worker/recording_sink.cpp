@@ -9,7 +9,8 @@ sim::DeviceId RecordingSink::add_device(const sim::DeviceDesc& device) {
   return static_cast<sim::DeviceId>(devices_.size() - 1);
 }
 
-sim::TrackId RecordingSink::add_track(sim::DeviceId device, const std::string& name, const std::string& kind) {
+sim::TrackId RecordingSink::add_track(sim::DeviceId device, const std::string& name,
+                                      const std::string& kind) {
   tracks_.push_back({device, name, kind});
   return static_cast<sim::TrackId>(tracks_.size() - 1);
 }
@@ -29,7 +30,8 @@ uint32_t RecordingSink::intern(std::string_view name) {
   return static_cast<uint32_t>(names_.size() - 1);
 }
 
-void RecordingSink::event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts, uint64_t dur) {
+void RecordingSink::event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts,
+                          uint64_t dur) {
   events_.push_back({track, op, intern(name), ts, dur});
 }
 
@@ -37,7 +39,8 @@ void RecordingSink::counter(sim::TrackId track, uint64_t ts, double value) {
   counters_.push_back({track, ts, value});
 }
 
-void RecordingSink::table_row(const std::string& table, const std::string& columns_json, const std::string& row_json) {
+void RecordingSink::table_row(const std::string& table, const std::string& columns_json,
+                              const std::string& row_json) {
   tables_.push_back({table, columns_json, row_json});
 }
 
@@ -114,7 +117,8 @@ void RecordingSink::replay(wire::Reader& r, sim::EventSink& sink) {
   std::vector<std::string> names;
   for (uint64_t i = 0, n = r.u64(); i < n; ++i) names.push_back(r.str());
   for (const Event& e : r.pods<Event>())
-    sink.event(tracks.at(e.track), e.op >= 0 ? ops.at(e.op) : sim::kNoOp, names.at(e.name), e.ts, e.dur);
+    sink.event(tracks.at(e.track), e.op >= 0 ? ops.at(e.op) : sim::kNoOp, names.at(e.name), e.ts,
+               e.dur);
   for (const Counter& c : r.pods<Counter>()) sink.counter(tracks.at(c.track), c.ts, c.value);
   for (uint64_t i = 0, n = r.u64(); i < n; ++i) {
     std::string table = r.str(), columns = r.str(), row = r.str();

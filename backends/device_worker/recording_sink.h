@@ -1,5 +1,6 @@
 // Records everything a run emits so that a device worker can ship it to the parent process, which
-// replays it into the real sink (a trace file). Ids are local to the recording and remapped on replay.
+// replays it into the real sink (a trace file). Ids are local to the recording and remapped on
+// replay.
 #pragma once
 
 #include <string>
@@ -13,11 +14,14 @@ namespace mimic::backends {
 class RecordingSink final : public sim::EventSink {
  public:
   sim::DeviceId add_device(const sim::DeviceDesc& device) override;
-  sim::TrackId add_track(sim::DeviceId device, const std::string& name, const std::string& kind) override;
+  sim::TrackId add_track(sim::DeviceId device, const std::string& name,
+                         const std::string& kind) override;
   sim::OpId add_op(const sim::OpDesc& op) override;
-  void event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts, uint64_t dur) override;
+  void event(sim::TrackId track, sim::OpId op, std::string_view name, uint64_t ts,
+             uint64_t dur) override;
   void counter(sim::TrackId track, uint64_t ts, double value) override;
-  void table_row(const std::string& table, const std::string& columns_json, const std::string& row_json) override;
+  void table_row(const std::string& table, const std::string& columns_json,
+                 const std::string& row_json) override;
 
   void serialize(wire::Writer& w) const;
   // Replays a serialized recording into `sink`, mapping device/track/op ids.

@@ -1,6 +1,7 @@
 // A small binary encoding for talking to device worker processes: little-endian integers, doubles,
 // length-prefixed strings and byte blocks, tensors, run reports and recorded events. Readers check
-// every length and throw RuntimeError on truncated or inconsistent input instead of reading past it.
+// every length and throw RuntimeError on truncated or inconsistent input instead of reading past
+// it.
 #pragma once
 
 #include <cstdint>

@@ -24,4 +24,6 @@ const std::vector<DeviceHostEntry>& device_hosts() {
 
 }  // namespace mimic::backends
 
-int main(int argc, char** argv) { return mimic::backends::device_worker_main(argc, argv); }
+int main(int argc, char** argv) {
+  return mimic::backends::device_worker_main(argc, argv);
+}

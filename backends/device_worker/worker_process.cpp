@@ -1,16 +1,16 @@
 #include "backends/device_worker/worker_process.h"
 
-#include <cerrno>
-#include <climits>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <map>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstring>
+#include <map>
 
 #include "backends/device_worker/wire.h"
 #include "frontend/ir/error.h"
@@ -28,7 +28,8 @@ static bool read_all(int fd, void* buf, size_t n, bool allow_eof_at_start) {
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       if (got == 0 && allow_eof_at_start) return false;
-      throw RuntimeError(fmt::format("device worker connection closed after {} of {} bytes", got, n));
+      throw RuntimeError(
+          fmt::format("device worker connection closed after {} of {} bytes", got, n));
     }
     got += static_cast<size_t>(r);
   }
@@ -74,7 +75,8 @@ std::string describe_exit(pid_t pid) {
   int status = 0;
   pid_t r = waitpid(pid, &status, 0);
   if (r != pid) return "exit status unknown";
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
   return "stopped";
 }
@@ -84,14 +86,22 @@ std::string describe_exit(pid_t pid) {
   auto kind = static_cast<ErrorKind>(r.u8());
   std::string message = r.str();
   switch (kind) {
-    case ErrorKind::invalid_argument: throw InvalidArgument(message);
-    case ErrorKind::shape: throw ShapeError(message);
-    case ErrorKind::unsupported_op: throw UnsupportedOpError(message);
-    case ErrorKind::compile: throw CompileError(message);
-    case ErrorKind::out_of_memory: throw CompileError(message, ErrorKind::out_of_memory);
-    case ErrorKind::device_unavailable: throw DeviceUnavailableError(message);
-    case ErrorKind::io: throw IoError(message);
-    default: throw RuntimeError(message);
+    case ErrorKind::invalid_argument:
+      throw InvalidArgument(message);
+    case ErrorKind::shape:
+      throw ShapeError(message);
+    case ErrorKind::unsupported_op:
+      throw UnsupportedOpError(message);
+    case ErrorKind::compile:
+      throw CompileError(message);
+    case ErrorKind::out_of_memory:
+      throw CompileError(message, ErrorKind::out_of_memory);
+    case ErrorKind::device_unavailable:
+      throw DeviceUnavailableError(message);
+    case ErrorKind::io:
+      throw IoError(message);
+    default:
+      throw RuntimeError(message);
   }
 }
 
@@ -111,13 +121,16 @@ std::string worker_executable() {
   return MIMIC_DEVICE_WORKER_PATH;
 }
 
-std::shared_ptr<WorkerProcess> WorkerProcess::start(const std::string& kind, const std::vector<uint8_t>& config) {
+std::shared_ptr<WorkerProcess> WorkerProcess::start(const std::string& kind,
+                                                    const std::vector<uint8_t>& config) {
   std::string exe = worker_executable();
   if (access(exe.c_str(), X_OK) != 0)
-    throw DeviceUnavailableError(fmt::format("device worker '{}' not found or not executable (set MIMIC_DEVICE_WORKER)", exe));
+    throw DeviceUnavailableError(fmt::format(
+        "device worker '{}' not found or not executable (set MIMIC_DEVICE_WORKER)", exe));
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
-    throw RuntimeError(fmt::format("cannot create a socket pair for the device worker: {}", strerror(errno)));
+    throw RuntimeError(
+        fmt::format("cannot create a socket pair for the device worker: {}", strerror(errno)));
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 3);
@@ -136,7 +149,8 @@ std::shared_ptr<WorkerProcess> WorkerProcess::start(const std::string& kind, con
   close(fds[1]);
   if (rc != 0) {
     close(fds[0]);
-    throw DeviceUnavailableError(fmt::format("cannot start device worker '{}': {}", exe, strerror(rc)));
+    throw DeviceUnavailableError(
+        fmt::format("cannot start device worker '{}': {}", exe, strerror(rc)));
   }
   std::shared_ptr<WorkerProcess> w(new WorkerProcess(kind, pid, fds[0]));
   w->call(config);
@@ -157,12 +171,15 @@ WorkerProcess::~WorkerProcess() {
 
 void WorkerProcess::fail_dead(const std::string& what) {
   alive_ = false;
-  throw RuntimeError(fmt::format("device worker '{}' (pid {}) {}: {}", kind_, pid_, what, describe_exit(pid_)));
+  throw RuntimeError(
+      fmt::format("device worker '{}' (pid {}) {}: {}", kind_, pid_, what, describe_exit(pid_)));
 }
 
 std::vector<uint8_t> WorkerProcess::call(const std::vector<uint8_t>& request) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!alive_) throw RuntimeError(fmt::format("device worker '{}' (pid {}) is no longer running", kind_, pid_));
+  if (!alive_)
+    throw RuntimeError(
+        fmt::format("device worker '{}' (pid {}) is no longer running", kind_, pid_));
   if (!frame::write(fd_, frame::ok, request)) fail_dead("stopped accepting requests");
   uint8_t status = 0;
   std::vector<uint8_t> response;
@@ -177,9 +194,11 @@ std::vector<uint8_t> WorkerProcess::call(const std::vector<uint8_t>& request) {
   return response;
 }
 
-std::shared_ptr<WorkerProcess> shared_worker(const std::string& kind, const std::vector<uint8_t>& config) {
+std::shared_ptr<WorkerProcess> shared_worker(const std::string& kind,
+                                             const std::vector<uint8_t>& config) {
   static std::mutex pool_mutex;
-  static std::map<std::pair<std::string, std::vector<uint8_t>>, std::shared_ptr<WorkerProcess>> pool;
+  static std::map<std::pair<std::string, std::vector<uint8_t>>, std::shared_ptr<WorkerProcess>>
+      pool;
   std::lock_guard<std::mutex> lock(pool_mutex);
   auto key = std::make_pair(kind, config);
   auto it = pool.find(key);

@@ -1,14 +1,14 @@
 // The parent side of an emulated device: a `mimic-device` child process connected by a socket pair,
-// exchanging framed messages (u32 length, u8 status, payload). Errors raised in the worker come back
-// as mimic::Error of the same kind; a worker that dies (crash, kill) is reported with its exit status,
-// and the next use of the pool starts a fresh one.
+// exchanging framed messages (u32 length, u8 status, payload). Errors raised in the worker come
+// back as mimic::Error of the same kind; a worker that dies (crash, kill) is reported with its exit
+// status, and the next use of the pool starts a fresh one.
 #pragma once
 
+#include <sys/types.h>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace mimic::backends {
@@ -17,7 +17,8 @@ class WorkerProcess {
  public:
   // Starts `mimic-device <kind>` and sends it `config`; throws if the worker cannot start or
   // rejects the configuration.
-  static std::shared_ptr<WorkerProcess> start(const std::string& kind, const std::vector<uint8_t>& config);
+  static std::shared_ptr<WorkerProcess> start(const std::string& kind,
+                                              const std::vector<uint8_t>& config);
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
@@ -39,9 +40,10 @@ class WorkerProcess {
   std::mutex mutex_;
 };
 
-// One live worker per (kind, configuration) in this process, reused by every executable compiled for
-// that device; a dead worker is replaced.
-std::shared_ptr<WorkerProcess> shared_worker(const std::string& kind, const std::vector<uint8_t>& config);
+// One live worker per (kind, configuration) in this process, reused by every executable compiled
+// for that device; a dead worker is replaced.
+std::shared_ptr<WorkerProcess> shared_worker(const std::string& kind,
+                                             const std::vector<uint8_t>& config);
 
 // Path of the `mimic-device` executable: $MIMIC_DEVICE_WORKER, else next to the running executable,
 // else the build directory's.

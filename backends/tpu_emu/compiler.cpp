@@ -204,7 +204,8 @@ Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions&
 }
 
 uint64_t Context::storage_bytes(const std::vector<int64_t>& dims, int64_t eb, Level home) const {
-  if (home != Level::onchip) return static_cast<uint64_t>(tpu_emu::tiled_elements(dims, spec.vpu) * eb);
+  if (home != Level::onchip)
+    return static_cast<uint64_t>(tpu_emu::tiled_elements(dims, spec.vpu) * eb);
   // Tensors resident on chip are packed in vector-register rows in whatever order the units want
   // (TPUv1's UB: 256-byte rows), not in the (8, 128) tiles of their graph layout.
   int64_t n = 1;
@@ -321,9 +322,11 @@ int32_t Context::produce(ir::ValueId v) {
                    : static_cast<int64_t>(ir::dtype_size(val.type.dtype));
   HbmPlan::Tensor plan = plan_info(v);
   // The optimizer's temporaries are elementwise over parameters and take their layout.
-  bool parameter_layout = is_parameter_category(plan.category) ||
-                          (val.producer >= 0 && g.node(val.producer).phase == ir::StepPhase::update);
-  int32_t t = produce_tensor(val.name, val.type.shape.dims(), eb, std::move(plan), parameter_layout);
+  bool parameter_layout =
+      is_parameter_category(plan.category) ||
+      (val.producer >= 0 && g.node(val.producer).phase == ir::StepPhase::update);
+  int32_t t =
+      produce_tensor(val.name, val.type.shape.dims(), eb, std::move(plan), parameter_layout);
   tensor_of[v] = t;
   return t;
 }
@@ -483,11 +486,10 @@ void report_memory(Context& c, const ProgramOptions& options, CompileReport& r) 
                                   human_bytes(capacity), plan.peak_op(), breakdown));
     return;
   }
-  std::string message =
-      plan.peak_bytes() <= capacity
-          ? address_space_message(plan, c.offchip.peak(), span, capacity, c.spec.offchip.name,
-                                  c.device)
-          : out_of_memory_message(plan, capacity, c.spec.offchip.name, c.device);
+  std::string message = plan.peak_bytes() <= capacity
+                            ? address_space_message(plan, c.offchip.peak(), span, capacity,
+                                                    c.spec.offchip.name, c.device)
+                            : out_of_memory_message(plan, capacity, c.spec.offchip.name, c.device);
   if (!options.allow_out_of_memory)
     throw OutOfMemoryError(
         message, -1, static_cast<int64_t>(plan.peak_bytes() > capacity ? plan.peak_bytes() : span),

@@ -206,7 +206,8 @@ void lower_copy_node(Context& c, const ir::Node& n) {
     }
     case OpType::Pad: {
       ir::PadSpec pads = ir::resolve_pads(g, n);
-      float value = n.has_input(2) ? g.value(n.inputs[2]).constant->data<float>()[0] : 0.0f;  // checked by supported.cpp
+      float value = n.has_input(2) ? g.value(n.inputs[2]).constant->data<float>()[0]
+                                   : 0.0f;  // checked by supported.cpp
       int32_t y = c.produce(n.outputs[0]);
       std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
       copy_kernel(c, n, -1, y, out_dims, {}, 0, os, 0, false, value);

@@ -67,7 +67,7 @@ void lower_conv(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
   L.d.m = w.n * w.oh * w.ow;
   L.d.k = kvol * cg;
   L.d.n = ng;
-  L.d.w_batch_stride = L.d.k * ng;                           // one [K, N] weight matrix per group
+  L.d.w_batch_stride = L.d.k * ng;  // one [K, N] weight matrix per group
   if (!g.value(n.inputs[1]).constant) {
     runtime_weights(c, n, L, {w.groups, kvol, cg, ng}, {ng * cg * kvol, 1, kvol, cg * kvol}, 0);
   } else {
@@ -222,8 +222,9 @@ void lower_gemm_c(const ir::Graph& g, const ir::Node& n, Lowered& L) {
     for (int64_t i = 0; i < L.d.m; ++i)
       for (int64_t j = 0; j < L.d.n; ++j)
         L.residual_data[i * L.d.n + j] =
-            beta * c[per_row ? i : static_cast<int64_t>(c.size()) == L.d.m * L.d.n ? i * L.d.n + j
-                                                                                   : 0];
+            beta * c[per_row                                           ? i
+                     : static_cast<int64_t>(c.size()) == L.d.m * L.d.n ? i * L.d.n + j
+                                                                       : 0];
   } else if (s == g.value(n.outputs[0]).type.shape && beta == 1.0f) {
     L.residual = n.inputs[2];
   } else {
@@ -273,7 +274,8 @@ void fold_batch_norm(const ir::Graph& g, const ir::Node& bn, Lowered& L) {
     scale[ch] = gamma[ch] / std::sqrt(var[ch] + eps);
     L.bias[ch] = L.bias[ch] * scale[ch] + beta[ch] - mean[ch] * scale[ch];
   }
-  // Row by row over the [groups x K, N] weights (contiguous), each column scaled by its channel's s.
+  // Row by row over the [groups x K, N] weights (contiguous), each column scaled by its channel's
+  // s.
   for (int64_t grp = 0; grp < L.d.batch; ++grp)
     for (int64_t r = 0; r < L.d.k; ++r) {
       float* row = &L.w[(grp * L.d.k + r) * L.d.n];
@@ -364,8 +366,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   if (L.residual != ir::kNoValue) {
     d.epi.residual = c.tensor(L.residual);
   } else if (!L.residual_data.empty()) {
-    d.epi.residual =
-        c.add_constant(L.name + ".c", {d.m, d.n}, std::move(L.residual_data), 4);
+    d.epi.residual = c.add_constant(L.name + ".c", {d.m, d.n}, std::move(L.residual_data), 4);
   } else if (L.gemm_c != ir::kNoValue) {
     scratch = broadcast_c(c, head, L);
     d.epi.residual = scratch;

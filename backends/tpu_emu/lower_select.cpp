@@ -98,8 +98,8 @@ void lower_arg_reduce(Context& c, const ir::Node& n) {
   d.in = {c.tensor(n.inputs[0])};
   // A copy: producing a tensor may move p.tensors.
   const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
-  int axis = ir::normalize_axis(n.attrs.get_int("axis", 0), static_cast<int>(x.size()),
-                                "ArgMax axis");
+  int axis =
+      ir::normalize_axis(n.attrs.get_int("axis", 0), static_cast<int>(x.size()), "ArgMax axis");
   d.outer = product(x, 0, axis);
   d.axis = x[axis];
   d.inner = product(x, axis + 1, x.size());
@@ -134,9 +134,8 @@ void lower_gather(Context& c, const ir::Node& n) {
   VectorTiling t;
   t.rows = d.outer * count;
   t.output = d.out;
-  const double row_bytes =
-      static_cast<double>(round_up(std::max<int64_t>(d.inner, 1), c.spec.vpu.lanes) *
-                          c.element_bytes(d.out));
+  const double row_bytes = static_cast<double>(
+      round_up(std::max<int64_t>(d.inner, 1), c.spec.vpu.lanes) * c.element_bytes(d.out));
   t.output_bytes_per_row = row_bytes;
   t.inputs = {d.in[0], d.in[1]};
   t.input_bytes_per_row = {row_bytes, static_cast<double>(c.element_bytes(d.in[1]))};

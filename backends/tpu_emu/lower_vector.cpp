@@ -41,8 +41,7 @@ std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
 // Bytes per row of a tensor split into `rows` equal rows, tiled layout included.
 double bytes_per_row(const Context& c, int32_t t, int64_t rows) {
   const TensorInfo& info = c.p.tensors[t];
-  return static_cast<double>(c.tiled_elements(t) * c.element_bytes(t)) /
-         std::max<int64_t>(rows, 1);
+  return static_cast<double>(c.tiled_elements(t) * c.element_bytes(t)) / std::max<int64_t>(rows, 1);
 }
 
 Kernel vector_kernel(const VectorDesc& d) {
@@ -117,8 +116,7 @@ uint64_t working_set(const Context& c, const VectorTiling& t, int64_t chunk) {
   if (c.home(t.output) != Level::onchip) bytes += 2 * slot_bytes(chunk * t.output_bytes_per_row);
   for (int32_t w : t.whole_inputs)
     if (c.home(w) != Level::onchip)
-      bytes += slot_bytes(static_cast<double>(c.tiled_elements(w) *
-                                              c.element_bytes(w)));
+      bytes += slot_bytes(static_cast<double>(c.tiled_elements(w) * c.element_bytes(w)));
   return bytes;
 }
 
@@ -136,8 +134,7 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
   uint64_t whole = 0;
   for (int32_t w : t.whole_inputs)
     if (c.home(w) != Level::onchip)
-      whole +=
-          static_cast<uint64_t>(c.tiled_elements(w) * c.element_bytes(w));
+      whole += static_cast<uint64_t>(c.tiled_elements(w) * c.element_bytes(w));
   if (working_set(c, t, 1) > half)
     c.untileable(
         n, working_set(c, t, 1),
@@ -188,10 +185,9 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
         em.slot(core, kOut0 + s, static_cast<uint64_t>(std::ceil(chunk * t.output_bytes_per_row)));
     for (size_t j = 0; j < t.whole_inputs.size(); ++j)
       if (c.home(t.whole_inputs[j]) != Level::onchip)
-        em.slot(
-            core, kWhole0 + static_cast<int>(j),
-            static_cast<uint64_t>(c.tiled_elements(t.whole_inputs[j]) *
-                                  c.element_bytes(t.whole_inputs[j])));
+        em.slot(core, kWhole0 + static_cast<int>(j),
+                static_cast<uint64_t>(c.tiled_elements(t.whole_inputs[j]) *
+                                      c.element_bytes(t.whole_inputs[j])));
   }
   int64_t index = 0;
   for (int64_t r0 = 0; r0 < t.rows; r0 += chunk, ++index) {
@@ -219,8 +215,7 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
         int32_t w = t.whole_inputs[j];
         if (c.home(w) == Level::onchip) continue;
         auto s = em.slot(core, kWhole0 + static_cast<int>(j));
-        uint64_t bytes = static_cast<uint64_t>(c.tiled_elements(w) *
-                                               c.element_bytes(w));
+        uint64_t bytes = static_cast<uint64_t>(c.tiled_elements(w) * c.element_bytes(w));
         em.emit(
             dma(core, dma_in, c.home(w), Level::onchip, bytes, c.p.tensors[w].address, s.address),
             {w}, {s.resource});
@@ -324,8 +319,7 @@ VectorTiling window_tiling(Context& c, const VectorDesc& d, int64_t rows, double
 }
 
 double tiled_per_row(const Context& c, int32_t t, int64_t rows) {
-  return static_cast<double>(c.tiled_elements(t)) /
-         std::max<int64_t>(rows, 1);
+  return static_cast<double>(c.tiled_elements(t)) / std::max<int64_t>(rows, 1);
 }
 
 // Vector work per output row (n, oh) of a window op: every output element reads kh x kw inputs.

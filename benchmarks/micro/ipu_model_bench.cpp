@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/micro/resnet50_gemms.h"
 #include "models/ipu/ipu_specs.h"
 #include "models/ipu/ipu_system.h"
-#include "benchmarks/micro/resnet50_gemms.h"
 #include "sim/event_sink.h"
 
 namespace mimic {

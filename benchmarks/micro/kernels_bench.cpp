@@ -14,14 +14,22 @@ namespace {
 void BM_GemmF32(benchmark::State& state) {
   int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   Random rng(1);
-  ir::HostTensor a = rng.tensor(ir::DType::f32, ir::Shape({m, k})), b = rng.tensor(ir::DType::f32, ir::Shape({k, n}));
+  ir::HostTensor a = rng.tensor(ir::DType::f32, ir::Shape({m, k})),
+                 b = rng.tensor(ir::DType::f32, ir::Shape({k, n}));
   ir::HostTensor c(ir::DType::f32, ir::Shape({m, n}));
   for (auto _ : state)
-    backends::cpu::gemm_f32(m, n, k, 1.0f, {a.data<float>(), k, false}, {b.data<float>(), n, false}, 0.0f, c.data<float>(), n);
-  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * double(m) * double(n) * double(k), benchmark::Counter::kIsIterationInvariantRate);
+    backends::cpu::gemm_f32(m, n, k, 1.0f, {a.data<float>(), k, false}, {b.data<float>(), n, false},
+                            0.0f, c.data<float>(), n);
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * double(m) * double(n) * double(k),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_GemmF32)->Args({512, 512, 512})->Args({1024, 1024, 1024})->Args({3136, 64, 576})->Args({49, 512, 4608})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_GemmF32)
+    ->Args({512, 512, 512})
+    ->Args({1024, 1024, 1024})
+    ->Args({3136, 64, 576})
+    ->Args({49, 512, 4608})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // The cpu backend's MatMul node per dtype it runs (backends/cpu/kernels_linear.cpp): f32 on the
 // Eigen GEMM; f16 and bf16 widened to f32 around that GEMM and rounded back (the conversions are
@@ -35,16 +43,20 @@ void BM_MatMul(benchmark::State& state, ir::DType dtype) {
   auto b = g.add_input("b", dtype, ir::Shape({k, n}));
   g.add_output(g.add_node(ir::OpType::MatMul, "mm", {a, b})[0]);
   ir::infer_shapes(g);
-  std::vector<ir::HostTensor> in{rng.tensor(dtype, ir::Shape({m, k})), rng.tensor(dtype, ir::Shape({k, n}))};
+  std::vector<ir::HostTensor> in{rng.tensor(dtype, ir::Shape({m, k})),
+                                 rng.tensor(dtype, ir::Shape({k, n}))};
   for (auto _ : state) benchmark::DoNotOptimize(backends::cpu::run_node(g, g.node(0), in));
-  state.SetLabel(std::string(ir::dtype_name(dtype)) + " -> " + ir::dtype_name(g.value(g.outputs()[0]).type.dtype));
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(2e-9 * double(m) * double(n) * double(k), benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(ir::dtype_name(dtype)) + " -> " +
+                 ir::dtype_name(g.value(g.outputs()[0]).type.dtype));
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * double(m) * double(n) * double(k),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 const bool kMatMulRegistered = [] {
-  const int64_t shapes[][3] = {{512, 512, 512}, {1024, 1024, 1024}, {3136, 64, 576}, {8, 1000, 2048}};
+  const int64_t shapes[][3] = {
+      {512, 512, 512}, {1024, 1024, 1024}, {3136, 64, 576}, {8, 1000, 2048}};
   for (ir::DType t : {ir::DType::f32, ir::DType::f16, ir::DType::bf16, ir::DType::i8}) {
-    auto* b = benchmark::RegisterBenchmark((std::string("BM_MatMul/") + ir::dtype_name(t)).c_str(), BM_MatMul, t);
+    auto* b = benchmark::RegisterBenchmark((std::string("BM_MatMul/") + ir::dtype_name(t)).c_str(),
+                                           BM_MatMul, t);
     for (const auto& s : shapes) b->Args({s[0], s[1], s[2]});
     b->ArgNames({"M", "N", "K"})->Unit(benchmark::kMillisecond)->UseRealTime();
   }
@@ -60,12 +72,14 @@ void BM_Conv3x3(benchmark::State& state) {
   auto x = g.add_input("x", ir::DType::f32, xs);
   auto w = g.add_constant("w", rng.tensor(ir::DType::f32, ir::Shape({64, 64, 3, 3})));
   g.add_output(g.add_node(ir::OpType::Conv, "conv", {x, w},
-                          {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"layout", std::string(nhwc ? "NHWC" : "NCHW")}})[0]);
+                          {{"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                           {"layout", std::string(nhwc ? "NHWC" : "NCHW")}})[0]);
   ir::infer_shapes(g);
   std::vector<ir::HostTensor> in{rng.tensor(ir::DType::f32, xs), *g.value(w).constant};
   for (auto _ : state) benchmark::DoNotOptimize(backends::cpu::run_node(g, g.node(0), in));
   state.SetLabel(nhwc ? "NHWC" : "NCHW");
-  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * 8 * 56 * 56 * 64 * 64 * 9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * 8 * 56 * 56 * 64 * 64 * 9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Conv3x3)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/micro/resnet50_gemms.h"
 #include "models/tpu/program.h"
 #include "models/tpu/tpu_chip.h"
 #include "models/tpu/tpu_spec.h"
-#include "benchmarks/micro/resnet50_gemms.h"
 #include "sim/systemc/kernel.h"
 
 namespace mimic {

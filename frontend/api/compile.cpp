@@ -26,15 +26,16 @@ ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_by
   if (g.outputs().empty()) throw ShapeError(fmt::format("graph '{}' has no outputs", g.name()));
   if (g.has_symbolic_batch()) {
     if (batch <= 0)
-      throw InvalidArgument(fmt::format("graph '{}' has a symbolic batch dimension: give a batch size > 0 (got {})",
-                                        g.name(), batch));
+      throw InvalidArgument(
+          fmt::format("graph '{}' has a symbolic batch dimension: give a batch size > 0 (got {})",
+                      g.name(), batch));
     return ir::bind_batch(g, batch, infer);
   }
   if (batch > 0 && !g.inputs().empty() && g.input_type(0).shape.rank() > 0 &&
       g.input_type(0).shape[0] != batch)
-    throw InvalidArgument(fmt::format("graph '{}' has a fixed batch of {} (input '{}' {}), cannot run batch {}",
-                                      g.name(), g.input_type(0).shape[0], g.value(g.inputs()[0]).name,
-                                      g.input_type(0).shape.str(), batch));
+    throw InvalidArgument(fmt::format(
+        "graph '{}' has a fixed batch of {} (input '{}' {}), cannot run batch {}", g.name(),
+        g.input_type(0).shape[0], g.value(g.inputs()[0]).name, g.input_type(0).shape.str(), batch));
   ir::Graph out = g;
   ir::infer_shapes(out, infer);
   return out;
@@ -47,7 +48,8 @@ Executable compile(const ir::Graph& g, const Device& device, const CompileOption
   impl->device = device;
   impl->options = options;
   const backends::Backend* backend = backends::Registry::global().find(device.backend());
-  impl->backend_executable = backends::compile_with_fallback(*backend, impl->graph, device.arg(), options);
+  impl->backend_executable =
+      backends::compile_with_fallback(*backend, impl->graph, device.arg(), options);
   impl->info.model = g.name();
   impl->info.device = device.str();
   impl->info.precision = options.precision;
@@ -61,16 +63,18 @@ Executable compile(const ir::Graph& g, const Device& device, const CompileOption
 RunOutput Executable::run(const std::vector<ir::HostTensor>& inputs) const {
   const ir::Graph& g = impl_->graph;
   if (impl_->options.compile_only)
-    throw InvalidArgument(fmt::format("graph '{}' was compiled for {} with compile_only: it cannot run",
-                                      g.name(), impl_->device.str()));
+    throw InvalidArgument(
+        fmt::format("graph '{}' was compiled for {} with compile_only: it cannot run", g.name(),
+                    impl_->device.str()));
   if (inputs.size() != g.inputs().size())
-    throw InvalidArgument(fmt::format("graph '{}' takes {} input(s), got {}", g.name(), g.inputs().size(),
-                                      inputs.size()));
+    throw InvalidArgument(fmt::format("graph '{}' takes {} input(s), got {}", g.name(),
+                                      g.inputs().size(), inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = g.value(g.inputs()[i]);
     if (!inputs[i].defined() || inputs[i].type() != v.type)
-      throw InvalidArgument(fmt::format("input {} '{}' must be {}, got {}", i, v.name, v.type.str(),
-                                        inputs[i].defined() ? inputs[i].type().str() : "an undefined tensor"));
+      throw InvalidArgument(
+          fmt::format("input {} '{}' must be {}, got {}", i, v.name, v.type.str(),
+                      inputs[i].defined() ? inputs[i].type().str() : "an undefined tensor"));
   }
   RunObserver* observer = current_run_observer();
   sim::NullSink null_sink;
@@ -85,14 +89,24 @@ RunOutput Executable::run(const std::vector<ir::HostTensor>& inputs) const {
   }
 }
 
-const ir::Graph& Executable::graph() const { return impl_->graph; }
-const Device& Executable::device() const { return impl_->device; }
-const CompileOptions& Executable::options() const { return impl_->options; }
+const ir::Graph& Executable::graph() const {
+  return impl_->graph;
+}
+const Device& Executable::device() const {
+  return impl_->device;
+}
+const CompileOptions& Executable::options() const {
+  return impl_->options;
+}
 const backends::CompileReport& Executable::compile_report() const {
   return impl_->backend_executable->compile_report();
 }
-RunInfo& Executable::run_info() { return impl_->info; }
-const RunInfo& Executable::run_info() const { return impl_->info; }
+RunInfo& Executable::run_info() {
+  return impl_->info;
+}
+const RunInfo& Executable::run_info() const {
+  return impl_->info;
+}
 
 std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, int64_t int_high) {
   std::vector<ir::HostTensor> out;
@@ -100,7 +114,8 @@ std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, int
   for (ir::ValueId v : g.inputs()) {
     const ir::TensorType& t = g.value(v).type;
     if (t.shape.is_symbolic())
-      throw InvalidArgument(fmt::format("input '{}' has shape {}: bind the batch first", g.value(v).name, t.shape.str()));
+      throw InvalidArgument(fmt::format("input '{}' has shape {}: bind the batch first",
+                                        g.value(v).name, t.shape.str()));
     out.push_back(rng.tensor(t.dtype, t.shape, int_high));
   }
   return out;

@@ -50,6 +50,7 @@ Executable compile(const ir::Graph& g, const Device& device, const CompileOption
 ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_bytes = 0);
 
 // Deterministic example inputs: floats ~ N(0, 1), integer inputs in [0, int_high), bools random.
-std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, int64_t int_high = 100);
+std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed,
+                                          int64_t int_high = 100);
 
 }  // namespace mimic

@@ -8,13 +8,15 @@
 namespace mimic {
 
 Device::Device(const std::string& spec) {
-  if (spec.empty()) throw InvalidArgument("empty device string (try 'cpu', 'tpu-emu:v4', 'ipu-emu:gc200')");
+  if (spec.empty())
+    throw InvalidArgument("empty device string (try 'cpu', 'tpu-emu:v4', 'ipu-emu:gc200')");
   auto colon = spec.find(':');
   backend_ = spec.substr(0, colon);
   arg_ = colon == std::string::npos ? "" : spec.substr(colon + 1);
   if (!backends::Registry::global().find(backend_)) {
     std::string known;
-    for (const auto* b : backends::Registry::global().all()) known += (known.empty() ? "" : ", ") + b->name();
+    for (const auto* b : backends::Registry::global().all())
+      known += (known.empty() ? "" : ", ") + b->name();
     throw InvalidArgument(fmt::format("unknown device '{}': known backends are {}", spec, known));
   }
 }
@@ -25,7 +27,8 @@ backends::DeviceInfo Device::info() const {
 
 void Device::require_available() const {
   backends::DeviceInfo i = info();
-  if (!i.available) throw DeviceUnavailableError(fmt::format("device '{}' is unavailable: {}", str(), i.reason));
+  if (!i.available)
+    throw DeviceUnavailableError(fmt::format("device '{}' is unavailable: {}", str(), i.reason));
 }
 
 std::vector<backends::DeviceInfo> devices() {

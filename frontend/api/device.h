@@ -1,5 +1,6 @@
 // mimic::Device: a device string parsed once. "cpu", "cuda:0", "tpu-emu:v4",
-// "tpu-emu:path/to/chip.json", "ipu-emu:gc200". The part after the first ':' belongs to the backend.
+// "tpu-emu:path/to/chip.json", "ipu-emu:gc200". The part after the first ':' belongs to the
+// backend.
 #pragma once
 
 #include <string>

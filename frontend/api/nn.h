@@ -74,8 +74,9 @@ class Linear : public Module {
 
 class Conv2d : public Module {
  public:
-  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride = 1, int64_t padding = 0,
-         int64_t groups = 1, bool bias = true, std::string layout = "NCHW", int64_t dilation = 1, Init init = {});
+  Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_t stride = 1,
+         int64_t padding = 0, int64_t groups = 1, bool bias = true, std::string layout = "NCHW",
+         int64_t dilation = 1, Init init = {});
   Tensor forward(const Tensor& x) override;
   Tensor weight, bias;  // weight [out, in/groups, k, k]
   Conv2dOptions options;
@@ -188,7 +189,8 @@ class MultiheadAttention : public Module {
   std::shared_ptr<Linear> query_, key_, value_, output_;
 };
 
-// One post-norm transformer encoder layer (BERT): x + attn -> LayerNorm -> x + FFN(GELU) -> LayerNorm.
+// One post-norm transformer encoder layer (BERT): x + attn -> LayerNorm -> x + FFN(GELU) ->
+// LayerNorm.
 class TransformerEncoderLayer : public Module {
  public:
   TransformerEncoderLayer(int64_t hidden, int64_t heads, int64_t ffn, Init init = {});
@@ -201,7 +203,7 @@ class TransformerEncoderLayer : public Module {
 };
 
 // Traces `module` on a placeholder input named `input_name` (its shape may hold ir::kBatch).
-ir::Graph trace_module(Module& module, const std::string& input_name, ir::DType dtype, ir::Shape shape,
-                       const std::string& graph_name);
+ir::Graph trace_module(Module& module, const std::string& input_name, ir::DType dtype,
+                       ir::Shape shape, const std::string& graph_name);
 
 }  // namespace mimic::nn

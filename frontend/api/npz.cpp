@@ -56,10 +56,11 @@ void write_replacing(const std::string& path, const std::string& bytes) {
   if (!error && std::rename(partial.c_str(), path.c_str()) != 0) error = errno;
   if (!error) return;
   std::remove(partial.c_str());
-  throw IoError(fmt::format("npz: writing '{}' failed after {} of {} bytes: {}{}; the file there "
-                            "before is unchanged",
-                            path, written, bytes.size(), std::strerror(error),
-                            error == ENOSPC ? " (the disk is full)" : ""));
+  throw IoError(
+      fmt::format("npz: writing '{}' failed after {} of {} bytes: {}{}; the file there "
+                  "before is unchanged",
+                  path, written, bytes.size(), std::strerror(error),
+                  error == ENOSPC ? " (the disk is full)" : ""));
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ struct Conv2dOptions {
   int64_t groups = 1;
   std::string layout = "NCHW";  // or "NHWC"
 };
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, const Conv2dOptions& o = {});
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+              const Conv2dOptions& o = {});
 Tensor batch_norm(const Tensor& x, const Tensor& scale, const Tensor& bias, const Tensor& mean,
                   const Tensor& var, float epsilon = 1e-5f, const std::string& layout = "NCHW");
 

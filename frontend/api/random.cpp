@@ -14,7 +14,9 @@ uint64_t splitmix(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 }  // namespace
 
@@ -33,7 +35,9 @@ uint64_t Random::next_u64() {
   return result;
 }
 
-double Random::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+double Random::uniform() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
 
 // Marsaglia's polar method: a pair of normals per accepted point of the unit disc (acceptance
 // pi/4), with one log and one sqrt and no trigonometry (about 3x faster than Box-Muller's sincos,
@@ -64,22 +68,40 @@ ir::HostTensor Random::uniform_tensor(const ir::Shape& shape, float bound) {
   return t;
 }
 
-ir::HostTensor Random::tensor(ir::DType dtype, const ir::Shape& shape, int64_t int_high, float stddev) {
+ir::HostTensor Random::tensor(ir::DType dtype, const ir::Shape& shape, int64_t int_high,
+                              float stddev) {
   ir::HostTensor t(dtype, shape);
   int64_t n = t.numel();
   switch (dtype) {
-    case ir::DType::f32: for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = normal() * stddev; break;
+    case ir::DType::f32:
+      for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = normal() * stddev;
+      break;
     case ir::DType::f16:
-      for (int64_t i = 0; i < n; ++i) t.data<ir::Float16>()[i].bits = numeric::f32_to_f16(normal() * stddev);
+      for (int64_t i = 0; i < n; ++i)
+        t.data<ir::Float16>()[i].bits = numeric::f32_to_f16(normal() * stddev);
       break;
     case ir::DType::bf16:
-      for (int64_t i = 0; i < n; ++i) t.data<ir::BFloat16>()[i].bits = numeric::f32_to_bf16(normal() * stddev);
+      for (int64_t i = 0; i < n; ++i)
+        t.data<ir::BFloat16>()[i].bits = numeric::f32_to_bf16(normal() * stddev);
       break;
-    case ir::DType::i8: for (int64_t i = 0; i < n; ++i) t.data<int8_t>()[i] = static_cast<int8_t>(next_u64() % 255) - 127; break;
-    case ir::DType::i32: for (int64_t i = 0; i < n; ++i) t.data<int32_t>()[i] = static_cast<int32_t>(next_u64() % int_high); break;
-    case ir::DType::i64: for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[i] = static_cast<int64_t>(next_u64() % int_high); break;
-    case ir::DType::boolean: for (int64_t i = 0; i < n; ++i) t.data<bool>()[i] = next_u64() & 1; break;
-    case ir::DType::f64: for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = static_cast<double>(normal()) * stddev; break;
+    case ir::DType::i8:
+      for (int64_t i = 0; i < n; ++i)
+        t.data<int8_t>()[i] = static_cast<int8_t>(next_u64() % 255) - 127;
+      break;
+    case ir::DType::i32:
+      for (int64_t i = 0; i < n; ++i)
+        t.data<int32_t>()[i] = static_cast<int32_t>(next_u64() % int_high);
+      break;
+    case ir::DType::i64:
+      for (int64_t i = 0; i < n; ++i)
+        t.data<int64_t>()[i] = static_cast<int64_t>(next_u64() % int_high);
+      break;
+    case ir::DType::boolean:
+      for (int64_t i = 0; i < n; ++i) t.data<bool>()[i] = next_u64() & 1;
+      break;
+    case ir::DType::f64:
+      for (int64_t i = 0; i < n; ++i) t.data<double>()[i] = static_cast<double>(normal()) * stddev;
+      break;
   }
   return t;
 }

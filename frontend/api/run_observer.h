@@ -11,9 +11,9 @@ namespace mimic {
 
 // What a run is, for the trace's run table.
 struct RunInfo {
-  std::string model;       // zoo model name, ONNX file, or graph name
+  std::string model;  // zoo model name, ONNX file, or graph name
   int64_t batch = 0;
-  std::string layout;      // "nchw" | "nhwc" | ""
+  std::string layout;  // "nchw" | "nhwc" | ""
   std::string precision;
   std::string device;
   std::string config_json;  // compile options and anything else worth keeping
@@ -31,7 +31,8 @@ class RunObserver {
 // The innermost active observer, or nullptr. Observers nest (a stack per process).
 RunObserver* current_run_observer();
 void push_run_observer(RunObserver* observer);
-// Removes `observer` (the innermost one normally; anywhere in the stack if scopes end out of order).
+// Removes `observer` (the innermost one normally; anywhere in the stack if scopes end out of
+// order).
 void pop_run_observer(RunObserver* observer);
 
 }  // namespace mimic

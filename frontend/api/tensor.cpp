@@ -1,8 +1,8 @@
 #include "frontend/api/tensor.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <atomic>
-#include <fmt/format.h>
 #include <functional>
 #include <map>
 #include <unordered_map>
@@ -47,26 +47,39 @@ Tensor Tensor::constant(ir::HostTensor data, Device device) {
   return Tensor(make_leaf(Role::constant, std::move(data), std::move(device), "const", type), 0);
 }
 
-Tensor Tensor::placeholder(const std::string& name, ir::DType dtype, ir::Shape shape, Device device) {
-  return Tensor(make_leaf(Role::placeholder, {}, std::move(device), name, {dtype, std::move(shape)}), 0);
+Tensor Tensor::placeholder(const std::string& name, ir::DType dtype, ir::Shape shape,
+                           Device device) {
+  return Tensor(
+      make_leaf(Role::placeholder, {}, std::move(device), name, {dtype, std::move(shape)}), 0);
 }
 
-ir::DType Tensor::dtype() const { return type().dtype; }
-const ir::Shape& Tensor::shape() const { return node_->types.at(index_).shape; }
+ir::DType Tensor::dtype() const {
+  return type().dtype;
+}
+const ir::Shape& Tensor::shape() const {
+  return node_->types.at(index_).shape;
+}
 ir::TensorType Tensor::type() const {
   if (!node_) throw InvalidArgument("use of an undefined tensor");
   return node_->types.at(index_);
 }
-const Device& Tensor::device() const { return node_->device; }
-const std::string& Tensor::name() const { return node_->name; }
-Tensor::Role Tensor::role() const { return node_->role; }
+const Device& Tensor::device() const {
+  return node_->device;
+}
+const std::string& Tensor::name() const {
+  return node_->name;
+}
+Tensor::Role Tensor::role() const {
+  return node_->role;
+}
 
 Tensor Tensor::to(const Device& device) const {
   if (!node_) throw InvalidArgument("use of an undefined tensor");
   if (node_->role == Role::op) {
     std::vector<Tensor> moved;
     for (const Tensor& t : node_->inputs) moved.push_back(t.to(device));
-    return apply(node_->op, moved, node_->attrs, static_cast<int>(node_->types.size()), node_->name)[index_];
+    return apply(node_->op, moved, node_->attrs, static_cast<int>(node_->types.size()),
+                 node_->name)[index_];
   }
   auto n = std::make_shared<Node>(*node_);
   n->device = device;
@@ -77,8 +90,8 @@ const ir::HostTensor& Tensor::host() const {
   if (!node_) throw InvalidArgument("use of an undefined tensor");
   if (!node_->values.empty()) return node_->values.at(index_);
   if (node_->role == Role::placeholder)
-    throw InvalidArgument(fmt::format("placeholder '{}' has no data: trace and compile the graph instead",
-                                      node_->name));
+    throw InvalidArgument(fmt::format(
+        "placeholder '{}' has no data: trace and compile the graph instead", node_->name));
   std::vector<Tensor> outputs;
   for (int i = 0; i < static_cast<int>(node_->types.size()); ++i) outputs.emplace_back(node_, i);
   ir::Graph g = trace(outputs, node_->name);
@@ -89,8 +102,9 @@ const ir::HostTensor& Tensor::host() const {
     const auto& n = t.node();
     if (n->role == Role::input) leaves[n->id] = n->values.at(0);
     if (n->role == Role::placeholder)
-      throw InvalidArgument(fmt::format("tensor '{}' depends on placeholder '{}': compile the traced graph",
-                                        node_->name, n->name));
+      throw InvalidArgument(
+          fmt::format("tensor '{}' depends on placeholder '{}': compile the traced graph",
+                      node_->name, n->name));
     if (n->role == Role::op && n->values.empty())
       for (const Tensor& in : n->inputs) collect(in);
   };
@@ -106,14 +120,30 @@ std::vector<float> Tensor::to_floats() const {
   std::vector<float> out(t.numel());
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (t.dtype()) {
-      case ir::DType::f32: out[i] = t.data<float>()[i]; break;
-      case ir::DType::f16: out[i] = numeric::f16_to_f32(t.data<ir::Float16>()[i].bits); break;
-      case ir::DType::bf16: out[i] = numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits); break;
-      case ir::DType::i8: out[i] = t.data<int8_t>()[i]; break;
-      case ir::DType::i32: out[i] = static_cast<float>(t.data<int32_t>()[i]); break;
-      case ir::DType::i64: out[i] = static_cast<float>(t.data<int64_t>()[i]); break;
-      case ir::DType::boolean: out[i] = t.data<bool>()[i] ? 1.0f : 0.0f; break;
-      case ir::DType::f64: out[i] = static_cast<float>(t.data<double>()[i]); break;
+      case ir::DType::f32:
+        out[i] = t.data<float>()[i];
+        break;
+      case ir::DType::f16:
+        out[i] = numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
+        break;
+      case ir::DType::bf16:
+        out[i] = numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
+        break;
+      case ir::DType::i8:
+        out[i] = t.data<int8_t>()[i];
+        break;
+      case ir::DType::i32:
+        out[i] = static_cast<float>(t.data<int32_t>()[i]);
+        break;
+      case ir::DType::i64:
+        out[i] = static_cast<float>(t.data<int64_t>()[i]);
+        break;
+      case ir::DType::boolean:
+        out[i] = t.data<bool>()[i] ? 1.0f : 0.0f;
+        break;
+      case ir::DType::f64:
+        out[i] = static_cast<float>(t.data<double>()[i]);
+        break;
     }
   }
   return out;
@@ -126,8 +156,9 @@ std::vector<Tensor> apply(ir::OpType op, const std::vector<Tensor>& inputs, ir::
   for (const Tensor& t : inputs) {
     if (!t.defined()) continue;
     if (have_device && t.device() != device)
-      throw InvalidArgument(fmt::format("{}: inputs are on different devices ({} and {}); move them with .to()",
-                                        ir::op_name(op), device.str(), t.device().str()));
+      throw InvalidArgument(
+          fmt::format("{}: inputs are on different devices ({} and {}); move them with .to()",
+                      ir::op_name(op), device.str(), t.device().str()));
     device = t.device();
     have_device = true;
   }
@@ -163,7 +194,8 @@ std::vector<Tensor> apply(ir::OpType op, const std::vector<Tensor>& inputs, ir::
   return out;
 }
 
-Tensor apply1(ir::OpType op, const std::vector<Tensor>& inputs, ir::Attributes attrs, const std::string& name) {
+Tensor apply1(ir::OpType op, const std::vector<Tensor>& inputs, ir::Attributes attrs,
+              const std::string& name) {
   return apply(op, inputs, std::move(attrs), 1, name)[0];
 }
 
@@ -171,12 +203,13 @@ ir::Graph trace(const std::vector<Tensor>& outputs, const std::string& name) {
   // Post-order walk; a computed op is kept as an op (its cached values are not reused here).
   std::vector<std::shared_ptr<Tensor::Node>> order;
   std::unordered_set<const Tensor::Node*> seen;
-  std::function<void(const std::shared_ptr<Tensor::Node>&)> visit = [&](const std::shared_ptr<Tensor::Node>& n) {
-    if (!seen.insert(n.get()).second) return;
-    for (const Tensor& in : n->inputs)
-      if (in.defined()) visit(in.node());
-    order.push_back(n);
-  };
+  std::function<void(const std::shared_ptr<Tensor::Node>&)> visit =
+      [&](const std::shared_ptr<Tensor::Node>& n) {
+        if (!seen.insert(n.get()).second) return;
+        for (const Tensor& in : n->inputs)
+          if (in.defined()) visit(in.node());
+        order.push_back(n);
+      };
   for (const Tensor& t : outputs) {
     if (!t.defined()) throw InvalidArgument("trace: an output tensor is undefined");
     visit(t.node());
@@ -186,10 +219,13 @@ ir::Graph trace(const std::vector<Tensor>& outputs, const std::string& name) {
   std::vector<std::shared_ptr<Tensor::Node>> leaves;
   for (const auto& n : order)
     if (n->role == Tensor::Role::input || n->role == Tensor::Role::placeholder) leaves.push_back(n);
-  std::sort(leaves.begin(), leaves.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
-  for (const auto& n : leaves) values[n.get()] = {g.add_input(n->name, n->types[0].dtype, n->types[0].shape)};
+  std::sort(leaves.begin(), leaves.end(),
+            [](const auto& a, const auto& b) { return a->id < b->id; });
+  for (const auto& n : leaves)
+    values[n.get()] = {g.add_input(n->name, n->types[0].dtype, n->types[0].shape)};
   for (const auto& n : order) {
-    if (n->role == Tensor::Role::constant) values[n.get()] = {g.add_constant(n->name, n->values.at(0))};
+    if (n->role == Tensor::Role::constant)
+      values[n.get()] = {g.add_constant(n->name, n->values.at(0))};
     if (n->role != Tensor::Role::op) continue;
     std::vector<ir::ValueId> ids;
     for (const Tensor& in : n->inputs)
@@ -201,8 +237,12 @@ ir::Graph trace(const std::vector<Tensor>& outputs, const std::string& name) {
   return g;
 }
 
-NameScope::NameScope(const std::string& name) { scope_stack().push_back(name); }
-NameScope::~NameScope() { scope_stack().pop_back(); }
+NameScope::NameScope(const std::string& name) {
+  scope_stack().push_back(name);
+}
+NameScope::~NameScope() {
+  scope_stack().pop_back();
+}
 
 std::string NameScope::current() {
   std::string out;

@@ -67,8 +67,9 @@ struct Tensor::Node {
 };
 
 // Records one op. All tensor inputs must live on one device (the op's device).
-std::vector<Tensor> apply(ir::OpType op, const std::vector<Tensor>& inputs, ir::Attributes attrs = {},
-                          int num_outputs = 1, const std::string& name = "");
+std::vector<Tensor> apply(ir::OpType op, const std::vector<Tensor>& inputs,
+                          ir::Attributes attrs = {}, int num_outputs = 1,
+                          const std::string& name = "");
 Tensor apply1(ir::OpType op, const std::vector<Tensor>& inputs, ir::Attributes attrs = {},
               const std::string& name = "");
 

@@ -41,9 +41,9 @@ ir::HostTensor dropout_mask(const TrainGraph::Dropout& d, uint64_t seed, int64_t
 
 std::shared_ptr<TrainGraph> step_graph(const ir::Graph& forward, const NamedTensors& params,
                                        const TrainOptions& options) {
-  auto t = std::make_shared<TrainGraph>(build_train_graph(
-      forward, params, options.loss, options.optimizer,
-      options.loss_scale.mode != LossScaleMode::none));
+  auto t = std::make_shared<TrainGraph>(
+      build_train_graph(forward, params, options.loss, options.optimizer,
+                        options.loss_scale.mode != LossScaleMode::none));
   apply_recompute(*t, options.recompute);
   return t;
 }

@@ -257,8 +257,8 @@ std::vector<ValueId> scaled_gradients(TrainGraph& t, ir::GraphBuilder& b, ValueI
 
 // Memory roles of the step's inputs and of the gradients, and the phase of each node, from the
 // node counts at the end of the forward, loss and backward parts (see ir::ValueRole, StepPhase).
-void annotate_step(TrainGraph& t, const std::vector<ValueId>& grads, int forward_end,
-                   int loss_end, int backward_end) {
+void annotate_step(TrainGraph& t, const std::vector<ValueId>& grads, int forward_end, int loss_end,
+                   int backward_end) {
   ir::Graph& g = t.graph;
   for (size_t i = 0; i < t.inputs.size(); ++i) {
     TrainRole r = t.inputs[i].role;

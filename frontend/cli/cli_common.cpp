@@ -1,7 +1,7 @@
 #include "frontend/cli/cli_common.h"
 
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 
 #include "frontend/ir/error.h"
 #include "frontend/ir/memory_limit.h"
@@ -10,12 +10,20 @@ namespace mimic::cli {
 
 int exit_code(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::invalid_argument: case ErrorKind::shape: return 2;
-    case ErrorKind::unsupported_op: return 3;
-    case ErrorKind::compile: case ErrorKind::out_of_memory: return 4;
-    case ErrorKind::device_unavailable: return 5;
-    case ErrorKind::io: return 6;
-    case ErrorKind::runtime: return 7;
+    case ErrorKind::invalid_argument:
+    case ErrorKind::shape:
+      return 2;
+    case ErrorKind::unsupported_op:
+      return 3;
+    case ErrorKind::compile:
+    case ErrorKind::out_of_memory:
+      return 4;
+    case ErrorKind::device_unavailable:
+      return 5;
+    case ErrorKind::io:
+      return 6;
+    case ErrorKind::runtime:
+      return 7;
   }
   return 1;
 }
@@ -35,7 +43,8 @@ void add_memory_limit_option(CLI::App* cmd) {
           ir::format_bytes(ir::default_max_tensor_bytes())));
 }
 
-std::map<std::string, std::string> parse_key_values(const std::vector<std::string>& items, const std::string& what) {
+std::map<std::string, std::string> parse_key_values(const std::vector<std::string>& items,
+                                                    const std::string& what) {
   std::map<std::string, std::string> out;
   for (const std::string& item : items) {
     auto eq = item.find('=');
@@ -46,7 +55,8 @@ std::map<std::string, std::string> parse_key_values(const std::vector<std::strin
   return out;
 }
 
-std::map<std::string, int64_t> parse_int_values(const std::vector<std::string>& items, const std::string& what) {
+std::map<std::string, int64_t> parse_int_values(const std::vector<std::string>& items,
+                                                const std::string& what) {
   std::map<std::string, int64_t> out;
   for (const auto& [k, v] : parse_key_values(items, what)) {
     try {

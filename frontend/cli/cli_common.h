@@ -37,9 +37,11 @@ int exit_code(ErrorKind kind);
 void add_memory_limit_option(CLI::App* cmd);
 
 // "k=v" items into a map; throws InvalidArgument naming `what` for items without '='.
-std::map<std::string, std::string> parse_key_values(const std::vector<std::string>& items, const std::string& what);
+std::map<std::string, std::string> parse_key_values(const std::vector<std::string>& items,
+                                                    const std::string& what);
 // Integer values of "k=v" items (e.g. --model-arg layers=2).
-std::map<std::string, int64_t> parse_int_values(const std::vector<std::string>& items, const std::string& what);
+std::map<std::string, int64_t> parse_int_values(const std::vector<std::string>& items,
+                                                const std::string& what);
 
 // Human-readable quantities: "712.3 ms", "1.23 GB", "4.10 GFLOP".
 std::string format_seconds(double s);

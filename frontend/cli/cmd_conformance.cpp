@@ -59,9 +59,12 @@ int run(const ConformanceArgs& a) {
   };
   conformance::Summary s = conformance::run_tests(tests, options, print);
   if (a.json) {
-    nlohmann::json j{{"device", a.device},   {"precision", a.precision},
-                     {"passed", s.passed},   {"failed", s.failed},
-                     {"skipped", s.skipped}, {"passed_with_fallback", s.passed_with_fallback},
+    nlohmann::json j{{"device", a.device},
+                     {"precision", a.precision},
+                     {"passed", s.passed},
+                     {"failed", s.failed},
+                     {"skipped", s.skipped},
+                     {"passed_with_fallback", s.passed_with_fallback},
                      {"tests", nlohmann::json::array()}};
     for (const auto& r : s.results) j["tests"].push_back(to_json(r));
     std::cout << j.dump(2) << "\n";

@@ -1,9 +1,9 @@
 // `mimic run`: build or load a model (zoo or ONNX file), compile it for a device, run it on example
 // inputs (random, or .npy files) and print a summary (output checksum, time, per-op table, device
 // figures, difference against cpu); --output-dir writes the outputs as .npy files.
+#include <fmt/format.h>
 #include <algorithm>
 #include <chrono>
-#include <fmt/format.h>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -21,7 +21,8 @@ namespace mimic::cli {
 namespace {
 
 struct RunArgs {
-  std::string model, onnx, device = "cpu", layout = "nchw", precision = "default", output_dir, trace, tag;
+  std::string model, onnx, device = "cpu", layout = "nchw", precision = "default", output_dir,
+                           trace, tag;
   int64_t batch = 1, repeat = 1, warmup = 0, top = 10;
   bool batch_given = false;
   uint64_t seed = 0;
@@ -46,14 +47,16 @@ LoadedModel load_onnx(const RunArgs& a) {
 
 LoadedModel load_model(const RunArgs& a) {
   if (!a.onnx.empty()) return load_onnx(a);
-  if (a.model.empty()) throw InvalidArgument("give a model: --model NAME (one of the zoo's) or --onnx FILE");
+  if (a.model.empty())
+    throw InvalidArgument("give a model: --model NAME (one of the zoo's) or --onnx FILE");
   zoo::ModelOptions o;
   o.layout = a.layout;
   o.seed = a.seed;
   o.params = parse_int_values(a.model_args, "--model-arg");
   zoo::Model m = zoo::make(a.model, o);
-  LoadedModel out{nn::trace_module(*m.module, m.input_name, m.input_type.dtype, m.input_type.shape, a.model),
-                  m.int_input_high > 0 ? m.int_input_high : 100, m.module->parameter_count()};
+  LoadedModel out{
+      nn::trace_module(*m.module, m.input_name, m.input_type.dtype, m.input_type.shape, a.model),
+      m.int_input_high > 0 ? m.int_input_high : 100, m.module->parameter_count()};
   return out;
 }
 
@@ -71,9 +74,15 @@ CompileOptions compile_options(const RunArgs& a, int64_t batch) {
 
 // What the trace's run table keeps as the run's config.
 nlohmann::json run_config(const RunArgs& a) {
-  return nlohmann::json{{"command", "mimic run"}, {"model_args", a.model_args}, {"options", a.options},
-                        {"overrides", a.overrides}, {"seed", a.seed}, {"strict", a.strict},
-                        {"timing_only", a.timing_only}, {"repeat", a.repeat}, {"warmup", a.warmup}};
+  return nlohmann::json{{"command", "mimic run"},
+                        {"model_args", a.model_args},
+                        {"options", a.options},
+                        {"overrides", a.overrides},
+                        {"seed", a.seed},
+                        {"strict", a.strict},
+                        {"timing_only", a.timing_only},
+                        {"repeat", a.repeat},
+                        {"warmup", a.warmup}};
 }
 
 struct Timing {
@@ -87,7 +96,8 @@ Timing summarize(std::vector<double> t) {
 
 int run(const RunArgs& a) {
   if (a.batch <= 0) throw InvalidArgument(fmt::format("--batch must be positive, got {}", a.batch));
-  if (a.repeat <= 0) throw InvalidArgument(fmt::format("--repeat must be positive, got {}", a.repeat));
+  if (a.repeat <= 0)
+    throw InvalidArgument(fmt::format("--repeat must be positive, got {}", a.repeat));
   Device device(a.device);
   LoadedModel model = load_model(a);
   std::vector<ir::HostTensor> given = read_input_files(a.inputs, model.graph);
@@ -101,13 +111,21 @@ int run(const RunArgs& a) {
     batch = exe.graph().input_type(0).shape[0];
   exe.run_info().model = model_name;
   exe.run_info().layout = a.onnx.empty() ? a.layout : "";
-  exe.run_info().config_json = run_config(a).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  nlohmann::json j{{"model", model_name}, {"device", device.str()}, {"batch", batch}, {"layout", a.layout},
-                   {"parameters", model.parameters}, {"compile_seconds", compile_s},
+  exe.run_info().config_json =
+      run_config(a).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  nlohmann::json j{{"model", model_name},
+                   {"device", device.str()},
+                   {"batch", batch},
+                   {"layout", a.layout},
+                   {"parameters", model.parameters},
+                   {"compile_seconds", compile_s},
                    {"compile", to_json(exe.compile_report())}};
   if (a.compile_only) {
-    if (a.json) std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    else std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", model_name, batch, device.str(), format_seconds(compile_s));
+    if (a.json)
+      std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    else
+      std::cout << fmt::format("compiled {} (batch {}) for {} in {}\n", model_name, batch,
+                               device.str(), format_seconds(compile_s));
     if (!a.json) print_compile_report(std::cout, exe.compile_report(), static_cast<int>(a.top));
     return 0;
   }
@@ -141,7 +159,8 @@ int run(const RunArgs& a) {
   if (compare) {
     CompileOptions cpu_options;
     cpu_options.batch = batch;
-    diff = compare_outputs(out.outputs, compile(model.graph, Device("cpu"), cpu_options).run(inputs).outputs);
+    diff = compare_outputs(out.outputs,
+                           compile(model.graph, Device("cpu"), cpu_options).run(inputs).outputs);
   }
   if (!a.output_dir.empty()) write_output_files(a.output_dir, exe.graph(), out.outputs);
   if (a.json) {
@@ -149,31 +168,39 @@ int run(const RunArgs& a) {
     Timing device_timing = summarize(device_times);
     j["device_seconds"] = {{"min", device_timing.min}, {"median", device_timing.median}};
     j["outputs"] = nlohmann::json::array();
-    for (const auto& s : stats) j["outputs"].push_back({{"name", s.name}, {"type", s.type}, {"sum", s.sum}, {"mean_abs", s.mean_abs}});
+    for (const auto& s : stats)
+      j["outputs"].push_back(
+          {{"name", s.name}, {"type", s.type}, {"sum", s.sum}, {"mean_abs", s.mean_abs}});
     if (compare)
-      j["difference_vs_cpu"] = {{"max_abs", diff.max_abs}, {"max_rel", diff.max_rel}, {"of_scale", diff.of_scale}};
+      j["difference_vs_cpu"] = {
+          {"max_abs", diff.max_abs}, {"max_rel", diff.max_rel}, {"of_scale", diff.of_scale}};
     j["report"] = to_json(out.report);
     if (trace) j["trace"] = {{"file", a.trace}, {"runs", trace_runs}};
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<12}{} (batch {}, {}, {} parameters)\n", "model", model_name, batch,
-                           a.onnx.empty() ? a.layout : (a.inputs.empty() ? "random inputs" : "inputs from .npy"),
-                           format_count(static_cast<double>(model.parameters), ""));
+  std::cout << fmt::format(
+      "{:<12}{} (batch {}, {}, {} parameters)\n", "model", model_name, batch,
+      a.onnx.empty() ? a.layout : (a.inputs.empty() ? "random inputs" : "inputs from .npy"),
+      format_count(static_cast<double>(model.parameters), ""));
   std::cout << fmt::format("{:<12}{} ({})\n", "device", device.str(), device.info().description);
   for (const auto& s : stats)
-    std::cout << fmt::format("{:<12}{} {}  checksum sum={:.6g} mean|x|={:.6g}\n", "output", s.name, s.type, s.sum, s.mean_abs);
+    std::cout << fmt::format("{:<12}{} {}  checksum sum={:.6g} mean|x|={:.6g}\n", "output", s.name,
+                             s.type, s.sum, s.mean_abs);
   std::cout << fmt::format("{:<12}{}\n", "compile", format_seconds(compile_s));
   if (a.repeat > 1)
-    std::cout << fmt::format("{:<12}min {}  median {}  over {} runs\n", "runs", format_seconds(timing.min),
-                             format_seconds(timing.median), a.repeat);
+    std::cout << fmt::format("{:<12}min {}  median {}  over {} runs\n", "runs",
+                             format_seconds(timing.min), format_seconds(timing.median), a.repeat);
   if (compare)
-    std::cout << fmt::format("{:<12}max abs {:.3g} = {:.2g}% of the largest cpu output; max rel per element {:.3g} (vs cpu)\n",
-                             "difference", diff.max_abs, 100 * diff.of_scale, diff.max_rel);
+    std::cout << fmt::format(
+        "{:<12}max abs {:.3g} = {:.2g}% of the largest cpu output; max rel per element {:.3g} (vs "
+        "cpu)\n",
+        "difference", diff.max_abs, 100 * diff.of_scale, diff.max_rel);
   print_report(std::cout, out.report, static_cast<int>(a.top));
   if (trace && !trace_runs.empty())
-    std::cout << fmt::format("\n{:<12}{} (run {}): `mimic trace summary {}`, `mimic report {} -o report.html`\n",
-                             "trace", a.trace, trace_runs.back(), a.trace, a.trace);
+    std::cout << fmt::format(
+        "\n{:<12}{} (run {}): `mimic trace summary {}`, `mimic report {} -o report.html`\n",
+        "trace", a.trace, trace_runs.back(), a.trace, a.trace);
   return 0;
 }
 
@@ -182,17 +209,24 @@ int run(const RunArgs& a) {
 Command add_run_command(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a model on a device and print a summary");
-  cmd->add_option("--model", a->model, "Zoo model: " + fmt::format("{}", fmt::join(zoo::names(), ", ")));
+  cmd->add_option("--model", a->model,
+                  "Zoo model: " + fmt::format("{}", fmt::join(zoo::names(), ", ")));
   cmd->add_option("--onnx", a->onnx, "ONNX model file (instead of --model)");
-  cmd->add_option("--input", a->inputs, "ONNX model input name=file.npy (all inputs, or none for random ones)");
+  cmd->add_option("--input", a->inputs,
+                  "ONNX model input name=file.npy (all inputs, or none for random ones)");
   cmd->add_option("--output-dir", a->output_dir, "Write every output to DIR/<name>.npy");
-  cmd->add_option("--model-arg", a->model_args, "Model parameter key=value (e.g. layers=2, hidden=256)");
-  cmd->add_option("--device", a->device, "Device string (see `mimic devices`)")->capture_default_str();
-  cmd->add_option("--batch", a->batch, "Batch size (ONNX: binds a symbolic batch; default from --input or 1)")
+  cmd->add_option("--model-arg", a->model_args,
+                  "Model parameter key=value (e.g. layers=2, hidden=256)");
+  cmd->add_option("--device", a->device, "Device string (see `mimic devices`)")
+      ->capture_default_str();
+  cmd->add_option("--batch", a->batch,
+                  "Batch size (ONNX: binds a symbolic batch; default from --input or 1)")
       ->capture_default_str()
       ->each([a](const std::string&) { a->batch_given = true; });
-  cmd->add_option("--layout", a->layout, "CNN activation layout: nchw or nhwc")->capture_default_str();
-  cmd->add_option("--precision", a->precision, "Matrix precision: default|high|highest (TPU), float32|float16 (IPU)")
+  cmd->add_option("--layout", a->layout, "CNN activation layout: nchw or nhwc")
+      ->capture_default_str();
+  cmd->add_option("--precision", a->precision,
+                  "Matrix precision: default|high|highest (TPU), float32|float16 (IPU)")
       ->capture_default_str();
   cmd->add_option("--option", a->options, "Backend option key=value (e.g. num_ipus=2)");
   cmd->add_option("--set", a->overrides, "Preset field override key=value (e.g. mxu.rows=64)");
@@ -201,13 +235,16 @@ Command add_run_command(CLI::App& app) {
   cmd->add_flag("--compile-only", a->compile_only, "Compile and report, do not run");
   cmd->add_flag("--no-compare", a->no_compare, "Do not compare outputs against the cpu backend");
   cmd->add_option("--seed", a->seed, "Seed for weights and inputs")->capture_default_str();
-  cmd->add_option("--repeat", a->repeat, "Timed runs (min and median reported)")->capture_default_str();
+  cmd->add_option("--repeat", a->repeat, "Timed runs (min and median reported)")
+      ->capture_default_str();
   cmd->add_option("--warmup", a->warmup, "Untimed runs first")->capture_default_str();
   cmd->add_option("--top", a->top, "Rows in the per-op table")->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON");
   add_memory_limit_option(cmd);
-  cmd->add_option("--trace", a->trace, "Record the runs to this SQLite trace file (created when missing)");
-  cmd->add_option("--tag", a->tag, "Tag stored with the runs in the trace (e.g. an experiment name)");
+  cmd->add_option("--trace", a->trace,
+                  "Record the runs to this SQLite trace file (created when missing)");
+  cmd->add_option("--tag", a->tag,
+                  "Tag stored with the runs in the trace (e.g. an experiment name)");
   return {cmd, [a]() { return run(*a); }};
 }
 

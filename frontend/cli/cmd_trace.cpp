@@ -29,7 +29,8 @@ int list(const TraceArgs& a) {
   if (a.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : runs) j.push_back(run_json(r));
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // trace text may be any bytes
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";  // trace text may be any bytes
     return 0;
   }
   print_run_list(std::cout, a.file, runs);
@@ -43,7 +44,9 @@ int summary(const TraceArgs& a) {
   TraceReader reader(a.file);
   int64_t id = reader.resolve_run(a.run);
   if (a.json) {
-    std::cout << summary_json(reader, id).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout
+        << summary_json(reader, id).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "\n";
     return 0;
   }
   print_summary(std::cout, reader, id, a.by == "op", a.top);

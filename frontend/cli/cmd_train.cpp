@@ -49,8 +49,8 @@ Batches synthetic_data(const TrainStep& step, const ir::TensorType& in, int64_t 
   const TrainGraph& t = step.train_graph();
   Batches out;
   for (int64_t i = 0; i < a.batches; ++i) {
-    ir::HostTensor x = token_ids > 0 ? rng.tensor(in.dtype, in.shape, token_ids)
-                                     : rng.tensor(in.dtype, in.shape);
+    ir::HostTensor x =
+        token_ids > 0 ? rng.tensor(in.dtype, in.shape, token_ids) : rng.tensor(in.dtype, in.shape);
     ir::HostTensor y = t.target_type.dtype == ir::DType::i64
                            ? rng.tensor(ir::DType::i64, t.target_type.shape, t.output_type.shape[1])
                            : rng.tensor(t.target_type.dtype, t.target_type.shape);

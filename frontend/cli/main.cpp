@@ -13,10 +13,10 @@ int main(int argc, char** argv) {
   CLI::App app{"mimic: run ML models on emulated TPUs and IPUs and on real devices"};
   app.set_version_flag("--version", MIMIC_VERSION);
   app.require_subcommand(1);
-  std::vector<Command> commands{add_devices_command(app), add_run_command(app), add_sweep_command(app),
-                                add_trace_command(app), add_report_command(app),
-                                add_conformance_command(app), add_train_command(app),
-                                add_scalesim_command(app)};
+  std::vector<Command> commands{add_devices_command(app), add_run_command(app),
+                                add_sweep_command(app),   add_trace_command(app),
+                                add_report_command(app),  add_conformance_command(app),
+                                add_train_command(app),   add_scalesim_command(app)};
   if (argc > 1 && argv[1][0] != '-') {
     std::string names;
     bool known = false;
@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
       names += (names.empty() ? "" : ", ") + c.app->get_name();
     }
     if (!known) {
-      std::cerr << "mimic: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+      std::cerr << "mimic: error: unknown command '" << argv[1] << "' (commands: " << names
+                << ")\n";
       return 2;
     }
   }

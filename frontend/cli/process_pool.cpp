@@ -1,19 +1,19 @@
 #include "frontend/cli/process_pool.h"
 
-#include <cerrno>
-#include <csignal>
-#include <cstdlib>
 #include <fcntl.h>
-#include <chrono>
-#include <climits>
-#include <cstring>
 #include <fmt/format.h>
-#include <iostream>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
 
 #include "frontend/ir/error.h"
 
@@ -40,7 +40,9 @@ std::vector<std::string> child_environment(int parallel) {
   }
   env.push_back(fmt::format("MIMIC_EXIT_WITH_PARENT={}", getpid()));
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  if (!has_threads) env.push_back(fmt::format("OMP_NUM_THREADS={}", std::max<long>(1, cores / std::max(1, parallel))));
+  if (!has_threads)
+    env.push_back(
+        fmt::format("OMP_NUM_THREADS={}", std::max<long>(1, cores / std::max(1, parallel))));
   return env;
 }
 
@@ -88,18 +90,21 @@ void finish(Child& c) {
   waitpid(c.pid, &status, 0);
   if (WIFEXITED(status)) c.result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) c.result.signal = WTERMSIG(status);
-  c.result.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
+  c.result.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - c.start).count();
 }
 
 // Reads both pipes of a child until they close.
 void read_to_end(Child& c) {
   while (c.out_fd >= 0 || c.err_fd >= 0) {
     pollfd fds[2] = {{c.out_fd, POLLIN, 0}, {c.err_fd, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0 && errno != EINTR) throw RuntimeError(fmt::format("poll failed: {}", strerror(errno)));
+    if (poll(fds, 2, -1) < 0 && errno != EINTR)
+      throw RuntimeError(fmt::format("poll failed: {}", strerror(errno)));
     int* fd[2] = {&c.out_fd, &c.err_fd};
     std::string* into[2] = {&c.result.out, &c.result.err};
     for (int k = 0; k < 2; ++k)
-      if (*fd[k] >= 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) && !drain(*fd[k], *into[k])) {
+      if (*fd[k] >= 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR)) &&
+          !drain(*fd[k], *into[k])) {
         close(*fd[k]);
         *fd[k] = -1;
       }
@@ -147,8 +152,8 @@ std::string self_executable() {
   return std::string(buf, static_cast<size_t>(n));
 }
 
-void run_processes(const std::string& exe, const std::vector<std::vector<std::string>>& lists, int parallel,
-                   const std::function<void(size_t, const ProcessResult&)>& on_done) {
+void run_processes(const std::string& exe, const std::vector<std::vector<std::string>>& lists,
+                   int parallel, const std::function<void(size_t, const ProcessResult&)>& on_done) {
   std::vector<Child> running;
   size_t next = 0;
   parallel = std::max(1, parallel);
@@ -167,11 +172,13 @@ void run_processes(const std::string& exe, const std::vector<std::vector<std::st
       throw RuntimeError(fmt::format("poll failed: {}", strerror(errno)));
     for (size_t i = 0; i < running.size(); ++i) {
       Child& c = running[i];
-      if (c.out_fd >= 0 && (fds[2 * i].revents & (POLLIN | POLLHUP)) && !drain(c.out_fd, c.result.out)) {
+      if (c.out_fd >= 0 && (fds[2 * i].revents & (POLLIN | POLLHUP)) &&
+          !drain(c.out_fd, c.result.out)) {
         close(c.out_fd);
         c.out_fd = -1;
       }
-      if (c.err_fd >= 0 && (fds[2 * i + 1].revents & (POLLIN | POLLHUP)) && !drain(c.err_fd, c.result.err)) {
+      if (c.err_fd >= 0 && (fds[2 * i + 1].revents & (POLLIN | POLLHUP)) &&
+          !drain(c.err_fd, c.result.err)) {
         close(c.err_fd);
         c.err_fd = -1;
       }

@@ -10,16 +10,17 @@
 namespace mimic::cli {
 
 struct ProcessResult {
-  int exit_code = -1;    // when it exited
-  int signal = 0;        // when it was killed
+  int exit_code = -1;  // when it exited
+  int signal = 0;      // when it was killed
   std::string out, err;
   double wall_seconds = 0;
 };
 
-// Starts `executable` with each argument list, `parallel` at a time; calls on_done(index, result) as
-// each one ends. Unless OMP_NUM_THREADS is set, each child gets an equal share of the cores.
-void run_processes(const std::string& executable, const std::vector<std::vector<std::string>>& argument_lists,
-                   int parallel, const std::function<void(size_t, const ProcessResult&)>& on_done);
+// Starts `executable` with each argument list, `parallel` at a time; calls on_done(index, result)
+// as each one ends. Unless OMP_NUM_THREADS is set, each child gets an equal share of the cores.
+void run_processes(const std::string& executable,
+                   const std::vector<std::vector<std::string>>& argument_lists, int parallel,
+                   const std::function<void(size_t, const ProcessResult&)>& on_done);
 
 // Runs one command to its end (argv[0] searched on PATH, our environment), capturing its output.
 // RuntimeError naming the command when it is not found or cannot start.

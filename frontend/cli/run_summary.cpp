@@ -1,8 +1,8 @@
 #include "frontend/cli/run_summary.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "frontend/cli/cli_common.h"
 #include "models/common/numeric_formats.h"
@@ -14,14 +14,30 @@ std::vector<double> as_doubles(const ir::HostTensor& t) {
   std::vector<double> v(t.numel());
   for (int64_t i = 0; i < t.numel(); ++i) {
     switch (t.dtype()) {
-      case ir::DType::f32: v[i] = t.data<float>()[i]; break;
-      case ir::DType::f16: v[i] = numeric::f16_to_f32(t.data<ir::Float16>()[i].bits); break;
-      case ir::DType::bf16: v[i] = numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits); break;
-      case ir::DType::i8: v[i] = t.data<int8_t>()[i]; break;
-      case ir::DType::i32: v[i] = t.data<int32_t>()[i]; break;
-      case ir::DType::i64: v[i] = static_cast<double>(t.data<int64_t>()[i]); break;
-      case ir::DType::boolean: v[i] = t.data<bool>()[i]; break;
-      case ir::DType::f64: v[i] = t.data<double>()[i]; break;
+      case ir::DType::f32:
+        v[i] = t.data<float>()[i];
+        break;
+      case ir::DType::f16:
+        v[i] = numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
+        break;
+      case ir::DType::bf16:
+        v[i] = numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
+        break;
+      case ir::DType::i8:
+        v[i] = t.data<int8_t>()[i];
+        break;
+      case ir::DType::i32:
+        v[i] = t.data<int32_t>()[i];
+        break;
+      case ir::DType::i64:
+        v[i] = static_cast<double>(t.data<int64_t>()[i]);
+        break;
+      case ir::DType::boolean:
+        v[i] = t.data<bool>()[i];
+        break;
+      case ir::DType::f64:
+        v[i] = t.data<double>()[i];
+        break;
     }
   }
   return v;
@@ -38,20 +54,24 @@ void print_ops(std::ostream& os, const backends::RunReport& r, int top) {
     ops.push_back(&op);
     total += op_seconds(op);
   }
-  std::stable_sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return op_seconds(*a) > op_seconds(*b); });
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](auto* a, auto* b) { return op_seconds(*a) > op_seconds(*b); });
   bool cycles = r.cycles > 0;
-  os << fmt::format("\ntop {} ops by {}\n", std::min<size_t>(top, ops.size()), cycles ? "device time" : "wall time");
-  os << fmt::format("  {:<36} {:<20} {:>10} {:>6} {:>10} {:>9}{}\n", "node", "op", "time", "%", "GFLOP", "GFLOP/s",
-                    cycles ? "    cycles  util  FLOP/B  bound" : "");
+  os << fmt::format("\ntop {} ops by {}\n", std::min<size_t>(top, ops.size()),
+                    cycles ? "device time" : "wall time");
+  os << fmt::format("  {:<36} {:<20} {:>10} {:>6} {:>10} {:>9}{}\n", "node", "op", "time", "%",
+                    "GFLOP", "GFLOP/s", cycles ? "    cycles  util  FLOP/B  bound" : "");
   for (int i = 0; i < top && i < static_cast<int>(ops.size()); ++i) {
     const auto& op = *ops[i];
     double s = op_seconds(op);
     std::string name = op.node.size() > 36 ? "..." + op.node.substr(op.node.size() - 33) : op.node;
     std::string type = op.op_type + (op.fallback ? " (cpu)" : "");
-    os << fmt::format("  {:<36} {:<20} {:>10} {:>6.1f} {:>10.3f} {:>9.1f}", name, type, format_seconds(s),
-                      total > 0 ? 100 * s / total : 0, op.flops * 1e-9, s > 0 ? op.flops / s * 1e-9 : 0);
+    os << fmt::format("  {:<36} {:<20} {:>10} {:>6.1f} {:>10.3f} {:>9.1f}", name, type,
+                      format_seconds(s), total > 0 ? 100 * s / total : 0, op.flops * 1e-9,
+                      s > 0 ? op.flops / s * 1e-9 : 0);
     if (cycles)
-      os << fmt::format(" {:>9} {:>5.0f}% {:>7.0f} {:>6}", op.cycles, op.utilization * 100, op.intensity, op.bound);
+      os << fmt::format(" {:>9} {:>5.0f}% {:>7.0f} {:>6}", op.cycles, op.utilization * 100,
+                        op.intensity, op.bound);
     os << "\n";
   }
 }
@@ -60,10 +80,12 @@ void print_ops(std::ostream& os, const backends::RunReport& r, int top) {
 // tile-memory table fullest tile first).
 void print_tables(std::ostream& os, const std::map<std::string, backends::Table>& tables, int top) {
   for (const auto& [name, t] : tables) {
-    os << fmt::format("\ntable {} ({} rows{})\n", name, t.rows.size(),
-                      t.rows.size() > static_cast<size_t>(top) ? fmt::format(", first {}", top) : "");
+    os << fmt::format(
+        "\ntable {} ({} rows{})\n", name, t.rows.size(),
+        t.rows.size() > static_cast<size_t>(top) ? fmt::format(", first {}", top) : "");
     std::string line = " ";
-    for (const auto& c : t.columns) line += fmt::format(" {:>12}", c.size() > 12 ? c.substr(0, 12) : c);
+    for (const auto& c : t.columns)
+      line += fmt::format(" {:>12}", c.size() > 12 ? c.substr(0, 12) : c);
     os << line << "\n";
     for (size_t i = 0; i < t.rows.size() && i < static_cast<size_t>(top); ++i) {
       line = " ";
@@ -96,7 +118,8 @@ OutputStats output_stats(const std::string& name, const ir::HostTensor& t) {
   return s;
 }
 
-Difference compare_outputs(const std::vector<ir::HostTensor>& a, const std::vector<ir::HostTensor>& b) {
+Difference compare_outputs(const std::vector<ir::HostTensor>& a,
+                           const std::vector<ir::HostTensor>& b) {
   Difference d;
   double scale = 0;
   for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
@@ -115,26 +138,29 @@ Difference compare_outputs(const std::vector<ir::HostTensor>& a, const std::vect
 void print_report(std::ostream& os, const backends::RunReport& r, int top_ops) {
   os << fmt::format("{:<12}{}\n", "wall time", format_seconds(r.wall_seconds));
   if (r.cycles > 0) {
-    os << fmt::format("{:<12}{} cycles = {} at {:.0f} MHz\n", "device", r.cycles, format_seconds(r.device_seconds),
-                      r.clock_hz * 1e-6);
-    os << fmt::format("{:<12}{} achieved of {} peak ({:.1f}%), ridge point {:.0f} FLOP/byte\n", "compute",
-                      format_count(r.achieved_flops_per_s, "FLOP/s"), format_count(r.peak_flops_per_s, "FLOP/s"),
-                      r.peak_flops_per_s > 0 ? 100 * r.achieved_flops_per_s / r.peak_flops_per_s : 0,
-                      r.ridge_intensity);
+    os << fmt::format("{:<12}{} cycles = {} at {:.0f} MHz\n", "device", r.cycles,
+                      format_seconds(r.device_seconds), r.clock_hz * 1e-6);
+    os << fmt::format(
+        "{:<12}{} achieved of {} peak ({:.1f}%), ridge point {:.0f} FLOP/byte\n", "compute",
+        format_count(r.achieved_flops_per_s, "FLOP/s"), format_count(r.peak_flops_per_s, "FLOP/s"),
+        r.peak_flops_per_s > 0 ? 100 * r.achieved_flops_per_s / r.peak_flops_per_s : 0,
+        r.ridge_intensity);
   } else {
-    os << fmt::format("{:<12}{} total, {} achieved\n", "compute", format_count(static_cast<double>(r.total_flops()), "FLOP"),
+    os << fmt::format("{:<12}{} total, {} achieved\n", "compute",
+                      format_count(static_cast<double>(r.total_flops()), "FLOP"),
                       format_count(r.achieved_flops_per_s, "FLOP/s"));
   }
   if (r.fallback_count() > 0)
-    os << fmt::format("{:<12}{} op(s) fell back to cpu ({} host time)\n", "fallback", r.fallback_count(),
-                      format_seconds(r.fallback_wall_seconds));
+    os << fmt::format("{:<12}{} op(s) fell back to cpu ({} host time)\n", "fallback",
+                      r.fallback_count(), format_seconds(r.fallback_wall_seconds));
   for (const auto& [level, bytes] : r.bytes_moved)
-    os << fmt::format("{:<12}{:<10} {}\n", "traffic", level, format_bytes(static_cast<double>(bytes)));
+    os << fmt::format("{:<12}{:<10} {}\n", "traffic", level,
+                      format_bytes(static_cast<double>(bytes)));
   if (!r.units.empty()) {
     os << "\nunits\n";
     for (const auto& u : r.units)
-      os << fmt::format("  {:<24} {:<10} busy {:>12} cycles  {:>5.1f}%\n", u.name, u.kind, u.busy_cycles,
-                        100 * u.utilization);
+      os << fmt::format("  {:<24} {:<10} busy {:>12} cycles  {:>5.1f}%\n", u.name, u.kind,
+                        u.busy_cycles, 100 * u.utilization);
   }
   if (!r.metrics.empty()) {
     os << "\nmetrics\n";

@@ -22,7 +22,8 @@ OutputStats output_stats(const std::string& name, const ir::HostTensor& t);
 struct Difference {
   double max_abs = 0, max_rel = 0, of_scale = 0;
 };
-Difference compare_outputs(const std::vector<ir::HostTensor>& a, const std::vector<ir::HostTensor>& b);
+Difference compare_outputs(const std::vector<ir::HostTensor>& a,
+                           const std::vector<ir::HostTensor>& b);
 
 void print_report(std::ostream& os, const backends::RunReport& r, int top_ops);
 // Metrics, notes and the first `top_rows` rows of each table of a compile report.

@@ -21,7 +21,6 @@ namespace {
 // few thousand), so a topology's work stays bounded.
 constexpr int64_t kMaxDepthwiseChannels = 65536;
 
-
 std::string strip(const std::string& s) {
   size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
@@ -196,7 +195,8 @@ void add_conv_layer(const std::vector<std::string>& f, const std::string& at,
   const int64_t channels = l.channels;
   const std::string base = l.name;
   if (channels > kMaxDepthwiseChannels)
-    throw InvalidArgument(at + ": layer '" + base + "': a depthwise layer ('DP' in its name) runs "
+    throw InvalidArgument(at + ": layer '" + base +
+                          "': a depthwise layer ('DP' in its name) runs "
                           "as one layer per channel in SCALE-Sim v2, and " +
                           std::to_string(channels) + " channels is more than " +
                           std::to_string(kMaxDepthwiseChannels));

@@ -25,7 +25,8 @@ void print_recommendations(const std::vector<Recommendation>& recs, double budge
     const Point& p = r.best.point;
     if (p.recompute.empty())
       std::cout << fmt::format("  {:<40} batch {:<5} {:>12.1f} inferences/s at {} ({})\n", r.config,
-                               p.batch, r.best.throughput, format_seconds(r.best.latency_s), r.note);
+                               p.batch, r.best.throughput, format_seconds(r.best.latency_s),
+                               r.note);
     else
       std::cout << fmt::format("  {:<40} batch {} {}: {:.1f} samples/s, {} per step ({})\n",
                                r.config, p.batch, p.choices(), r.best.throughput,

@@ -188,7 +188,7 @@ std::vector<std::string> run_arguments(const Spec& spec, const Point& p) {
                                   p.precision,   "--json",    "--seed",      seed,
                                   "--steps",     "2",         "--batches",   "1",
                                   "--recompute", p.recompute, "--optimizer", spec.optimizer,
-                                  "--loss", spec.loss};
+                                  "--loss",      spec.loss};
     append_model_and_choices(spec, p, args);
     return args;
   }

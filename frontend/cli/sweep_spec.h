@@ -24,7 +24,7 @@ struct Spec {
   // key -> values, from --option key=v1,v2,... (backend options: replicas, num_ipus, ...)
   std::vector<std::pair<std::string, std::vector<std::string>>> options;
   bool train = false;  // points are training steps (`mimic train`), not inferences
-  std::vector<std::string> recomputes{"none"};  // --train: recomputation modes
+  std::vector<std::string> recomputes{"none"};            // --train: recomputation modes
   std::string optimizer = "sgd", loss = "cross_entropy";  // --train
   double latency_budget_s = 0;  // 0: no budget (--train: a step-time budget)
   bool timing_only = false;
@@ -37,7 +37,8 @@ struct Point {
   std::vector<std::pair<std::string, std::string>> overrides;  // field=value
   std::vector<std::pair<std::string, std::string>> options;    // backend option key=value
   std::string recompute;  // training points: none|checkpoints|full; empty for inference points
-  std::string key() const;       // stable identity within a sweep ("tpu-emu:v4|b8|nchw|default|mxu.rows=64")
+  std::string key()
+      const;  // stable identity within a sweep ("tpu-emu:v4|b8|nchw|default|mxu.rows=64")
   // The grouping for recommendations: everything but the batch (training: also everything a
   // training run chooses, recomputation and backend options, so the best of them is picked).
   std::string config() const;

@@ -93,8 +93,8 @@ void print_summary(std::ostream& os, const traces::TraceReader& reader, int64_t 
       const auto& t = types[i];
       os << fmt::format("  {:<22} {:>5} {:>11} {:>11} {:>6.1f} {:>11} {:>11} {:>9}\n",
                         clip(t.op_type, 22), t.ops, format_ns(t.total_ns), format_ns(t.mean_ns),
-                        t.pct_of_op_time, format_si(double(t.flops), ""), format_bytes(double(t.bytes)),
-                        rate(double(t.flops), t.total_ns));
+                        t.pct_of_op_time, format_si(double(t.flops), ""),
+                        format_bytes(double(t.bytes)), rate(double(t.flops), t.total_ns));
     }
     if (n < types.size())
       os << fmt::format("  ... {} more op types (--top 0 shows all)\n", types.size() - n);

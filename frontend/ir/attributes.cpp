@@ -1,7 +1,7 @@
 #include "frontend/ir/attributes.h"
 
-#include <cmath>
 #include <fmt/format.h>
+#include <cmath>
 
 #include "frontend/ir/error.h"
 

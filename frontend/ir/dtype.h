@@ -13,7 +13,7 @@ namespace mimic::ir {
 
 enum class DType : uint8_t { f32, f16, bf16, i8, i32, i64, boolean, f64 };
 
-inline constexpr DType kAllDTypes[] = {DType::f32, DType::f16, DType::bf16, DType::i8,
+inline constexpr DType kAllDTypes[] = {DType::f32, DType::f16, DType::bf16,    DType::i8,
                                        DType::i32, DType::i64, DType::boolean, DType::f64};
 
 size_t dtype_size(DType t);
@@ -34,13 +34,37 @@ struct BFloat16 {
 // Maps a C++ storage type to its DType (for HostTensor's typed accessors).
 template <typename T>
 struct dtype_of;
-template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
-template <> struct dtype_of<Float16> { static constexpr DType value = DType::f16; };
-template <> struct dtype_of<BFloat16> { static constexpr DType value = DType::bf16; };
-template <> struct dtype_of<int8_t> { static constexpr DType value = DType::i8; };
-template <> struct dtype_of<int32_t> { static constexpr DType value = DType::i32; };
-template <> struct dtype_of<int64_t> { static constexpr DType value = DType::i64; };
-template <> struct dtype_of<bool> { static constexpr DType value = DType::boolean; };
-template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
+template <>
+struct dtype_of<float> {
+  static constexpr DType value = DType::f32;
+};
+template <>
+struct dtype_of<Float16> {
+  static constexpr DType value = DType::f16;
+};
+template <>
+struct dtype_of<BFloat16> {
+  static constexpr DType value = DType::bf16;
+};
+template <>
+struct dtype_of<int8_t> {
+  static constexpr DType value = DType::i8;
+};
+template <>
+struct dtype_of<int32_t> {
+  static constexpr DType value = DType::i32;
+};
+template <>
+struct dtype_of<int64_t> {
+  static constexpr DType value = DType::i64;
+};
+template <>
+struct dtype_of<bool> {
+  static constexpr DType value = DType::boolean;
+};
+template <>
+struct dtype_of<double> {
+  static constexpr DType value = DType::f64;
+};
 
 }  // namespace mimic::ir

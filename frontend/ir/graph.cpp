@@ -1,7 +1,7 @@
 #include "frontend/ir/graph.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "frontend/ir/error.h"
 #include "frontend/ir/nn_geometry.h"
@@ -11,7 +11,8 @@ namespace mimic::ir {
 
 ValueId Graph::add_input(const std::string& name, DType dtype, Shape shape) {
   ValueId id = static_cast<ValueId>(values_.size());
-  values_.push_back(Value{unique_name(name), TensorType{dtype, std::move(shape)}, true, nullptr, -1});
+  values_.push_back(
+      Value{unique_name(name), TensorType{dtype, std::move(shape)}, true, nullptr, -1});
   by_name_[values_.back().name] = id;
   inputs_.push_back(id);
   return id;
@@ -27,13 +28,17 @@ ValueId Graph::add_constant(const std::string& name, HostTensor data) {
 }
 
 std::vector<ValueId> Graph::add_node(OpType op, const std::string& name,
-                                     std::vector<ValueId> inputs, Attributes attrs,
-                                     int num_outputs, std::vector<std::string> output_names) {
+                                     std::vector<ValueId> inputs, Attributes attrs, int num_outputs,
+                                     std::vector<std::string> output_names) {
   for (ValueId v : inputs)
     if (v != kNoValue && (v < 0 || v >= num_values()))
-      throw ShapeError(fmt::format("node '{}' ({}): input value id {} does not exist", name,
-                                   op_name(op), v));
-  Node n{unique_node_name(name.empty() ? op_name(op) : name), op, std::move(inputs), {}, std::move(attrs)};
+      throw ShapeError(
+          fmt::format("node '{}' ({}): input value id {} does not exist", name, op_name(op), v));
+  Node n{unique_node_name(name.empty() ? op_name(op) : name),
+         op,
+         std::move(inputs),
+         {},
+         std::move(attrs)};
   int index = num_nodes();
   for (int i = 0; i < num_outputs; ++i) {
     std::string out_name = i < static_cast<int>(output_names.size()) && !output_names[i].empty()
@@ -60,8 +65,8 @@ void Graph::make_constant(ValueId v, HostTensor data) {
     throw InvalidArgument(fmt::format("value '{}' is not a graph input", value(v).name));
   Value& val = value(v);
   if (data.dtype() != val.type.dtype || data.shape().rank() != val.type.shape.rank())
-    throw InvalidArgument(fmt::format("input '{}' is {}, cannot hold a constant {}", val.name, val.type.str(),
-                                      data.type().str()));
+    throw InvalidArgument(fmt::format("input '{}' is {}, cannot hold a constant {}", val.name,
+                                      val.type.str(), data.type().str()));
   inputs_.erase(it);
   val.type = data.type();
   val.typed = true;
@@ -103,22 +108,32 @@ bool Graph::has_symbolic_batch() const {
 
 const char* role_name(ValueRole role) {
   switch (role) {
-    case ValueRole::activation: return "activations";
-    case ValueRole::data: return "inputs";
-    case ValueRole::weight: return "weights";
-    case ValueRole::gradient: return "gradients";
-    case ValueRole::optimizer_state: return "optimizer_state";
-    case ValueRole::buffer: return "buffers";
+    case ValueRole::activation:
+      return "activations";
+    case ValueRole::data:
+      return "inputs";
+    case ValueRole::weight:
+      return "weights";
+    case ValueRole::gradient:
+      return "gradients";
+    case ValueRole::optimizer_state:
+      return "optimizer_state";
+    case ValueRole::buffer:
+      return "buffers";
   }
   return "activations";
 }
 
 const char* phase_name(StepPhase phase) {
   switch (phase) {
-    case StepPhase::forward: return "forward";
-    case StepPhase::loss: return "loss";
-    case StepPhase::backward: return "backward";
-    case StepPhase::update: return "update";
+    case StepPhase::forward:
+      return "forward";
+    case StepPhase::loss:
+      return "loss";
+    case StepPhase::backward:
+      return "backward";
+    case StepPhase::update:
+      return "update";
   }
   return "forward";
 }
@@ -155,12 +170,18 @@ std::optional<double> constant_scalar(const Graph& g, const Node& n, int input) 
   if (!v.constant || v.constant->numel() != 1) return std::nullopt;
   const HostTensor& t = *v.constant;
   switch (t.dtype()) {
-    case DType::f32: return t.data<float>()[0];
-    case DType::f64: return t.data<double>()[0];
-    case DType::i64: return static_cast<double>(t.data<int64_t>()[0]);
-    case DType::i32: return t.data<int32_t>()[0];
-    case DType::i8: return t.data<int8_t>()[0];
-    default: return std::nullopt;
+    case DType::f32:
+      return t.data<float>()[0];
+    case DType::f64:
+      return t.data<double>()[0];
+    case DType::i64:
+      return static_cast<double>(t.data<int64_t>()[0]);
+    case DType::i32:
+      return t.data<int32_t>()[0];
+    case DType::i8:
+      return t.data<int8_t>()[0];
+    default:
+      return std::nullopt;
   }
 }
 
@@ -212,35 +233,57 @@ int64_t node_flops(const Graph& g, const Node& n) {
   int64_t out = numel_or_zero(g, n.outputs[0]);
   int64_t in = n.inputs.empty() ? 0 : numel_or_zero(g, n.inputs[0]);
   switch (n.op) {
-    case OpType::MatMul: return matmul_flops(g, n);
-    case OpType::Gemm: return gemm_flops(g, n);
+    case OpType::MatMul:
+      return matmul_flops(g, n);
+    case OpType::Gemm:
+      return gemm_flops(g, n);
     case OpType::Conv:
-    case OpType::ConvTranspose: return conv_flops(g, n);
+    case OpType::ConvTranspose:
+      return conv_flops(g, n);
     case OpType::MaxPool:
-    case OpType::AveragePool: return saturating_mul(out, window_geometry(g, n).kernel_volume());
+    case OpType::AveragePool:
+      return saturating_mul(out, window_geometry(g, n).kernel_volume());
     case OpType::GlobalAveragePool:
-    case OpType::GlobalMaxPool: return in;
-    case OpType::BatchNormalization: return 2 * out;
+    case OpType::GlobalMaxPool:
+      return in;
+    case OpType::BatchNormalization:
+      return 2 * out;
     case OpType::LayerNormalization:
-    case OpType::InstanceNormalization: return 8 * out;
+    case OpType::InstanceNormalization:
+      return 8 * out;
     case OpType::Softmax:
-    case OpType::LogSoftmax: return 5 * out;
-    case OpType::Gelu: return 8 * out;
+    case OpType::LogSoftmax:
+      return 5 * out;
+    case OpType::Gelu:
+      return 8 * out;
     case OpType::LSTM:
     case OpType::GRU:
-    case OpType::RNN: return recurrent_flops(g, n);
-    default: break;
+    case OpType::RNN:
+      return recurrent_flops(g, n);
+    default:
+      break;
   }
   if (is_unary_elementwise(n.op) && !is_view_op(n.op) && n.op != OpType::Cast) return out;
   if (is_binary_elementwise(n.op)) return out;
   switch (n.op) {
-    case OpType::Max: case OpType::Min: case OpType::Sum: case OpType::Mean:
+    case OpType::Max:
+    case OpType::Min:
+    case OpType::Sum:
+    case OpType::Mean:
       return out * std::max(1, n.num_inputs() - 1);
-    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax:
-    case OpType::ReduceMin: case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2:
-    case OpType::ReduceSumSquare: case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
       return in;
-    default: return 0;
+    default:
+      return 0;
   }
 }
 

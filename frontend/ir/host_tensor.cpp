@@ -1,13 +1,15 @@
 #include "frontend/ir/host_tensor.h"
 
-#include <cstdlib>
 #include <fmt/format.h>
+#include <cstdlib>
 
 #include "frontend/ir/error.h"
 
 namespace mimic::ir {
 
-std::string TensorType::str() const { return std::string(dtype_name(dtype)) + shape.str(); }
+std::string TensorType::str() const {
+  return std::string(dtype_name(dtype)) + shape.str();
+}
 
 HostTensor::HostTensor(DType dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)), numel_(shape_.numel()) {
@@ -32,7 +34,8 @@ HostTensor HostTensor::wrap(DType dtype, Shape shape, void* data, std::shared_pt
 
 HostTensor HostTensor::reshaped(Shape shape) const {
   if (shape.numel() != numel_)
-    throw ShapeError(fmt::format("cannot view a tensor of shape {} as {}", shape_.str(), shape.str()));
+    throw ShapeError(
+        fmt::format("cannot view a tensor of shape {} as {}", shape_.str(), shape.str()));
   HostTensor t = *this;
   t.shape_ = std::move(shape);
   return t;
@@ -46,8 +49,8 @@ HostTensor HostTensor::clone() const {
 
 void HostTensor::check_type(DType want) const {
   if (want != dtype_)
-    throw InvalidArgument(fmt::format("tensor of dtype {} accessed as {}", dtype_name(dtype_),
-                                      dtype_name(want)));
+    throw InvalidArgument(
+        fmt::format("tensor of dtype {} accessed as {}", dtype_name(dtype_), dtype_name(want)));
 }
 
 }  // namespace mimic::ir

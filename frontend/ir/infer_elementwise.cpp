@@ -10,15 +10,42 @@ namespace {
 
 bool needs_float(OpType op) {
   switch (op) {
-    case OpType::Exp: case OpType::Log: case OpType::Sqrt: case OpType::Reciprocal:
-    case OpType::Floor: case OpType::Ceil: case OpType::Round: case OpType::Sin: case OpType::Cos:
-    case OpType::Tan: case OpType::Asin: case OpType::Acos: case OpType::Atan: case OpType::Sinh:
-    case OpType::Cosh: case OpType::Asinh: case OpType::Acosh: case OpType::Atanh: case OpType::Erf:
-    case OpType::Sigmoid: case OpType::Tanh: case OpType::Softplus: case OpType::Softsign:
-    case OpType::IsNaN: case OpType::IsInf: case OpType::LeakyRelu: case OpType::Elu:
-    case OpType::Selu: case OpType::Celu: case OpType::HardSigmoid: case OpType::HardSwish:
-    case OpType::ThresholdedRelu: case OpType::Gelu: case OpType::Softmax:
-    case OpType::LogSoftmax: case OpType::PRelu:
+    case OpType::Exp:
+    case OpType::Log:
+    case OpType::Sqrt:
+    case OpType::Reciprocal:
+    case OpType::Floor:
+    case OpType::Ceil:
+    case OpType::Round:
+    case OpType::Sin:
+    case OpType::Cos:
+    case OpType::Tan:
+    case OpType::Asin:
+    case OpType::Acos:
+    case OpType::Atan:
+    case OpType::Sinh:
+    case OpType::Cosh:
+    case OpType::Asinh:
+    case OpType::Acosh:
+    case OpType::Atanh:
+    case OpType::Erf:
+    case OpType::Sigmoid:
+    case OpType::Tanh:
+    case OpType::Softplus:
+    case OpType::Softsign:
+    case OpType::IsNaN:
+    case OpType::IsInf:
+    case OpType::LeakyRelu:
+    case OpType::Elu:
+    case OpType::Selu:
+    case OpType::Celu:
+    case OpType::HardSigmoid:
+    case OpType::HardSwish:
+    case OpType::ThresholdedRelu:
+    case OpType::Gelu:
+    case OpType::Softmax:
+    case OpType::LogSoftmax:
+    case OpType::PRelu:
       return true;
     default:
       return false;
@@ -90,7 +117,8 @@ void unary(InferContext& c) {
       c.set_output(0, *dt, c.shape(0));
       return;
     }
-    case OpType::IsNaN: case OpType::IsInf:
+    case OpType::IsNaN:
+    case OpType::IsInf:
       c.set_output(0, DType::boolean, c.shape(0));
       return;
     case OpType::Not:
@@ -131,12 +159,17 @@ void binary(InferContext& c) {
   OpType op = c.node().op;
   Shape s = broadcast(c, 0, 1);
   switch (op) {
-    case OpType::Equal: case OpType::Greater: case OpType::Less: case OpType::GreaterOrEqual:
+    case OpType::Equal:
+    case OpType::Greater:
+    case OpType::Less:
+    case OpType::GreaterOrEqual:
     case OpType::LessOrEqual:
       c.expect_same_dtype(0, 1);
       c.set_output(0, DType::boolean, s);
       return;
-    case OpType::And: case OpType::Or: case OpType::Xor:
+    case OpType::And:
+    case OpType::Or:
+    case OpType::Xor:
       c.expect_dtype(0, {DType::boolean});
       c.expect_dtype(1, {DType::boolean});
       c.set_output(0, DType::boolean, s);
@@ -149,7 +182,8 @@ void binary(InferContext& c) {
     case OpType::Mod: {
       expect_numeric(c, 0);
       c.expect_same_dtype(0, 1);
-      // ONNX asks fmod=1 for floats; the IR also defines float fmod=0 (numpy's mod, sign of divisor).
+      // ONNX asks fmod=1 for floats; the IR also defines float fmod=0 (numpy's mod, sign of
+      // divisor).
       c.int_attr("fmod", 0, 0, 1);
       c.set_output(0, c.dtype(0), s);
       return;
@@ -158,7 +192,8 @@ void binary(InferContext& c) {
       expect_float(c, 0);
       c.expect_same_dtype(0, 1);
       if (s != c.shape(0))
-        c.fail(fmt::format("slope {} must broadcast to the input {}", c.shape(1).str(), c.shape(0).str()));
+        c.fail(fmt::format("slope {} must broadcast to the input {}", c.shape(1).str(),
+                           c.shape(0).str()));
       c.set_output(0, c.dtype(0), s);
       return;
     default:
@@ -193,8 +228,9 @@ void batch_norm(InferContext& c) {
   c.expect_rank_at_least(0, 2);
   c.float_attr("epsilon", 1e-5, 0.0, 1e30);
   if (c.attrs().get_int("training_mode", 0) != 0)
-    throw UnsupportedOpError(fmt::format("{}: training_mode=1 is not supported (inference only)",
-                                         c.node().name), {"BatchNormalization"});
+    throw UnsupportedOpError(
+        fmt::format("{}: training_mode=1 is not supported (inference only)", c.node().name),
+        {"BatchNormalization"});
   const Shape& x = c.shape(0);
   int64_t channels = is_channels_last(c.node()) ? x.dim(-1) : x[1];
   if (channels == kBatch) c.fail("the channel dimension cannot be the symbolic batch");
@@ -252,6 +288,8 @@ void layer_norm(InferContext& c) {
   for (size_t i = 1; i < c.node().outputs.size(); ++i) c.set_output(i, DType::f32, Shape(stat));
 }
 
-void same_as_input(InferContext& c) { c.set_output(0, c.dtype(0), c.shape(0)); }
+void same_as_input(InferContext& c) {
+  c.set_output(0, c.dtype(0), c.shape(0));
+}
 
 }  // namespace mimic::ir::infer

@@ -1,6 +1,6 @@
 // Shape inference: matrix products, convolutions, pools and reductions.
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "frontend/ir/error.h"
 #include "frontend/ir/nn_geometry.h"
@@ -68,7 +68,8 @@ void matmul(InferContext& c) {
   try {
     batch = broadcast_shapes(batch_a, batch_b, "MatMul");
   } catch (const ShapeError&) {
-    c.fail(fmt::format("batch dimensions {} and {} do not broadcast", batch_a.str(), batch_b.str()));
+    c.fail(
+        fmt::format("batch dimensions {} and {} do not broadcast", batch_a.str(), batch_b.str()));
   }
   std::vector<int64_t> dims = batch.dims();
   if (!a_vec) dims.push_back(a.dim(-2));
@@ -149,8 +150,10 @@ void reduce(InferContext& c) {
   std::vector<int64_t> dims;
   const Shape& s = c.shape(0);
   for (int i = 0; i < s.rank(); ++i) {
-    if (!reduced[i]) dims.push_back(s[i]);
-    else if (keep) dims.push_back(1);
+    if (!reduced[i])
+      dims.push_back(s[i]);
+    else if (keep)
+      dims.push_back(1);
   }
   c.set_output(0, c.dtype(0), Shape(dims));
 }
@@ -165,8 +168,10 @@ void arg_reduce(InferContext& c) {
   bool keep = c.attrs().get_int("keepdims", 1) != 0;
   std::vector<int64_t> dims;
   for (int i = 0; i < s.rank(); ++i) {
-    if (i != axis) dims.push_back(s[i]);
-    else if (keep) dims.push_back(1);
+    if (i != axis)
+      dims.push_back(s[i]);
+    else if (keep)
+      dims.push_back(1);
   }
   c.set_output(0, DType::i64, Shape(dims));
 }

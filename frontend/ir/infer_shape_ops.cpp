@@ -1,7 +1,7 @@
 // Shape inference: reshapes, slicing, gathering, padding and constant producers.
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "frontend/ir/error.h"
 #include "frontend/ir/op_helpers.h"
@@ -13,8 +13,10 @@ namespace {
 int64_t known_product(const std::vector<int64_t>& dims, int& symbols) {
   int64_t p = 1;
   for (int64_t d : dims) {
-    if (d == kBatch) ++symbols;
-    else p = checked_mul(p, d, "shape");
+    if (d == kBatch)
+      ++symbols;
+    else
+      p = checked_mul(p, d, "shape");
   }
   return p;
 }
@@ -39,10 +41,13 @@ void reshape(InferContext& c) {
   for (size_t i = 0; i < target.size(); ++i) {
     int64_t t = target[i];
     if (t == 0 && !allow_zero) {
-      if (static_cast<int>(i) >= in.rank()) c.fail(fmt::format("shape [{}] copies dim {} that does not exist", fmt::join(target, ","), i));
+      if (static_cast<int>(i) >= in.rank())
+        c.fail(
+            fmt::format("shape [{}] copies dim {} that does not exist", fmt::join(target, ","), i));
       out[i] = in[i];
     } else if (t == -1) {
-      if (infer_at >= 0) c.fail(fmt::format("shape [{}] has more than one -1", fmt::join(target, ",")));
+      if (infer_at >= 0)
+        c.fail(fmt::format("shape [{}] has more than one -1", fmt::join(target, ",")));
       infer_at = static_cast<int>(i);
       out[i] = 1;
     } else if (t < 0) {
@@ -74,13 +79,15 @@ void flatten(InferContext& c) {
   const Shape& in = c.shape(0);
   // ONNX Flatten's axis is in [-rank, rank]; a negative axis counts from the end (axis + rank).
   int64_t a = c.attrs().get_int("axis", 1);
-  if (a < -in.rank() || a > in.rank()) c.fail(fmt::format("axis {} is out of range for rank {}", a, in.rank()));
+  if (a < -in.rank() || a > in.rank())
+    c.fail(fmt::format("axis {} is out of range for rank {}", a, in.rank()));
   int axis = static_cast<int>(a < 0 ? a + in.rank() : a);
   int s1 = 0, s2 = 0;
   int64_t outer = known_product({in.dims().begin(), in.dims().begin() + axis}, s1);
   int64_t inner = known_product({in.dims().begin() + axis, in.dims().end()}, s2);
   if (s2 > 0 || (s1 > 0 && outer != 1))
-    c.fail("flattening would merge the symbolic batch into another dimension; bind the batch first");
+    c.fail(
+        "flattening would merge the symbolic batch into another dimension; bind the batch first");
   c.set_output(0, c.dtype(0), Shape({s1 ? kBatch : outer, inner}));
 }
 
@@ -99,11 +106,14 @@ void concat(InferContext& c) {
   for (int i = 1; i < c.num_inputs(); ++i) {
     c.expect_same_dtype(0, i);
     const Shape& s = c.shape(i);
-    if (s.rank() != out.rank()) c.fail(fmt::format("input {} has rank {}, input 0 has {}", i, s.rank(), out.rank()));
+    if (s.rank() != out.rank())
+      c.fail(fmt::format("input {} has rank {}, input 0 has {}", i, s.rank(), out.rank()));
     for (int d = 0; d < s.rank(); ++d)
       if (d != axis && s[d] != out[d])
-        c.fail(fmt::format("input {} differs from input 0 in dim {} ({} vs {})", i, d, s[d], out[d]));
-    if (s[axis] == kBatch || out[axis] == kBatch) c.fail("cannot concatenate along the symbolic batch axis");
+        c.fail(
+            fmt::format("input {} differs from input 0 in dim {} ({} vs {})", i, d, s[d], out[d]));
+    if (s[axis] == kBatch || out[axis] == kBatch)
+      c.fail("cannot concatenate along the symbolic batch axis");
     out[axis] += s[axis];
   }
   c.set_output(0, c.dtype(0), out);
@@ -238,7 +248,8 @@ void pad(InferContext& c) {
     if (mode == "reflect" && (spec.before[i] >= out[i] || spec.after[i] >= out[i]))
       c.fail(fmt::format("reflect padding of {} on axis {} needs a dimension larger than the pad",
                          std::max(spec.before[i], spec.after[i]), i));
-    out[i] = checked_add(out[i], checked_add(spec.before[i], spec.after[i], "pads"), c.node().name + " pads");
+    out[i] = checked_add(out[i], checked_add(spec.before[i], spec.after[i], "pads"),
+                         c.node().name + " pads");
     if (out[i] < 0) c.fail(fmt::format("pads crop axis {} below size 0", i));
   }
   if (c.has_input(2)) c.expect_same_dtype(0, 2);
@@ -283,7 +294,9 @@ void shape(InferContext& c) {
   c.set_output(0, DType::i64, Shape({std::max<int64_t>(0, end - start)}));
 }
 
-void size(InferContext& c) { c.set_output(0, DType::i64, Shape()); }
+void size(InferContext& c) {
+  c.set_output(0, DType::i64, Shape());
+}
 
 void constant_of_shape(InferContext& c) {
   expect_int_vector(c, 0);
@@ -306,7 +319,8 @@ void constant(InferContext& c) {
 void range(InferContext& c) {
   c.expect_dtype(0, {DType::f32, DType::f64, DType::i32, DType::i64});
   for (int i = 0; i < 3; ++i) {
-    if (c.shape(i).rank() != 0 && c.shape(i).numel() != 1) c.fail("start, limit and delta must be scalars");
+    if (c.shape(i).rank() != 0 && c.shape(i).numel() != 1)
+      c.fail("start, limit and delta must be scalars");
     c.expect_same_dtype(0, i);
   }
   auto start = constant_scalar(c.graph(), c.node(), 0);
@@ -316,8 +330,10 @@ void range(InferContext& c) {
   if (*delta == 0) c.fail("delta must not be 0");
   double count = std::ceil((*limit - *start) / *delta);
   if (!std::isfinite(count) && !(count < 0))
-    c.fail(fmt::format("start {}, limit {} and delta {} give no finite length", *start, *limit, *delta));
-  if (count > static_cast<double>(kMaxElements)) c.fail(fmt::format("{} elements are too many", count));
+    c.fail(fmt::format("start {}, limit {} and delta {} give no finite length", *start, *limit,
+                       *delta));
+  if (count > static_cast<double>(kMaxElements))
+    c.fail(fmt::format("{} elements are too many", count));
   int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
   c.set_output(0, c.dtype(0), Shape({n}));
 }
@@ -327,8 +343,11 @@ void depth_to_space(InferContext& c) {
   const Shape& in = c.shape(0);
   int64_t b = c.attrs().require_int("blocksize");
   if (in.rank() != 4 || b <= 0 || b > (1 << 20) || in[1] % (b * b) != 0)
-    c.fail(fmt::format("needs NCHW input with channels divisible by blocksize^2 (blocksize {})", b));
-  c.set_output(0, c.dtype(0), Shape({in[0], in[1] / (b * b), checked_mul(in[2], b, "height"), checked_mul(in[3], b, "width")}));
+    c.fail(
+        fmt::format("needs NCHW input with channels divisible by blocksize^2 (blocksize {})", b));
+  c.set_output(0, c.dtype(0),
+               Shape({in[0], in[1] / (b * b), checked_mul(in[2], b, "height"),
+                      checked_mul(in[3], b, "width")}));
 }
 
 void space_to_depth(InferContext& c) {
@@ -336,7 +355,8 @@ void space_to_depth(InferContext& c) {
   int64_t b = c.attrs().require_int("blocksize");
   if (in.rank() != 4 || b <= 0 || b > (1 << 20) || in[2] % b != 0 || in[3] % b != 0)
     c.fail(fmt::format("needs NCHW input with H and W divisible by blocksize {}", b));
-  c.set_output(0, c.dtype(0), Shape({in[0], checked_mul(in[1], b * b, "channels"), in[2] / b, in[3] / b}));
+  c.set_output(0, c.dtype(0),
+               Shape({in[0], checked_mul(in[1], b * b, "channels"), in[2] / b, in[3] / b}));
 }
 
 // ONNX Trilu: the last two axes are the matrices; k is an optional int64 scalar.

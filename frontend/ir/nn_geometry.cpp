@@ -21,7 +21,8 @@ std::vector<int64_t> ints_or(const Node& n, const char* name, int rank, int64_t 
 }
 
 [[noreturn]] void fail(const Node& n, const Shape& x, const std::string& msg) {
-  throw ShapeError(fmt::format("node '{}' ({}): {}; input {}", n.name, op_name(n.op), msg, x.str()));
+  throw ShapeError(
+      fmt::format("node '{}' ({}): {}; input {}", n.name, op_name(n.op), msg, x.str()));
 }
 
 // Output size and padding of one spatial dimension for conv and pool windows.
@@ -41,8 +42,9 @@ void resolve_forward_dim(WindowGeometry& g, int i, const std::string& auto_pad, 
   if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
   int64_t span = in + g.pad_begin[i] + g.pad_end[i] - extent;
   if (span < 0)
-    fail(n, x, fmt::format("window of extent {} is larger than the padded input {} in spatial dim {}",
-                           extent, in + g.pad_begin[i] + g.pad_end[i], i));
+    fail(n, x,
+         fmt::format("window of extent {} is larger than the padded input {} in spatial dim {}",
+                     extent, in + g.pad_begin[i] + g.pad_end[i], i));
   int64_t out = ceil_mode ? (span + s - 1) / s + 1 : span / s + 1;
   // A window must start inside the input or its begin padding (PyTorch and ONNX reference).
   if (ceil_mode && (out - 1) * s >= in + g.pad_begin[i]) --out;
@@ -62,7 +64,8 @@ void resolve_transpose_dim(WindowGeometry& g, int i, const std::string& auto_pad
     return;
   }
   // ONNX ConvTranspose: padding derived from the requested output size.
-  int64_t target = output_shape.empty() ? in * s : output_shape[output_shape.size() - g.spatial_rank + i];
+  int64_t target =
+      output_shape.empty() ? in * s : output_shape[output_shape.size() - g.spatial_rank + i];
   int64_t total = std::max<int64_t>(0, full - target);
   g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
   g.pad_end[i] = total - g.pad_begin[i];
@@ -71,9 +74,15 @@ void resolve_transpose_dim(WindowGeometry& g, int i, const std::string& auto_pad
 
 }  // namespace
 
-int64_t WindowGeometry::in_spatial() const { return product(in_size); }
-int64_t WindowGeometry::out_spatial() const { return product(out_size); }
-int64_t WindowGeometry::kernel_volume() const { return product(kernel); }
+int64_t WindowGeometry::in_spatial() const {
+  return product(in_size);
+}
+int64_t WindowGeometry::out_spatial() const {
+  return product(out_size);
+}
+int64_t WindowGeometry::kernel_volume() const {
+  return product(kernel);
+}
 
 bool WindowGeometry::is_pointwise() const {
   for (int i = 0; i < spatial_rank; ++i)
@@ -119,14 +128,18 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
     if (kind == WindowKind::conv) {
       g.out_channels = (*w)[0];
       if ((*w)[1] * g.group != g.in_channels)
-        fail(n, x, fmt::format("weight {} expects {} input channels per group, input has {} in {} "
-                               "group(s)", w->str(), (*w)[1], g.in_channels, g.group));
+        fail(n, x,
+             fmt::format("weight {} expects {} input channels per group, input has {} in {} "
+                         "group(s)",
+                         w->str(), (*w)[1], g.in_channels, g.group));
       if (g.out_channels % g.group != 0)
-        fail(n, x, fmt::format("group {} does not divide {} output channels", g.group, g.out_channels));
+        fail(n, x,
+             fmt::format("group {} does not divide {} output channels", g.group, g.out_channels));
     } else {
       if ((*w)[0] != g.in_channels)
-        fail(n, x, fmt::format("weight {} expects {} input channels, input has {}", w->str(),
-                               (*w)[0], g.in_channels));
+        fail(n, x,
+             fmt::format("weight {} expects {} input channels, input has {}", w->str(), (*w)[0],
+                         g.in_channels));
       g.out_channels = (*w)[1] * g.group;
     }
     std::vector<int64_t> ks = n.attrs.get_ints("kernel_shape");
@@ -134,7 +147,8 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
       fail(n, x, fmt::format("kernel_shape attribute disagrees with weight {}", w->str()));
   }
   if (static_cast<int>(g.kernel.size()) != sr)
-    fail(n, x, fmt::format("kernel_shape has {} dims, input has {} spatial dims", g.kernel.size(), sr));
+    fail(n, x,
+         fmt::format("kernel_shape has {} dims, input has {} spatial dims", g.kernel.size(), sr));
   g.strides = ints_or(n, "strides", sr, 1);
   g.dilations = ints_or(n, "dilations", sr, 1);
   std::vector<int64_t> pads = ints_or(n, "pads", 2 * sr, 0);
@@ -144,11 +158,14 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
   // Bounds keep the window arithmetic below (extents, padded sizes) far from int64 overflow.
   constexpr int64_t kMaxStep = int64_t{1} << 20;
   for (int i = 0; i < sr; ++i) {
-    if (g.kernel[i] <= 0 || g.strides[i] <= 0 || g.dilations[i] <= 0 || pads[i] < 0 || pads[sr + i] < 0)
+    if (g.kernel[i] <= 0 || g.strides[i] <= 0 || g.dilations[i] <= 0 || pads[i] < 0 ||
+        pads[sr + i] < 0)
       fail(n, x, "kernel, strides and dilations must be positive and pads non-negative");
     if (g.kernel[i] > kMaxElements || g.strides[i] > kMaxStep || g.dilations[i] > kMaxStep ||
         pads[i] > kMaxStep || pads[sr + i] > kMaxStep || x[first_spatial + i] == kBatch)
-      fail(n, x, "kernel, strides, dilations or pads are out of range (strides, dilations and pads up to 2^20)");
+      fail(n, x,
+           "kernel, strides, dilations or pads are out of range (strides, dilations and pads up to "
+           "2^20)");
   }
   g.pad_begin.assign(pads.begin(), pads.begin() + sr);
   g.pad_end.assign(pads.begin() + sr, pads.end());
@@ -163,20 +180,25 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
     std::vector<int64_t> output_padding = n.attrs.get_ints("output_padding");
     std::vector<int64_t> output_shape = n.attrs.get_ints("output_shape");
     if (!output_padding.empty() && static_cast<int>(output_padding.size()) != sr)
-      fail(n, x, fmt::format("output_padding has {} values for {} spatial dims", output_padding.size(), sr));
+      fail(n, x,
+           fmt::format("output_padding has {} values for {} spatial dims", output_padding.size(),
+                       sr));
     if (!output_shape.empty() && static_cast<int>(output_shape.size()) < sr)
-      fail(n, x, fmt::format("output_shape has {} values for {} spatial dims", output_shape.size(), sr));
+      fail(n, x,
+           fmt::format("output_shape has {} values for {} spatial dims", output_shape.size(), sr));
     for (int64_t v : output_padding)
       if (v < 0 || v > kMaxStep) fail(n, x, fmt::format("output_padding {} is out of range", v));
     for (int64_t v : output_shape)
       if (v <= 0 || v > kMaxElements) fail(n, x, fmt::format("output_shape {} is out of range", v));
-    for (int i = 0; i < sr; ++i) resolve_transpose_dim(g, i, auto_pad, output_padding, output_shape);
+    for (int i = 0; i < sr; ++i)
+      resolve_transpose_dim(g, i, auto_pad, output_padding, output_shape);
   } else {
     bool ceil_mode = n.attrs.get_int("ceil_mode", 0) != 0;
     for (int i = 0; i < sr; ++i) resolve_forward_dim(g, i, auto_pad, ceil_mode, n, x);
   }
   for (int i = 0; i < sr; ++i)
-    if (g.out_size[i] <= 0) fail(n, x, fmt::format("output spatial dim {} would be {}", i, g.out_size[i]));
+    if (g.out_size[i] <= 0)
+      fail(n, x, fmt::format("output spatial dim {} would be {}", i, g.out_size[i]));
   return g;
 }
 

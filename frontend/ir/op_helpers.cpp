@@ -1,7 +1,7 @@
 #include "frontend/ir/op_helpers.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "frontend/ir/error.h"
 
@@ -12,12 +12,14 @@ SliceSpec resolve_slice(const Shape& shape, const std::vector<int64_t>& starts,
                         const std::vector<int64_t>& steps, const std::string& what) {
   int rank = shape.rank();
   if (starts.size() != ends.size())
-    throw ShapeError(fmt::format("{}: starts has {} values, ends has {}", what, starts.size(), ends.size()));
+    throw ShapeError(
+        fmt::format("{}: starts has {} values, ends has {}", what, starts.size(), ends.size()));
   std::vector<int64_t> axes = axes_in;
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   if (axes.size() != starts.size() || (!steps.empty() && steps.size() != starts.size()))
-    throw ShapeError(fmt::format("{}: starts, ends, axes and steps must have the same length", what));
+    throw ShapeError(
+        fmt::format("{}: starts, ends, axes and steps must have the same length", what));
   SliceSpec spec;
   spec.start.assign(rank, 0);
   spec.step.assign(rank, 1);
@@ -28,9 +30,11 @@ SliceSpec resolve_slice(const Shape& shape, const std::vector<int64_t>& starts,
     if (step == 0) throw ShapeError(fmt::format("{}: step 0 on axis {}", what, axis));
     if (dim == kBatch) {
       if (starts[i] == 0 && step == 1 && ends[i] >= (int64_t{1} << 30)) continue;
-      throw ShapeError(fmt::format("{}: slicing the symbolic batch axis needs a bound batch", what));
+      throw ShapeError(
+          fmt::format("{}: slicing the symbolic batch axis needs a bound batch", what));
     }
-    // A step longer than the axis selects one element either way; clamping keeps arithmetic in range.
+    // A step longer than the axis selects one element either way; clamping keeps arithmetic in
+    // range.
     int64_t longest = std::max<int64_t>(dim, 1);
     step = std::clamp<int64_t>(step, -longest, longest);
     if (dim == 0) {
@@ -87,10 +91,12 @@ std::vector<int64_t> resolve_split(const Graph& g, const Node& n) {
   int64_t dim = shape[axis];
   int64_t parts = static_cast<int64_t>(n.outputs.size());
   std::vector<int64_t> sizes = constant_ints(g, n, 1);
-  if (dim == kBatch) throw ShapeError(fmt::format("{}: cannot split the symbolic batch axis", describe(g, n)));
+  if (dim == kBatch)
+    throw ShapeError(fmt::format("{}: cannot split the symbolic batch axis", describe(g, n)));
   if (sizes.empty()) {
     int64_t chunk = (dim + parts - 1) / parts;
-    for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
+    for (int64_t i = 0; i < parts; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
   }
   int64_t total = 0;
   for (int64_t s : sizes) {
@@ -111,8 +117,9 @@ std::vector<int64_t> resolve_perm(const Node& n, int rank) {
   std::sort(sorted.begin(), sorted.end());
   for (int i = 0; i < static_cast<int>(sorted.size()); ++i)
     if (sorted[i] != i || static_cast<int>(perm.size()) != rank)
-      throw ShapeError(fmt::format("node '{}' (Transpose): perm [{}] is not a permutation of {} axes",
-                                   n.name, fmt::join(perm, ","), rank));
+      throw ShapeError(
+          fmt::format("node '{}' (Transpose): perm [{}] is not a permutation of {} axes", n.name,
+                      fmt::join(perm, ","), rank));
   return perm;
 }
 
@@ -128,28 +135,48 @@ std::vector<bool> resolve_reduce_axes(const Graph& g, const Node& n) {
 std::vector<int64_t> resolve_squeeze_axes(const Graph& g, const Node& n) {
   const Shape& shape = g.value(n.inputs[0]).type.shape;
   std::vector<int64_t> axes = constant_ints(g, n, 1);
-  int rank = n.op == OpType::Unsqueeze ? shape.rank() + static_cast<int>(axes.size()) : shape.rank();
+  int rank =
+      n.op == OpType::Unsqueeze ? shape.rank() + static_cast<int>(axes.size()) : shape.rank();
   for (int64_t& a : axes) a = normalize_axis(a, rank, describe(g, n) + " axes");
   std::sort(axes.begin(), axes.end());
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-    throw ShapeError(fmt::format("{}: repeated axis in [{}]", describe(g, n), fmt::join(axes, ",")));
+    throw ShapeError(
+        fmt::format("{}: repeated axis in [{}]", describe(g, n), fmt::join(axes, ",")));
   return axes;
 }
 
 bool needs_constant_input(OpType op, int input) {
   switch (op) {
-    case OpType::Reshape: case OpType::Split: case OpType::Squeeze: case OpType::Unsqueeze:
-    case OpType::Tile: case OpType::Expand: case OpType::CumSum: case OpType::Trilu:
+    case OpType::Reshape:
+    case OpType::Split:
+    case OpType::Squeeze:
+    case OpType::Unsqueeze:
+    case OpType::Tile:
+    case OpType::Expand:
+    case OpType::CumSum:
+    case OpType::Trilu:
       return input == 1;
-    case OpType::Slice: return input >= 1;
-    case OpType::Pad: return input == 1 || input == 3;
-    case OpType::ConstantOfShape: return input == 0;
-    case OpType::Range: return true;
-    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax: case OpType::ReduceMin:
-    case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2: case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
+    case OpType::Slice:
+      return input >= 1;
+    case OpType::Pad:
+      return input == 1 || input == 3;
+    case OpType::ConstantOfShape:
+      return input == 0;
+    case OpType::Range:
+      return true;
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin:
+    case OpType::ReduceProd:
+    case OpType::ReduceL1:
+    case OpType::ReduceL2:
+    case OpType::ReduceSumSquare:
+    case OpType::ReduceLogSum:
+    case OpType::ReduceLogSumExp:
       return input == 1;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -161,9 +188,11 @@ std::vector<int> shape_defining_inputs(const Graph& g) {
     bool outputs_needed = false;
     for (ValueId v : n.outputs) outputs_needed = outputs_needed || needed[v];
     // These read only their input's shape, which is known without its values.
-    if (n.op == OpType::Shape || n.op == OpType::Size || n.op == OpType::EyeLike) outputs_needed = false;
+    if (n.op == OpType::Shape || n.op == OpType::Size || n.op == OpType::EyeLike)
+      outputs_needed = false;
     for (int k = 0; k < n.num_inputs(); ++k)
-      if (n.has_input(k) && (outputs_needed || needs_constant_input(n.op, k))) needed[n.inputs[k]] = true;
+      if (n.has_input(k) && (outputs_needed || needs_constant_input(n.op, k)))
+        needed[n.inputs[k]] = true;
   }
   std::vector<int> out;
   for (size_t i = 0; i < g.inputs().size(); ++i)

@@ -3,6 +3,7 @@
 // kernel notes otherwise.
 // Extra attributes beyond ONNX: `layout` ("NCHW" | "NHWC", channels first or last, for any
 // spatial rank) on Conv, ConvTranspose, pools and BatchNormalization.
+// clang-format off
 #define MIMIC_UNARY_OPS(X) \
   X(Abs) X(Neg) X(Exp) X(Log) X(Sqrt) X(Reciprocal) X(Floor) X(Ceil) X(Round) X(Sign) X(Sin)     \
   X(Cos) X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh) X(Erf)         \
@@ -28,4 +29,5 @@
   X(Constant) X(Range) X(DepthToSpace) X(SpaceToDepth) X(Trilu) X(CumSum) X(EyeLike)   \
   X(LSTM) X(GRU) X(RNN)
 
+// clang-format on
 #define MIMIC_ALL_OPS(X) MIMIC_UNARY_OPS(X) MIMIC_BINARY_OPS(X) MIMIC_OTHER_OPS(X)

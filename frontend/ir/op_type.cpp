@@ -20,12 +20,20 @@ constexpr int kBinaryCount = 0 MIMIC_BINARY_OPS(MIMIC_COUNT_ENTRY);
 
 }  // namespace
 
-const char* op_name(OpType op) { return kNames[static_cast<int>(op)]; }
+const char* op_name(OpType op) {
+  return kNames[static_cast<int>(op)];
+}
 
-int op_count() { return kCount; }
-OpType op_at(int index) { return static_cast<OpType>(index); }
+int op_count() {
+  return kCount;
+}
+OpType op_at(int index) {
+  return static_cast<OpType>(index);
+}
 
-bool is_unary_elementwise(OpType op) { return static_cast<int>(op) < kUnaryCount; }
+bool is_unary_elementwise(OpType op) {
+  return static_cast<int>(op) < kUnaryCount;
+}
 bool is_binary_elementwise(OpType op) {
   int i = static_cast<int>(op);
   return i >= kUnaryCount && i < kUnaryCount + kBinaryCount;

@@ -12,14 +12,16 @@ bool Shape::is_symbolic() const {
   return false;
 }
 
-int64_t Shape::numel() const { return product(0, rank()); }
+int64_t Shape::numel() const {
+  return product(0, rank());
+}
 
 int64_t Shape::product(int begin, int end) const {
   int64_t n = 1;
   for (int i = begin; i < end; ++i) {
     if (dims_[i] == kBatch)
-      throw ShapeError(fmt::format("shape {} has a symbolic batch dimension; bind the batch first",
-                                   str()));
+      throw ShapeError(
+          fmt::format("shape {} has a symbolic batch dimension; bind the batch first", str()));
     n *= dims_[i];
   }
   return n;
@@ -82,9 +84,11 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 
 namespace {
 
-int64_t bounded(bool overflow, int64_t r, int64_t a, int64_t b, const char* op, const std::string& what) {
+int64_t bounded(bool overflow, int64_t r, int64_t a, int64_t b, const char* op,
+                const std::string& what) {
   if (overflow || r > kMaxElements || r < -kMaxElements)
-    throw ShapeError(fmt::format("{}: {} {} {} is out of range (sizes are limited to 2^40)", what, a, op, b));
+    throw ShapeError(
+        fmt::format("{}: {} {} {} is out of range (sizes are limited to 2^40)", what, a, op, b));
   return r;
 }
 

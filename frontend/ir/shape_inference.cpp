@@ -36,7 +36,8 @@ void InferContext::set_output(int i, DType dtype, Shape shape) {
   int64_t elements = 1;
   bool empty = false;
   for (int64_t d : shape.dims()) {
-    if (d < 0 && d != kBatch) fail(fmt::format("output {} would have negative dim in {}", i, shape.str()));
+    if (d < 0 && d != kBatch)
+      fail(fmt::format("output {} would have negative dim in {}", i, shape.str()));
     empty = empty || d == 0;
     if (d == kBatch || d == 0) continue;
     if (d > kMaxElements || (elements = checked_mul_or(elements, d)) < 0)
@@ -139,6 +140,8 @@ namespace {
 
 constexpr int kMany = 1 << 20;
 
+// One row per op kind:
+// clang-format off
 OpSchema schema_for(OpType op) {
   using namespace infer;
   if (is_unary_elementwise(op)) {
@@ -205,6 +208,7 @@ OpSchema schema_for(OpType op) {
   }
   return {0, 0, 0, 0, nullptr};
 }
+// clang-format on
 
 struct SchemaTable {
   std::vector<OpSchema> schemas;
@@ -247,7 +251,8 @@ void fold_shape_queries(Graph& g, const Node& n) {
   } else {
     int64_t start = n.attrs.get_int("start", 0);
     if (start < 0) start = std::max<int64_t>(0, start + in.rank());
-    for (int64_t i = 0; i < out.numel(); ++i) out.data<int64_t>()[i] = in[static_cast<int>(start + i)];
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.data<int64_t>()[i] = in[static_cast<int>(start + i)];
   }
   g.value(n.outputs[0]).constant = std::make_shared<const HostTensor>(std::move(out));
 }
@@ -267,7 +272,8 @@ void infer_node(Graph& g, int node_index, const InferOptions& options) {
   if (ni < schema.min_inputs || ni > schema.max_inputs)
     c.fail(fmt::format("takes {} to {} inputs, got {}", schema.min_inputs, schema.max_inputs, ni));
   if (no < schema.min_outputs || no > schema.max_outputs)
-    c.fail(fmt::format("produces {} to {} outputs, got {}", schema.min_outputs, schema.max_outputs, no));
+    c.fail(fmt::format("produces {} to {} outputs, got {}", schema.min_outputs, schema.max_outputs,
+                       no));
   for (int i = 0; i < schema.min_inputs; ++i)
     if (!n.has_input(i)) c.fail(fmt::format("required input {} is missing", i));
   try {
@@ -289,7 +295,8 @@ void infer_node(Graph& g, int node_index, const InferOptions& options) {
   }
   fold_shape_queries(g, g.node(node_index));
   if (n.op == OpType::Constant) {
-    g.value(n.outputs[0]).constant = std::make_shared<const HostTensor>(*n.attrs.get_tensor("value"));
+    g.value(n.outputs[0]).constant =
+        std::make_shared<const HostTensor>(*n.attrs.get_tensor("value"));
   }
   fold(g, g.node(node_index), options);
 }

@@ -101,7 +101,8 @@ struct Summary {
 Summary run_tests(const std::vector<TestCase>& tests, const RunnerOptions& options,
                   const std::function<void(const TestResult&)>& on_result = {});
 
-// "pass  node/test_abs" (with "cpu fallback for N of M ops" when some fell back) / "FAIL  node/test_x: ..." / "skip  node/test_y: unsupported ...".
+// "pass  node/test_abs" (with "cpu fallback for N of M ops" when some fell back) / "FAIL
+// node/test_x: ..." / "skip  node/test_y: unsupported ...".
 std::string format_result(const TestResult& r);
 // "N passed, N failed, N skipped", and "(K of them with ops on the cpu fallback)" when K > 0.
 std::string format_summary(const Summary& s);

@@ -150,7 +150,8 @@ std::optional<ir::TensorType> NodeConverter::type_of(ir::ValueId v) const {
 // time), its rank often still follows from the ops that made it: a Reshape to a constant shape, a
 // Transpose, elementwise ops. Looked up through the producers, a few levels deep.
 std::optional<int> NodeConverter::rank_of(ir::ValueId v) const {
-  std::function<std::optional<int>(ir::ValueId, int)> rank = [&](ir::ValueId u, int depth) -> std::optional<int> {
+  std::function<std::optional<int>(ir::ValueId, int)> rank = [&](ir::ValueId u,
+                                                                 int depth) -> std::optional<int> {
     if (auto t = type_of(u)) return t->shape.rank();
     const ir::Graph& g = state_.graph;
     if (u == ir::kNoValue || depth == 0 || g.value(u).producer < 0) return std::nullopt;

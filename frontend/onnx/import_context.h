@@ -19,9 +19,9 @@ namespace mimic::onnx_import {
 struct ImportState {
   ir::Graph graph;
   std::map<std::string, ir::ValueId> values;
-  std::string base_dir;  // external data files
+  std::string base_dir;          // external data files
   int64_t max_tensor_bytes = 0;  // 0: ir::max_tensor_bytes()
-  int64_t opset = 0;     // of the default domain
+  int64_t opset = 0;             // of the default domain
 };
 
 class NodeConverter {

@@ -53,7 +53,8 @@ Labels expand(NodeConverter& c, const std::string& term, int rank, int ellipsis_
   if (dots != std::string::npos) letters.erase(dots, 3);
   for (char ch : letters)
     if (!std::isalpha(static_cast<unsigned char>(ch)))
-      c.malformed(fmt::format("equation term '{}' has a character '{}' that is not a letter", term, ch));
+      c.malformed(
+          fmt::format("equation term '{}' has a character '{}' that is not a letter", term, ch));
   int explicit_axes = static_cast<int>(letters.size());
   if (dots == std::string::npos) {
     if (explicit_axes != rank)
@@ -75,17 +76,20 @@ Labels output_labels(NodeConverter& c, const std::string& term, int ellipsis_ran
   Labels ell;
   for (int i = 0; i < ellipsis_rank; ++i) ell += static_cast<char>(1 + i);
   size_t dots = term.find("...");
-  Labels out = dots == std::string::npos ? term : term.substr(0, dots) + ell + term.substr(dots + 3);
+  Labels out =
+      dots == std::string::npos ? term : term.substr(0, dots) + ell + term.substr(dots + 3);
   for (char l : out) {
     if (l >= ' ' && !std::isalpha(static_cast<unsigned char>(l)))
-      c.malformed(fmt::format("output term '{}' has a character '{}' that is not a letter", term, l));
+      c.malformed(
+          fmt::format("output term '{}' has a character '{}' that is not a letter", term, l));
     if (std::count(out.begin(), out.end(), l) > 1)
       c.malformed(fmt::format("output term '{}' repeats an index", term));
   }
   return out;
 }
 
-ir::ValueId transposed(NodeConverter& c, const Term& t, const Labels& order, const std::string& what) {
+ir::ValueId transposed(NodeConverter& c, const Term& t, const Labels& order,
+                       const std::string& what) {
   std::vector<int64_t> perm;
   for (char l : order) perm.push_back(static_cast<int64_t>(t.labels.find(l)));
   std::vector<int64_t> identity(perm.size());
@@ -103,8 +107,8 @@ struct Axis {
 
 // Reshape to `target`, with sizes where they are known, 0 (copy) for an unknown axis that stays in
 // place and -1 (inferred) for at most one other unknown axis; no node when nothing changes.
-ir::ValueId reshaped(NodeConverter& c, ir::ValueId v, int input_rank, const std::vector<Axis>& target,
-                     const std::string& what) {
+ir::ValueId reshaped(NodeConverter& c, ir::ValueId v, int input_rank,
+                     const std::vector<Axis>& target, const std::string& what) {
   bool same = static_cast<int>(target.size()) == input_rank;
   for (size_t i = 0; i < target.size() && same; ++i) same = target[i].source == static_cast<int>(i);
   if (same) return v;
@@ -125,7 +129,9 @@ ir::ValueId reshaped(NodeConverter& c, ir::ValueId v, int input_rank, const std:
   return c.emit_internal(OpType::Reshape, what, {v, c.constant_ints(what + "_shape", shape)})[0];
 }
 
-int64_t dim_of(const Term& t, char l) { return t.dims[t.labels.find(l)]; }
+int64_t dim_of(const Term& t, char l) {
+  return t.dims[t.labels.find(l)];
+}
 
 // The product of the labels' sizes; -1 when one is not known at import.
 int64_t product(const Term& t, const Labels& ls) {
@@ -138,12 +144,14 @@ int64_t product(const Term& t, const Labels& ls) {
 }
 
 // Sums out the labels of `t` that appear in none of `keep`.
-Term sum_out(NodeConverter& c, Term t, const std::vector<const Labels*>& keep, const std::string& what) {
+Term sum_out(NodeConverter& c, Term t, const std::vector<const Labels*>& keep,
+             const std::string& what) {
   std::vector<int64_t> axes;
   Term out{t.value, "", {}};
   for (size_t i = 0; i < t.labels.size(); ++i) {
-    bool kept = std::any_of(keep.begin(), keep.end(),
-                            [&](const Labels* k) { return k->find(t.labels[i]) != std::string::npos; });
+    bool kept = std::any_of(keep.begin(), keep.end(), [&](const Labels* k) {
+      return k->find(t.labels[i]) != std::string::npos;
+    });
     if (kept) {
       out.labels += t.labels[i];
       out.dims.push_back(t.dims[i]);
@@ -152,8 +160,9 @@ Term sum_out(NodeConverter& c, Term t, const std::vector<const Labels*>& keep, c
     }
   }
   if (axes.empty()) return t;
-  out.value = c.emit_internal(OpType::ReduceSum, what, {t.value, c.constant_ints(what + "_axes", axes)},
-                              {{"keepdims", int64_t{0}}})[0];
+  out.value =
+      c.emit_internal(OpType::ReduceSum, what, {t.value, c.constant_ints(what + "_axes", axes)},
+                      {{"keepdims", int64_t{0}}})[0];
   return out;
 }
 
@@ -186,7 +195,8 @@ Term contract(NodeConverter& c, const Term& a, const Term& b, const Labels& outp
   for (int i = 0; i < nb; ++i) {
     int64_t da = dim_of(a, batch[i]), db = dim_of(b, batch[i]);
     if (da >= 0 && db >= 0 && da != db && da != 1 && db != 1)
-      c.malformed(fmt::format("a batch axis has size {} in one operand and {} in the other", da, db));
+      c.malformed(
+          fmt::format("a batch axis has size {} in one operand and {} in the other", da, db));
     a_target.push_back({da, i});
     b_target.push_back({db, i});
     out.dims.push_back(da == 1 ? db : db == 1 ? da : std::max(da, db));
@@ -237,14 +247,15 @@ void einsum(NodeConverter& c) {
       c.unsupported("an operand whose rank is not known at import");
     ops.push_back({v, "", dims});
     if (terms[i].find("...") != std::string::npos)
-      ellipsis_rank = std::max(ellipsis_rank, static_cast<int>(dims.size()) -
-                                                  static_cast<int>(terms[i].size() - 3));
+      ellipsis_rank = std::max(
+          ellipsis_rank, static_cast<int>(dims.size()) - static_cast<int>(terms[i].size() - 3));
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     ops[i].labels = expand(c, terms[i], static_cast<int>(ops[i].dims.size()), ellipsis_rank);
     for (char l : ops[i].labels)
       if (std::count(ops[i].labels.begin(), ops[i].labels.end(), l) > 1)
-        c.unsupported(fmt::format("equation '{}': an index repeated within one operand (a diagonal)", eq));
+        c.unsupported(
+            fmt::format("equation '{}': an index repeated within one operand (a diagonal)", eq));
   }
   Labels output;
   if (arrow != std::string::npos) {
@@ -262,7 +273,8 @@ void einsum(NodeConverter& c) {
   if (ops.size() == 2) keep.push_back(&ops[1].labels);
   Term a = sum_out(c, ops[0], keep, "lhs_sum");
   Term r = a;
-  if (ops.size() == 2) r = contract(c, a, sum_out(c, ops[1], {&output, &a.labels}, "rhs_sum"), output);
+  if (ops.size() == 2)
+    r = contract(c, a, sum_out(c, ops[1], {&output, &a.labels}, "rhs_sum"), output);
   for (char l : output)
     if (r.labels.find(l) == std::string::npos)
       c.malformed(fmt::format("equation '{}': an output index is in no operand", eq));
@@ -271,6 +283,8 @@ void einsum(NodeConverter& c) {
 
 }  // namespace
 
-void add_einsum_converter(std::map<std::string, Converter>& table) { table["Einsum"] = einsum; }
+void add_einsum_converter(std::map<std::string, Converter>& table) {
+  table["Einsum"] = einsum;
+}
 
 }  // namespace mimic::onnx_import

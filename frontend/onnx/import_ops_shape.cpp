@@ -112,10 +112,11 @@ void eye_like(NodeConverter& c) {
 }  // namespace
 
 void add_shape_converters(std::map<std::string, Converter>& t) {
-  for (OpType op : {OpType::Reshape, OpType::Flatten, OpType::Transpose, OpType::Concat,
-                    OpType::Gather, OpType::GatherElements, OpType::ScatterND, OpType::Tile, OpType::Expand,
-                    OpType::Shape, OpType::Size, OpType::ConstantOfShape, OpType::Range,
-                    OpType::DepthToSpace, OpType::SpaceToDepth, OpType::Trilu, OpType::CumSum})
+  for (OpType op :
+       {OpType::Reshape, OpType::Flatten, OpType::Transpose, OpType::Concat, OpType::Gather,
+        OpType::GatherElements, OpType::ScatterND, OpType::Tile, OpType::Expand, OpType::Shape,
+        OpType::Size, OpType::ConstantOfShape, OpType::Range, OpType::DepthToSpace,
+        OpType::SpaceToDepth, OpType::Trilu, OpType::CumSum})
     t[ir::op_name(op)] = direct(op);
   t["Constant"] = constant;
   t["Split"] = split;

@@ -16,7 +16,8 @@ struct KeepAlive {
 
 ir::DType parse_dtype_arg(const py::object& dtype) {
   if (dtype.is_none()) return ir::DType::f32;
-  std::string name = py::str(py::isinstance<py::str>(dtype) ? dtype : py::object(py::dtype::from_args(dtype)));
+  std::string name =
+      py::str(py::isinstance<py::str>(dtype) ? dtype : py::object(py::dtype::from_args(dtype)));
   if (name == "float32") return ir::DType::f32;
   if (name == "float16") return ir::DType::f16;
   if (name == "int8") return ir::DType::i8;
@@ -24,7 +25,9 @@ ir::DType parse_dtype_arg(const py::object& dtype) {
   if (name == "int64") return ir::DType::i64;
   if (name == "bool") return ir::DType::boolean;
   auto parsed = ir::parse_dtype(name);
-  if (!parsed) throw py::value_error(fmt::format("unknown dtype '{}' (use float32, float16, bfloat16, int8, int32, int64, bool)", name));
+  if (!parsed)
+    throw py::value_error(fmt::format(
+        "unknown dtype '{}' (use float32, float16, bfloat16, int8, int32, int64, bool)", name));
   return *parsed;
 }
 
@@ -49,8 +52,9 @@ ir::HostTensor to_host(const py::array& input) {
   } else if (kind == 'b') {
     dtype = ir::DType::boolean;
   } else {
-    throw py::type_error(fmt::format("numpy dtype {} has no mimic equivalent (use float32, float16, int8, int32, int64 or bool)",
-                                     std::string(py::str(array.dtype()))));
+    throw py::type_error(fmt::format(
+        "numpy dtype {} has no mimic equivalent (use float32, float16, int8, int32, int64 or bool)",
+        std::string(py::str(array.dtype()))));
   }
   if (!(array.flags() & py::array::c_style)) array = py::array::ensure(array, py::array::c_style);
   std::vector<int64_t> dims(array.shape(), array.shape() + array.ndim());
@@ -103,13 +107,27 @@ py::array to_numpy(const ir::HostTensor& t) {
   }
   py::dtype dtype;
   switch (t.dtype()) {
-    case ir::DType::f32: dtype = py::dtype::of<float>(); break;
-    case ir::DType::f16: dtype = py::dtype("float16"); break;
-    case ir::DType::i8: dtype = py::dtype::of<int8_t>(); break;
-    case ir::DType::i32: dtype = py::dtype::of<int32_t>(); break;
-    case ir::DType::i64: dtype = py::dtype::of<int64_t>(); break;
-    case ir::DType::f64: dtype = py::dtype::of<double>(); break;
-    default: dtype = py::dtype::of<bool>(); break;
+    case ir::DType::f32:
+      dtype = py::dtype::of<float>();
+      break;
+    case ir::DType::f16:
+      dtype = py::dtype("float16");
+      break;
+    case ir::DType::i8:
+      dtype = py::dtype::of<int8_t>();
+      break;
+    case ir::DType::i32:
+      dtype = py::dtype::of<int32_t>();
+      break;
+    case ir::DType::i64:
+      dtype = py::dtype::of<int64_t>();
+      break;
+    case ir::DType::f64:
+      dtype = py::dtype::of<double>();
+      break;
+    default:
+      dtype = py::dtype::of<bool>();
+      break;
   }
   auto* keep = new KeepAlive{t};
   py::capsule owner(keep, [](void* p) { delete static_cast<KeepAlive*>(p); });
@@ -124,7 +142,11 @@ py::object json_to_py(const nlohmann::json& j) {
 
 }  // namespace
 
-py::dict report_dict(const backends::RunReport& r) { return json_to_py(to_json(r)); }
-py::dict compile_report_dict(const backends::CompileReport& r) { return json_to_py(to_json(r)); }
+py::dict report_dict(const backends::RunReport& r) {
+  return json_to_py(to_json(r));
+}
+py::dict compile_report_dict(const backends::CompileReport& r) {
+  return json_to_py(to_json(r));
+}
 
 }  // namespace mimic::python

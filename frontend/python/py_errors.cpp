@@ -9,14 +9,22 @@ namespace {
 
 const char* class_name(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::invalid_argument: return "InvalidArgument";
-    case ErrorKind::shape: return "ShapeError";
-    case ErrorKind::unsupported_op: return "UnsupportedOpError";
-    case ErrorKind::compile: return "CompileError";
-    case ErrorKind::out_of_memory: return "OutOfMemoryError";
-    case ErrorKind::device_unavailable: return "DeviceUnavailableError";
-    case ErrorKind::io: return "IoError";
-    case ErrorKind::runtime: return "ExecutionError";
+    case ErrorKind::invalid_argument:
+      return "InvalidArgument";
+    case ErrorKind::shape:
+      return "ShapeError";
+    case ErrorKind::unsupported_op:
+      return "UnsupportedOpError";
+    case ErrorKind::compile:
+      return "CompileError";
+    case ErrorKind::out_of_memory:
+      return "OutOfMemoryError";
+    case ErrorKind::device_unavailable:
+      return "DeviceUnavailableError";
+    case ErrorKind::io:
+      return "IoError";
+    case ErrorKind::runtime:
+      return "ExecutionError";
   }
   return "Error";
 }
@@ -31,7 +39,8 @@ void raise(const Error& e) {
     instance.attr("bytes_available") = oom->bytes_available();
     instance.attr("op") = oom->op();
   }
-  if (auto* unsupported = dynamic_cast<const UnsupportedOpError*>(&e)) instance.attr("op_types") = unsupported->op_types();
+  if (auto* unsupported = dynamic_cast<const UnsupportedOpError*>(&e))
+    instance.attr("op_types") = unsupported->op_types();
   PyErr_SetObject(cls.ptr(), instance.ptr());
 }
 

@@ -28,7 +28,8 @@ py::list runs_of(const traces::TraceReader& r) {
     d["events"] = run.events;
     d["wall_s"] = run.wall_ns() * 1e-9;
     d["device_time_s"] = run.device_time_ns * 1e-9;
-    d["config"] = py::module_::import("json").attr("loads")(run.config_json.empty() ? "{}" : run.config_json);
+    d["config"] =
+        py::module_::import("json").attr("loads")(run.config_json.empty() ? "{}" : run.config_json);
     out.append(d);
   }
   return out;
@@ -80,8 +81,10 @@ py::list query_of(const traces::TraceReader& r, const std::string& sql) {
       d[py::str(t.columns[c])] = std::visit(
           [](const auto& v) -> py::object {
             using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, std::monostate>) return py::none();
-            else return py::cast(v);
+            if constexpr (std::is_same_v<V, std::monostate>)
+              return py::none();
+            else
+              return py::cast(v);
           },
           row[c]);
     out.append(d);
@@ -97,15 +100,18 @@ void bind_traces(py::module_& m) {
       .def_property_readonly("path", &TraceScope::path)
       .def("run_ids", &TraceScope::run_ids)
       .def("close", &TraceScope::close);
-  m.def("_trace_read", [](const std::string& path, const std::string& what, const std::string& run) -> py::object {
-    traces::TraceReader reader(path);
-    if (what == "runs") return runs_of(reader);
-    if (what.rfind("sql:", 0) == 0) return query_of(reader, what.substr(4));
-    int64_t id = reader.resolve_run(run);
-    if (what == "ops") return ops_of(reader, id);
-    if (what == "units") return units_of(reader, id);
-    throw py::value_error("traces.read: 'what' must be 'runs', 'ops', 'units' or an SQL query, got '" + what + "'");
-  });
+  m.def("_trace_read",
+        [](const std::string& path, const std::string& what, const std::string& run) -> py::object {
+          traces::TraceReader reader(path);
+          if (what == "runs") return runs_of(reader);
+          if (what.rfind("sql:", 0) == 0) return query_of(reader, what.substr(4));
+          int64_t id = reader.resolve_run(run);
+          if (what == "ops") return ops_of(reader, id);
+          if (what == "units") return units_of(reader, id);
+          throw py::value_error(
+              "traces.read: 'what' must be 'runs', 'ops', 'units' or an SQL query, got '" + what +
+              "'");
+        });
   m.def("_onnx_load", [](const std::string& path, int64_t max_tensor_bytes) {
     py::gil_scoped_release release;
     onnx_import::ImportOptions o;

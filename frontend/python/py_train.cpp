@@ -138,25 +138,25 @@ void bind_train(py::module_& m) {
       .def_property_readonly("compile_report", [](const TrainStep& s) {
         return compile_report_dict(s.executable().compile_report());
       });
-  m.def("_compile_train", [](const ir::Graph& g, const py::object& params,
-                             const std::string& device, const py::dict& loss, const py::dict& opt,
-                             const std::string& precision, const py::dict& options, uint64_t seed,
-                             const py::list& schedule, const py::object& loss_scale,
-                             const std::string& recompute) {
-    // params None: an imported model, whose initializers are the parameters.
-    NamedTensors named;
-    if (params.is_none())
-      named = graph_parameters(g);
-    else
-      for (const auto& [name, t] : params.cast<std::vector<std::pair<std::string, Tensor>>>())
-        named.emplace_back(name, t.host());
-    TrainOptions o = make_train_options(loss, opt, precision, options, seed);
-    o.schedule = make_schedule(schedule);
-    o.loss_scale = make_loss_scale(loss_scale);
-    o.recompute = parse_recompute(recompute);
-    py::gil_scoped_release release;
-    return std::make_unique<TrainStep>(g, named, Device(device), o);
-  });
+  m.def("_compile_train",
+        [](const ir::Graph& g, const py::object& params, const std::string& device,
+           const py::dict& loss, const py::dict& opt, const std::string& precision,
+           const py::dict& options, uint64_t seed, const py::list& schedule,
+           const py::object& loss_scale, const std::string& recompute) {
+          // params None: an imported model, whose initializers are the parameters.
+          NamedTensors named;
+          if (params.is_none())
+            named = graph_parameters(g);
+          else
+            for (const auto& [name, t] : params.cast<std::vector<std::pair<std::string, Tensor>>>())
+              named.emplace_back(name, t.host());
+          TrainOptions o = make_train_options(loss, opt, precision, options, seed);
+          o.schedule = make_schedule(schedule);
+          o.loss_scale = make_loss_scale(loss_scale);
+          o.recompute = parse_recompute(recompute);
+          py::gil_scoped_release release;
+          return std::make_unique<TrainStep>(g, named, Device(device), o);
+        });
   m.def("_bind_batch", &bind_model_batch, py::arg("graph"), py::arg("batch"),
         "The graph with its symbolic batch (if any) bound to `batch`.");
   m.def(

@@ -31,7 +31,8 @@ void f16_to_f32(const uint16_t* in, float* out, size_t n) {
   size_t i = 0;
 #if defined(__F16C__)
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
 #endif
   for (; i < n; ++i) out[i] = f16_to_f32(in[i]);
 }
@@ -57,7 +58,9 @@ void round_to_f16(float* data, size_t n) {
   for (; i < n; ++i) data[i] = round_to_f16(data[i]);
 }
 
-float int8_scale_for(float max_abs) { return max_abs > 0 ? max_abs / 127.0f : 1.0f; }
+float int8_scale_for(float max_abs) {
+  return max_abs > 0 ? max_abs / 127.0f : 1.0f;
+}
 
 void quantize_int8(const float* in, int8_t* out, size_t n, float scale) {
   float inv = 1.0f / scale;

@@ -30,7 +30,9 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-inline float bf16_to_f32(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+inline float bf16_to_f32(uint16_t h) {
+  return bits_float(static_cast<uint32_t>(h) << 16);
+}
 
 inline uint16_t f32_to_f16(float f) {
   const uint32_t f32_infinity = 255u << 23, f16_limit = (127u + 16u) << 23;
@@ -42,7 +44,8 @@ inline uint16_t f32_to_f16(float f) {
   if (u >= f16_limit) {
     out = u > f32_infinity ? 0x7e00 : 0x7c00;
   } else if (u < (113u << 23)) {
-    out = static_cast<uint16_t>(float_bits(bits_float(u) + bits_float(denorm_magic)) - denorm_magic);
+    out =
+        static_cast<uint16_t>(float_bits(bits_float(u) + bits_float(denorm_magic)) - denorm_magic);
   } else {
     uint32_t mantissa_odd = (u >> 13) & 1u;
     u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu;
@@ -67,8 +70,12 @@ inline float f16_to_f32(uint16_t h) {
   return bits_float(o);
 }
 
-inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
-inline float round_to_f16(float f) { return f16_to_f32(f32_to_f16(f)); }
+inline float round_to_bf16(float f) {
+  return bf16_to_f32(f32_to_bf16(f));
+}
+inline float round_to_f16(float f) {
+  return f16_to_f32(f32_to_f16(f));
+}
 
 // Array conversions (vectorized where the CPU allows).
 void f32_to_bf16(const float* in, uint16_t* out, size_t n);

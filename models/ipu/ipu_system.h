@@ -12,10 +12,10 @@
 //              the hops between machines (every ipus_per_gateway IPUs) are GW-Links;
 //            - host link: PCIe, each direction shared by all IPUs.
 // Approximated: exchange has no per-route contention beyond each tile's own bandwidth (the
-// fabric is compiler-scheduled with no queues, docs/references.md §D.2); sync and link latencies are
-// inferred figures (the preset's sources say which); links route along the chain.
-// Timing follows Poplar's IPUModel approach (per-vertex cycle estimates, max over tiles per
-// compute set) and the BSP execution model of Jia et al. (docs/references.md §D.2, §E).
+// fabric is compiler-scheduled with no queues, docs/references.md §D.2); sync and link latencies
+// are inferred figures (the preset's sources say which); links route along the chain. Timing
+// follows Poplar's IPUModel approach (per-vertex cycle estimates, max over tiles per compute set)
+// and the BSP execution model of Jia et al. (docs/references.md §D.2, §E).
 #pragma once
 
 #include <memory>

@@ -37,26 +37,30 @@ const char* opcode_name(Opcode o) {
 
 const char* vector_func_name(VectorFunc f) {
   switch (f) {
-#define MIMIC_NAME(x) \
-  case VectorFunc::x: \
-    return #x;
-    MIMIC_NAME(identity)
-    MIMIC_NAME(relu) MIMIC_NAME(clip) MIMIC_NAME(leaky_relu) MIMIC_NAME(elu) MIMIC_NAME(
-        selu) MIMIC_NAME(sigmoid) MIMIC_NAME(hard_sigmoid) MIMIC_NAME(hard_swish) MIMIC_NAME(tanh)
-        MIMIC_NAME(exp) MIMIC_NAME(log) MIMIC_NAME(sqrt) MIMIC_NAME(reciprocal) MIMIC_NAME(abs)
-            MIMIC_NAME(neg) MIMIC_NAME(erf) MIMIC_NAME(gelu) MIMIC_NAME(gelu_tanh) MIMIC_NAME(
-                softplus) MIMIC_NAME(softsign) MIMIC_NAME(floor) MIMIC_NAME(ceil) MIMIC_NAME(round)
-                MIMIC_NAME(sign) MIMIC_NAME(sin) MIMIC_NAME(cos) MIMIC_NAME(tan) MIMIC_NAME(scale) MIMIC_NAME(trunc) MIMIC_NAME(nonzero) MIMIC_NAME(logical_not) MIMIC_NAME(is_nan) MIMIC_NAME(is_inf) MIMIC_NAME(asin) MIMIC_NAME(acos) MIMIC_NAME(atan) MIMIC_NAME(sinh) MIMIC_NAME(cosh) MIMIC_NAME(asinh) MIMIC_NAME(acosh) MIMIC_NAME(atanh) MIMIC_NAME(thresholded_relu) MIMIC_NAME(celu) MIMIC_NAME(shrink) MIMIC_NAME(add) MIMIC_NAME(sub)
-                    MIMIC_NAME(mul) MIMIC_NAME(div) MIMIC_NAME(max) MIMIC_NAME(min) MIMIC_NAME(pow)
-                        MIMIC_NAME(prelu) MIMIC_NAME(mod) MIMIC_NAME(fmod) MIMIC_NAME(equal) MIMIC_NAME(less) MIMIC_NAME(less_equal) MIMIC_NAME(greater) MIMIC_NAME(greater_equal) MIMIC_NAME(logical_and) MIMIC_NAME(logical_or) MIMIC_NAME(logical_xor) MIMIC_NAME(where) MIMIC_NAME(clamp) MIMIC_NAME(sum) MIMIC_NAME(mean) MIMIC_NAME(reduce_max)
-                            MIMIC_NAME(reduce_min) MIMIC_NAME(prod) MIMIC_NAME(l1) MIMIC_NAME(l2)
-                                MIMIC_NAME(sum_square) MIMIC_NAME(log_sum) MIMIC_NAME(arg_max) MIMIC_NAME(arg_min) MIMIC_NAME(inv_std_dev) MIMIC_NAME(log_sum_exp)
-                                    MIMIC_NAME(softmax) MIMIC_NAME(log_softmax)
-                                        MIMIC_NAME(layer_norm) MIMIC_NAME(scale_shift)
-                                            MIMIC_NAME(max_pool) MIMIC_NAME(avg_pool)
-                                                MIMIC_NAME(depthwise_conv) MIMIC_NAME(matvec)
-                                                    MIMIC_NAME(copy) MIMIC_NAME(transpose) MIMIC_NAME(gather)
+    // clang-format off
+#define MIMIC_NAME(x) case VectorFunc::x: return #x;
+    MIMIC_NAME(identity) MIMIC_NAME(relu) MIMIC_NAME(clip) MIMIC_NAME(leaky_relu) MIMIC_NAME(elu)
+    MIMIC_NAME(selu) MIMIC_NAME(sigmoid) MIMIC_NAME(hard_sigmoid) MIMIC_NAME(hard_swish)
+    MIMIC_NAME(tanh) MIMIC_NAME(exp) MIMIC_NAME(log) MIMIC_NAME(sqrt) MIMIC_NAME(reciprocal)
+    MIMIC_NAME(abs) MIMIC_NAME(neg) MIMIC_NAME(erf) MIMIC_NAME(gelu) MIMIC_NAME(gelu_tanh)
+    MIMIC_NAME(softplus) MIMIC_NAME(softsign) MIMIC_NAME(floor) MIMIC_NAME(ceil) MIMIC_NAME(round)
+    MIMIC_NAME(sign) MIMIC_NAME(sin) MIMIC_NAME(cos) MIMIC_NAME(tan) MIMIC_NAME(scale)
+    MIMIC_NAME(trunc) MIMIC_NAME(nonzero) MIMIC_NAME(logical_not) MIMIC_NAME(is_nan)
+    MIMIC_NAME(is_inf) MIMIC_NAME(asin) MIMIC_NAME(acos) MIMIC_NAME(atan) MIMIC_NAME(sinh)
+    MIMIC_NAME(cosh) MIMIC_NAME(asinh) MIMIC_NAME(acosh) MIMIC_NAME(atanh)
+    MIMIC_NAME(thresholded_relu) MIMIC_NAME(celu) MIMIC_NAME(shrink) MIMIC_NAME(add) MIMIC_NAME(sub)
+    MIMIC_NAME(mul) MIMIC_NAME(div) MIMIC_NAME(max) MIMIC_NAME(min) MIMIC_NAME(pow)
+    MIMIC_NAME(prelu) MIMIC_NAME(mod) MIMIC_NAME(fmod) MIMIC_NAME(equal) MIMIC_NAME(less)
+    MIMIC_NAME(less_equal) MIMIC_NAME(greater) MIMIC_NAME(greater_equal) MIMIC_NAME(logical_and)
+    MIMIC_NAME(logical_or) MIMIC_NAME(logical_xor) MIMIC_NAME(where) MIMIC_NAME(clamp)
+    MIMIC_NAME(sum) MIMIC_NAME(mean) MIMIC_NAME(reduce_max) MIMIC_NAME(reduce_min) MIMIC_NAME(prod)
+    MIMIC_NAME(l1) MIMIC_NAME(l2) MIMIC_NAME(sum_square) MIMIC_NAME(log_sum) MIMIC_NAME(arg_max)
+    MIMIC_NAME(arg_min) MIMIC_NAME(inv_std_dev) MIMIC_NAME(log_sum_exp) MIMIC_NAME(softmax)
+    MIMIC_NAME(log_softmax) MIMIC_NAME(layer_norm) MIMIC_NAME(scale_shift) MIMIC_NAME(max_pool)
+    MIMIC_NAME(avg_pool) MIMIC_NAME(depthwise_conv) MIMIC_NAME(matvec) MIMIC_NAME(copy)
+    MIMIC_NAME(transpose) MIMIC_NAME(gather)
 #undef MIMIC_NAME
+    // clang-format on
   }
   return "?";
 }

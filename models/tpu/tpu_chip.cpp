@@ -39,8 +39,7 @@ TpuChip::TpuChip(sc_core::sc_module_name name, const TpuSpec& spec)
     : sc_module(name), spec_(spec), clock_("core", sim::Clock{spec.clock_hz}) {
   validate(spec_);
   if (sim::systemc::elaborated())
-    throw RuntimeError(
-        "TpuChip: the SystemC design is already elaborated (one chip per process)");
+    throw RuntimeError("TpuChip: the SystemC design is already elaborated (one chip per process)");
   sim::systemc::set_global_quantum_ps(clock_.to_time(sim::Cycles(spec_.quantum_cycles)).value());
   host_link_ = std::make_unique<MemoryTarget>(
       spec_.host_link.name.c_str(), clock_,
@@ -118,19 +117,17 @@ void TpuChip::check(const Program& p) const {
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
     if (in.core >= spec_.cores)
-      throw RuntimeError(fmt::format(
-          "program: instruction {} runs on core {}, the chip has {}", i, in.core, spec_.cores));
+      throw RuntimeError(fmt::format("program: instruction {} runs on core {}, the chip has {}", i,
+                                     in.core, spec_.cores));
     if (in.dep_begin + static_cast<uint64_t>(in.dep_count) > p.deps.size())
-      throw RuntimeError(
-          fmt::format("program: instruction {} has dependencies out of range", i));
+      throw RuntimeError(fmt::format("program: instruction {} has dependencies out of range", i));
     for (uint32_t d = in.dep_begin; d < in.dep_begin + in.dep_count; ++d)
       if (p.deps[d] >= i)
         throw RuntimeError(
             fmt::format("program: instruction {} depends on later instruction {}", i, p.deps[d]));
     if (in.opcode == Opcode::dma && (in.src == Level::host || in.dst == Level::host) &&
         in.core != 0)
-      throw RuntimeError(
-          fmt::format("program: host transfer {} must be issued by core 0", i));
+      throw RuntimeError(fmt::format("program: host transfer {} must be issued by core 0", i));
   }
 }
 
@@ -166,8 +163,9 @@ TimingResult TpuChip::run(const Program& program) {
   }
   for (int64_t c = 0; c < spec_.cores; ++c)
     if (ctx_.peak[c] > static_cast<int64_t>(spec_.onchip.bytes))
-      throw RuntimeError(fmt::format("program overflows core {}'s {}: {} bytes in use at the peak, {} available", c,
-                                           spec_.onchip.name, ctx_.peak[c], spec_.onchip.bytes));
+      throw RuntimeError(
+          fmt::format("program overflows core {}'s {}: {} bytes in use at the peak, {} available",
+                      c, spec_.onchip.name, ctx_.peak[c], spec_.onchip.bytes));
   uint64_t end = start;
   for (const auto& t : ctx_.timing) end = std::max(end, start + t.end);
   TimingResult r = collect(end);

@@ -194,7 +194,8 @@ std::string read_all(const std::string& path) {
 
 std::string write_temp(const std::string& name, const std::string& text) {
   static int count = 0;
-  std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" + std::to_string(count++) + "_" + name;
+  std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "_" +
+                     std::to_string(count++) + "_" + name;
   FILE* f = fopen(path.c_str(), "wb");
   fwrite(text.data(), 1, text.size(), f);
   fclose(f);
@@ -211,14 +212,18 @@ TEST(Cli, ScaleSimWritesSCALESimsGoldenReports) {
   const std::string data = std::string(MIMIC_SOURCE_DIR) + "/tests/data/scalesim/";
   const std::string cfg = scalesim_cfg("Dataflow : os", "Dataflow : ws");
   const std::string out = ::testing::TempDir() + "/scalesim_out_" + std::to_string(getpid());
-  Result r = mimic("scalesim -c " + cfg + " -t " + data + "alexnet_part.csv -p " + out + " --native");
+  Result r =
+      mimic("scalesim -c " + cfg + " -t " + data + "alexnet_part.csv -p " + out + " --native");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("112283 cycles"), std::string::npos) << r.out;
   for (const char* f : {"COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv", "DETAILED_ACCESS_REPORT.csv"})
-    EXPECT_EQ(read_all(out + "/scale_example_run_32x32_os/" + f), read_all(data + "golden_trace/" + f)) << f;
-  EXPECT_EQ(read_all(out + "/scale_example_run_32x32_os/NATIVE_REPORT.csv"),
-            "LayerID, Layer, SCALE-Sim Total Cycles, Native Cycles, Native Cycles Double-Buffered,\n"
-            "0, Conv1, 112283, 112284, 108994,\n");
+    EXPECT_EQ(read_all(out + "/scale_example_run_32x32_os/" + f),
+              read_all(data + "golden_trace/" + f))
+        << f;
+  EXPECT_EQ(
+      read_all(out + "/scale_example_run_32x32_os/NATIVE_REPORT.csv"),
+      "LayerID, Layer, SCALE-Sim Total Cycles, Native Cycles, Native Cycles Double-Buffered,\n"
+      "0, Conv1, 112283, 112284, 108994,\n");
 }
 
 TEST(Cli, ScaleSimBadInputs) {
@@ -230,11 +235,13 @@ TEST(Cli, ScaleSimBadInputs) {
   };
   const Case cases[] = {
       {"scalesim -c /nonexistent.cfg -t " + topo, 6, "cannot read '/nonexistent.cfg'"},
-      {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : rs") + " -t " + topo, 2, "Dataflow: 'rs' is not os"},
-      {"scalesim -c " + scalesim_cfg("InterfaceBandwidth: CALC", "InterfaceBandwidth: USER") + " -t " + topo, 3,
-       "InterfaceBandwidth USER is not reproduced"},
-      {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : os") + " -t " + topo + " -i mnk", 2,
-       "-i 'mnk' is not conv or gemm"},
+      {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : rs") + " -t " + topo, 2,
+       "Dataflow: 'rs' is not os"},
+      {"scalesim -c " + scalesim_cfg("InterfaceBandwidth: CALC", "InterfaceBandwidth: USER") +
+           " -t " + topo,
+       3, "InterfaceBandwidth USER is not reproduced"},
+      {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : os") + " -t " + topo + " -i mnk",
+       2, "-i 'mnk' is not conv or gemm"},
       {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : os") + " -t " +
            write_temp("bad.csv", "h\nA, 7, 7, 3, x, 2, 4, 1,\n"),
        6, "bad.csv:2: Filter Width: 'x' is not an integer"},

@@ -12,8 +12,8 @@
 
 #include "frontend/api/compile.h"
 #include "frontend/api/random.h"
-#include "frontend/api/train.h"
 #include "frontend/api/run_observer.h"
+#include "frontend/api/train.h"
 #include "frontend/api/zoo.h"
 #include "frontend/ir/error.h"
 #include "tests/conformance/op_cases.h"
@@ -107,10 +107,10 @@ std::vector<LargeCase> large_cases() {
   };
   for (OpType op : {OpType::ReduceSum, OpType::ReduceMean, OpType::ReduceMax, OpType::ReduceL2,
                     OpType::ReduceLogSumExp})
-    for (const R& r : {R{"row_of_1M", Shape({2, 1 << 20}), {-1}},
-                       R{"odd_1000003", Shape({1000003}), {0}},
-                       R{"leading_axis", Shape({4096, 3, 257}), {0}},
-                       R{"global_pool", Shape({32, 3136, 64}), {1}}}) {
+    for (const R& r :
+         {R{"row_of_1M", Shape({2, 1 << 20}), {-1}}, R{"odd_1000003", Shape({1000003}), {0}},
+          R{"leading_axis", Shape({4096, 3, 257}), {0}},
+          R{"global_pool", Shape({32, 3136, 64}), {1}}}) {
       std::string name = std::string(ir::op_name(op)) + "/" + r.name;
       out.push_back({name, [=] {
                        CaseBuilder b(name);
@@ -120,11 +120,12 @@ std::vector<LargeCase> large_cases() {
     }
   for (OpType op : {OpType::Softmax, OpType::LogSoftmax}) {
     std::string name = std::string(ir::op_name(op)) + "/vocab_50257";
-    out.push_back({name, [=] {
-                     CaseBuilder b(name);
-                     b.op(op, {b.in(DType::f32, Shape({8, 50257}), -8, 8)}, {{"axis", int64_t{-1}}});
-                     return b.done();
-                   }});
+    out.push_back(
+        {name, [=] {
+           CaseBuilder b(name);
+           b.op(op, {b.in(DType::f32, Shape({8, 50257}), -8, 8)}, {{"axis", int64_t{-1}}});
+           return b.done();
+         }});
   }
   out.push_back({"LayerNormalization/hidden_8192", [] {
                    CaseBuilder b("LayerNormalization/hidden_8192");
@@ -152,7 +153,9 @@ TEST_P(GpuLarge, MatchesCpu) {
   }
 }
 
-void PrintTo(const LargeCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const LargeCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 std::string large_name(const ::testing::TestParamInfo<LargeCase>& info) {
   std::string s = info.param.name;
@@ -197,8 +200,8 @@ TEST_P(GpuZoo, MatchesCpu) {
     for (size_t i = 0; i < want.size(); ++i) {
       EXPECT_EQ(compare_tensors(out.outputs[i], want[i], {tol, tol}), "")
           << precision << " output " << i;
-      std::cout << "observed: " << z.model << " " << z.layout << " " << precision << " output "
-                << i << ": " << error_summary(out.outputs[i], want[i], {tol, tol}) << "\n";
+      std::cout << "observed: " << z.model << " " << z.layout << " " << precision << " output " << i
+                << ": " << error_summary(out.outputs[i], want[i], {tol, tol}) << "\n";
     }
     EXPECT_EQ(out.report.precision, std::string(precision) == "highest" ? "fp32" : "tf32");
   }
@@ -405,8 +408,11 @@ TEST(GpuGraph, ReplaysMatchPerKernelLaunches) {
     SCOPED_TRACE(model);
     std::map<std::string, int64_t> params =
         std::string(model) == "bert"
-            ? std::map<std::string, int64_t>{{"layers", 2}, {"hidden", 128}, {"heads", 4},
-                                             {"seq", 32}, {"vocab", 1000}}
+            ? std::map<std::string, int64_t>{{"layers", 2},
+                                             {"hidden", 128},
+                                             {"heads", 4},
+                                             {"seq", 32},
+                                             {"vocab", 1000}}
             : std::map<std::string, int64_t>{{"image_size", 64}, {"classes", 10}};
     zoo::ModelOptions mo{"nchw", 5, params};
     zoo::Model m = zoo::make(model, mo);
@@ -478,7 +484,8 @@ std::vector<float> train_losses(const std::string& device, const std::string& pr
 TEST(GpuTrain, TrainStepFollowsCpu) {
   REQUIRE_GPU();
   std::vector<float> cpu = train_losses("cpu", "default");
-  for (auto [precision, rtol] : {std::pair<const char*, double>{"highest", 1e-4}, {"default", 2e-2}}) {
+  for (auto [precision, rtol] :
+       {std::pair<const char*, double>{"highest", 1e-4}, {"default", 2e-2}}) {
     std::vector<float> gpu = train_losses("cuda:0", precision);
     ASSERT_EQ(gpu.size(), cpu.size());
     for (size_t i = 0; i < cpu.size(); ++i)

@@ -211,7 +211,8 @@ TEST(CudaOptions, BackendOptions) {
     parse_options(o);
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown option 'num_ipus' (known: graph, timing, workspace_mb)"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "unknown option 'num_ipus' (known: graph, timing, workspace_mb)"),
               std::string::npos)
         << e.what();
   }
@@ -522,7 +523,8 @@ TEST(CudaSupport, SaysWhyAnOpStaysOnCpu) {
   g.add_node(ir::OpType::Relu, "relu", {x});
   ir::ValueId d = g.add_input("d", ir::DType::f64, ir::Shape({2, 3}));
   g.add_node(ir::OpType::Cast, "to_double", {x}, {{"to", std::string("f64")}});
-  g.add_node(ir::OpType::CumSum, "double_cumsum", {d, g.add_constant("axis", ir::HostTensor(ir::DType::i64, ir::Shape()))});
+  g.add_node(ir::OpType::CumSum, "double_cumsum",
+             {d, g.add_constant("axis", ir::HostTensor(ir::DType::i64, ir::Shape()))});
   ir::infer_shapes(g);
   EXPECT_EQ(unsupported_reason(g, g.node(5)), "Cast on f64");
   EXPECT_EQ(unsupported_reason(g, g.node(6)), "CumSum on f64");

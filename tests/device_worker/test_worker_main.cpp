@@ -18,9 +18,12 @@ class EchoHost final : public DeviceHost {
   std::vector<uint8_t> handle(const std::vector<uint8_t>& request) override {
     if (request.empty()) throw InvalidArgument("echo: empty request");
     switch (request[0]) {
-      case 'e': return std::vector<uint8_t>(request.begin() + 1, request.end());
-      case 'x': throw CompileError("tile 7 needs 700 bytes, has 600", ErrorKind::out_of_memory);
-      case 'c': std::abort();
+      case 'e':
+        return std::vector<uint8_t>(request.begin() + 1, request.end());
+      case 'x':
+        throw CompileError("tile 7 needs 700 bytes, has 600", ErrorKind::out_of_memory);
+      case 'c':
+        std::abort();
       case 'r': {
         RecordingSink rec;
         auto d = rec.add_device({"echo", "p", 1000, sim::TimeUnit::cycles, "{}"});
@@ -33,7 +36,8 @@ class EchoHost final : public DeviceHost {
         rec.serialize(w);
         return std::move(w.data());
       }
-      default: throw InvalidArgument("echo: unknown command");
+      default:
+        throw InvalidArgument("echo: unknown command");
     }
   }
 
@@ -54,4 +58,6 @@ const std::vector<DeviceHostEntry>& device_hosts() {
 
 }  // namespace mimic::backends
 
-int main(int argc, char** argv) { return mimic::backends::device_worker_main(argc, argv); }
+int main(int argc, char** argv) {
+  return mimic::backends::device_worker_main(argc, argv);
+}

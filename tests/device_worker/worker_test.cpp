@@ -17,7 +17,9 @@ class WorkerTest : public ::testing::Test {
   void SetUp() override { setenv("MIMIC_DEVICE_WORKER", TEST_WORKER_PATH, 1); }
 };
 
-std::vector<uint8_t> bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+std::vector<uint8_t> bytes(const std::string& s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
 
 TEST_F(WorkerTest, EchoesLargeMessages) {
   auto w = WorkerProcess::start("echo", bytes("cfg"));
@@ -67,10 +69,17 @@ TEST_F(WorkerTest, MissingExecutableIsUnavailable) {
 
 class CountingSink final : public sim::EventSink {
  public:
-  sim::DeviceId add_device(const sim::DeviceDesc& d) override { clock = d.clock_hz; return 40; }
-  sim::TrackId add_track(sim::DeviceId d, const std::string&, const std::string&) override { device = d; return 7; }
+  sim::DeviceId add_device(const sim::DeviceDesc& d) override {
+    clock = d.clock_hz;
+    return 40;
+  }
+  sim::TrackId add_track(sim::DeviceId d, const std::string&, const std::string&) override {
+    device = d;
+    return 7;
+  }
   sim::OpId add_op(const sim::OpDesc&) override { return 99; }
-  void event(sim::TrackId t, sim::OpId op, std::string_view name, uint64_t ts, uint64_t dur) override {
+  void event(sim::TrackId t, sim::OpId op, std::string_view name, uint64_t ts,
+             uint64_t dur) override {
     events++;
     last = {t, op, std::string(name), ts, dur};
   }

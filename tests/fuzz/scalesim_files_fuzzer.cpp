@@ -3,8 +3,8 @@
 // compatibility model on a small array, up to a budget per file (a depthwise 'DP' layer of C
 // channels parses into C layers: 62,487 small ones take 3 s under ASan, legitimately). Every input
 // must end in results or a mimic::Error.
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 

@@ -26,12 +26,14 @@ void expect_finite(const ir::HostTensor& t) {
 }
 
 TEST(Zoo, ListsTheModels) {
-  EXPECT_EQ(zoo::names(), (std::vector<std::string>{"bert", "mlp", "mobilenet_v2", "resnet18", "resnet50"}));
+  EXPECT_EQ(zoo::names(),
+            (std::vector<std::string>{"bert", "mlp", "mobilenet_v2", "resnet18", "resnet50"}));
 }
 
 TEST(Zoo, MlpAnyBatch) {
   for (int64_t batch : {1, 3, 16}) {
-    RunOutput out = run_zoo("mlp", {"nchw", 1, {{"layers", 2}, {"hidden", 32}, {"in_features", 20}}}, batch);
+    RunOutput out =
+        run_zoo("mlp", {"nchw", 1, {{"layers", 2}, {"hidden", 32}, {"in_features", 20}}}, batch);
     EXPECT_EQ(out.outputs[0].shape(), ir::Shape({batch, 10}));
     expect_finite(out.outputs[0]);
   }
@@ -48,7 +50,8 @@ TEST(Zoo, CnnsMatchAcrossLayouts) {
     CompileOptions co;
     co.batch = 2;
     Executable exe = compile(g, "cpu", co);
-    ir::HostTensor img = random_inputs(compile(zoo::build(name, {"nchw", 3, o.params}), "cpu", co).graph(), 7)[0];
+    ir::HostTensor img =
+        random_inputs(compile(zoo::build(name, {"nchw", 3, o.params}), "cpu", co).graph(), 7)[0];
     ir::HostTensor nhwc(ir::DType::f32, ir::Shape({2, 32, 32, 3}));
     for (int n = 0; n < 2; ++n)
       for (int c = 0; c < 3; ++c)
@@ -65,7 +68,8 @@ TEST(Zoo, CnnsMatchAcrossLayouts) {
 }
 
 TEST(Zoo, BertEncoder) {
-  zoo::ModelOptions o{"nchw", 0, {{"layers", 2}, {"hidden", 64}, {"heads", 4}, {"seq", 16}, {"vocab", 100}}};
+  zoo::ModelOptions o{
+      "nchw", 0, {{"layers", 2}, {"hidden", 64}, {"heads", 4}, {"seq", 16}, {"vocab", 100}}};
   RunOutput out = run_zoo("bert", o, 3);
   EXPECT_EQ(out.outputs[0].shape(), ir::Shape({3, 16, 64}));
   expect_finite(out.outputs[0]);
@@ -81,8 +85,10 @@ TEST(Zoo, BadParametersAreClearErrors) {
     zoo::build("mlp", {"nchw", 0, {{"depth", 2}}});
     FAIL();
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("model 'mlp' has no parameter 'depth' (it takes classes=10 hidden=1024"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "model 'mlp' has no parameter 'depth' (it takes classes=10 hidden=1024"),
+              std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(zoo::build("bert", {"nchw", 0, {{"heads", 5}}}), InvalidArgument);
   EXPECT_THROW(zoo::build("resnet18", {"nwhc", 0, {}}), InvalidArgument);

@@ -103,8 +103,8 @@ TEST_F(CliOnnx, ShapeInputsTakeTheirInputValues) {
   write_npy(dir_ + "/x.npy", f32({2, 3}, {1, 2, 3, 4, 5, 6}));
   int64_t shape[] = {3, 2};
   write_npy(dir_ + "/shape.npy", ir::HostTensor::from(ir::Shape({2}), shape));
-  r = mimic("run --onnx " + model + " --input x=" + dir_ + "/x.npy --input shape=" + dir_ + "/shape.npy --output-dir " +
-            dir_ + "/out");
+  r = mimic("run --onnx " + model + " --input x=" + dir_ + "/x.npy --input shape=" + dir_ +
+            "/shape.npy --output-dir " + dir_ + "/out");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(read_npy(dir_ + "/out/y.npy").shape(), ir::Shape({3, 2}));
 }

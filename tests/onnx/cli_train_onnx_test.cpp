@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "frontend/api/npz.h"
 #include "frontend/api/npy.h"
+#include "frontend/api/npz.h"
 #include "tests/onnx/test_util.h"
 
 namespace mimic::testing {
@@ -110,8 +110,7 @@ TEST_F(CliTrainOnnx, DataThatDoesNotFitIsAOneLineError) {
   write_npy(dir_ + "/y_f32.npy", f32({kSamples}, std::vector<float>(kSamples, 0.f)));
   write_npy(dir_ + "/y_short.npy", ir::HostTensor::from(ir::Shape({5}), y_.data()));
   std::vector<int64_t> bad_labels(kSamples, 7);
-  write_npy(dir_ + "/y_range.npy",
-                 ir::HostTensor::from(ir::Shape({kSamples}), bad_labels.data()));
+  write_npy(dir_ + "/y_range.npy", ir::HostTensor::from(ir::Shape({kSamples}), bad_labels.data()));
   struct Bad {
     std::string data, extra, message;
   };

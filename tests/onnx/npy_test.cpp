@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "frontend/api/random.h"
 #include "frontend/api/npy.h"
+#include "frontend/api/random.h"
 #include "frontend/ir/error.h"
 #include "models/common/numeric_formats.h"
 #include "tests/onnx/test_util.h"

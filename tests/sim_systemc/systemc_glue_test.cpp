@@ -36,7 +36,8 @@ struct Design {
   Design() {
     // 1 byte per ns, 10-cycle latency, 64-byte granule, 1 MB.
     MemoryTargetSpec spec{1'000'000, 1'000'000'000, 10, 64, false};
-    for (int i = 0; i < 6; ++i) pairs.push_back(std::make_unique<Pair>(("pair" + std::to_string(i)).c_str(), clock, spec));
+    for (int i = 0; i < 6; ++i)
+      pairs.push_back(std::make_unique<Pair>(("pair" + std::to_string(i)).c_str(), clock, spec));
     start_if_needed();
   }
 };
@@ -46,7 +47,9 @@ Design& design() {
   return *d;
 }
 
-uint64_t ns(const sc_time& t) { return to_ps(t) / 1000; }
+uint64_t ns(const sc_time& t) {
+  return to_ps(t) / 1000;
+}
 
 TEST(ClockDomain, ConvertsCyclesExactly) {
   ClockDomain& c = design().clock;
@@ -64,7 +67,8 @@ TEST(MemoryTarget, BandwidthLatencyAndContention) {
   // 1000 bytes at 1 B/ns = 1000 ns (granules: 16 x 64 = 1024 ns), + 10 ns latency.
   EXPECT_EQ(ns(p.first.transport(tlm::TLM_READ_COMMAND, 0, 1024, sc_core::SC_ZERO_TIME)), 1034u);
   // Issued at the same time by the other initiator: queues behind the first on the pipe.
-  EXPECT_EQ(ns(p.second.transport(tlm::TLM_WRITE_COMMAND, 4096, 1024, sc_core::SC_ZERO_TIME)), 2058u);
+  EXPECT_EQ(ns(p.second.transport(tlm::TLM_WRITE_COMMAND, 4096, 1024, sc_core::SC_ZERO_TIME)),
+            2058u);
   EXPECT_EQ(p.memory->counters().bytes_read, 1024u);
   EXPECT_EQ(p.memory->counters().bytes_written, 1024u);
   EXPECT_EQ(p.memory->counters().transactions, 2u);
@@ -76,7 +80,9 @@ TEST(MemoryTarget, AccessGranuleAndStridedRuns) {
   // 640 bytes in 10 runs of 64: 640 ns; in 20 runs of 32 (each rounded to 64): 1280 ns.
   Pair& q = *design().pairs[2];
   EXPECT_EQ(ns(q.first.transport(tlm::TLM_READ_COMMAND, 0, 640, sc_core::SC_ZERO_TIME, 10)), 650u);
-  EXPECT_EQ(ns(q.first.transport(tlm::TLM_READ_COMMAND, 0, 640, from_ps(1'000'000'000), 20)) - 1'000'000, 1290u);
+  EXPECT_EQ(
+      ns(q.first.transport(tlm::TLM_READ_COMMAND, 0, 640, from_ps(1'000'000'000), 20)) - 1'000'000,
+      1290u);
 }
 
 TEST(MemoryTarget, LaterIssuedEarlierArrivingTransfersUseTheGap) {
@@ -90,13 +96,16 @@ TEST(MemoryTarget, LaterIssuedEarlierArrivingTransfersUseTheGap) {
   EXPECT_EQ(ns(p.second.transport(tlm::TLM_READ_COMMAND, 0, 4096, from_ps(2'000'000))), 7130u);
   // A small one arriving at 0 fits the gap still free between 1024 and 2000 ns; a large one
   // waits for the pipe to be free after 7120 ns.
-  EXPECT_EQ(ns(p.first.transport(tlm::TLM_READ_COMMAND, 0, 64, sc_core::SC_ZERO_TIME)), 1024u + 64 + 10);
-  EXPECT_EQ(ns(p.first.transport(tlm::TLM_READ_COMMAND, 0, 1024, from_ps(2'000'000))), 7120u + 1024 + 10);
+  EXPECT_EQ(ns(p.first.transport(tlm::TLM_READ_COMMAND, 0, 64, sc_core::SC_ZERO_TIME)),
+            1024u + 64 + 10);
+  EXPECT_EQ(ns(p.first.transport(tlm::TLM_READ_COMMAND, 0, 1024, from_ps(2'000'000))),
+            7120u + 1024 + 10);
 }
 
 TEST(MemoryTarget, AddressOutsideCapacityIsAnError) {
   Pair& p = *design().pairs[4];
-  EXPECT_THROW(p.first.transport(tlm::TLM_READ_COMMAND, 999'000, 2048, sc_core::SC_ZERO_TIME), std::runtime_error);
+  EXPECT_THROW(p.first.transport(tlm::TLM_READ_COMMAND, 999'000, 2048, sc_core::SC_ZERO_TIME),
+               std::runtime_error);
   EXPECT_EQ(p.memory->counters().transactions, 0u);
 }
 

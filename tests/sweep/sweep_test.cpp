@@ -2,18 +2,18 @@
 // budget, points that do not fit recorded with their reason, and kill -9 then --resume.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <spawn.h>
 #include <sstream>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 
 #include "frontend/cli/process_pool.h"
 #include "frontend/cli/sweep_analysis.h"
@@ -58,15 +58,19 @@ int count(const std::string& text, const std::string& what) {
   return n;
 }
 
-const char* kMlp = "--model mlp --model-arg layers=3 --model-arg hidden=512 --model-arg in_features=512";
+const char* kMlp =
+    "--model mlp --model-arg layers=3 --model-arg hidden=512 --model-arg in_features=512";
 
 TEST(Sweep, SmallGridRowsReportAndRecommendation) {
-  std::string json = temp("sweep.json"), html = temp("sweep.html"), csv = temp("sweep.csv"), db = temp("sweep.db");
+  std::string json = temp("sweep.json"), html = temp("sweep.html"), csv = temp("sweep.csv"),
+              db = temp("sweep.db");
   std::string out;
-  int status = run(std::string("sweep ") + kMlp +
-                       " --device tpu-emu:v1,tpu-emu:v4 --batch 8,...,64 --layout nchw,nhwc --timing-only -j 2"
-                       " --latency-budget 15us --json " + json + " --csv " + csv + " --trace " + db + " -o " + html,
-                   &out);
+  int status = run(
+      std::string("sweep ") + kMlp +
+          " --device tpu-emu:v1,tpu-emu:v4 --batch 8,...,64 --layout nchw,nhwc --timing-only -j 2"
+          " --latency-budget 15us --json " +
+          json + " --csv " + csv + " --trace " + db + " -o " + html,
+      &out);
   ASSERT_EQ(status, 0) << out;
   auto j = nlohmann::json::parse(read_file(json));
   ASSERT_EQ(j["points"].size(), 16u);  // 4 batches x 2 layouts x 2 devices
@@ -79,8 +83,10 @@ TEST(Sweep, SmallGridRowsReportAndRecommendation) {
     double best = rec["point"]["throughput"];
     EXPECT_LE(rec["point"]["latency_s"].get<double>(), 15e-6);
     for (const auto& p : j["points"]) {
-      std::string config = p["device"].get<std::string>() + " " + p["layout"].get<std::string>() + " default";
-      if (config == rec["config"] && p["latency_s"].get<double>() <= 15e-6) EXPECT_LE(p["throughput"].get<double>(), best);
+      std::string config =
+          p["device"].get<std::string>() + " " + p["layout"].get<std::string>() + " default";
+      if (config == rec["config"] && p["latency_s"].get<double>() <= 15e-6)
+        EXPECT_LE(p["throughput"].get<double>(), best);
     }
   }
   std::string report = read_file(html);
@@ -94,15 +100,19 @@ TEST(Sweep, SmallGridRowsReportAndRecommendation) {
   EXPECT_EQ(store.points(j["sweep_id"]).size(), 16u);
   mimic::traces::TraceReader reader(db);
   int tagged = 0;
-  for (const auto& r : reader.runs()) tagged += r.tag.rfind("sweep=" + j["sweep_id"].get<std::string>(), 0) == 0;
+  for (const auto& r : reader.runs())
+    tagged += r.tag.rfind("sweep=" + j["sweep_id"].get<std::string>(), 0) == 0;
   EXPECT_EQ(tagged, 16);
 }
 
 TEST(Sweep, PointThatDoesNotFitIsAResultWithItsReason) {
   std::string json = temp("nofit.json");
   std::string out;
-  int status = run("sweep --model mlp --model-arg layers=2 --model-arg hidden=1024 --model-arg in_features=1024"
-                   " --device ipu-emu:gc200 --set tiles=64 --batch 1,4096 --timing-only --json " + json, &out);
+  int status = run(
+      "sweep --model mlp --model-arg layers=2 --model-arg hidden=1024 --model-arg in_features=1024"
+      " --device ipu-emu:gc200 --set tiles=64 --batch 1,4096 --timing-only --json " +
+          json,
+      &out);
   ASSERT_EQ(status, 0) << out;
   auto j = nlohmann::json::parse(read_file(json));
   ASSERT_EQ(j["points"].size(), 2u);
@@ -110,13 +120,16 @@ TEST(Sweep, PointThatDoesNotFitIsAResultWithItsReason) {
   for (const auto& p : j["points"]) by_batch[p["batch"]] = p;
   EXPECT_EQ(by_batch[1]["status"], "ok") << by_batch[1].dump();
   EXPECT_EQ(by_batch[4096]["status"], "does not fit");
-  EXPECT_NE(by_batch[4096]["reason"].get<std::string>().find("Out of memory on tile"), std::string::npos);
+  EXPECT_NE(by_batch[4096]["reason"].get<std::string>().find("Out of memory on tile"),
+            std::string::npos);
   EXPECT_NE(out.find("no: Out of memory on tile"), std::string::npos) << out;
 }
 
 TEST(Sweep, KilledSweepResumesWithoutDuplicates) {
   std::string db = temp("resume.db");
-  std::string args = std::string("sweep ") + kMlp + " --device tpu-emu:v4,tpu-emu:v5e --batch 1,2,...,64 --timing-only -j 1 --trace " + db;
+  std::string args =
+      std::string("sweep ") + kMlp +
+      " --device tpu-emu:v4,tpu-emu:v5e --batch 1,2,...,64 --timing-only -j 1 --trace " + db;
   std::vector<std::string> argv_s{MIMIC_BIN};
   std::istringstream ss(args);
   for (std::string w; ss >> w;) argv_s.push_back(w);
@@ -166,7 +179,8 @@ TEST(Sweep, TrainPointsReportStepTimePhasesAndTheBestChoice) {
   std::string out;
   int status = run(std::string("sweep --train ") + kMlp +
                        " --device tpu-emu:v4 --batch 4,16 --recompute none,full --optimizer adam"
-                       " --timing-only -j 2 --json " + json + " -o " + html,
+                       " --timing-only -j 2 --json " +
+                       json + " -o " + html,
                    &out);
   ASSERT_EQ(status, 0) << out;
   auto j = nlohmann::json::parse(read_file(json));
@@ -236,9 +250,11 @@ namespace {
 // A point whose process crashes is a result with the signal as its reason, and the other points of
 // the pool still finish.
 TEST(Sweep, CrashingPointIsReportedAndTheOthersFinish) {
-  std::vector<std::vector<std::string>> args{{"-c", "kill -SEGV $$"}, {"-c", "exit 0"}, {"-c", "exit 4"}};
+  std::vector<std::vector<std::string>> args{
+      {"-c", "kill -SEGV $$"}, {"-c", "exit 0"}, {"-c", "exit 4"}};
   std::map<size_t, mimic::cli::ProcessResult> done;
-  mimic::cli::run_processes("/bin/sh", args, 2, [&](size_t i, const mimic::cli::ProcessResult& r) { done[i] = r; });
+  mimic::cli::run_processes("/bin/sh", args, 2,
+                            [&](size_t i, const mimic::cli::ProcessResult& r) { done[i] = r; });
   ASSERT_EQ(done.size(), 3u);
   mimic::cli::sweep::Point p;
   p.device = "tpu-emu:v4";

@@ -131,8 +131,9 @@ TEST(TpuCompile, PaddingToTheArrayIsLostUtilization) {
 }
 
 // NCHW keeps W (14) as the minor dimension: tiles padded to 128 lanes move ~9x the bytes and need
-// a relayout to feed the matrix units; NHWC keeps channels minor. layout=as_given prices the graph's
-// own layout (by default layout assignment would run both channels-last: layout_assignment_test).
+// a relayout to feed the matrix units; NHWC keeps channels minor. layout=as_given prices the
+// graph's own layout (by default layout assignment would run both channels-last:
+// layout_assignment_test).
 TEST(TpuCompile, NchwCostsMoreThanNhwc) {
   auto o = options({}, "default", true);
   o.options["layout"] = "as_given";

@@ -33,7 +33,7 @@ double value(const ir::HostTensor& t, int64_t i) {
 
 // Runs `g` on the chip and on cpu; checks no fallback and outputs within `tol` (0: exact).
 void expect_on_chip(const ir::Graph& g, double tol, std::vector<ir::HostTensor> inputs = {},
-                         const std::string& precision = "highest") {
+                    const std::string& precision = "highest") {
   Executable tpu = compile(g, Device("tpu-emu:v4"), tpu_test::options({}, precision));
   Executable cpu = compile(g, Device("cpu"));
   EXPECT_TRUE(tpu.compile_report().fallback_nodes.empty())
@@ -73,8 +73,10 @@ TEST(TpuCoverage, GemmVariantsRunOnTheMatrixUnits) {
     auto a = f32_input(g, "a", k.ta ? Shape({6, 5}) : Shape({5, 6}));
     auto b = f32_input(g, "b", k.tb ? Shape({7, 6}) : Shape({6, 7}));
     auto c = f32_input(g, "c", k.c);
-    ir::Attributes at{{"transA", int64_t{k.ta}}, {"transB", int64_t{k.tb}},
-                      {"alpha", double{k.alpha}}, {"beta", double{k.beta}}};
+    ir::Attributes at{{"transA", int64_t{k.ta}},
+                      {"transB", int64_t{k.tb}},
+                      {"alpha", double{k.alpha}},
+                      {"beta", double{k.beta}}};
     g.add_output(g.add_node(OpType::Gemm, "gemm", {a, b, c}, at)[0]);
     expect_on_chip(g, 1e-5);
   }
@@ -144,8 +146,8 @@ TEST(TpuCoverage, CastsBetweenChipDtypes) {
   auto mask = g.add_node(OpType::Cast, "to_bool", {x}, {{"to", std::string("bool")}})[0];
   g.add_output(g.add_node(OpType::Cast, "to_i64", {mask}, {{"to", std::string("i64")}})[0]);
   ir::HostTensor in(DType::f32, Shape({2, 9}));
-  const float v[18] = {0, -0.0f, 1.5f, -1.5f, 2.7f, -2.7f, 1e6f, -3e7f, 0.4f,
-                       1.00390625f, 3.0f, -7.9f, 100.5f, 0.001f, -0.999f, 65535.9f, 8, -8};
+  const float v[18] = {0,           -0.0f, 1.5f,  -1.5f,  2.7f,   -2.7f,   1e6f,     -3e7f, 0.4f,
+                       1.00390625f, 3.0f,  -7.9f, 100.5f, 0.001f, -0.999f, 65535.9f, 8,     -8};
   std::copy(v, v + 18, in.data<float>());
   expect_on_chip(g, 0, {in});
 }
@@ -154,9 +156,9 @@ TEST(TpuCoverage, ArgMaxArgMinWithLastIndex) {
   ir::Graph g("arg");
   auto x = f32_input(g, "x", Shape({3, 5, 4}));
   g.add_output(g.add_node(OpType::ArgMax, "amax", {x}, {{"axis", int64_t{1}}})[0]);
-  g.add_output(g.add_node(OpType::ArgMin, "amin", {x},
-                          {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}},
-                           {"select_last_index", int64_t{1}}})[0]);
+  g.add_output(g.add_node(
+      OpType::ArgMin, "amin", {x},
+      {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{1}}})[0]);
   ir::HostTensor in = tpu_test::random_tensor(Shape({3, 5, 4}), 9);
   for (int64_t i = 0; i < in.numel(); i += 3) in.data<float>()[i] = std::round(in.data<float>()[i]);
   expect_on_chip(g, 0, {in});
@@ -191,8 +193,10 @@ TEST(TpuCoverage, OneDimensionalConvolutionsAndPoolsRunAsTwoDimensionalOnes) {
   auto w = g.add_constant("w", tpu_test::random_tensor(Shape({6, 2, 3}), 5, 0.5f));
   auto b = g.add_constant("b", tpu_test::random_tensor(Shape({6}), 6));
   auto y = g.add_node(OpType::Conv, "conv", {x, w, b},
-                      {{"group", int64_t{2}}, {"pads", std::vector<int64_t>{1, 2}},
-                       {"strides", std::vector<int64_t>{2}}, {"dilations", std::vector<int64_t>{2}}})[0];
+                      {{"group", int64_t{2}},
+                       {"pads", std::vector<int64_t>{1, 2}},
+                       {"strides", std::vector<int64_t>{2}},
+                       {"dilations", std::vector<int64_t>{2}}})[0];
   g.add_output(y);
   g.add_output(g.add_node(OpType::MaxPool, "maxpool", {x},
                           {{"kernel_shape", std::vector<int64_t>{3}},
@@ -206,9 +210,9 @@ TEST(TpuCoverage, OneDimensionalConvolutionsAndPoolsRunAsTwoDimensionalOnes) {
   // A long sequence tiles by output positions (one row per position, not one per sequence).
   ir::Graph big("maxpool1d_long");
   auto s = f32_input(big, "x", Shape({1, 16, 200000}));
-  big.add_output(big.add_node(OpType::MaxPool, "pool", {s},
-                              {{"kernel_shape", std::vector<int64_t>{3}},
-                               {"strides", std::vector<int64_t>{2}}})[0]);
+  big.add_output(big.add_node(
+      OpType::MaxPool, "pool", {s},
+      {{"kernel_shape", std::vector<int64_t>{3}}, {"strides", std::vector<int64_t>{2}}})[0]);
   expect_on_chip(big, 0);
 }
 

@@ -89,8 +89,8 @@ TEST_F(FullDisk, CheckpointFailsWithOneLineAndThePreviousOneStaysLoadable) {
   for (size_t i = 0; i < after.size(); ++i) {
     EXPECT_EQ(after[i].first, before[i].first);
     EXPECT_EQ(after[i].second.nbytes(), before[i].second.nbytes()) << after[i].first;
-    EXPECT_EQ(
-        std::memcmp(after[i].second.raw(), before[i].second.raw(), after[i].second.nbytes()), 0);
+    EXPECT_EQ(std::memcmp(after[i].second.raw(), before[i].second.raw(), after[i].second.nbytes()),
+              0);
   }
   EXPECT_FALSE(fs::exists(ckpt + ".partial"));
 }

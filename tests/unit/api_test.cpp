@@ -53,11 +53,13 @@ TEST(EagerOps, TensorsOnDifferentDevicesAreRejected) {
   Tensor a = Tensor::from<float>({1}, ir::Shape({1}));
   Tensor b = Tensor::from<float>({1}, ir::Shape({1}), Device("tpu-emu:v4"));
   std::string msg = message_of([&] { add(a, b); });
-  EXPECT_NE(msg.find("inputs are on different devices (cpu and tpu-emu:v4)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("inputs are on different devices (cpu and tpu-emu:v4)"), std::string::npos)
+      << msg;
 }
 
 TEST(NnModules, SequentialForwardAndTrace) {
-  nn::Sequential model{std::make_shared<nn::Linear>(4, 8), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(8, 2)};
+  nn::Sequential model{std::make_shared<nn::Linear>(4, 8), std::make_shared<nn::ReLU>(),
+                       std::make_shared<nn::Linear>(8, 2)};
   model.set_name("mlp");
   EXPECT_EQ(model.parameter_count(), 4 * 8 + 8 + 8 * 2 + 2);
   Tensor x = Tensor::from<float>(std::vector<float>(12, 0.5f), ir::Shape({3, 4}));
@@ -77,7 +79,8 @@ TEST(Compile, ValidatesBatchAndInputs) {
   nn::Linear layer(4, 2);
   ir::Graph g = nn::trace_module(layer, "x", ir::DType::f32, ir::Shape({ir::kBatch, 4}), "linear");
   std::string msg = message_of([&] { compile(g, "cpu"); });
-  EXPECT_NE(msg.find("symbolic batch dimension: give a batch size > 0 (got 0)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("symbolic batch dimension: give a batch size > 0 (got 0)"), std::string::npos)
+      << msg;
   CompileOptions o;
   o.batch = 2;
   Executable exe = compile(g, "cpu", o);
@@ -86,7 +89,9 @@ TEST(Compile, ValidatesBatchAndInputs) {
   msg = message_of([&] { exe.run({ir::HostTensor(ir::DType::f32, ir::Shape({3, 4}))}); });
   EXPECT_NE(msg.find("input 0 'x' must be f32[2,4], got f32[3,4]"), std::string::npos) << msg;
   o.compile_only = true;
-  msg = message_of([&] { compile(g, "cpu", o).run({ir::HostTensor(ir::DType::f32, ir::Shape({2, 4}))}); });
+  msg = message_of([&] {
+    compile(g, "cpu", o).run({ir::HostTensor(ir::DType::f32, ir::Shape({2, 4}))});
+  });
   EXPECT_NE(msg.find("compile_only"), std::string::npos) << msg;
   EXPECT_THROW(compile(g, "cuda:0", o), DeviceUnavailableError);
 }
@@ -118,7 +123,7 @@ TEST(RunObservers, SeeEveryRunAndItsEvents) {
   EXPECT_THROW(exe.run({ir::HostTensor(ir::DType::f32, ir::Shape({2, 5}))}), InvalidArgument);
   pop_run_observer(&rec);
   exe.run({ir::HostTensor(ir::DType::f32, ir::Shape({2, 4}))});
-  EXPECT_EQ(rec.runs, 1);  // input validation happens before a run starts
+  EXPECT_EQ(rec.runs, 1);    // input validation happens before a run starts
   EXPECT_EQ(rec.events, 3);  // matmul, bias, relu
   EXPECT_EQ(rec.model, "tiny");
   EXPECT_TRUE(rec.last_ok);
@@ -129,8 +134,11 @@ class ReluOnlyBackend final : public backends::Backend {
  public:
   std::string name() const override { return "relu-only"; }
   std::vector<backends::DeviceInfo> enumerate() const override { return {probe("")}; }
-  backends::DeviceInfo probe(const std::string&) const override { return {"relu-only", "relu-only", true, "", "test"}; }
-  bool supports_op(const ir::Graph&, const ir::Node& n, const std::string&, const backends::CompileOptions&) const override {
+  backends::DeviceInfo probe(const std::string&) const override {
+    return {"relu-only", "relu-only", true, "", "test"};
+  }
+  bool supports_op(const ir::Graph&, const ir::Node& n, const std::string&,
+                   const backends::CompileOptions&) const override {
     return n.op == ir::OpType::Relu;
   }
   std::unique_ptr<backends::Executable> compile(const ir::Graph& g, const std::string&,
@@ -146,7 +154,8 @@ TEST(Placement, UnsupportedOpsFallBackToCpuOrFailWhenStrict) {
     return true;
   }();
   (void)registered;
-  nn::Sequential model{std::make_shared<nn::Linear>(4, 4), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(4, 2)};
+  nn::Sequential model{std::make_shared<nn::Linear>(4, 4), std::make_shared<nn::ReLU>(),
+                       std::make_shared<nn::Linear>(4, 2)};
   ir::Graph g = nn::trace_module(model, "x", ir::DType::f32, ir::Shape({2, 4}), "mixed");
   ir::HostTensor x(ir::DType::f32, ir::Shape({2, 4}));
   for (int i = 0; i < 8; ++i) x.data<float>()[i] = 0.25f * i - 1;
@@ -155,11 +164,14 @@ TEST(Placement, UnsupportedOpsFallBackToCpuOrFailWhenStrict) {
   ASSERT_EQ(on_device.report.ops.size(), 5u);
   EXPECT_EQ(on_device.report.fallback_count(), 4);
   EXPECT_FALSE(on_device.report.ops[2].fallback);  // the Relu ran on the device
-  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(on_device.outputs[0].data<float>()[i], on_cpu.outputs[0].data<float>()[i]);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_FLOAT_EQ(on_device.outputs[0].data<float>()[i], on_cpu.outputs[0].data<float>()[i]);
   CompileOptions strict;
   strict.strict = true;
   std::string msg = message_of([&] { compile(g, "relu-only", strict); });
-  EXPECT_NE(msg.find("4 op(s) cannot run on this device: MatMul '0.matmul', Add '0.bias'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("4 op(s) cannot run on this device: MatMul '0.matmul', Add '0.bias'"),
+            std::string::npos)
+      << msg;
 }
 
 }  // namespace

@@ -12,8 +12,9 @@ struct ConvCase {
 };
 
 // out[n,m,y,x] = b[m] + sum_{c in group, ky, kx} in[n,c,y*s-p+ky*d, x*s-p+kx*d] * w[m,c',ky,kx]
-std::vector<float> reference_conv2d(const ir::HostTensor& x, const ir::HostTensor& w, const ir::HostTensor& b,
-                                    const ConvCase& t, int64_t oh, int64_t ow) {
+std::vector<float> reference_conv2d(const ir::HostTensor& x, const ir::HostTensor& w,
+                                    const ir::HostTensor& b, const ConvCase& t, int64_t oh,
+                                    int64_t ow) {
   const float *xp = x.data<float>(), *wp = w.data<float>(), *bp = b.data<float>();
   int64_t cg = t.c / t.groups, mg = t.m / t.groups;
   std::vector<float> out(t.n * t.m * oh * ow);
@@ -26,9 +27,11 @@ std::vector<float> reference_conv2d(const ir::HostTensor& x, const ir::HostTenso
           for (int64_t cc = 0; cc < cg; ++cc)
             for (int64_t ky = 0; ky < t.k; ++ky)
               for (int64_t kx = 0; kx < t.k; ++kx) {
-                int64_t iy = y * t.stride - t.pad + ky * t.dilation, ix = xo * t.stride - t.pad + kx * t.dilation;
+                int64_t iy = y * t.stride - t.pad + ky * t.dilation,
+                        ix = xo * t.stride - t.pad + kx * t.dilation;
                 if (iy < 0 || iy >= t.h || ix < 0 || ix >= t.w) continue;
-                acc += xp[((n * t.c + g * cg + cc) * t.h + iy) * t.w + ix] * wp[((m * cg + cc) * t.k + ky) * t.k + kx];
+                acc += xp[((n * t.c + g * cg + cc) * t.h + iy) * t.w + ix] *
+                       wp[((m * cg + cc) * t.k + ky) * t.k + kx];
               }
           out[((n * t.m + m) * oh + y) * ow + xo] = static_cast<float>(acc);
         }
@@ -42,7 +45,8 @@ ir::HostTensor to_nhwc(const ir::HostTensor& t) {
     for (int64_t c = 0; c < s[1]; ++c)
       for (int64_t y = 0; y < s[2]; ++y)
         for (int64_t x = 0; x < s[3]; ++x)
-          out.data<float>()[((n * s[2] + y) * s[3] + x) * s[1] + c] = t.data<float>()[((n * s[1] + c) * s[2] + y) * s[3] + x];
+          out.data<float>()[((n * s[2] + y) * s[3] + x) * s[1] + c] =
+              t.data<float>()[((n * s[1] + c) * s[2] + y) * s[3] + x];
   return out;
 }
 
@@ -69,21 +73,23 @@ TEST_P(Conv2dTest, MatchesDirectLoopsInBothLayouts) {
   expect_near(got_nhwc, values(to_nhwc(want_t)), 1e-4f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dTest,
-                         ::testing::Values(ConvCase{2, 3, 9, 11, 4, 3, 1, 1, 1, 1},    // padded 3x3
-                                           ConvCase{1, 4, 10, 10, 6, 3, 2, 0, 1, 1},   // strided
-                                           ConvCase{2, 8, 7, 7, 8, 1, 1, 0, 1, 1},     // pointwise
-                                           ConvCase{1, 6, 12, 12, 9, 3, 1, 2, 2, 3},   // dilated, 3 groups
-                                           ConvCase{2, 8, 9, 9, 8, 3, 2, 1, 1, 8},     // depthwise strided
-                                           ConvCase{1, 4, 8, 8, 8, 3, 1, 1, 1, 4},     // depthwise x2 multiplier
-                                           ConvCase{1, 3, 15, 15, 5, 7, 2, 3, 1, 1})); // 7x7 stem
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Conv2dTest,
+    ::testing::Values(ConvCase{2, 3, 9, 11, 4, 3, 1, 1, 1, 1},     // padded 3x3
+                      ConvCase{1, 4, 10, 10, 6, 3, 2, 0, 1, 1},    // strided
+                      ConvCase{2, 8, 7, 7, 8, 1, 1, 0, 1, 1},      // pointwise
+                      ConvCase{1, 6, 12, 12, 9, 3, 1, 2, 2, 3},    // dilated, 3 groups
+                      ConvCase{2, 8, 9, 9, 8, 3, 2, 1, 1, 8},      // depthwise strided
+                      ConvCase{1, 4, 8, 8, 8, 3, 1, 1, 1, 4},      // depthwise x2 multiplier
+                      ConvCase{1, 3, 15, 15, 5, 7, 2, 3, 1, 1}));  // 7x7 stem
 
 TEST(Conv, SameUpperPaddingOddInput) {
   ir::HostTensor x = random_tensor(Shape({1, 2, 7, 7}), 4);
   ir::HostTensor w = random_tensor(Shape({3, 2, 3, 3}), 5);
   ir::HostTensor zero(ir::DType::f32, Shape({3}));
-  ir::HostTensor got = run1(ir::OpType::Conv, {{x}, {w, true}},
-                            {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2}}});
+  ir::HostTensor got =
+      run1(ir::OpType::Conv, {{x}, {w, true}},
+           {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2}}});
   ASSERT_EQ(got.shape(), Shape({1, 3, 4, 4}));
   // SAME_UPPER with total padding 2: one before, one after, like pad=1 explicitly.
   ConvCase t{1, 2, 7, 7, 3, 3, 2, 1, 1, 1};
@@ -91,18 +97,25 @@ TEST(Conv, SameUpperPaddingOddInput) {
 }
 
 TEST(Conv, OneAndThreeDimensionalMatchTwoDimensionalSlices) {
-  // A 1-D conv equals a 2-D conv with height 1; a 3-D conv with depth kernel 1 equals 2-D per slice.
+  // A 1-D conv equals a 2-D conv with height 1; a 3-D conv with depth kernel 1 equals 2-D per
+  // slice.
   ir::HostTensor x1 = random_tensor(Shape({2, 3, 10}), 6);
   ir::HostTensor w1 = random_tensor(Shape({4, 3, 3}), 7);
-  ir::HostTensor y1 = run1(ir::OpType::Conv, {{x1}, {w1, true}}, {{"pads", std::vector<int64_t>{1, 1}}});
-  ir::HostTensor y2 = run1(ir::OpType::Conv, {{x1.reshaped(Shape({2, 3, 1, 10}))}, {w1.reshaped(Shape({4, 3, 1, 3})), true}},
-                           {{"pads", std::vector<int64_t>{0, 1, 0, 1}}});
+  ir::HostTensor y1 =
+      run1(ir::OpType::Conv, {{x1}, {w1, true}}, {{"pads", std::vector<int64_t>{1, 1}}});
+  ir::HostTensor y2 =
+      run1(ir::OpType::Conv,
+           {{x1.reshaped(Shape({2, 3, 1, 10}))}, {w1.reshaped(Shape({4, 3, 1, 3})), true}},
+           {{"pads", std::vector<int64_t>{0, 1, 0, 1}}});
   expect_near(y1, values(y2));
   ir::HostTensor x3 = random_tensor(Shape({1, 2, 1, 6, 6}), 8);
   ir::HostTensor w3 = random_tensor(Shape({3, 2, 1, 3, 3}), 9);
-  ir::HostTensor z3 = run1(ir::OpType::Conv, {{x3}, {w3, true}}, {{"pads", std::vector<int64_t>{0, 1, 1, 0, 1, 1}}});
-  ir::HostTensor z2 = run1(ir::OpType::Conv, {{x3.reshaped(Shape({1, 2, 6, 6}))}, {w3.reshaped(Shape({3, 2, 3, 3})), true}},
-                           {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::HostTensor z3 = run1(ir::OpType::Conv, {{x3}, {w3, true}},
+                           {{"pads", std::vector<int64_t>{0, 1, 1, 0, 1, 1}}});
+  ir::HostTensor z2 =
+      run1(ir::OpType::Conv,
+           {{x3.reshaped(Shape({1, 2, 6, 6}))}, {w3.reshaped(Shape({3, 2, 3, 3})), true}},
+           {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
   expect_near(z3, values(z2));
 }
 
@@ -111,8 +124,10 @@ TEST(ConvTranspose, MatchesScatterReference) {
   ir::HostTensor x = random_tensor(Shape({n, c, h, w}), 10);
   ir::HostTensor wt = random_tensor(Shape({c, m / g, k, k}), 11);
   ir::HostTensor got = run1(ir::OpType::ConvTranspose, {{x}, {wt, true}},
-                            {{"strides", std::vector<int64_t>{s, s}}, {"pads", std::vector<int64_t>{p, p, p, p}},
-                             {"group", g}, {"output_padding", std::vector<int64_t>{1, 0}}});
+                            {{"strides", std::vector<int64_t>{s, s}},
+                             {"pads", std::vector<int64_t>{p, p, p, p}},
+                             {"group", g},
+                             {"output_padding", std::vector<int64_t>{1, 0}}});
   int64_t oh = s * (h - 1) + 1 + k - 2 * p, ow = s * (w - 1) + k - 2 * p;
   ASSERT_EQ(got.shape(), Shape({n, m, oh, ow}));
   std::vector<float> want(n * m * oh * ow, 0.0f);
@@ -126,15 +141,19 @@ TEST(ConvTranspose, MatchesScatterReference) {
               int64_t oy = y * s - p + ky, ox = xx * s - p + kx;
               if (oy < 0 || oy >= oh || ox < 0 || ox >= ow) continue;
               int64_t mo = (ci / cg) * mg + mm;
-              want[(mo * oh + oy) * ow + ox] += x.data<float>()[(ci * h + y) * w + xx] * wt.data<float>()[((ci * mg + mm) * k + ky) * k + kx];
+              want[(mo * oh + oy) * ow + ox] +=
+                  x.data<float>()[(ci * h + y) * w + xx] *
+                  wt.data<float>()[((ci * mg + mm) * k + ky) * k + kx];
             }
   expect_near(got, want);
 }
 
 TEST(Pool, MaxAndAverageWithPaddingCeilModeAndLayouts) {
   ir::HostTensor x = random_tensor(Shape({2, 3, 7, 8}), 12);
-  ir::Attributes attrs{{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
-                       {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"ceil_mode", int64_t{1}}};
+  ir::Attributes attrs{{"kernel_shape", std::vector<int64_t>{3, 3}},
+                       {"strides", std::vector<int64_t>{2, 2}},
+                       {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                       {"ceil_mode", int64_t{1}}};
   ir::HostTensor mx = run1(ir::OpType::MaxPool, {{x}}, attrs);
   ir::HostTensor avg = run1(ir::OpType::AveragePool, {{x}}, attrs);
   attrs.set("count_include_pad", int64_t{1});
@@ -169,7 +188,8 @@ TEST(Pool, MaxAndAverageWithPaddingCeilModeAndLayouts) {
 TEST(Pool, GlobalAverageBothLayouts) {
   ir::HostTensor x = random_tensor(Shape({2, 5, 3, 4}), 13);
   ir::HostTensor y = run1(ir::OpType::GlobalAveragePool, {{x}});
-  ir::HostTensor y2 = run1(ir::OpType::GlobalAveragePool, {{to_nhwc(x)}}, {{"layout", std::string("NHWC")}});
+  ir::HostTensor y2 =
+      run1(ir::OpType::GlobalAveragePool, {{to_nhwc(x)}}, {{"layout", std::string("NHWC")}});
   ASSERT_EQ(y.shape(), Shape({2, 5, 1, 1}));
   ASSERT_EQ(y2.shape(), Shape({2, 1, 1, 5}));
   for (int64_t i = 0; i < 10; ++i) {

@@ -1,5 +1,5 @@
-// Elementwise, linear algebra, normalization, reduction and data-movement kernels of the cpu backend
-// against direct loop references.
+// Elementwise, linear algebra, normalization, reduction and data-movement kernels of the cpu
+// backend against direct loop references.
 #include "frontend/ir/error.h"
 #include "models/common/numeric_formats.h"
 #include "tests/unit/cpu_test_util.h"
@@ -21,9 +21,14 @@ TEST(Elementwise, BinaryBroadcastingAllPatterns) {
       for (int64_t j = 0; j < 4; ++j)
         for (int64_t k = 0; k < 5; ++k) {
           float x = a.data<float>()[i * 5 + k], z = b.data<float>()[j];
-          float want = op == OpType::Add ? x + z : op == OpType::Sub ? x - z : op == OpType::Mul ? x * z
-                     : op == OpType::Div ? x / z : op == OpType::Max ? std::max(x, z) : std::min(x, z);
-          ASSERT_NEAR(y.data<float>()[(i * 4 + j) * 5 + k], want, 1e-5f * std::max(1.0f, std::fabs(want)));
+          float want = op == OpType::Add   ? x + z
+                       : op == OpType::Sub ? x - z
+                       : op == OpType::Mul ? x * z
+                       : op == OpType::Div ? x / z
+                       : op == OpType::Max ? std::max(x, z)
+                                           : std::min(x, z);
+          ASSERT_NEAR(y.data<float>()[(i * 4 + j) * 5 + k], want,
+                      1e-5f * std::max(1.0f, std::fabs(want)));
         }
   }
 }
@@ -47,13 +52,15 @@ TEST(Elementwise, ActivationsMatchFormulas) {
   In x{ir::HostTensor::from(Shape({6}), xv.data())};
   auto check = [&](OpType op, ir::Attributes attrs, auto f) {
     ir::HostTensor y = run1(op, {x}, attrs);
-    for (size_t i = 0; i < xv.size(); ++i) EXPECT_NEAR(y.data<float>()[i], f(xv[i]), 1e-5) << ir::op_name(op) << " " << xv[i];
+    for (size_t i = 0; i < xv.size(); ++i)
+      EXPECT_NEAR(y.data<float>()[i], f(xv[i]), 1e-5) << ir::op_name(op) << " " << xv[i];
   };
   check(OpType::Relu, {}, [](float v) { return std::max(v, 0.0f); });
   check(OpType::Sigmoid, {}, [](float v) { return 1 / (1 + std::exp(-v)); });
   check(OpType::Gelu, {}, [](float v) { return 0.5f * v * (1 + std::erf(v / std::sqrt(2.0f))); });
-  check(OpType::Gelu, {{"approximate", std::string("tanh")}},
-        [](float v) { return 0.5f * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715f * v * v * v))); });
+  check(OpType::Gelu, {{"approximate", std::string("tanh")}}, [](float v) {
+    return 0.5f * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715f * v * v * v)));
+  });
   check(OpType::LeakyRelu, {{"alpha", 0.1}}, [](float v) { return v < 0 ? 0.1f * v : v; });
   check(OpType::Elu, {}, [](float v) { return v < 0 ? std::exp(v) - 1 : v; });
   check(OpType::HardSwish, {}, [](float v) { return v * std::clamp(v / 6 + 0.5f, 0.0f, 1.0f); });
@@ -75,7 +82,8 @@ TEST(Elementwise, Float16AndBfloat16ComputeInF32AndRound) {
     ir::HostTensor y32 = run1(OpType::Cast, {{yh}}, {{"to", std::string("f32")}});
     for (int i = 0; i < 4; ++i) {
       float stored = t == DType::f16 ? numeric::round_to_f16(xv[i]) : numeric::round_to_bf16(xv[i]);
-      float want = t == DType::f16 ? numeric::round_to_f16(stored + stored) : numeric::round_to_bf16(stored + stored);
+      float want = t == DType::f16 ? numeric::round_to_f16(stored + stored)
+                                   : numeric::round_to_bf16(stored + stored);
       EXPECT_EQ(y32.data<float>()[i], want) << ir::dtype_name(t) << " " << xv[i];
     }
   }
@@ -88,7 +96,9 @@ TEST(Elementwise, WhereAndVariadicBroadcast) {
   ir::HostTensor a = random_tensor(Shape({2, 3}), 3), b = random_tensor(Shape({1}), 4);
   ir::HostTensor w = run1(OpType::Where, {{cond}, {a}, {b}});
   for (int r = 0; r < 2; ++r)
-    for (int c = 0; c < 3; ++c) EXPECT_EQ(w.data<float>()[r * 3 + c], cv[c] ? a.data<float>()[r * 3 + c] : b.data<float>()[0]);
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(w.data<float>()[r * 3 + c],
+                cv[c] ? a.data<float>()[r * 3 + c] : b.data<float>()[0]);
   ir::HostTensor s = run1(OpType::Sum, {{a}, {b}, {a}});
   ir::HostTensor m = run1(OpType::Mean, {{a}, {b}});
   for (int i = 0; i < 6; ++i) {
@@ -106,7 +116,8 @@ TEST(Linear, BatchedBroadcastMatMul) {
       for (int64_t r = 0; r < 3; ++r)
         for (int64_t c = 0; c < 5; ++c) {
           double acc = 0;
-          for (int64_t k = 0; k < 4; ++k) acc += a.data<float>()[(i * 3 + r) * 4 + k] * b.data<float>()[(j * 4 + k) * 5 + c];
+          for (int64_t k = 0; k < 4; ++k)
+            acc += a.data<float>()[(i * 3 + r) * 4 + k] * b.data<float>()[(j * 4 + k) * 5 + c];
           ASSERT_NEAR(y.data<float>()[((i * 3 + j) * 3 + r) * 5 + c], acc, 1e-4);
         }
 }
@@ -115,21 +126,25 @@ TEST(Linear, VectorOperandsAndInt8) {
   ir::HostTensor a = random_tensor(Shape({4}), 7), b = random_tensor(Shape({4, 3}), 8);
   ir::HostTensor y = run1(OpType::MatMul, {{a}, {b}});
   ASSERT_EQ(y.shape(), Shape({3}));
-  ir::HostTensor ai = random_tensor(Shape({3, 5}), 9, DType::i8), bi = random_tensor(Shape({5, 2}), 10, DType::i8);
+  ir::HostTensor ai = random_tensor(Shape({3, 5}), 9, DType::i8),
+                 bi = random_tensor(Shape({5, 2}), 10, DType::i8);
   ir::HostTensor yi = run1(OpType::MatMul, {{ai}, {bi}});
   ASSERT_EQ(yi.dtype(), DType::i32);
   for (int r = 0; r < 3; ++r)
     for (int c = 0; c < 2; ++c) {
       int32_t acc = 0;
-      for (int k = 0; k < 5; ++k) acc += ai.data<int8_t>()[r * 5 + k] * bi.data<int8_t>()[k * 2 + c];
+      for (int k = 0; k < 5; ++k)
+        acc += ai.data<int8_t>()[r * 5 + k] * bi.data<int8_t>()[k * 2 + c];
       EXPECT_EQ(yi.data<int32_t>()[r * 2 + c], acc);
     }
 }
 
 TEST(Linear, GemmTransposesAlphaBetaAndBias) {
-  ir::HostTensor a = random_tensor(Shape({4, 3}), 11), b = random_tensor(Shape({5, 4}), 12), c = random_tensor(Shape({5}), 13);
-  ir::HostTensor y = run1(OpType::Gemm, {{a}, {b}, {c}},
-                          {{"transA", int64_t{1}}, {"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}});
+  ir::HostTensor a = random_tensor(Shape({4, 3}), 11), b = random_tensor(Shape({5, 4}), 12),
+                 c = random_tensor(Shape({5}), 13);
+  ir::HostTensor y =
+      run1(OpType::Gemm, {{a}, {b}, {c}},
+           {{"transA", int64_t{1}}, {"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}});
   ASSERT_EQ(y.shape(), Shape({3, 5}));
   for (int m = 0; m < 3; ++m)
     for (int n = 0; n < 5; ++n) {
@@ -144,13 +159,15 @@ TEST(Normalization, BatchNormLayerNormSoftmax) {
   ir::HostTensor scale = random_tensor(Shape({3}), 15), bias = random_tensor(Shape({3}), 16);
   ir::HostTensor mean = random_tensor(Shape({3}), 17), var(DType::f32, Shape({3}));
   for (int i = 0; i < 3; ++i) var.data<float>()[i] = 0.5f + i;
-  ir::HostTensor bn = run1(OpType::BatchNormalization, {{x}, {scale}, {bias}, {mean}, {var}}, {{"epsilon", 1e-3}});
+  ir::HostTensor bn =
+      run1(OpType::BatchNormalization, {{x}, {scale}, {bias}, {mean}, {var}}, {{"epsilon", 1e-3}});
   for (int n = 0; n < 2; ++n)
     for (int c = 0; c < 3; ++c)
       for (int p = 0; p < 4; ++p) {
         int i = (n * 3 + c) * 4 + p;
-        float want = (x.data<float>()[i] - mean.data<float>()[c]) / std::sqrt(var.data<float>()[c] + 1e-3f) *
-                         scale.data<float>()[c] + bias.data<float>()[c];
+        float want = (x.data<float>()[i] - mean.data<float>()[c]) /
+                         std::sqrt(var.data<float>()[c] + 1e-3f) * scale.data<float>()[c] +
+                     bias.data<float>()[c];
         EXPECT_NEAR(bn.data<float>()[i], want, 1e-4);
       }
   ir::HostTensor g = random_tensor(Shape({4}), 18), be = random_tensor(Shape({4}), 19);
@@ -163,20 +180,24 @@ TEST(Normalization, BatchNormLayerNormSoftmax) {
     for (int k = 0; k < 4; ++k) sq += std::pow(x.data<float>()[r * 4 + k] - mu, 2);
     double inv = 1 / std::sqrt(sq / 4 + 1e-5);
     for (int k = 0; k < 4; ++k)
-      EXPECT_NEAR(ln.data<float>()[r * 4 + k], (x.data<float>()[r * 4 + k] - mu) * inv * g.data<float>()[k] + be.data<float>()[k], 1e-4);
+      EXPECT_NEAR(
+          ln.data<float>()[r * 4 + k],
+          (x.data<float>()[r * 4 + k] - mu) * inv * g.data<float>()[k] + be.data<float>()[k], 1e-4);
   }
   for (int n = 0; n < 2; ++n)
     for (int p = 0; p < 4; ++p) {
       double total = 0;
       for (int c = 0; c < 3; ++c) total += std::exp(x.data<float>()[(n * 3 + c) * 4 + p]);
       for (int c = 0; c < 3; ++c)
-        EXPECT_NEAR(sm.data<float>()[(n * 3 + c) * 4 + p], std::exp(x.data<float>()[(n * 3 + c) * 4 + p]) / total, 1e-5);
+        EXPECT_NEAR(sm.data<float>()[(n * 3 + c) * 4 + p],
+                    std::exp(x.data<float>()[(n * 3 + c) * 4 + p]) / total, 1e-5);
     }
 }
 
 TEST(Reduce, SumMeanMaxOverAxesWithAndWithoutKeepdims) {
   ir::HostTensor x = random_tensor(Shape({2, 3, 4}), 20);
-  ir::HostTensor s = run1(OpType::ReduceSum, {{x}, constant_ints({0, 2})}, {{"keepdims", int64_t{0}}});
+  ir::HostTensor s =
+      run1(OpType::ReduceSum, {{x}, constant_ints({0, 2})}, {{"keepdims", int64_t{0}}});
   ir::HostTensor m = run1(OpType::ReduceMean, {{x}, constant_ints({-1})});
   ir::HostTensor mx = run1(OpType::ReduceMax, {{x}});
   ASSERT_EQ(s.shape(), Shape({3}));
@@ -242,11 +263,15 @@ TEST(DataMovement, TransposeSliceConcatSplit) {
   ASSERT_EQ(t.shape(), Shape({4, 2, 3}));
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 3; ++b)
-      for (int c = 0; c < 4; ++c) EXPECT_EQ(t.data<float>()[(c * 2 + a) * 3 + b], x.data<float>()[(a * 3 + b) * 4 + c]);
-  ir::HostTensor s = run1(OpType::Slice, {{x}, constant_ints({2, 0}), constant_ints({-100, 3}), constant_ints({2, 1}),
+      for (int c = 0; c < 4; ++c)
+        EXPECT_EQ(t.data<float>()[(c * 2 + a) * 3 + b], x.data<float>()[(a * 3 + b) * 4 + c]);
+  ir::HostTensor s = run1(OpType::Slice, {{x},
+                                          constant_ints({2, 0}),
+                                          constant_ints({-100, 3}),
+                                          constant_ints({2, 1}),
                                           constant_ints({-1, 2})});
   ASSERT_EQ(s.shape(), Shape({2, 2, 3}));
-  EXPECT_EQ(s.data<float>()[0], x.data<float>()[2]);       // [0,0,2]
+  EXPECT_EQ(s.data<float>()[0], x.data<float>()[2]);          // [0,0,2]
   EXPECT_EQ(s.data<float>()[4], x.data<float>()[2 * 4 + 1]);  // [0,2,1]
   auto parts = run_op(OpType::Split, {{x}, constant_ints({1, 2})}, {{"axis", int64_t{1}}}, 2);
   ir::HostTensor back = run1(OpType::Concat, {{parts[0]}, {parts[1]}}, {{"axis", int64_t{1}}});
@@ -256,18 +281,22 @@ TEST(DataMovement, TransposeSliceConcatSplit) {
 TEST(DataMovement, GatherPadTileExpand) {
   ir::HostTensor x = random_tensor(Shape({3, 4}), 22);
   std::vector<int64_t> idx{2, -1, 0};
-  ir::HostTensor g = run1(OpType::Gather, {{x}, {ir::HostTensor::from(Shape({3}), idx.data())}}, {{"axis", int64_t{1}}});
+  ir::HostTensor g = run1(OpType::Gather, {{x}, {ir::HostTensor::from(Shape({3}), idx.data())}},
+                          {{"axis", int64_t{1}}});
   ASSERT_EQ(g.shape(), Shape({3, 3}));
   EXPECT_EQ(g.data<float>()[1], x.data<float>()[3]);
-  ir::HostTensor p = run1(OpType::Pad, {{x}, constant_ints({1, 2, 0, 1})}, {{"mode", std::string("reflect")}});
+  ir::HostTensor p =
+      run1(OpType::Pad, {{x}, constant_ints({1, 2, 0, 1})}, {{"mode", std::string("reflect")}});
   ASSERT_EQ(p.shape(), Shape({4, 7}));
   EXPECT_EQ(p.data<float>()[0], x.data<float>()[1 * 4 + 2]);  // reflect: row -1 -> 1, col -2 -> 2
-  ir::HostTensor e = run1(OpType::Pad, {{x}, constant_ints({1, 2, 0, 1})}, {{"mode", std::string("edge")}});
+  ir::HostTensor e =
+      run1(OpType::Pad, {{x}, constant_ints({1, 2, 0, 1})}, {{"mode", std::string("edge")}});
   EXPECT_EQ(e.data<float>()[0], x.data<float>()[0]);
   ir::HostTensor t = run1(OpType::Tile, {{x}, constant_ints({2, 3})});
   ASSERT_EQ(t.shape(), Shape({6, 12}));
   EXPECT_EQ(t.data<float>()[5 * 12 + 9], x.data<float>()[2 * 4 + 1]);
-  ir::HostTensor ex = run1(OpType::Expand, {{x.reshaped(Shape({3, 1, 4}))}, constant_ints({2, 3, 5, 4})});
+  ir::HostTensor ex =
+      run1(OpType::Expand, {{x.reshaped(Shape({3, 1, 4}))}, constant_ints({2, 3, 5, 4})});
   ASSERT_EQ(ex.shape(), Shape({2, 3, 5, 4}));
   EXPECT_EQ(ex.data<float>()[((1 * 3 + 2) * 5 + 4) * 4 + 3], x.data<float>()[2 * 4 + 3]);
 }
@@ -347,7 +376,9 @@ TEST(Errors, GatherIndexOutOfRangeNamesTheNode) {
     run1(OpType::Gather, {{x}, {ir::HostTensor::from(Shape({1}), idx.data())}});
     FAIL() << "expected an error";
   } catch (const RuntimeError& e) {
-    EXPECT_NE(std::string(e.what()).find("index 7 is out of range for axis 0 of size 3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("index 7 is out of range for axis 0 of size 3"),
+              std::string::npos)
+        << e.what();
   }
 }
 

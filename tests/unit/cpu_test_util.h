@@ -22,13 +22,14 @@ inline In constant_ints(std::vector<int64_t> v) {
   return {ir::HostTensor::from(ir::Shape({static_cast<int64_t>(v.size())}), v.data()), true};
 }
 
-inline ir::HostTensor random_tensor(ir::Shape shape, uint64_t seed, ir::DType dtype = ir::DType::f32) {
+inline ir::HostTensor random_tensor(ir::Shape shape, uint64_t seed,
+                                    ir::DType dtype = ir::DType::f32) {
   Random rng(seed);
   return rng.tensor(dtype, shape, 10);
 }
 
-inline std::vector<ir::HostTensor> run_op(ir::OpType op, const std::vector<In>& inputs, ir::Attributes attrs = {},
-                                          int num_outputs = 1) {
+inline std::vector<ir::HostTensor> run_op(ir::OpType op, const std::vector<In>& inputs,
+                                          ir::Attributes attrs = {}, int num_outputs = 1) {
   ir::Graph g;
   std::vector<ir::ValueId> ids;
   std::vector<ir::HostTensor> data;
@@ -49,11 +50,13 @@ inline std::vector<ir::HostTensor> run_op(ir::OpType op, const std::vector<In>& 
   return backends::cpu::run_node(g, g.node(0), data);
 }
 
-inline ir::HostTensor run1(ir::OpType op, const std::vector<In>& inputs, ir::Attributes attrs = {}) {
+inline ir::HostTensor run1(ir::OpType op, const std::vector<In>& inputs,
+                           ir::Attributes attrs = {}) {
   return run_op(op, inputs, std::move(attrs))[0];
 }
 
-inline void expect_near(const ir::HostTensor& got, const std::vector<float>& want, float tol = 1e-4f) {
+inline void expect_near(const ir::HostTensor& got, const std::vector<float>& want,
+                        float tol = 1e-4f) {
   ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
   const float* g = got.data<float>();
   for (size_t i = 0; i < want.size(); ++i)

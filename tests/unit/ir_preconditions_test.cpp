@@ -286,12 +286,14 @@ const std::vector<Case>& cases() {
        "indices' last dim is 3; it must be between 1 and data's rank 2"},
       {"scatter_nd_updates_shape", OpType::ScatterND,
        [](Graph& g, A&) {
-         return std::vector{f32(g, "x", {4, 2}), in(g, "i", DType::i64, {3, 1}), f32(g, "u", {3, 3})};
+         return std::vector{f32(g, "x", {4, 2}), in(g, "i", DType::i64, {3, 1}),
+                            f32(g, "u", {3, 3})};
        },
        "updates are [3,3], expected [3,2]"},
       {"scatter_nd_index_out_of_range", OpType::ScatterND,
        [](Graph& g, A&) {
-         return std::vector{f32(g, "x", {4, 2}), ints(g, "i", {1, -5}, {2, 1}), f32(g, "u", {2, 2})};
+         return std::vector{f32(g, "x", {4, 2}), ints(g, "i", {1, -5}, {2, 1}),
+                            f32(g, "u", {2, 2})};
        },
        "index -5 is out of range for axis 0 of size 4"},
       {"scatter_nd_reduction", OpType::ScatterND,

@@ -16,7 +16,9 @@ TEST(ShapeInference, ConvNchwWithPaddingStrideAndGroups) {
   auto x = g.add_input("x", DType::f32, Shape({kBatch, 32, 56, 56}));
   auto w = g.add_constant("w", HostTensor(DType::f32, Shape({64, 8, 3, 3})));
   auto y = g.add_node(OpType::Conv, "conv", {x, w},
-                      {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{4}}})[0];
+                      {{"strides", std::vector<int64_t>{2, 2}},
+                       {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                       {"group", int64_t{4}}})[0];
   g.add_output(y);
   infer_shapes(g);
   EXPECT_EQ(g.value(y).type.shape, Shape({kBatch, 64, 28, 28}));
@@ -29,8 +31,10 @@ TEST(ShapeInference, ConvNhwcSamePaddingDilation) {
   auto x = g.add_input("x", DType::f32, Shape({2, 17, 17, 3}));
   auto w = g.add_constant("w", HostTensor(DType::f32, Shape({5, 3, 3, 3})));
   auto y = g.add_node(OpType::Conv, "conv", {x, w},
-                      {{"auto_pad", std::string("SAME_UPPER")}, {"strides", std::vector<int64_t>{2, 2}},
-                       {"dilations", std::vector<int64_t>{2, 2}}, {"layout", std::string("NHWC")}})[0];
+                      {{"auto_pad", std::string("SAME_UPPER")},
+                       {"strides", std::vector<int64_t>{2, 2}},
+                       {"dilations", std::vector<int64_t>{2, 2}},
+                       {"layout", std::string("NHWC")}})[0];
   g.add_output(y);
   infer_shapes(g);
   EXPECT_EQ(g.value(y).type.shape, Shape({2, 9, 9, 5}));
@@ -42,7 +46,9 @@ TEST(ShapeInference, DepthwiseAndPoolCeilMode) {
   auto w = g.add_constant("w", HostTensor(DType::f32, Shape({8, 1, 3, 3})));
   auto c = g.add_node(OpType::Conv, "dw", {x, w}, {{"group", int64_t{8}}})[0];
   auto p = g.add_node(OpType::MaxPool, "pool", {c},
-                      {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}}, {"ceil_mode", int64_t{1}}})[0];
+                      {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                       {"strides", std::vector<int64_t>{2, 2}},
+                       {"ceil_mode", int64_t{1}}})[0];
   g.add_output(p);
   infer_shapes(g);
   EXPECT_EQ(g.value(c).type.shape, Shape({1, 8, 8, 8}));
@@ -87,7 +93,9 @@ TEST(ShapeInference, ReshapeMergingTheBatchNeedsABoundBatch) {
 TEST(ShapeInference, SliceClampsLikeOnnx) {
   Graph g;
   auto x = g.add_input("x", DType::f32, Shape({10, 20}));
-  auto y = g.add_node(OpType::Slice, "s", {x, ints(g, {1, -1}), ints(g, {1000, -1000}), ints(g, {0, 1}), ints(g, {3, -2})})[0];
+  auto y = g.add_node(
+      OpType::Slice, "s",
+      {x, ints(g, {1, -1}), ints(g, {1000, -1000}), ints(g, {0, 1}), ints(g, {3, -2})})[0];
   g.add_output(y);
   infer_shapes(g);
   EXPECT_EQ(g.value(y).type.shape, Shape({3, 10}));
@@ -106,7 +114,8 @@ TEST(ShapeInference, ShapeFoldsToAConstant) {
 TEST(ShapeInference, ReductionsSplitsAndGathers) {
   Graph g;
   auto x = g.add_input("x", DType::f32, Shape({4, 6, 8}));
-  auto r = g.add_node(OpType::ReduceMean, "mean", {x, ints(g, {-1})}, {{"keepdims", int64_t{0}}})[0];
+  auto r =
+      g.add_node(OpType::ReduceMean, "mean", {x, ints(g, {-1})}, {{"keepdims", int64_t{0}}})[0];
   auto parts = g.add_node(OpType::Split, "split", {x, ints(g, {2, 4})}, {{"axis", int64_t{1}}}, 2);
   auto idx = g.add_constant("idx", HostTensor(DType::i64, Shape({5, 2})));
   auto ga = g.add_node(OpType::Gather, "gather", {x, idx}, {{"axis", int64_t{1}}})[0];

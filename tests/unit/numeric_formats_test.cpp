@@ -37,10 +37,10 @@ TEST(Bf16, OverflowNanAndArrayPathAgree) {
 
 TEST(F16, RoundingSubnormalsOverflow) {
   EXPECT_EQ(round_to_f16(1.0f + std::ldexp(1.0f, -11)), 1.0f);  // tie to even
-  EXPECT_EQ(round_to_f16(65504.0f), 65504.0f);                   // largest finite
+  EXPECT_EQ(round_to_f16(65504.0f), 65504.0f);                  // largest finite
   EXPECT_TRUE(std::isinf(round_to_f16(65520.0f)));              // rounds up to inf
   EXPECT_EQ(round_to_f16(65519.0f), 65504.0f);
-  float smallest = std::ldexp(1.0f, -24);                        // smallest subnormal
+  float smallest = std::ldexp(1.0f, -24);  // smallest subnormal
   EXPECT_EQ(round_to_f16(smallest), smallest);
   EXPECT_EQ(round_to_f16(smallest * 0.49f), 0.0f);
   EXPECT_EQ(f16_to_f32(f32_to_f16(-2.5f)), -2.5f);
