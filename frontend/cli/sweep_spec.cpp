@@ -102,13 +102,13 @@ std::vector<Assignments> product(
   std::vector<Assignments> sets{{}};
   for (const auto& [key, values] : lists) {
     std::vector<Assignments> next;
+    next.reserve(sets.size() * values.size());
     for (const auto& set : sets)
       for (const auto& v : values) {
-        Assignments s = set;
-        s.emplace_back(key, v);
-        next.push_back(s);
+        next.push_back(set);
+        next.back().emplace_back(key, v);
       }
-    sets = next;
+    sets = std::move(next);
   }
   return sets;
 }
