@@ -20,7 +20,10 @@ Each model is exported at each opset (torch.onnx.export), then run with `mimic r
 --device D --precision P --input input=x.npy --output-dir OUT --json --no-compare`, and OUT/output.npy
 is compared with PyTorch's output. Device configurations: cpu; tpu-emu:v4 at its default (one bf16
 pass) and highest (f32) precision; ipu-emu:gc200 in float32 and float16; cuda:0 (highest) when
-`mimic devices` lists it available, at highest (f32) and default (TF32) precision.
+`mimic devices` lists it available, at highest (f32) and default (TF32) precision. A model whose
+weights do not fit one IPU (ipu-emu's out-of-memory error says so) is run again sharded over 2, 4,
+... up to 16 IPUs (`--option num_ipus=N`, pipelined by layers), as an IPU user would; the row's
+device then names the IPU count.
 
 Tolerance: |mimic - torch| <= atol * max|torch| + rtol * |torch| elementwise, by the precision
 class the run reports (the classes of frontend/onnx/conformance.h; whole models accumulate the
@@ -69,6 +72,7 @@ OPSETS = (13, 17)
 CONFIGS = [("cpu", "default"), ("tpu-emu:v4", "default"), ("tpu-emu:v4", "highest"),
            ("ipu-emu:gc200", "float32"), ("ipu-emu:gc200", "float16"), ("cuda:0", "highest"),
            ("cuda:0", "default")]
+MAX_IPUS = 16  # the largest sharding tried for a model whose weights do not fit one IPU
 QUICK_MODELS = ("resnet18", "efficientnet_b0", "transformer_encoder")
 QUICK_OPSETS = (17,)
 TOLERANCES = {"f32": (1e-3, 1e-4), "bf16x3": (1e-3, 1e-3), "tf32": (1e-2, 1e-2),
@@ -362,20 +366,38 @@ def tolerance(basis, bf16, f64, tf32, f16):
     return rtol, atol
 
 
+def run_mimic(a, cmd):
+    """(completed process or None on timeout, seconds). When ipu-emu says a model's weights need
+    more IPUs, runs it again sharded over 2, 4, ... IPUs (pipelined), as an IPU user would; the
+    process's `ipus` attribute says how many it took."""
+    start = time.monotonic()
+    ipus = 1
+    while True:
+        try:
+            r = subprocess.run(cmd + (["--option", f"num_ipus={ipus}"] if ipus > 1 else []),
+                               capture_output=True, text=True, timeout=a.timeout)
+        except subprocess.TimeoutExpired:
+            return None, time.monotonic() - start
+        r.ipus = ipus
+        if r.returncode == 0 or "shard the model over more IPUs" not in r.stderr or ipus >= MAX_IPUS:
+            return r, time.monotonic() - start
+        ipus *= 2
+
+
 def check(a, name, model_path, reference, folder, device, precision):
-    """One row: dict with status, error, fallback, seconds, detail."""
+    """One row: dict with status, error, fallback, seconds, detail (and ipus when more than one)."""
     expected, bf16, f64, tf32, f16 = reference
     out_dir = os.path.join(folder, f"{os.path.basename(model_path)[:-5]}_{device.replace(':', '_')}_{precision}")
     cmd = [a.mimic, "run", "--onnx", model_path, "--device", device, "--precision", precision,
            "--input", "input=" + os.path.join(folder, name + "_input.npy"), "--output-dir", out_dir,
            "--no-compare", "--json"]
-    start = time.monotonic()
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "timeout", "seconds": time.monotonic() - start,
+    r, seconds = run_mimic(a, cmd)
+    if r is None:
+        return {"status": "timeout", "seconds": seconds,
                 "detail": f"mimic run did not finish in {a.timeout} s"}
-    row = {"seconds": time.monotonic() - start}
+    row = {"seconds": seconds}
+    if r.ipus > 1:
+        row["ipus"] = r.ipus
     if r.returncode != 0:
         msg = error_line(r.stderr)
         row.update(status="import" if "no IR equivalent" in msg else "error", detail=msg)
@@ -505,7 +527,8 @@ def main():
                        else check(a, name, model_path, expected, folder, device, precision))
                 if row["status"] == "import":
                     import_error = row["detail"]
-                row.update(model=name, opset=opset, device=label(device, precision))
+                sharded = f", num_ipus={row['ipus']}" if "ipus" in row else ""
+                row.update(model=name, opset=opset, device=label(device, precision) + sharded)
                 rows.append(row)
                 err = f"{row['error']:.2e}" if "error" in row else "-"
                 print(f"{row['status']:<7} {name:<24} opset {opset} {row['device']:<24} error {err:<9} "

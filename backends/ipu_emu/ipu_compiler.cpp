@@ -320,6 +320,19 @@ std::string breakdown(const TileMemory& t) {
   return out;
 }
 
+// When the weights resident on one IPU take most of its memory, the fix is more IPUs, not a
+// smaller batch or memory_proportion: say so, with the IPU's totals ("" otherwise).
+std::string weights_hint(const IpuMemoryPlan& m, const IpuSpecs& s, uint32_t stages) {
+  uint64_t weights = 0;
+  for (const TileMemory& t : m.tiles) weights += t.weights;
+  uint64_t capacity = s.tile_sram_bytes * s.tiles;
+  if (weights * 2 < capacity) return "";
+  return fmt::format(
+      "; the weights alone take {:.1f} MB of this IPU's {:.1f} MB: shard the model over more "
+      "IPUs (option num_ipus; {} pipeline stage(s) now)",
+      weights / 1e6, capacity / 1e6, stages);
+}
+
 void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
   const OutOfMemory* worst = nullptr;
   OutOfMemory candidate;
@@ -336,9 +349,9 @@ void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
     candidate.op = op_name_at(g, out.stages[st], t, m.fullest_tile, static_cast<uint32_t>(s.tiles));
     candidate.message = fmt::format(
         "Out of memory on tile {}: {} bytes used but tiles only have {} bytes (ipu {}, while "
-        "running op {}: {})",
+        "running op {}: {}){}",
         candidate.tile, candidate.bytes_used, candidate.bytes_available, st, candidate.op,
-        breakdown(t));
+        breakdown(t), weights_hint(m, s, static_cast<uint32_t>(out.stages.size())));
     out.out_of_memory = candidate;
     worst = &*out.out_of_memory;
   }

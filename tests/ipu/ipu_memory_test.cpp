@@ -103,6 +103,31 @@ TEST(IpuMemory, OutOfMemoryErrorNamesTileBytesAndOp) {
   }
 }
 
+TEST(IpuMemory, WeightsTooLargeForOneIpuSayHowMuchAndToShard) {
+  // Sixteen 4096 x 4096 fp32 layers: 1.07 GB of weights, more than a GC200's 941 MB.
+  ir::Graph g = wide_mlp(4096, 16);
+  try {
+    compile(g, Device("ipu-emu:gc200"), loop_options(16, false));
+    FAIL() << "1.07 GB of weights cannot fit one IPU";
+  } catch (const OutOfMemoryError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("the weights alone take 1073.7 MB of this IPU's 940.6 MB: shard the model "
+                     "over more IPUs (option num_ipus; 1 pipeline stage(s) now)"),
+              std::string::npos)
+        << m;
+  }
+  CompileOptions four = loop_options(16, false);
+  four.options["num_ipus"] = "4";
+  EXPECT_NO_THROW(compile(g, Device("ipu-emu:gc200"), four)) << "sharded over four IPUs it fits";
+  // An activation-bound program gets no such advice.
+  try {
+    compile(stem_conv(), Device("ipu-emu:gc200"), loop_options(256, false));
+    FAIL() << "batch 256 cannot fit";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(std::string(e.what()).find("shard"), std::string::npos) << e.what();
+  }
+}
+
 TEST(IpuMemory, AllowOutOfMemoryKeepsTheReportAndRuns) {
   ir::Graph g = stem_conv();
   CompileOptions o = loop_options(128, true);
