@@ -59,6 +59,7 @@ import inspect
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,7 @@ CONFIGS = [("cpu", "default"), ("tpu-emu:v4", "default"), ("tpu-emu:v4", "highes
 MAX_IPUS = 16  # the largest sharding tried for a model whose weights do not fit one IPU
 QUICK_MODELS = ("resnet18", "efficientnet_b0", "transformer_encoder")
 QUICK_OPSETS = (17,)
+KEPT_SECTION = "## Notes"  # a hand-written section that --update keeps as it is
 TOLERANCES = {"f32": (1e-3, 1e-4), "bf16x3": (1e-3, 1e-3), "tf32": (1e-2, 1e-2),
               "f16": (5e-2, 5e-2), "bf16": (5e-2, 5e-2)}
 
@@ -426,32 +428,91 @@ def label(device, precision):
     return device if device == "cpu" else f"{device} {precision}"
 
 
+ROW = re.compile(r"^\| (\S+) \| (\d+) \| (.+?) \| (\S+) \| (\S+) \| (.+?) \| ([\d.]+) s \|$")
+DETAIL = re.compile(r"^- (\S+) opset (\d+) on (.+?): (\S+): (.*)$")
+NOTE = re.compile(r"^- (\S+): (.*)$")
+
+
+def base_device(device):
+    """A row's device without the IPU count of a sharded run: the key rows are merged on."""
+    return device.split(", num_ipus=")[0]
+
+
+def read_markdown(path):
+    """The rows, model notes and hand-written notes section of a table this script wrote."""
+    rows, details, notes, kept, section = {}, {}, {}, [], None
+    if not os.path.exists(path):
+        return rows, notes, kept
+    for line in open(path).read().splitlines():
+        if line.startswith("## "):
+            section = line
+        if section == KEPT_SECTION:
+            kept.append(line)
+            continue
+        m = ROW.match(line)
+        if m:
+            model, opset, device, status, err, fb, sec = m.groups()
+            row = {"model": model, "opset": int(opset), "device": device, "status": status,
+                   "seconds": float(sec)}
+            if err != "-":
+                row["error"] = float(err)
+            if fb != "-":
+                row["fallback"] = fb.split(", ")
+            rows[(model, int(opset), base_device(device))] = row
+        elif (m := DETAIL.match(line)) and section == "## Not passing":
+            details[(m.group(1), int(m.group(2)), base_device(m.group(3)))] = m.group(5)
+        elif (m := NOTE.match(line)) and section == "## Models and input sizes":
+            notes[m.group(1)] = m.group(2)
+    for key, detail in details.items():
+        if key in rows:
+            rows[key]["detail"] = detail
+    return rows, notes, kept
+
+
 def write_markdown(path, a, specs, notes, rows, finished, unavailable):
+    """Writes the table; with --update, `rows` replace their model/opset/device in the file's table
+    and every other row of it is kept (the notes section too), so that runs of a few models keep
+    one complete table."""
+    merged, sizes, kept = read_markdown(path) if a.update else ({}, {}, [])
+    for name in specs:
+        extra = f"; {notes[name]}" if notes.get(name) else ""
+        sizes[name] = f"{specs[name][2]}{extra}"
+    for r in rows:
+        merged[(r["model"], r["opset"], base_device(r["device"]))] = r
+    order = {n: i for i, n in enumerate(a.all_models)}
+    devices = [label(d, p) for d, p in CONFIGS]
+    table = sorted(merged.values(), key=lambda r: (
+        order.get(r["model"], len(order)), r["opset"],
+        devices.index(base_device(r["device"])) if base_device(r["device"]) in devices else -1))
+    what = ("rows merged from runs of this script (--update); the last: "
+            if a.update else "")
     lines = ["# PyTorch models exported to ONNX, checked on every device", "",
-             f"`{' '.join(['scripts/onnx_export_check.py'] + a.argv)}` on {platform.node()} "
+             f"{what}`{' '.join(['scripts/onnx_export_check.py'] + a.argv)}` on {platform.node()} "
              f"({os.cpu_count()} cores), {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, "
              f"{'complete' if finished else f'partial: {len(rows)} checks so far'}; "
              f"PyTorch {a.torch_version}.",
              "", "Error: max|mimic - PyTorch| / max|PyTorch|; tolerances by precision class in the "
              "script's docstring. Status `import`: mimic's ONNX importer has no IR op for a node; "
-             "`export`: torch.onnx.export failed.", ""]
+             "`export`: torch.onnx.export failed. A device ending in `num_ipus=N`: the model's "
+             "weights do not fit one IPU, and it ran sharded over N.", ""]
     lines += [f"Not checked: {d} is unavailable here ({why})." for d, why in unavailable.items()]
-    lines += ["",
-             "| model | opset | device | status | max error | fallback ops | wall time |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
+    passed = sum(r["status"] == "pass" for r in table)
+    lines += ["", f"{passed} of {len(table)} checks pass, {len({r['model'] for r in table})} "
+              "models.", "",
+              "| model | opset | device | status | max error | fallback ops | wall time |",
+              "|---|---|---|---|---|---|---|"]
+    for r in table:
         err = f"{r['error']:.2e}" if "error" in r else "-"
         fb = ", ".join(r.get("fallback", [])) or "-"
         lines.append(f"| {r['model']} | {r['opset']} | {r['device']} | {r['status']} | {err} | {fb} | "
                      f"{r['seconds']:.1f} s |")
-    failures = [r for r in rows if r["status"] != "pass"]
+    failures = [r for r in table if r["status"] != "pass"]
     lines += ["", "## Not passing", ""]
     lines += [f"- {r['model']} opset {r['opset']} on {r['device']}: {r['status']}: {r.get('detail', '')}"
               for r in failures] or ["(none)"]
     lines += ["", "## Models and input sizes", ""]
-    for name in specs:
-        extra = f"; {notes[name]}" if notes.get(name) else ""
-        lines.append(f"- {name}: {specs[name][2]}{extra}")
+    lines += [f"- {name}: {sizes[name]}" for name in sorted(sizes, key=lambda n: order.get(n, 0))]
+    lines += [""] + kept if kept else []
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -469,6 +530,9 @@ def parse_args(root):
     p.add_argument("--markdown", help="table to write (default: benchmarks/results/models.md, "
                                       "none with --quick; '' for none)")
     p.add_argument("--keep", help="folder to keep the exported models and outputs in")
+    p.add_argument("--update", action="store_true",
+                   help="merge into the --markdown file: this run's rows replace theirs, the "
+                        "others stay")
     p.add_argument("--list", action="store_true", help="list the models and exit")
     a = p.parse_args()
     a.argv = sys.argv[1:]
@@ -495,6 +559,7 @@ def main():
         for name, spec in specs.items():
             print(f"{name:<24} {spec[2]}")
         return 0
+    a.all_models = list(specs)
     names = list(QUICK_MODELS) if a.quick and not a.models else (a.models.split(",") if a.models else list(specs))
     unknown = [n for n in names if n not in specs]
     if unknown:
