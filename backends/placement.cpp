@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "backends/registry.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic::backends {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "backends/cpu/cpu_backend.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 #ifdef MIMIC_HAVE_TPU_EMU
 #include "backends/tpu_emu/tpu_emu_backend.h"

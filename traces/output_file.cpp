@@ -10,7 +10,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::traces {
 

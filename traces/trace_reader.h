@@ -20,7 +20,7 @@
 
 #include <fmt/format.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "traces/schema.h"
 #include "traces/sqlite_db.h"
 

@@ -9,8 +9,8 @@
 #include "backends/common.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/onednn_program.h"
-#include "frontend/ir/error.h"
-#include "models/common/numeric_formats.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 
 namespace mimic::backends::cpu {
 namespace {

@@ -11,9 +11,9 @@
 #include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/ir/op_helpers.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic::backends::cpu {
 namespace {

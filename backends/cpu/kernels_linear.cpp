@@ -6,7 +6,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::cpu {
 namespace {

@@ -11,7 +11,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/recurrent.h"
 
 namespace mimic::backends::cpu {

@@ -8,7 +8,7 @@
 #include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/op_helpers.h"
 
 namespace mimic::backends::cpu {

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <string>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::cuda {
 namespace {

@@ -9,7 +9,7 @@
 #include "backends/cuda/cuda_options.h"
 #include "backends/cuda/device_runtime.h"
 #include "backends/cuda/lower.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends {
 namespace {

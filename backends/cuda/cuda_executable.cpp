@@ -8,7 +8,7 @@
 #include "backends/cuda/device_runtime.h"
 #include "backends/cuda/executor.h"
 #include "backends/cuda/memory_plan.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::cuda {
 namespace {

@@ -6,7 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::cuda {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "backends/cuda/cublas_loader.h"
 #include "backends/cuda/kernels/launch.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::cuda {
 namespace {

@@ -7,10 +7,10 @@
 #include "backends/common.h"
 #include "backends/cuda/lowerer.h"
 #include "backends/cuda/memory_plan.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/recurrent_expand.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic::backends::cuda {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cuda/lowerer.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/op_helpers.h"
 
 namespace mimic::backends::cuda {

@@ -6,7 +6,7 @@
 #include "backends/cuda/conv_plan.h"
 #include "backends/cuda/gemm_plan.h"
 #include "backends/cuda/lowerer.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/nn_geometry.h"
 
 namespace mimic::backends::cuda {

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "backends/cuda/lowerer.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/op_helpers.h"
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <numeric>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::cuda {
 

@@ -8,7 +8,7 @@
 #include "backends/device_worker/device_host.h"
 #include "backends/device_worker/wire.h"
 #include "backends/device_worker/worker_process.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends {
 

@@ -13,7 +13,7 @@
 #include <map>
 
 #include "backends/device_worker/wire.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 extern char** environ;
 

@@ -4,7 +4,7 @@
 
 #include <iterator>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::ipu_emu {
 namespace {

@@ -15,7 +15,7 @@
 #include "backends/ipu_emu/ipu_program.h"
 #include "backends/ipu_emu/lowering.h"
 #include "backends/ipu_emu/memory_plan.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::ipu_emu {
 

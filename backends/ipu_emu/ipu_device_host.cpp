@@ -10,7 +10,7 @@
 #include "backends/ipu_emu/ipu_numerics.h"
 #include "backends/ipu_emu/ipu_program.h"
 #include "backends/ipu_emu/ipu_report.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "models/ipu/ipu_system.h"
 
 namespace mimic::backends::ipu_emu {

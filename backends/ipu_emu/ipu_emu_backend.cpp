@@ -14,7 +14,7 @@
 #include "backends/device_worker/worker_process.h"
 #include "backends/ipu_emu/ipu_compiler.h"
 #include "backends/ipu_emu/ipu_device_host.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/recurrent_expand.h"
 

@@ -6,9 +6,9 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/ir/nn_geometry.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic::backends::ipu_emu {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/recurrent_expand.h"
 

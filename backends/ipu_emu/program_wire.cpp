@@ -4,7 +4,7 @@
 #include "backends/ipu_emu/graph_wire.h"
 #include "backends/ipu_emu/ipu_device_host.h"
 #include "backends/ipu_emu/ipu_program.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::ipu_emu {
 namespace {

@@ -12,8 +12,8 @@
 #include "backends/tpu_emu/fusion.h"
 #include "backends/tpu_emu/layout.h"
 #include "backends/tpu_emu/lowering.h"
-#include "frontend/ir/error.h"
-#include "models/common/numeric_formats.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "models/tpu/ici.h"
 
 namespace mimic::backends::tpu_emu {

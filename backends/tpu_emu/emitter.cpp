@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::tpu_emu {
 

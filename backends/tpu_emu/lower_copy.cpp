@@ -9,7 +9,7 @@
 
 #include "backends/tpu_emu/layout.h"
 #include "backends/tpu_emu/lowering.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/op_helpers.h"
 
 namespace mimic::backends::tpu_emu {

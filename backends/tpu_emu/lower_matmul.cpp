@@ -16,7 +16,7 @@
 #include "backends/tpu_emu/layout.h"
 #include "backends/tpu_emu/lowering.h"
 #include "backends/tpu_emu/matmul_tiler.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/nn_geometry.h"
 #include "models/tpu/dataflow.h"
 

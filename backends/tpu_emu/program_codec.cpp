@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <type_traits>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::tpu_emu {
 

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "backends/tpu_emu/compiler.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends::tpu_emu {
 

@@ -8,7 +8,7 @@
 #include "backends/device_worker/recording_sink.h"
 #include "backends/tpu_emu/program_codec.h"
 #include "backends/tpu_emu/run_report.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "models/tpu/numerics.h"
 #include "models/tpu/tpu_chip.h"
 

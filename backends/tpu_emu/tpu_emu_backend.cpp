@@ -13,10 +13,10 @@
 #include "backends/tpu_emu/layout_assignment.h"
 #include "backends/tpu_emu/program_codec.h"
 #include "backends/tpu_emu/reduction_split.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/recurrent_expand.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic::backends {
 namespace {

@@ -4,9 +4,9 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/gemm.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/random.h"
 #include "frontend/ir/shape_inference.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic {
 namespace {

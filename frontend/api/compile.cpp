@@ -4,10 +4,10 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/registry.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/random.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/shape_inference.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic {
 

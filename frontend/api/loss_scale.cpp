@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic {
 

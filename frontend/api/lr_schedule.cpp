@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic {
 

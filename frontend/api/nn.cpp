@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 #include <cmath>
 
+#include "base/error.h"
 #include "frontend/api/random.h"
-#include "frontend/ir/error.h"
 
 namespace mimic::nn {
 namespace {

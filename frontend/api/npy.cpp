@@ -6,8 +6,8 @@
 #include <iterator>
 #include <vector>
 
-#include "frontend/ir/error.h"
-#include "models/common/numeric_formats.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 
 namespace mimic {
 namespace {

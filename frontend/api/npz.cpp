@@ -8,8 +8,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "base/error.h"
 #include "frontend/api/npy.h"
-#include "frontend/ir/error.h"
 
 namespace mimic {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "models/common/numeric_formats.h"
+#include "base/numeric_formats.h"
 
 namespace mimic {
 namespace {

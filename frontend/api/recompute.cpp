@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic {
 namespace {

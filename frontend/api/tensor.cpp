@@ -8,10 +8,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/compile.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/shape_inference.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic {
 namespace {

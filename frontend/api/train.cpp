@@ -6,9 +6,9 @@
 #include <map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "base/error.h"
 #include "frontend/api/npz.h"
 #include "frontend/api/random.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic {

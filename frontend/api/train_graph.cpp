@@ -5,8 +5,8 @@
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "base/error.h"
 #include "frontend/ir/autodiff.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/recurrent_expand.h"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::zoo {
 namespace {

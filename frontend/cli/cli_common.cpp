@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <cmath>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/memory_limit.h"
 
 namespace mimic::cli {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
-#include "frontend/ir/error.h"
 
 namespace mimic::cli {
 

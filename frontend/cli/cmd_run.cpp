@@ -8,13 +8,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/error.h"
 #include "frontend/api/report_json.h"
 #include "frontend/api/trace.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
 #include "frontend/cli/run_io.h"
 #include "frontend/cli/run_summary.h"
-#include "frontend/ir/error.h"
 #include "frontend/onnx/onnx_import.h"
 
 namespace mimic::cli {

@@ -8,11 +8,11 @@
 #include <chrono>
 #include <iostream>
 
+#include "base/error.h"
 #include "frontend/cli/cli_common.h"
 #include "frontend/cli/process_pool.h"
 #include "frontend/cli/sweep_session.h"
 #include "frontend/cli/sweep_slurm.h"
-#include "frontend/ir/error.h"
 
 namespace mimic::cli {
 namespace {

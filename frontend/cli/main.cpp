@@ -3,9 +3,9 @@
 #include <iostream>
 #include <string>
 
+#include "base/error.h"
 #include "frontend/cli/cli_common.h"
 #include "frontend/cli/process_pool.h"
-#include "frontend/ir/error.h"
 
 int main(int argc, char** argv) {
   using namespace mimic::cli;

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 extern char** environ;
 

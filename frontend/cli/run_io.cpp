@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <map>
 
+#include "base/error.h"
 #include "frontend/api/npy.h"
 #include "frontend/cli/cli_common.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/op_helpers.h"
 
 namespace mimic::cli {

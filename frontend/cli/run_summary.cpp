@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/numeric_formats.h"
 #include "frontend/cli/cli_common.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic::cli {
 namespace {

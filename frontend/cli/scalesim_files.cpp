@@ -11,7 +11,7 @@
 #include <map>
 #include <sstream>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::cli::scalesim {
 namespace {

@@ -4,10 +4,10 @@
 #include <fstream>
 #include <iostream>
 
+#include "base/error.h"
 #include "frontend/api/device.h"
 #include "frontend/api/recompute.h"
 #include "frontend/cli/cli_common.h"
-#include "frontend/ir/error.h"
 #include "traces/output_file.h"
 #include "traces/sweep_report.h"
 

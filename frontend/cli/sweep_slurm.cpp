@@ -13,8 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include "base/error.h"
 #include "frontend/cli/cli_common.h"
-#include "frontend/ir/error.h"
 
 namespace fs = std::filesystem;
 

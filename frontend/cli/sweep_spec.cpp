@@ -5,7 +5,7 @@
 #include <functional>
 #include <sstream>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::cli::sweep {
 

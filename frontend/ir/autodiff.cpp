@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::ir {
 

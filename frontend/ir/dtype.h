@@ -1,5 +1,5 @@
 // Element types of mimic tensors. f16 and bf16 are stored as raw 16-bit patterns; conversions
-// live in models/common/numeric_formats.h. f64 exists for imported models (ONNX double): the cpu
+// live in base/numeric_formats.h. f64 exists for imported models (ONNX double): the cpu
 // backend runs it for elementwise, reduction, cumulative and data-movement ops only.
 #pragma once
 

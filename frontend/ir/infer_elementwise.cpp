@@ -1,7 +1,7 @@
 // Shape inference: elementwise ops, softmax and normalizations.
 #include <fmt/format.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/shape_inference.h"
 

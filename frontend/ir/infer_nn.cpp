@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/op_helpers.h"
 #include "frontend/ir/shape_inference.h"

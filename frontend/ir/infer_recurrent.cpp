@@ -2,7 +2,7 @@
 // recurrent.h), sequence_lens values against seq_length when they are constant.
 #include <fmt/format.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/shape_inference.h"
 

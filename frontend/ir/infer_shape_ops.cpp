@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/op_helpers.h"
 #include "frontend/ir/shape_inference.h"
 

@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cmath>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::ir {
 namespace {

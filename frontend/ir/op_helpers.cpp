@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::ir {
 

@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/shape_inference.h"
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::ir {
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/memory_limit.h"
 
 namespace mimic::ir {

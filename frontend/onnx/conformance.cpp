@@ -8,12 +8,12 @@
 #include <filesystem>
 #include <map>
 
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/compile.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/op_helpers.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/onnx/onnx_tensor.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic::conformance {
 namespace {

@@ -11,7 +11,7 @@
 #include <functional>
 #include <numeric>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/onnx/import_context.h"
 
 namespace mimic::onnx_import {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <limits>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/onnx/import_context.h"
 #include "frontend/onnx/onnx_tensor.h"
 

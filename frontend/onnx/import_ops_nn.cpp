@@ -3,7 +3,7 @@
 // the recurrent layers.
 #include <fmt/format.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/onnx/import_context.h"
 
 namespace mimic::onnx_import {

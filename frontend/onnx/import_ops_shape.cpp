@@ -4,7 +4,7 @@
 // constant values.
 #include <fmt/format.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/onnx/import_context.h"
 #include "frontend/onnx/onnx_tensor.h"
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <set>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/onnx/import_context.h"
 #include "frontend/onnx/onnx_tensor.h"
 

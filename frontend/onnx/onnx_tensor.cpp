@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/memory_limit.h"
 
 namespace mimic::onnx_import {

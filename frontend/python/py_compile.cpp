@@ -1,10 +1,10 @@
 // mimic.Graph, mimic.compile(...) -> Executable, zoo models, and name scopes for Python modules.
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/nn.h"
 #include "frontend/api/zoo.h"
-#include "frontend/ir/error.h"
 #include "frontend/python/py_common.h"
 
 namespace mimic::python {

@@ -1,9 +1,9 @@
 #include <fmt/format.h>
 
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/report_json.h"
-#include "frontend/ir/error.h"
 #include "frontend/python/py_common.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic::python {
 namespace {

@@ -1,7 +1,7 @@
 // mimic errors as Python exceptions. The classes are defined in mimic/errors.py so that they can
 // multiply inherit from builtins (InvalidArgument is also a ValueError, IoError an OSError); this
 // translator raises them with the C++ message and, for out-of-memory errors, the tile and bytes.
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/python/py_common.h"
 
 namespace mimic::python {

@@ -2,8 +2,8 @@
 // Python with numpy batches; state_dict()/load_state_dict()/save()/load() move its buffers.
 #include <fmt/format.h>
 
+#include "base/error.h"
 #include "frontend/api/train.h"
-#include "frontend/ir/error.h"
 #include "frontend/python/py_common.h"
 
 namespace mimic::python {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "models/ipu/tile_costs.h"
 
 namespace mimic::models::ipu {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "models/common/numeric_formats.h"
+#include "base/numeric_formats.h"
 #include "models/tpu/numerics.h"
 
 namespace mimic::models::tpu {

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "models/common/numeric_formats.h"
+#include "base/numeric_formats.h"
 #include "models/tpu/numerics.h"
 
 #ifdef _OPENMP

@@ -4,7 +4,7 @@
 // [assumed] with the reasoning; they are the first thing to revisit when a measurement disagrees.
 #include <fmt/format.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "models/tpu/tpu_spec.h"
 
 namespace mimic::models::tpu {

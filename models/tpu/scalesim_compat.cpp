@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::models::tpu::scalesim {
 namespace {

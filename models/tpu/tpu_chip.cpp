@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 #include <chrono>
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "sim/systemc/kernel.h"
 
 namespace mimic::models::tpu {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::models::tpu {
 namespace {

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/onnx/conformance.h"
-#include "models/common/numeric_formats.h"
 #include "tests/onnx/model_builder.h"
 
 namespace mimic::testing {

@@ -8,7 +8,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "models/common/numeric_formats.h"
+#include "base/numeric_formats.h"
 #include "tests/conformance/op_cases_util.h"
 
 namespace mimic::testing {

@@ -10,12 +10,12 @@
 #include <iostream>
 #include <map>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/random.h"
 #include "frontend/api/run_observer.h"
 #include "frontend/api/train.h"
 #include "frontend/api/zoo.h"
-#include "frontend/ir/error.h"
 #include "tests/conformance/op_cases.h"
 #include "tests/conformance/op_cases_util.h"
 #include "tests/unit/train_test_util.h"

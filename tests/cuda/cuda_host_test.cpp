@@ -17,10 +17,10 @@
 #include "backends/cuda/memory_plan.h"
 #include "backends/cuda/memory_pool.h"
 #include "backends/registry.h"
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/device.h"
 #include "frontend/api/zoo.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic::backends::cuda {

@@ -5,7 +5,7 @@
 
 #include "backends/device_worker/device_host.h"
 #include "backends/device_worker/recording_sink.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends {
 namespace {

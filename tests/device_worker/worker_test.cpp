@@ -7,7 +7,7 @@
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/wire.h"
 #include "backends/device_worker/worker_process.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic::backends {
 namespace {

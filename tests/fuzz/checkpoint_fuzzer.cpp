@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/error.h"
 #include "frontend/api/npz.h"
 #include "frontend/api/train.h"
 #include "frontend/api/zoo.h"
-#include "frontend/ir/error.h"
 #include "tests/fuzz/fuzz_file.h"
 
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "backends/registry.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/graph.h"
 #include "frontend/ir/shape_inference.h"
 #include "models/ipu/ipu_specs.h"

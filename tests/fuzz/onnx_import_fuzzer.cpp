@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "backends/registry.h"
+#include "base/error.h"
 #include "frontend/api/compile.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/graph.h"
 #include "frontend/ir/memory_limit.h"
 #include "frontend/onnx/onnx_import.h"

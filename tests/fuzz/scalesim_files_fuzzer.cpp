@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "base/error.h"
 #include "frontend/cli/scalesim_files.h"
-#include "frontend/ir/error.h"
 
 namespace ss = mimic::models::tpu::scalesim;
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "frontend/cli/sweep_spec.h"
-#include "frontend/ir/error.h"
 
 namespace {
 

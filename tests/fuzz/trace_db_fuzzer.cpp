@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/error.h"
 #include "frontend/cli/trace_print.h"
-#include "frontend/ir/error.h"
 #include "tests/fuzz/fuzz_file.h"
 #include "traces/export.h"
 #include "traces/html_report.h"

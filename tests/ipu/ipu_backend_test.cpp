@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "backends/cpu/cpu_backend.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/random.h"
 #include "frontend/api/zoo.h"
-#include "frontend/ir/error.h"
-#include "models/common/numeric_formats.h"
 #include "tests/ipu/ipu_test_util.h"
 
 namespace mimic {

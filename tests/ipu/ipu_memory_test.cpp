@@ -6,7 +6,7 @@
 #include <cmath>
 #include <regex>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "tests/ipu/ipu_test_util.h"
 
 namespace mimic {

@@ -7,9 +7,9 @@
 
 #include "backends/ipu_emu/linear_plan.h"
 #include "backends/ipu_emu/lowering.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/random.h"
 #include "frontend/ir/nn_geometry.h"
-#include "models/common/numeric_formats.h"
 #include "models/ipu/ipu_specs.h"
 #include "tests/ipu/ipu_test_util.h"
 

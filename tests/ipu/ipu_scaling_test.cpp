@@ -6,9 +6,9 @@
 
 #include <cmath>
 
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/random.h"
-#include "frontend/ir/error.h"
-#include "models/common/numeric_formats.h"
 #include "tests/ipu/ipu_test_util.h"
 
 namespace mimic {

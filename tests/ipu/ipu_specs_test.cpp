@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <fstream>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/device.h"
-#include "frontend/ir/error.h"
 #include "models/ipu/ipu_specs.h"
 
 namespace mimic {

@@ -11,9 +11,9 @@
 #include <regex>
 
 #include "backends/ipu_emu/graph_wire.h"
+#include "base/error.h"
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
-#include "frontend/ir/error.h"
 
 namespace mimic {
 namespace {

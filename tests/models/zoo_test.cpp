@@ -4,9 +4,9 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/zoo.h"
-#include "frontend/ir/error.h"
 
 namespace mimic {
 namespace {

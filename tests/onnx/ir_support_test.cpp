@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/op_helpers.h"
 #include "frontend/ir/shape_inference.h"
 

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/npy.h"
 #include "frontend/api/random.h"
-#include "frontend/ir/error.h"
-#include "models/common/numeric_formats.h"
 #include "tests/onnx/test_util.h"
 
 namespace mimic::testing {

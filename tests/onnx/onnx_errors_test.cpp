@@ -8,7 +8,7 @@
 #include <fstream>
 #include <random>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/onnx/onnx_tensor.h"
 #include "tests/onnx/test_util.h"
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "tests/onnx/test_util.h"
 
 namespace mimic::testing {

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "backends/registry.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "tpu_test_util.h"
 
 namespace mimic {

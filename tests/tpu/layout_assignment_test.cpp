@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "backends/tpu_emu/layout_assignment.h"
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/shape_inference.h"
 #include "tpu_test_util.h"
 

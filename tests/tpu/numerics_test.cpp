@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "tpu_test_util.h"
 
 namespace mimic {

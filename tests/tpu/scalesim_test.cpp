@@ -8,8 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/error.h"
 #include "frontend/cli/scalesim_files.h"
-#include "frontend/ir/error.h"
 #include "models/tpu/scalesim_compat.h"
 
 namespace {

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <functional>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
-#include "frontend/ir/error.h"
 #include "models/tpu/tpu_spec.h"
 #include "tpu_test_util.h"
 

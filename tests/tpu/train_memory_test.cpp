@@ -12,10 +12,10 @@
 #include <memory>
 #include <string>
 
+#include "base/error.h"
 #include "frontend/api/nn.h"
 #include "frontend/api/trace.h"
 #include "frontend/api/train.h"
-#include "frontend/ir/error.h"
 #include "models/tpu/tpu_spec.h"
 #include "traces/trace_reader.h"
 

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <string>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "tpu_test_util.h"
 
 namespace mimic {

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "backends/device_worker/worker_process.h"
+#include "base/error.h"
 #include "frontend/api/zoo.h"
-#include "frontend/ir/error.h"
 #include "models/tpu/tpu_spec.h"
 #include "tpu_test_util.h"
 

@@ -4,10 +4,10 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/registry.h"
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/nn.h"
 #include "frontend/api/ops.h"
-#include "frontend/ir/error.h"
 
 namespace mimic {
 namespace {

@@ -3,9 +3,9 @@
 // Inputs near a kink (Relu at 0, ties in a max window) are generated away from it.
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/ir/autodiff.h"
-#include "frontend/ir/error.h"
 #include "tests/unit/autodiff_cases.h"
 
 namespace mimic::test {

@@ -9,10 +9,10 @@
 #include <cmath>
 #include <string>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/random.h"
 #include "frontend/api/zoo.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic {

@@ -1,7 +1,7 @@
 // Elementwise, linear algebra, normalization, reduction and data-movement kernels of the cpu
 // backend against direct loop references.
-#include "frontend/ir/error.h"
-#include "models/common/numeric_formats.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "tests/unit/cpu_test_util.h"
 
 namespace mimic::testing {

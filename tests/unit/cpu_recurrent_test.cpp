@@ -3,9 +3,9 @@
 #include <cmath>
 #include <string>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/random.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/recurrent_expand.h"
 #include "tests/unit/cpu_test_util.h"
 

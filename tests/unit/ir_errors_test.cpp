@@ -1,7 +1,7 @@
 // Validation errors name the node, the op, the shapes and dtypes involved.
 #include <gtest/gtest.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/shape_inference.h"
 #include "ir_test_util.h"
 

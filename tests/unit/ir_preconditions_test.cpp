@@ -6,7 +6,7 @@
 #include <functional>
 #include <limits>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/memory_limit.h"
 #include "frontend/ir/shape_inference.h"
 

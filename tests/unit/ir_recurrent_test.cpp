@@ -2,7 +2,7 @@
 // one-line errors for every ONNX precondition.
 #include <gtest/gtest.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/shape_inference.h"
 #include "ir_test_util.h"

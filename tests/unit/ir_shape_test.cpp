@@ -1,7 +1,7 @@
 // Shape inference of the IR, including the symbolic batch dimension.
 #include <gtest/gtest.h>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic::ir {

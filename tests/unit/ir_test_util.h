@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "frontend/ir/error.h"
+#include "base/error.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic::ir::test {

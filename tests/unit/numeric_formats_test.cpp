@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "models/common/numeric_formats.h"
+#include "base/numeric_formats.h"
 
 namespace mimic::numeric {
 namespace {

@@ -8,11 +8,11 @@
 #include <cstdio>
 
 #include "backends/ipu_emu/half_storage.h"
+#include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/graph_builder.h"
-#include "models/common/numeric_formats.h"
 
 namespace mimic {
 namespace {

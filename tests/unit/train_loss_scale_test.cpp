@@ -7,9 +7,9 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/graph_builder.h"
 
 namespace mimic {

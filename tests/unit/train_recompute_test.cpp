@@ -6,9 +6,9 @@
 
 #include <cstdio>
 
+#include "base/error.h"
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
-#include "frontend/ir/error.h"
 #include "frontend/ir/liveness.h"
 #include "train_test_util.h"
 

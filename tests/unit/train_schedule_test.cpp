@@ -4,9 +4,9 @@
 
 #include <cmath>
 
+#include "base/error.h"
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
-#include "frontend/ir/error.h"
 #include "train_test_util.h"
 
 namespace mimic {

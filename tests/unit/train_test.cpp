@@ -6,10 +6,10 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/error.h"
 #include "frontend/api/npz.h"
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
-#include "frontend/ir/error.h"
 #include "train_test_util.h"
 
 namespace mimic {

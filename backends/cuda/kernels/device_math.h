@@ -1,9 +1,9 @@
 // Per-element and per-row bodies of the CUDA kernels, compiled for the GPU by nvcc and for the host
 // by g++ (MIMIC_HD), so that the tests can execute the very same code on the CPU (host emulator)
 // and compare it with the cpu backend without a GPU. The semantics follow backends/cpu/ exactly:
-// 16-bit floats are widened to f32 and rounded back to nearest even (the same bit-level
-// conversions as models/common/numeric_formats.h), reductions accumulate in double like the cpu
-// kernels, integer ops compute in int64 and wrap on store.
+// 16-bit floats are widened to f32 and rounded back to nearest even (the bit-level
+// conversions of base/numeric_formats.h, shared with the host), reductions accumulate in double
+// like the cpu kernels, integer ops compute in int64 and wrap on store.
 //
 // Only the launch configuration and the warp-parallel row reductions (kernels/*.cu) are GPU-only.
 // Convolution, pooling, normalization and reduction bodies are in device_math_nn.h.
@@ -14,84 +14,12 @@
 #include <string.h>
 
 #include "backends/cuda/kernels/params.h"
-
-#ifdef __CUDACC__
-#define MIMIC_HD __host__ __device__ __forceinline__
-#else
-#define MIMIC_HD inline
-#endif
+#include "base/host_device.h"
+#include "base/numeric_formats.h"
 
 namespace mimic::backends::cuda {
 
 using ir::OpType;
-
-// ---- bit casts and 16-bit float formats (round to nearest even) ----
-
-MIMIC_HD uint32_t f2u(float f) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-#endif
-}
-
-MIMIC_HD float u2f(uint32_t u) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(u);
-#else
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-#endif
-}
-
-MIMIC_HD uint16_t f32_to_bf16_bits(float f) {
-  uint32_t x = f2u(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
-MIMIC_HD float bf16_bits_to_f32(uint16_t h) {
-  return u2f(static_cast<uint32_t>(h) << 16);
-}
-
-MIMIC_HD uint16_t f32_to_f16_bits(float f) {
-  const uint32_t f32_infinity = 255u << 23, f16_limit = (127u + 16u) << 23;
-  const uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
-  uint32_t u = f2u(f);
-  uint32_t sign = u & 0x80000000u;
-  u ^= sign;
-  uint16_t out;
-  if (u >= f16_limit) {
-    out = u > f32_infinity ? 0x7e00 : 0x7c00;
-  } else if (u < (113u << 23)) {
-    out = static_cast<uint16_t>(f2u(u2f(u) + u2f(denorm_magic)) - denorm_magic);
-  } else {
-    uint32_t mantissa_odd = (u >> 13) & 1u;
-    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu;
-    u += mantissa_odd;
-    out = static_cast<uint16_t>(u >> 13);
-  }
-  return static_cast<uint16_t>(out | (sign >> 16));
-}
-
-MIMIC_HD float f16_bits_to_f32(uint16_t h) {
-  const uint32_t magic = 113u << 23, shifted_exp = 0x7c00u << 13;
-  uint32_t o = (static_cast<uint32_t>(h) & 0x7fffu) << 13;
-  uint32_t exp = shifted_exp & o;
-  o += (127u - 15u) << 23;
-  if (exp == shifted_exp) {
-    o += (128u - 16u) << 23;
-  } else if (exp == 0) {
-    o += 1u << 23;
-    o = f2u(u2f(o) - u2f(magic));
-  }
-  o |= (static_cast<uint32_t>(h) & 0x8000u) << 16;
-  return u2f(o);
-}
 
 // ---- typed loads and stores through a runtime dtype ----
 
@@ -119,9 +47,9 @@ MIMIC_HD float load_f(const void* p, DT dt, int64_t i) {
     case DT::f32:
       return static_cast<const float*>(p)[i];
     case DT::f16:
-      return f16_bits_to_f32(static_cast<const uint16_t*>(p)[i]);
+      return numeric::f16_to_f32(static_cast<const uint16_t*>(p)[i]);
     case DT::bf16:
-      return bf16_bits_to_f32(static_cast<const uint16_t*>(p)[i]);
+      return numeric::bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
     case DT::i8:
       return static_cast<float>(static_cast<const int8_t*>(p)[i]);
     case DT::i32:
@@ -140,10 +68,10 @@ MIMIC_HD void store_f(void* p, DT dt, int64_t i, float v) {
       static_cast<float*>(p)[i] = v;
       break;
     case DT::f16:
-      static_cast<uint16_t*>(p)[i] = f32_to_f16_bits(v);
+      static_cast<uint16_t*>(p)[i] = numeric::f32_to_f16(v);
       break;
     case DT::bf16:
-      static_cast<uint16_t*>(p)[i] = f32_to_bf16_bits(v);
+      static_cast<uint16_t*>(p)[i] = numeric::f32_to_bf16(v);
       break;
     case DT::i8:
       static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);

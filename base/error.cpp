@@ -1,4 +1,4 @@
-#include "frontend/ir/error.h"
+#include "base/error.h"
 
 namespace mimic {
 

@@ -3,38 +3,49 @@
 // that emulate storing a float in a narrower format, and the bf16 operand split used by TPU
 // multi-pass matmul (precision high/highest: hi + mid + lo, each exactly representable in bf16).
 // The fp16 conversion follows F. Giesen's exhaustively verified float_to_half_fast3_rtne.
+// The scalar conversions are MIMIC_HD: the cuda kernels call these very functions on the GPU.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "base/host_device.h"
 
 namespace mimic::numeric {
 
-inline uint32_t float_bits(float f) {
+MIMIC_HD uint32_t float_bits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(f);
+#else
   uint32_t u;
-  std::memcpy(&u, &f, 4);
+  memcpy(&u, &f, 4);
   return u;
+#endif
 }
 
-inline float bits_float(uint32_t u) {
+MIMIC_HD float bits_float(uint32_t u) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(u);
+#else
   float f;
-  std::memcpy(&f, &u, 4);
+  memcpy(&f, &u, 4);
   return f;
+#endif
 }
 
-inline uint16_t f32_to_bf16(float f) {
+MIMIC_HD uint16_t f32_to_bf16(float f) {
   uint32_t x = float_bits(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
   x += 0x7fffu + ((x >> 16) & 1u);
   return static_cast<uint16_t>(x >> 16);
 }
 
-inline float bf16_to_f32(uint16_t h) {
+MIMIC_HD float bf16_to_f32(uint16_t h) {
   return bits_float(static_cast<uint32_t>(h) << 16);
 }
 
-inline uint16_t f32_to_f16(float f) {
+MIMIC_HD uint16_t f32_to_f16(float f) {
   const uint32_t f32_infinity = 255u << 23, f16_limit = (127u + 16u) << 23;
   const uint32_t denorm_magic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
   uint32_t u = float_bits(f);
@@ -55,7 +66,7 @@ inline uint16_t f32_to_f16(float f) {
   return static_cast<uint16_t>(out | (sign >> 16));
 }
 
-inline float f16_to_f32(uint16_t h) {
+MIMIC_HD float f16_to_f32(uint16_t h) {
   const uint32_t magic = 113u << 23, shifted_exp = 0x7c00u << 13;
   uint32_t o = (static_cast<uint32_t>(h) & 0x7fffu) << 13;
   uint32_t exp = shifted_exp & o;
@@ -70,10 +81,10 @@ inline float f16_to_f32(uint16_t h) {
   return bits_float(o);
 }
 
-inline float round_to_bf16(float f) {
+MIMIC_HD float round_to_bf16(float f) {
   return bf16_to_f32(f32_to_bf16(f));
 }
-inline float round_to_f16(float f) {
+MIMIC_HD float round_to_f16(float f) {
   return f16_to_f32(f32_to_f16(f));
 }
 
@@ -89,7 +100,7 @@ void round_to_f16(float* data, size_t n);
 struct Bf16Split {
   float hi, mid, lo;
 };
-inline Bf16Split split_bf16(float x) {
+MIMIC_HD Bf16Split split_bf16(float x) {
   float hi = round_to_bf16(x);
   float mid = round_to_bf16(x - hi);
   float lo = round_to_bf16(x - hi - mid);

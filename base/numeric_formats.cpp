@@ -1,4 +1,4 @@
-#include "models/common/numeric_formats.h"
+#include "base/numeric_formats.h"
 
 #include <algorithm>
 #include <cmath>
