@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <map>
 
+#include "backends/device_worker/program_host.h"
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/wire.h"
 #include "backends/ipu_emu/ipu_numerics.h"
@@ -17,14 +17,14 @@ namespace mimic::backends::ipu_emu {
 
 namespace {
 
-struct Loaded {
+struct Loaded final : LoadedProgram {
   std::unique_ptr<DeviceProgram> program;
   std::unique_ptr<IpuNumerics> numerics;
 };
 
-class IpuDeviceHost final : public DeviceHost {
+class IpuDeviceHost final : public ProgramHost {
  public:
-  explicit IpuDeviceHost(const std::vector<uint8_t>& config) {
+  explicit IpuDeviceHost(const std::vector<uint8_t>& config) : ProgramHost("ipu-emu") {
     wire::Reader r(config);
     std::string json = r.str();
     uint32_t ipus = r.u32();
@@ -34,46 +34,25 @@ class IpuDeviceHost final : public DeviceHost {
     } catch (const std::invalid_argument& e) {
       throw InvalidArgument(e.what());
     }
-    device_ = fmt::format("ipu-emu:{}", specs_.name);
-  }
-
-  std::vector<uint8_t> handle(const std::vector<uint8_t>& request) override {
-    wire::Reader r(request);
-    uint8_t command = r.u8();
-    wire::Writer w;
-    switch (command) {
-      case kLoad: {
-        Loaded l;
-        l.program = std::make_unique<DeviceProgram>(read_program(r));
-        try {
-          system_->check(l.program->bsp);
-        } catch (const std::invalid_argument& e) {
-          throw InvalidArgument(e.what());
-        }
-        if (!l.program->timing_only) l.numerics = std::make_unique<IpuNumerics>(*l.program);
-        uint64_t id = ++next_id_;
-        programs_[id] = std::move(l);
-        w.u64(id);
-        break;
-      }
-      case kRun:
-        run(r, w);
-        break;
-      case kUnload:
-        programs_.erase(r.u64());
-        break;
-      default:
-        throw InvalidArgument(fmt::format("ipu-emu worker: unknown command {}", int(command)));
-    }
-    return std::move(w.data());
+    device_string_ = fmt::format("ipu-emu:{}", specs_.name);
   }
 
  private:
-  void run(wire::Reader& r, wire::Writer& w) {
-    auto it = programs_.find(r.u64());
-    if (it == programs_.end())
-      throw RuntimeError("ipu-emu worker: no such program (was it unloaded?)");
-    const DeviceProgram& p = *it->second.program;
+  std::unique_ptr<LoadedProgram> load(wire::Reader& r) override {
+    auto l = std::make_unique<Loaded>();
+    l->program = std::make_unique<DeviceProgram>(read_program(r));
+    try {
+      system_->check(l->program->bsp);
+    } catch (const std::invalid_argument& e) {
+      throw InvalidArgument(e.what());
+    }
+    if (!l->program->timing_only) l->numerics = std::make_unique<IpuNumerics>(*l->program);
+    return l;
+  }
+
+  void run(LoadedProgram& program, wire::Reader& r, wire::Writer& w) override {
+    Loaded& l = static_cast<Loaded&>(program);
+    const DeviceProgram& p = *l.program;
     std::vector<ir::HostTensor> inputs(r.u64());
     for (auto& t : inputs) t = r.tensor();
     if (inputs.size() != p.graph.inputs().size())
@@ -86,17 +65,17 @@ class IpuDeviceHost final : public DeviceHost {
         "ipu-emu", p.preset, specs_.clock_hz, sim::TimeUnit::cycles, models::ipu::to_json(specs_)});
     for (const auto& op : p.ops) trace.op_ids.push_back(rec.add_op(op));
     auto t0 = std::chrono::steady_clock::now();
-    models::ipu::RunStats stats = system_->run(p.bsp, trace);
+    models::ipu::RunStats stats = run_model([&] { return system_->run(p.bsp, trace); });
     auto t1 = std::chrono::steady_clock::now();
     std::vector<ir::HostTensor> outputs;
     if (p.timing_only) {
       for (ir::ValueId v : p.graph.outputs())
         outputs.emplace_back(p.graph.value(v).type.dtype, p.graph.value(v).type.shape);
     } else {
-      outputs = it->second.numerics->run(inputs);
+      outputs = l.numerics->run(inputs);
     }
     auto t2 = std::chrono::steady_clock::now();
-    RunReport report = make_report(p, specs_, stats, device_);
+    RunReport report = make_report(p, specs_, stats, device_string_);
     // Host time of the worker's two halves (the SystemC timing model and the numerics).
     report.metrics["host_simulation_seconds"] = std::chrono::duration<double>(t1 - t0).count();
     report.metrics["host_numerics_seconds"] = std::chrono::duration<double>(t2 - t1).count();
@@ -108,9 +87,7 @@ class IpuDeviceHost final : public DeviceHost {
 
   models::ipu::IpuSpecs specs_;
   std::unique_ptr<models::ipu::IpuSystem> system_;
-  std::map<uint64_t, Loaded> programs_;
-  uint64_t next_id_ = 0;
-  std::string device_;
+  std::string device_string_;
 };
 
 }  // namespace

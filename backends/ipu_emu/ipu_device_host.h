@@ -1,5 +1,6 @@
 // The worker side of ipu-emu: a `mimic-device ipu` process elaborates one SystemC system of IPUs
-// (models/ipu) for a configuration (specs + number of IPUs) and serves requests:
+// (models/ipu) for a configuration (specs + number of IPUs) and serves the requests of
+// backends/device_worker/program_host.h:
 //   'L' program          -> u64 id       (load an executable's program and constants once)
 //   'R' id, inputs       -> outputs, RunReport, recorded trace events
 //   'U' id               -> nothing      (unload)
@@ -13,8 +14,6 @@
 #include "models/ipu/ipu_specs.h"
 
 namespace mimic::backends::ipu_emu {
-
-enum Command : uint8_t { kLoad = 'L', kRun = 'R', kUnload = 'U' };
 
 // The configuration message a worker is started with.
 std::vector<uint8_t> device_config(const models::ipu::IpuSpecs& specs, uint32_t num_ipus);

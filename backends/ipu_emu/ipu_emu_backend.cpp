@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "backends/device_worker/recording_sink.h"
+#include "backends/device_worker/remote_program.h"
 #include "backends/device_worker/wire.h"
 #include "backends/device_worker/worker_process.h"
 #include "backends/ipu_emu/ipu_compiler.h"
@@ -45,34 +46,14 @@ class IpuExecutable final : public Executable {
       : c_(std::move(c)),
         specs_(std::move(specs)),
         options_(std::move(options)),
-        device_(std::move(device)) {}
-
-  ~IpuExecutable() override {
-    if (!worker_ || !worker_->alive()) return;
-    try {
-      wire::Writer w;
-      w.u8(ipu_emu::kUnload);
-      w.u64(id_);
-      worker_->call(w.data());
-    } catch (const std::exception&) {
-      // The worker is gone or broken: nothing left to unload.
-    }
-  }
+        device_(std::move(device)),
+        remote_("ipu", ipu_emu::device_config(specs_, options_.num_ipus),
+                [this](wire::Writer& w) { ipu_emu::write_program(w, c_.program); }) {}
 
   // Starts (or reuses) the worker and loads the program; again after a worker crash.
   void load() {
-    auto worker = shared_worker("ipu", ipu_emu::device_config(specs_, options_.num_ipus));
-    if (worker == worker_ && worker_->alive()) return;
-    auto t0 = std::chrono::steady_clock::now();
-    wire::Writer w;
-    w.u8(ipu_emu::kLoad);
-    ipu_emu::write_program(w, c_.program);
-    std::vector<uint8_t> reply = worker->call(w.data());
-    wire::Reader r(reply);
-    id_ = r.u64();
-    worker_ = worker;
-    c_.report.metrics["load_seconds"] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    remote_.load();
+    c_.report.metrics["load_seconds"] = remote_.load_seconds();
   }
 
   RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
@@ -80,15 +61,13 @@ class IpuExecutable final : public Executable {
       throw InvalidArgument(
           fmt::format("{} was compiled with compile_only: it cannot run", device_));
     auto t0 = std::chrono::steady_clock::now();
-    load();
-    wire::Writer w;
-    w.u8(ipu_emu::kRun);
-    w.u64(id_);
-    w.u64(inputs.size());
-    // Timing-only programs never read their inputs: only their count travels.
-    for (const auto& t : inputs)
-      w.tensor(options_.timing_only ? ir::HostTensor(t.dtype(), ir::Shape({0})) : t);
-    std::vector<uint8_t> reply = worker_->call(w.data());
+    std::vector<uint8_t> reply = remote_.run([&](wire::Writer& w) {
+      w.u64(inputs.size());
+      // Timing-only programs never read their inputs: only their count travels.
+      for (const auto& t : inputs)
+        w.tensor(options_.timing_only ? ir::HostTensor(t.dtype(), ir::Shape({0})) : t);
+    });
+    c_.report.metrics["load_seconds"] = remote_.load_seconds();
     wire::Reader r(reply);
     RunResult result;
     for (uint64_t i = 0, n = r.u64(); i < n; ++i) result.outputs.push_back(r.tensor());
@@ -125,8 +104,7 @@ class IpuExecutable final : public Executable {
   IpuSpecs specs_;
   IpuOptions options_;
   std::string device_;
-  std::shared_ptr<WorkerProcess> worker_;
-  uint64_t id_ = 0;
+  RemoteProgram remote_;
 };
 
 class IpuEmuBackend final : public Backend {

@@ -18,8 +18,6 @@ namespace mimic::backends::tpu_emu {
 void write_program(wire::Writer& w, const models::tpu::Program& p);
 models::tpu::Program read_program(wire::Reader& r);
 
-enum Request : uint8_t { kLoad = 'L', kRun = 'R', kUnload = 'U' };
-
 struct RunFlags {
   bool timing_only = false;
   bool record_events = true;

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "backends/device_worker/recording_sink.h"
+#include "backends/device_worker/remote_program.h"
 #include "backends/device_worker/wire.h"
 #include "backends/device_worker/worker_process.h"
 #include "backends/tpu_emu/compiler.h"
@@ -55,29 +56,15 @@ class TpuExecutable final : public Executable {
         host_(std::move(host)) {
     host_.inputs_channels_last.resize(g.inputs().size(), false);
     host_.outputs_channels_last.resize(g.outputs().size(), false);
-    std::string json = spec_to_json(spec_);
-    config_.assign(json.begin(), json.end());
     for (ir::ValueId v : g.inputs()) input_types_.push_back(g.value(v).type);
     for (ir::ValueId v : g.outputs()) output_types_.push_back(g.value(v).type);
-    wire::Writer w;
-    w.u8(tpu_emu::kLoad);
-    tpu_emu::write_program(w, compiled.program);
-    w.u64(compiled.constants.size());
-    for (const auto& c : compiled.constants) w.pods(c);
-    load_ = std::move(w.data());
-  }
-
-  ~TpuExecutable() override {
-    if (auto worker = worker_.lock(); worker && worker->alive()) {
-      try {
-        wire::Writer w;
-        w.u8(tpu_emu::kUnload);
-        w.u64(program_id_);
-        worker->call(w.data());
-      } catch (const std::exception&) {
-        // The worker is gone or failing: nothing left to free.
-      }
-    }
+    std::string json = spec_to_json(spec_);
+    remote_ = std::make_unique<RemoteProgram>("tpu", std::vector<uint8_t>(json.begin(), json.end()),
+                                              [&](wire::Writer& w) {
+                                                tpu_emu::write_program(w, compiled.program);
+                                                w.u64(compiled.constants.size());
+                                                for (const auto& c : compiled.constants) w.pods(c);
+                                              });
   }
 
   RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
@@ -89,29 +76,18 @@ class TpuExecutable final : public Executable {
     if (inputs.size() != input_types_.size())
       throw InvalidArgument(fmt::format("tpu-emu: the program takes {} inputs, got {}",
                                         input_types_.size(), inputs.size()));
-    std::shared_ptr<WorkerProcess> worker = shared_worker("tpu", config_);
-    if (worker !=
-        worker_.lock()) {  // first run, or the previous worker died: load the program there
-      std::vector<uint8_t> answer = worker->call(load_);
-      wire::Reader r(answer);
-      program_id_ = r.u64();
-      worker_ = worker;
-    }
     const bool record = dynamic_cast<sim::NullSink*>(&sink) == nullptr;
-    wire::Writer w;
-    w.u8(tpu_emu::kRun);
-    w.u64(program_id_);
-    w.boolean(options_.timing_only);
-    w.boolean(record);
-    if (!options_.timing_only) {
+    std::vector<uint8_t> response = remote_->run([&](wire::Writer& w) {
+      w.boolean(options_.timing_only);
+      w.boolean(record);
+      if (options_.timing_only) return;
       w.u64(inputs.size());
       for (size_t i = 0; i < inputs.size(); ++i) {
         check_input(inputs[i], i);
         write_f32(
             w, host_.inputs_channels_last[i] ? tpu_emu::to_channels_last(inputs[i]) : inputs[i], i);
       }
-    }
-    std::vector<uint8_t> response = worker->call(w.data());
+    });
     wire::Reader r(response);
     RunResult result;
     uint64_t n = r.u64();
@@ -224,11 +200,9 @@ class TpuExecutable final : public Executable {
   TpuSpec spec_;
   CompileOptions options_;
   CompileReport report_;
-  std::vector<uint8_t> config_, load_;
   std::vector<ir::TensorType> input_types_, output_types_;
   HostLayout host_;
-  std::weak_ptr<WorkerProcess> worker_;
-  uint64_t program_id_ = 0;
+  std::unique_ptr<RemoteProgram> remote_;
 };
 
 class TpuEmuBackend final : public Backend {

@@ -1,9 +1,12 @@
-// The device worker process: framing, error propagation with kinds, crash detection, the pool, and
-// the wire format's bounds checks.
+// The device worker process: framing, error propagation with kinds, crash detection, the pool, the
+// wire format's bounds checks, and the program table both emulators' workers share.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
+#include <stdexcept>
 
+#include "backends/device_worker/program_host.h"
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/wire.h"
 #include "backends/device_worker/worker_process.h"
@@ -147,6 +150,87 @@ TEST(Wire, TruncatedAndCorruptMessagesThrow) {
   huge.u64(~0ull);
   wire::Reader r2(huge.data());
   EXPECT_THROW(r2.pods<double>(), RuntimeError);
+}
+
+// A device whose programs are one number: run returns it; the program 13 makes the model fail.
+class NumberHost final : public ProgramHost {
+ public:
+  NumberHost() : ProgramHost("number-emu") {}
+
+ private:
+  struct Number final : LoadedProgram {
+    uint64_t value = 0;
+  };
+  std::unique_ptr<LoadedProgram> load(wire::Reader& r) override {
+    auto p = std::make_unique<Number>();
+    p->value = r.u64();
+    return p;
+  }
+  void run(LoadedProgram& program, wire::Reader& r, wire::Writer& w) override {
+    uint64_t value = static_cast<Number&>(program).value;
+    if (r.u64() != 1) throw InvalidArgument("number-emu: runs take one input");
+    w.u64(run_model([&] {
+      if (value == 13) throw std::runtime_error("unit 2 still holds work");
+      return value;
+    }));
+  }
+};
+
+std::vector<uint8_t> request(uint8_t kind, uint64_t a, std::optional<uint64_t> b = {}) {
+  wire::Writer w;
+  w.u8(kind);
+  w.u64(a);
+  if (b) w.u64(*b);
+  return std::move(w.data());
+}
+
+uint64_t answer(const std::vector<uint8_t>& response) {
+  wire::Reader r(response);
+  return r.u64();
+}
+
+TEST(ProgramHost, LoadsRunsAndUnloadsPrograms) {
+  NumberHost host;
+  uint64_t seven = answer(host.handle(request(kLoadProgram, 7)));
+  uint64_t nine = answer(host.handle(request(kLoadProgram, 9)));
+  EXPECT_NE(seven, nine);
+  EXPECT_EQ(answer(host.handle(request(kRunProgram, seven, 1))), 7u);
+  EXPECT_EQ(answer(host.handle(request(kRunProgram, nine, 1))), 9u);
+  EXPECT_THROW(host.handle(request(kRunProgram, nine, 2)), InvalidArgument);
+  EXPECT_EQ(answer(host.handle(request(kRunProgram, nine, 1))), 9u) << "a bad input breaks nothing";
+  EXPECT_TRUE(host.handle(request(kUnloadProgram, seven)).empty());
+  try {
+    host.handle(request(kRunProgram, seven, 1));
+    FAIL() << "program was unloaded";
+  } catch (const RuntimeError& e) {
+    EXPECT_STREQ(e.what(), "number-emu worker: no loaded program 1 (was it unloaded?)");
+  }
+  try {
+    host.handle(request('Z', 0));
+    FAIL() << "unknown request";
+  } catch (const RuntimeError& e) {
+    EXPECT_STREQ(e.what(), "number-emu worker: unknown request 'Z' (byte 90)");
+  }
+}
+
+TEST(ProgramHost, AModelThatFailedNeverRunsAgain) {
+  NumberHost host;
+  uint64_t ok = answer(host.handle(request(kLoadProgram, 5)));
+  uint64_t bad = answer(host.handle(request(kLoadProgram, 13)));
+  try {
+    host.handle(request(kRunProgram, bad, 1));
+    FAIL() << "the model fails";
+  } catch (const RuntimeError& e) {
+    EXPECT_STREQ(e.what(), "number-emu: the hardware model failed: unit 2 still holds work");
+  }
+  try {
+    host.handle(request(kRunProgram, ok, 1));
+    FAIL() << "a failed model must not run again";
+  } catch (const RuntimeError& e) {
+    EXPECT_STREQ(e.what(),
+                 "number-emu: the hardware model failed in an earlier run (unit 2 still holds "
+                 "work) and cannot run again");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,52 @@
+#include "backends/device_worker/remote_program.h"
+
+#include <chrono>
+
+#include "backends/device_worker/program_host.h"
+
+namespace mimic::backends {
+
+RemoteProgram::RemoteProgram(std::string kind, std::vector<uint8_t> config,
+                             const std::function<void(wire::Writer&)>& write_program)
+    : kind_(std::move(kind)), config_(std::move(config)) {
+  wire::Writer w;
+  w.u8(kLoadProgram);
+  write_program(w);
+  load_request_ = std::move(w.data());
+}
+
+RemoteProgram::~RemoteProgram() {
+  auto worker = worker_.lock();
+  if (!worker || !worker->alive()) return;
+  try {
+    wire::Writer w;
+    w.u8(kUnloadProgram);
+    w.u64(id_);
+    worker->call(w.data());
+  } catch (const std::exception&) {
+    // The worker is gone or failing: nothing left to free.
+  }
+}
+
+std::shared_ptr<WorkerProcess> RemoteProgram::loaded_worker() {
+  std::shared_ptr<WorkerProcess> worker = shared_worker(kind_, config_);
+  if (worker == worker_.lock()) return worker;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<uint8_t> answer = worker->call(load_request_);
+  wire::Reader r(answer);
+  id_ = r.u64();
+  worker_ = worker;
+  load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return worker;
+}
+
+std::vector<uint8_t> RemoteProgram::run(const std::function<void(wire::Writer&)>& write_run) {
+  std::shared_ptr<WorkerProcess> worker = loaded_worker();
+  wire::Writer w;
+  w.u8(kRunProgram);
+  w.u64(id_);
+  write_run(w);
+  return worker->call(w.data());
+}
+
+}  // namespace mimic::backends

@@ -1,0 +1,45 @@
+// The parent side of one compiled program on an emulated device (program_host.h is the worker
+// side): it loads the program on the device's shared worker at the first run, again whenever the
+// worker was replaced (after a crash), sends runs, and unloads the program when destroyed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/device_worker/wire.h"
+#include "backends/device_worker/worker_process.h"
+
+namespace mimic::backends {
+
+class RemoteProgram {
+ public:
+  // `kind` and `config` select the worker (`mimic-device <kind>` with that configuration);
+  // `write_program` writes the emulator's program as its ProgramHost::load reads it.
+  RemoteProgram(std::string kind, std::vector<uint8_t> config,
+                const std::function<void(wire::Writer&)>& write_program);
+  ~RemoteProgram();
+  RemoteProgram(const RemoteProgram&) = delete;
+  RemoteProgram& operator=(const RemoteProgram&) = delete;
+
+  // Loads the program on the device's worker unless it is there (run does this too; calling it
+  // at compile time reports a program the device refuses before the first run).
+  void load() { loaded_worker(); }
+  // One run: `write_run` writes what the emulator's ProgramHost::run reads; returns its answer.
+  std::vector<uint8_t> run(const std::function<void(wire::Writer&)>& write_run);
+  // Host seconds of the latest load of the program on a worker (0 before the first run).
+  double load_seconds() const { return load_seconds_; }
+
+ private:
+  std::shared_ptr<WorkerProcess> loaded_worker();
+
+  std::string kind_;
+  std::vector<uint8_t> config_, load_request_;
+  std::weak_ptr<WorkerProcess> worker_;
+  uint64_t id_ = 0;
+  double load_seconds_ = 0;
+};
+
+}  // namespace mimic::backends
