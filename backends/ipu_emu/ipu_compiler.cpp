@@ -13,7 +13,7 @@
 namespace mimic::backends::ipu_emu {
 namespace {
 
-using models::ipu::IpuSpecs;
+using models::ipu::IpuSpec;
 using models::ipu::NumberFormat;
 
 int64_t graph_batch(const ir::Graph& g) {
@@ -102,7 +102,7 @@ struct GraphInfo {
   std::vector<ir::Shape> shapes;
 };
 
-LowerContext make_context(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi, uint32_t ipu,
+LowerContext make_context(const IpuSpec& s, const IpuOptions& o, const GraphInfo& gi, uint32_t ipu,
                           Labels& labels) {
   LowerContext c{s,   o,       gi.g, gi.shapes, {}, {}, TileCursor(static_cast<uint32_t>(s.tiles)),
                  ipu, &labels, -1};
@@ -119,7 +119,7 @@ void place_input(LowerContext& c, ir::ValueId v) {
 }
 
 // Cycle estimates of every device node on one whole IPU (for balancing pipeline stages).
-std::vector<uint64_t> estimate_cycles(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi) {
+std::vector<uint64_t> estimate_cycles(const IpuSpec& s, const IpuOptions& o, const GraphInfo& gi) {
   Labels labels;
   LowerContext c = make_context(s, o, gi, 0, labels);
   for (ir::ValueId v : gi.g.inputs()) place_input(c, v);
@@ -130,7 +130,7 @@ std::vector<uint64_t> estimate_cycles(const IpuSpecs& s, const IpuOptions& o, co
 
 // The pipeline stage of every device node: a balanced contiguous split of the cost; in a training
 // step of the forward pass only, backward and update ops following their layers (train_plan.h).
-std::vector<uint32_t> assign_stages(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi,
+std::vector<uint32_t> assign_stages(const IpuSpec& s, const IpuOptions& o, const GraphInfo& gi,
                                     bool training) {
   if (o.stages <= 1) return std::vector<uint32_t>(gi.nodes.size(), 0);
   std::vector<uint64_t> cost = estimate_cycles(s, o, gi);
@@ -145,7 +145,7 @@ std::vector<uint32_t> assign_stages(const IpuSpecs& s, const IpuOptions& o, cons
   return training_stages(gi.g, gi.nodes, forward_stage);
 }
 
-StagePlan lower_stage(const IpuSpecs& s, const IpuOptions& o, const GraphInfo& gi,
+StagePlan lower_stage(const IpuSpec& s, const IpuOptions& o, const GraphInfo& gi,
                       const std::vector<uint32_t>& stage_of, uint32_t stage, Labels& labels) {
   const ir::Graph& g = gi.g;
   StagePlan plan;
@@ -322,7 +322,7 @@ std::string breakdown(const TileMemory& t) {
 
 // When the weights resident on one IPU take most of its memory, the fix is more IPUs, not a
 // smaller batch or memory_proportion: say so, with the IPU's totals ("" otherwise).
-std::string weights_hint(const IpuMemoryPlan& m, const IpuSpecs& s, uint32_t stages) {
+std::string weights_hint(const IpuMemoryPlan& m, const IpuSpec& s, uint32_t stages) {
   uint64_t weights = 0;
   for (const TileMemory& t : m.tiles) weights += t.weights;
   uint64_t capacity = s.tile_sram_bytes * s.tiles;
@@ -333,7 +333,7 @@ std::string weights_hint(const IpuMemoryPlan& m, const IpuSpecs& s, uint32_t sta
       weights / 1e6, capacity / 1e6, stages);
 }
 
-void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
+void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpec& s) {
   const OutOfMemory* worst = nullptr;
   OutOfMemory candidate;
   for (uint32_t st = 0; st < out.stages.size(); ++st) {
@@ -358,8 +358,7 @@ void check_memory(IpuCompilation& out, const ir::Graph& g, const IpuSpecs& s) {
 }
 
 // The report contract shared with tpu-emu: the fullest tile's bytes by category.
-void memory_metrics(const IpuCompilation& out, const IpuSpecs& s,
-                    std::map<std::string, double>& m) {
+void memory_metrics(const IpuCompilation& out, const IpuSpec& s, std::map<std::string, double>& m) {
   const TileMemory* worst = nullptr;
   for (const auto& st : out.stages) {
     const TileMemory& t = st.memory.tiles[st.memory.fullest_tile];
@@ -380,7 +379,7 @@ void memory_metrics(const IpuCompilation& out, const IpuSpecs& s,
 // phase.<phase>_cycles before running: the planner's estimate of every op (forward, loss and
 // backward once per micro-batch, the update once per step) and the ring all-reduce at IPU-Link
 // bandwidth, summed over the stages. The run report's are measured on the model.
-void phase_estimates(const IpuCompilation& out, const IpuOptions& o, const IpuSpecs& s,
+void phase_estimates(const IpuCompilation& out, const IpuOptions& o, const IpuSpec& s,
                      std::map<std::string, double>& m) {
   std::map<std::string, double> c = {
       {"forward", 0}, {"loss", 0}, {"backward", 0}, {"allreduce", 0}, {"update", 0}};
@@ -483,7 +482,7 @@ void option_notes(IpuCompilation& out, const IpuOptions& o, int64_t local) {
 
 }  // namespace
 
-IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpecs& s, const IpuOptions& o_in,
+IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpec& s, const IpuOptions& o_in,
                            const std::string& device) {
   auto t0 = std::chrono::steady_clock::now();
   IpuOptions o = o_in;

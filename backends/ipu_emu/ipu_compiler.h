@@ -55,12 +55,12 @@ struct IpuCompilation {
 };
 
 // Plans everything; with allow_out_of_memory an overflow is recorded instead of raised.
-IpuCompilation compile_ipu(const ir::Graph& g, const models::ipu::IpuSpecs& specs,
+IpuCompilation compile_ipu(const ir::Graph& g, const models::ipu::IpuSpec& specs,
                            const IpuOptions& options, const std::string& device);
 
 // Builds every IPU's superstep list from the stages (program_builder.cpp); `g` gives the phase
 // of every op (a training step's update runs once per step, after its micro-batches).
-models::ipu::BspProgram build_program(const models::ipu::IpuSpecs& specs, const IpuOptions& options,
+models::ipu::BspProgram build_program(const models::ipu::IpuSpec& specs, const IpuOptions& options,
                                       const ir::Graph& g, bool training,
                                       const std::vector<StagePlan>& stages, Labels& labels);
 

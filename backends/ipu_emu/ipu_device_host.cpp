@@ -85,7 +85,7 @@ class IpuDeviceHost final : public ProgramHost {
     rec.serialize(w);
   }
 
-  models::ipu::IpuSpecs specs_;
+  models::ipu::IpuSpec specs_;
   std::unique_ptr<models::ipu::IpuSystem> system_;
   std::string device_string_;
 };

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "backends/device_worker/device_host.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 
 namespace mimic::backends::ipu_emu {
 
 // The configuration message a worker is started with.
-std::vector<uint8_t> device_config(const models::ipu::IpuSpecs& specs, uint32_t num_ipus);
+std::vector<uint8_t> device_config(const models::ipu::IpuSpec& specs, uint32_t num_ipus);
 
 std::unique_ptr<DeviceHost> make_device_host(const std::vector<uint8_t>& config);
 

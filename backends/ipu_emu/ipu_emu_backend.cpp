@@ -24,15 +24,15 @@ namespace {
 
 using ipu_emu::IpuCompilation;
 using ipu_emu::IpuOptions;
-using models::ipu::IpuSpecs;
+using models::ipu::IpuSpec;
 
 // Specs of a device argument with overrides applied; errors become mimic errors.
-IpuSpecs resolve(const std::string& arg, const std::map<std::string, std::string>& overrides) {
+IpuSpec resolve(const std::string& arg, const std::map<std::string, std::string>& overrides) {
   bool file = arg.size() > 5 && arg.compare(arg.size() - 5, 5, ".json") == 0;
   if (file && !std::ifstream(arg))
     throw IoError(fmt::format("ipu-emu: cannot read device file '{}'", arg));
   try {
-    IpuSpecs s = models::ipu::resolve_specs(arg);
+    IpuSpec s = models::ipu::resolve_specs(arg);
     models::ipu::apply_overrides(s, overrides);
     return s;
   } catch (const models::ipu::SpecError& e) {
@@ -42,7 +42,7 @@ IpuSpecs resolve(const std::string& arg, const std::map<std::string, std::string
 
 class IpuExecutable final : public Executable {
  public:
-  IpuExecutable(IpuCompilation c, IpuSpecs specs, IpuOptions options, std::string device)
+  IpuExecutable(IpuCompilation c, IpuSpec specs, IpuOptions options, std::string device)
       : c_(std::move(c)),
         specs_(std::move(specs)),
         options_(std::move(options)),
@@ -101,7 +101,7 @@ class IpuExecutable final : public Executable {
   }
 
   IpuCompilation c_;
-  IpuSpecs specs_;
+  IpuSpec specs_;
   IpuOptions options_;
   std::string device_;
   RemoteProgram remote_;
@@ -120,7 +120,7 @@ class IpuEmuBackend final : public Backend {
   DeviceInfo probe(const std::string& arg) const override {
     DeviceInfo info{arg.empty() ? "ipu-emu" : "ipu-emu:" + arg, "ipu-emu", false, "", ""};
     try {
-      IpuSpecs s = resolve(arg, {});
+      IpuSpec s = resolve(arg, {});
       info.description = fmt::format(
           "emulated IPU {}: {} tiles x {} KiB SRAM, {:.2f} GHz, {:.1f} TFLOPS fp16 / {:.1f} fp32",
           s.name, s.tiles, s.tile_sram_bytes / 1024, s.clock_hz * 1e-9,
@@ -153,7 +153,7 @@ class IpuEmuBackend final : public Backend {
 
   std::unique_ptr<Executable> compile(const ir::Graph& g, const std::string& arg,
                                       const CompileOptions& options) const override {
-    IpuSpecs specs = resolve(arg, options.overrides);
+    IpuSpec specs = resolve(arg, options.overrides);
     IpuOptions o = ipu_emu::parse_options(options, specs);
     std::string device = "ipu-emu:" + arg;
     // Recurrent layers (admitted by ipu_supports) run unrolled into matrix and vector ops.

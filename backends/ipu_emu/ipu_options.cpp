@@ -91,7 +91,7 @@ std::map<std::string, std::string> option_help() {
   };
 }
 
-IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSpecs& specs) {
+IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSpec& specs) {
   IpuOptions o;
   o.compile_only = options.compile_only;
   o.timing_only = options.timing_only;

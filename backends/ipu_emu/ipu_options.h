@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backends/backend.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 
 namespace mimic::backends::ipu_emu {
 
@@ -38,7 +38,7 @@ struct IpuOptions {
   std::string precision_name = "float32";
 };
 
-IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSpecs& specs);
+IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSpec& specs);
 
 std::map<std::string, std::string> option_help();
 

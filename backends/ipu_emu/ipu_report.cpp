@@ -53,7 +53,7 @@ void schedule_metrics(const DeviceProgram& p, const RunStats& stats,
 
 }  // namespace
 
-RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& s, const RunStats& stats,
+RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpec& s, const RunStats& stats,
                       const std::string& device) {
   RunReport r;
   r.device = device;

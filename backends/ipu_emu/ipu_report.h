@@ -9,7 +9,7 @@
 
 namespace mimic::backends::ipu_emu {
 
-RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpecs& specs,
+RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpec& specs,
                       const models::ipu::RunStats& stats, const std::string& device);
 
 }  // namespace mimic::backends::ipu_emu

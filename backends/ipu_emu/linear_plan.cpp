@@ -13,7 +13,7 @@ namespace {
 
 using models::ipu::ExchangeGroup;
 using models::ipu::format_bytes;
-using models::ipu::IpuSpecs;
+using models::ipu::IpuSpec;
 using models::ipu::NumberFormat;
 using models::ipu::Superstep;
 using models::ipu::SyncKind;
@@ -47,7 +47,7 @@ struct TileWork {
   std::vector<VertexBatch> second;  // reduction or bias/cast vertices
 };
 
-TileWork tile_work(const IpuSpecs& s, const LinearProblem& p, const LinearPlan& plan) {
+TileWork tile_work(const IpuSpec& s, const LinearProblem& p, const LinearPlan& plan) {
   TileWork w;
   uint64_t in_bytes = format_bytes(p.in_format), p_bytes = format_bytes(p.partials);
   w.a_block = plan.g_b * plan.c_b * p.input_pixels(plan.rows_b, plan.kernel_b) * in_bytes;
@@ -88,7 +88,7 @@ TileWork tile_work(const IpuSpecs& s, const LinearProblem& p, const LinearPlan& 
   return w;
 }
 
-void cost(const IpuSpecs& s, const LinearProblem& p, LinearPlan& plan, double memory_proportion) {
+void cost(const IpuSpec& s, const LinearProblem& p, LinearPlan& plan, double memory_proportion) {
   TileWork w = tile_work(s, p, plan);
   uint64_t p_bytes = format_bytes(p.partials);
   uint64_t x1 = std::max({models::ipu::exchange_cycles(s, p.a_send_per_tile, 0),
@@ -143,7 +143,7 @@ std::string LinearPlan::describe() const {
   return fmt::format("groups/{} rows/{} cols/{} k/{}{} on {} tiles", gs, ms, ns, ks, kernel, tiles);
 }
 
-LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles,
+LinearPlan plan_linear(const IpuSpec& s, const LinearProblem& p, uint32_t tiles,
                        double memory_proportion) {
   LinearPlan best;
   bool have = false;
@@ -169,7 +169,7 @@ LinearPlan plan_linear(const IpuSpecs& s, const LinearProblem& p, uint32_t tiles
   return best;
 }
 
-std::vector<Superstep> linear_steps(const IpuSpecs& s, const LinearProblem& p,
+std::vector<Superstep> linear_steps(const IpuSpec& s, const LinearProblem& p,
                                     const LinearPlan& plan, TileSpan span, TileSpan a_span,
                                     TileSpan b_span, int32_t op, uint32_t label_main,
                                     uint32_t label_reduce) {

@@ -20,7 +20,7 @@
 
 #include "backends/ipu_emu/tile_layout.h"
 #include "models/ipu/bsp_program.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 
 namespace mimic::backends::ipu_emu {
 
@@ -61,11 +61,11 @@ struct LinearPlan {
 };
 
 // Chooses a plan on at most `tiles` tiles.
-LinearPlan plan_linear(const models::ipu::IpuSpecs& s, const LinearProblem& p, uint32_t tiles,
+LinearPlan plan_linear(const models::ipu::IpuSpec& s, const LinearProblem& p, uint32_t tiles,
                        double memory_proportion);
 
 // The supersteps of `plan` on `span` of IPU tiles; `a_span`/`b_span` hold the operands now.
-std::vector<models::ipu::Superstep> linear_steps(const models::ipu::IpuSpecs& s,
+std::vector<models::ipu::Superstep> linear_steps(const models::ipu::IpuSpec& s,
                                                  const LinearProblem& p, const LinearPlan& plan,
                                                  TileSpan span, TileSpan a_span, TileSpan b_span,
                                                  int32_t op, uint32_t label_main,

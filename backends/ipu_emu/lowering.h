@@ -15,7 +15,7 @@
 #include "backends/ipu_emu/tile_layout.h"
 #include "frontend/ir/graph.h"
 #include "frontend/ir/nn_geometry.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 
 namespace mimic::backends::ipu_emu {
 
@@ -47,7 +47,7 @@ struct LoweredOp {
 };
 
 struct LowerContext {
-  const models::ipu::IpuSpecs& specs;
+  const models::ipu::IpuSpec& specs;
   const IpuOptions& options;
   const ir::Graph& graph;
   std::vector<ir::Shape> shapes;     // per value: bound shapes scaled to one micro-batch

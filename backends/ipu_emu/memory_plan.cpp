@@ -7,7 +7,7 @@
 namespace mimic::backends::ipu_emu {
 namespace {
 
-using models::ipu::IpuSpecs;
+using models::ipu::IpuSpec;
 
 // Distinct vertex types a tile runs (each costs its code once per tile).
 constexpr size_t kMaxVertexKinds = 512;
@@ -88,7 +88,7 @@ const char* category_name(Category c) {
   return names[static_cast<size_t>(c)];
 }
 
-IpuMemoryPlan plan_memory(const IpuSpecs& specs, const MemoryInputs& in) {
+IpuMemoryPlan plan_memory(const IpuSpec& specs, const MemoryInputs& in) {
   uint32_t tiles = static_cast<uint32_t>(specs.tiles);
   IpuMemoryPlan plan;
   plan.tiles.assign(tiles, TileMemory{});

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "backends/ipu_emu/lowering.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 
 namespace mimic::backends::ipu_emu {
 
@@ -64,6 +64,6 @@ struct IpuMemoryPlan {
   uint64_t fullest_bytes = 0;
 };
 
-IpuMemoryPlan plan_memory(const models::ipu::IpuSpecs& specs, const MemoryInputs& in);
+IpuMemoryPlan plan_memory(const models::ipu::IpuSpec& specs, const MemoryInputs& in);
 
 }  // namespace mimic::backends::ipu_emu

@@ -24,12 +24,12 @@ namespace mimic::backends::ipu_emu {
 namespace {
 
 using models::ipu::BspProgram;
-using models::ipu::IpuSpecs;
+using models::ipu::IpuSpec;
 using models::ipu::Superstep;
 using models::ipu::SyncKind;
 
 struct Builder {
-  const IpuSpecs& specs;
+  const IpuSpec& specs;
   const IpuOptions& o;
   const ir::Graph& g;
   bool training;
@@ -163,7 +163,7 @@ struct Builder {
 
 }  // namespace
 
-BspProgram build_program(const IpuSpecs& specs, const IpuOptions& o, const ir::Graph& g,
+BspProgram build_program(const IpuSpec& specs, const IpuOptions& o, const ir::Graph& g,
                          bool training, const std::vector<StagePlan>& stages, Labels& labels) {
   Builder b{specs, o, g, training, stages, labels};
   BspProgram p;

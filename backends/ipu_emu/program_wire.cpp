@@ -78,7 +78,7 @@ sim::OpDesc read_op(wire::Reader& r) {
 
 }  // namespace
 
-std::vector<uint8_t> device_config(const models::ipu::IpuSpecs& specs, uint32_t num_ipus) {
+std::vector<uint8_t> device_config(const models::ipu::IpuSpec& specs, uint32_t num_ipus) {
   wire::Writer w;
   w.str(models::ipu::to_json(specs));
   w.u32(num_ipus);

@@ -196,7 +196,7 @@ std::vector<ir::ValueId> stage_gradients(const ir::Graph& g, const std::vector<L
   return out;
 }
 
-Superstep accumulate_step(const models::ipu::IpuSpecs& s, const std::vector<Placement>& grads,
+Superstep accumulate_step(const models::ipu::IpuSpec& s, const std::vector<Placement>& grads,
                           NumberFormat format, uint32_t label) {
   uint32_t tiles = static_cast<uint32_t>(s.tiles);
   std::vector<uint64_t> bytes(tiles, 0);
@@ -221,7 +221,7 @@ Superstep accumulate_step(const models::ipu::IpuSpecs& s, const std::vector<Plac
   return step;
 }
 
-Superstep stream_state_step(const models::ipu::IpuSpecs& s, uint64_t bytes, bool load,
+Superstep stream_state_step(const models::ipu::IpuSpec& s, uint64_t bytes, bool load,
                             uint32_t label) {
   Superstep step;
   step.label = label;

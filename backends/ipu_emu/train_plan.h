@@ -53,12 +53,12 @@ std::vector<ir::ValueId> stage_gradients(const ir::Graph& g, const std::vector<L
 // One superstep adding every gradient into its accumulator on the tiles that hold it (a vector
 // add per element, f32 or f16 as stored; one vertex per worker per tile, the gradients of a tile
 // merged into one run of elements).
-models::ipu::Superstep accumulate_step(const models::ipu::IpuSpecs& s,
+models::ipu::Superstep accumulate_step(const models::ipu::IpuSpec& s,
                                        const std::vector<Placement>& grads,
                                        models::ipu::NumberFormat format, uint32_t label);
 
 // Moves `bytes` of optimizer state between streaming memory and every tile (remote buffers).
-models::ipu::Superstep stream_state_step(const models::ipu::IpuSpecs& s, uint64_t bytes, bool load,
+models::ipu::Superstep stream_state_step(const models::ipu::IpuSpec& s, uint64_t bytes, bool load,
                                          uint32_t label);
 
 }  // namespace mimic::backends::ipu_emu

@@ -1,4 +1,4 @@
-// Internal state of one compilation, shared by the lowering files (compiler.cpp drives; matmul,
+// Internal state of one compilation, shared by the lowering files (tpu_compiler.cpp drives; matmul,
 // vector and copy lowering emit kernels through it).
 #pragma once
 
@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "backends/tpu_emu/compiler.h"
 #include "backends/tpu_emu/emitter.h"
 #include "backends/tpu_emu/hbm_plan.h"
+#include "backends/tpu_emu/tpu_compiler.h"
 #include "frontend/ir/graph.h"
 #include "frontend/ir/nn_geometry.h"
 #include "models/tpu/program.h"

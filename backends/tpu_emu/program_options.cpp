@@ -1,7 +1,7 @@
 // tpu-emu's backend options (layout, replicas, allow_out_of_memory) and the chip of one replica.
 #include <fmt/format.h>
 
-#include "backends/tpu_emu/compiler.h"
+#include "backends/tpu_emu/tpu_compiler.h"
 #include "base/error.h"
 
 namespace mimic::backends::tpu_emu {

@@ -1,9 +1,9 @@
 // Which graph nodes the TPU can run; the rest fall back to the cpu backend (placement.cpp).
 #include <fmt/format.h>
 
-#include "backends/tpu_emu/compiler.h"
 #include "backends/tpu_emu/fusion.h"
 #include "backends/tpu_emu/reduction_split.h"
+#include "backends/tpu_emu/tpu_compiler.h"
 #include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/op_helpers.h"
 #include "frontend/ir/recurrent.h"

@@ -5,8 +5,8 @@
 
 #include "backends/device_worker/program_host.h"
 #include "backends/device_worker/recording_sink.h"
-#include "backends/tpu_emu/program_codec.h"
-#include "backends/tpu_emu/run_report.h"
+#include "backends/tpu_emu/program_wire.h"
+#include "backends/tpu_emu/tpu_report.h"
 #include "base/error.h"
 #include "models/tpu/numerics.h"
 #include "models/tpu/tpu_chip.h"

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "benchmarks/micro/resnet50_gemms.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 #include "models/ipu/ipu_system.h"
 #include "sim/event_sink.h"
 
@@ -42,7 +42,7 @@ uint64_t ceil_div(uint64_t a, uint64_t b) {
 
 class BspBuilder {
  public:
-  explicit BspBuilder(const ipu::IpuSpecs& s) : s_(s), tiles_(static_cast<uint32_t>(s.tiles)) {
+  explicit BspBuilder(const ipu::IpuSpec& s) : s_(s), tiles_(static_cast<uint32_t>(s.tiles)) {
     p_.labels = {"stream in", "matmul", "reduce", "relu", "stream out"};
     p_.ipus.resize(1);
   }
@@ -114,7 +114,7 @@ class BspBuilder {
     p_.ipus[0].push_back(relu);
   }
 
-  const ipu::IpuSpecs& s_;
+  const ipu::IpuSpec& s_;
   uint32_t tiles_;
   ipu::BspProgram p_;
 };

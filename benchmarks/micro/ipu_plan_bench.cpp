@@ -17,7 +17,7 @@
 #include "frontend/ir/graph.h"
 #include "frontend/ir/host_tensor.h"
 #include "frontend/ir/shape_inference.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 
 namespace mimic {
 namespace {
@@ -76,7 +76,7 @@ ir::Graph layer_graph(const Layer& l) {
 
 void BM_IpuPlanLayer(benchmark::State& state, size_t layer) {
   const Layer& l = kLayers.at(layer);
-  const models::ipu::IpuSpecs specs = models::ipu::preset("gc200");
+  const models::ipu::IpuSpec specs = models::ipu::preset("gc200");
   const backends::ipu_emu::IpuOptions options;
   const ir::Graph g = layer_graph(l);
   std::vector<ir::Shape> shapes;

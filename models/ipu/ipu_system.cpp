@@ -36,7 +36,7 @@ sim::OpId op_id(const RunContext& run, int32_t op) {
 // Internal syncs take a fixed time per IPU; external syncs are barriers over every IPU.
 class SyncController {
  public:
-  SyncController(const IpuSpecs& specs, const BspClock& clock, uint32_t ipus)
+  SyncController(const IpuSpec& specs, const BspClock& clock, uint32_t ipus)
       : specs_(specs), clock_(clock), ipus_(ipus) {}
 
   void sync(SyncKind kind) {
@@ -62,7 +62,7 @@ class SyncController {
   }
 
  private:
-  const IpuSpecs& specs_;
+  const IpuSpec& specs_;
   const BspClock& clock_;
   uint32_t ipus_;
   uint32_t arrived_ = 0, posted_ = 0;
@@ -75,7 +75,7 @@ class SyncController {
 // in which SystemC runs the IPUs' processes.
 class LinkFabric {
  public:
-  LinkFabric(const IpuSpecs& specs, uint32_t ipus)
+  LinkFabric(const IpuSpec& specs, uint32_t ipus)
       : specs_(specs), busy_(2 * (ipus > 0 ? ipus - 1 : 0), 0), done_(ipus, 0) {}
 
   void reset() {
@@ -152,7 +152,7 @@ class LinkFabric {
     run.trace->sink->event(run.link_tracks[hop], op_id(run, op), "ipu-link", start - run.t0, dur);
   }
 
-  const IpuSpecs& specs_;
+  const IpuSpec& specs_;
   std::vector<uint64_t> busy_;
   std::vector<uint64_t> done_;
   std::vector<Transfer> posted_;
@@ -162,7 +162,7 @@ class LinkFabric {
 // PCIe between host and the IPUs: each direction carries one transfer at a time.
 class HostLink {
  public:
-  explicit HostLink(const IpuSpecs& specs) : specs_(specs) {}
+  explicit HostLink(const IpuSpec& specs) : specs_(specs) {}
   void reset() { busy_[0] = busy_[1] = 0; }
   // Returns the cycle the transfer completes.
   uint64_t transfer(RunContext& run, bool to_device, uint64_t bytes, uint64_t now, int32_t op) {
@@ -181,13 +181,13 @@ class HostLink {
   void clear_busy() { busy_cycles_ = 0; }
 
  private:
-  const IpuSpecs& specs_;
+  const IpuSpec& specs_;
   uint64_t busy_[2] = {0, 0};
   uint64_t busy_cycles_ = 0;
 };
 
 struct SystemUnits {
-  SystemUnits(const IpuSpecs& s, uint32_t n)
+  SystemUnits(const IpuSpec& s, uint32_t n)
       : clock(s.clock_hz), sync(s, clock, n), links(s, n), host(s) {}
   BspClock clock;
   SyncController sync;
@@ -199,7 +199,7 @@ struct SystemUnits {
 class IpuChip : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(IpuChip);
-  IpuChip(sc_core::sc_module_name name, const IpuSpecs& specs, uint32_t index, SystemUnits& units)
+  IpuChip(sc_core::sc_module_name name, const IpuSpec& specs, uint32_t index, SystemUnits& units)
       : sc_module(name), specs_(specs), index_(index), units_(units), tile_busy_(specs.tiles, 0) {
     SC_THREAD(supervisor);
     SC_THREAD(tiles);
@@ -344,7 +344,7 @@ class IpuChip : public sc_core::sc_module {
   const std::vector<uint64_t>& tile_busy() const { return tile_busy_; }
 
  private:
-  const IpuSpecs& specs_;
+  const IpuSpec& specs_;
   uint32_t index_;
   SystemUnits& units_;
   std::vector<uint64_t> tile_busy_;
@@ -358,7 +358,7 @@ class IpuChip : public sc_core::sc_module {
 }  // namespace
 
 struct IpuSystem::Impl {
-  Impl(const IpuSpecs& specs, uint32_t n) : units(specs, n) {
+  Impl(const IpuSpec& specs, uint32_t n) : units(specs, n) {
     for (uint32_t i = 0; i < n; ++i)
       chips.push_back(std::make_unique<IpuChip>(fmt::format("ipu{}", i).c_str(), specs, i, units));
   }
@@ -366,8 +366,7 @@ struct IpuSystem::Impl {
   std::vector<std::unique_ptr<IpuChip>> chips;
 };
 
-IpuSystem::IpuSystem(const IpuSpecs& specs, uint32_t num_ipus)
-    : specs_(specs), num_ipus_(num_ipus) {
+IpuSystem::IpuSystem(const IpuSpec& specs, uint32_t num_ipus) : specs_(specs), num_ipus_(num_ipus) {
   validate(specs_);
   if (num_ipus == 0 || num_ipus > specs_.max_ipus)
     throw std::invalid_argument(fmt::format("ipu-emu: {} IPUs requested, the {} system has 1 to {}",

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "models/ipu/bsp_program.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 #include "sim/event_sink.h"
 #include "sim/systemc/bsp_clock.h"
 
@@ -64,12 +64,12 @@ struct TraceTarget {
 class IpuSystem {
  public:
   // Elaborates `num_ipus` chips. One IpuSystem per process (SystemC allows one elaboration).
-  IpuSystem(const IpuSpecs& specs, uint32_t num_ipus);
+  IpuSystem(const IpuSpec& specs, uint32_t num_ipus);
   ~IpuSystem();
   IpuSystem(const IpuSystem&) = delete;
   IpuSystem& operator=(const IpuSystem&) = delete;
 
-  const IpuSpecs& specs() const { return specs_; }
+  const IpuSpec& specs() const { return specs_; }
   uint32_t num_ipus() const { return num_ipus_; }
 
   // Checks the program against this system (tile ranges, IPU count, matching external syncs);
@@ -80,7 +80,7 @@ class IpuSystem {
 
  private:
   struct Impl;
-  IpuSpecs specs_;
+  IpuSpec specs_;
   uint32_t num_ipus_;
   std::unique_ptr<Impl> impl_;
 };

@@ -11,13 +11,13 @@ uint64_t ceil_div(uint64_t a, uint64_t b) {
 
 }  // namespace
 
-uint64_t amp_macs_per_cycle(const IpuSpecs& s, NumberFormat in, NumberFormat partials) {
+uint64_t amp_macs_per_cycle(const IpuSpec& s, NumberFormat in, NumberFormat partials) {
   if (in == NumberFormat::f32) return s.amp_fp32_macs_per_cycle;
   return partials == NumberFormat::f16 ? s.amp_fp16_fp16_macs_per_cycle
                                        : s.amp_fp16_fp32_macs_per_cycle;
 }
 
-uint64_t vertex_cycles(const IpuSpecs& s, const VertexWork& v) {
+uint64_t vertex_cycles(const IpuSpec& s, const VertexWork& v) {
   switch (v.cls) {
     case VertexClass::amp:
       return s.amp_vertex_overhead_cycles +
@@ -35,7 +35,7 @@ uint64_t vertex_cycles(const IpuSpecs& s, const VertexWork& v) {
   return 0;
 }
 
-uint64_t tile_compute_cycles(const IpuSpecs& s, const std::vector<VertexBatch>& vertices) {
+uint64_t tile_compute_cycles(const IpuSpec& s, const std::vector<VertexBatch>& vertices) {
   uint64_t workers = std::max<uint64_t>(s.worker_contexts, 1);
   // Small fixed-size array: worker contexts are at most 32 (validated).
   uint64_t load[32] = {0};
@@ -56,7 +56,7 @@ uint64_t tile_compute_cycles(const IpuSpecs& s, const std::vector<VertexBatch>& 
   return busiest * workers;
 }
 
-uint64_t exchange_cycles(const IpuSpecs& s, uint64_t send_bytes, uint64_t recv_bytes) {
+uint64_t exchange_cycles(const IpuSpec& s, uint64_t send_bytes, uint64_t recv_bytes) {
   uint64_t bytes = std::max(send_bytes, recv_bytes);
   if (bytes == 0) return 0;
   return s.exchange_latency_cycles + ceil_div(bytes, s.exchange_bytes_per_cycle);

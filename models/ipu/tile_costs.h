@@ -17,20 +17,20 @@
 #include <vector>
 
 #include "models/ipu/bsp_program.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 
 namespace mimic::models::ipu {
 
-uint64_t amp_macs_per_cycle(const IpuSpecs& s, NumberFormat in, NumberFormat partials);
+uint64_t amp_macs_per_cycle(const IpuSpec& s, NumberFormat in, NumberFormat partials);
 
 // Worker cycles of one vertex.
-uint64_t vertex_cycles(const IpuSpecs& s, const VertexWork& v);
+uint64_t vertex_cycles(const IpuSpec& s, const VertexWork& v);
 
 // Tile cycles of a tile running `vertices` (round-robin over the worker contexts).
-uint64_t tile_compute_cycles(const IpuSpecs& s, const std::vector<VertexBatch>& vertices);
+uint64_t tile_compute_cycles(const IpuSpec& s, const std::vector<VertexBatch>& vertices);
 
 // Exchange phase cycles for one tile sending/receiving these bytes (latency included).
-uint64_t exchange_cycles(const IpuSpecs& s, uint64_t send_bytes, uint64_t recv_bytes);
+uint64_t exchange_cycles(const IpuSpec& s, uint64_t send_bytes, uint64_t recv_bytes);
 
 // Splits `units` indivisible units of work (rows, elements), each of `amount_per_unit`, into at
 // most `parts` vertices of near-equal size (one per worker when there is enough work); returns the

@@ -14,7 +14,7 @@
 #include "base/error.h"
 #include "frontend/ir/graph.h"
 #include "frontend/ir/shape_inference.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 #include "models/tpu/tpu_spec.h"
 
 namespace {
@@ -91,7 +91,7 @@ void ipu(const Parsed& p) {
   }
   if (!canonical.empty()) ipu::specs_from_json(canonical, "round trip");
   try {
-    ipu::IpuSpecs specs = ipu::preset("gc200");
+    ipu::IpuSpec specs = ipu::preset("gc200");
     ipu::apply_overrides(specs, p.overrides);
   } catch (const ipu::SpecError&) {
     return;

@@ -12,8 +12,8 @@
 namespace mimic::models::ipu {
 namespace {
 
-IpuSpecs small_specs() {
-  IpuSpecs s = preset("gc200");
+IpuSpec small_specs() {
+  IpuSpec s = preset("gc200");
   s.name = "test";
   s.tiles = 16;
   return s;
@@ -64,7 +64,7 @@ class Capture final : public sim::EventSink {
 };
 
 TEST(IpuModel, ComputePhaseIsTheSlowestTile) {
-  const IpuSpecs& s = system3().specs();
+  const IpuSpec& s = system3().specs();
   Superstep st = step();
   st.compute.push_back({0, 4, {{vec(600), 6}}});  // 6 vertices: one per worker
   st.compute.push_back({5, 1, {{vec(1200), 6}}});
@@ -90,7 +90,7 @@ TEST(IpuModel, ComputePhaseIsTheSlowestTile) {
 }
 
 TEST(IpuModel, AmpRatesByPrecision) {
-  const IpuSpecs& s = system3().specs();
+  const IpuSpec& s = system3().specs();
   VertexWork amp{VertexClass::amp, NumberFormat::f16, NumberFormat::f32, 1, 6400};
   EXPECT_EQ(vertex_cycles(s, amp),
             s.amp_vertex_overhead_cycles + 6400 / s.amp_fp16_fp32_macs_per_cycle);
@@ -102,7 +102,7 @@ TEST(IpuModel, AmpRatesByPrecision) {
 }
 
 TEST(IpuModel, ExchangeIsLatencyPlusBusiestTile) {
-  const IpuSpecs& s = system3().specs();
+  const IpuSpec& s = system3().specs();
   Superstep st = step(SyncKind::none);
   st.exchange.push_back({0, 8, 400, 1000});
   st.exchange.push_back({8, 8, 4000, 100});
@@ -112,7 +112,7 @@ TEST(IpuModel, ExchangeIsLatencyPlusBusiestTile) {
 }
 
 TEST(IpuModel, ExternalSyncIsABarrierAndLinksCarryData) {
-  const IpuSpecs& s = system3().specs();
+  const IpuSpec& s = system3().specs();
   Superstep slow = step(), fast = step();
   slow.compute.push_back({0, 1, {{vec(12000), 6}}});
   fast.compute.push_back({0, 1, {{vec(120), 6}}});
@@ -138,7 +138,7 @@ TEST(IpuModel, ExternalSyncIsABarrierAndLinksCarryData) {
 }
 
 TEST(IpuModel, TwoHopTransfersAndSharedLinks) {
-  const IpuSpecs& s = system3().specs();
+  const IpuSpec& s = system3().specs();
   Superstep a = step(SyncKind::external), b = step(SyncKind::external),
             c = step(SyncKind::external);
   a.links.push_back({2, 64000});  // 0 -> 2 crosses hops 0->1 and 1->2
@@ -155,7 +155,7 @@ TEST(IpuModel, TwoHopTransfersAndSharedLinks) {
 }
 
 TEST(IpuModel, HostLinkIsShared) {
-  const IpuSpecs& s = system3().specs();
+  const IpuSpec& s = system3().specs();
   Superstep in = step();
   in.host_to_device_bytes = 3'200'000;
   RunStats r = system3().run(program({{in}, {in}, {in}}), TraceTarget{});

@@ -10,7 +10,7 @@
 #include "base/numeric_formats.h"
 #include "frontend/api/random.h"
 #include "frontend/ir/nn_geometry.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 #include "tests/ipu/ipu_test_util.h"
 
 namespace mimic {

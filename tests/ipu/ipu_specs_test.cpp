@@ -9,12 +9,12 @@
 #include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/device.h"
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 
 namespace mimic {
 namespace {
 
-using models::ipu::IpuSpecs;
+using models::ipu::IpuSpec;
 using models::ipu::SpecError;
 
 ir::Graph tiny_graph() {
@@ -52,8 +52,8 @@ CompileOptions compile_only(std::map<std::string, std::string> opts = {},
 }
 
 TEST(IpuPresets, FiguresFollowTheReferenceSheet) {
-  IpuSpecs gc2 = models::ipu::preset("gc2"), gc200 = models::ipu::preset("gc200"),
-           bow = models::ipu::preset("bow");
+  IpuSpec gc2 = models::ipu::preset("gc2"), gc200 = models::ipu::preset("gc200"),
+          bow = models::ipu::preset("bow");
   EXPECT_EQ(gc2.tiles, 1216u);
   EXPECT_EQ(gc2.tile_sram_bytes, 262144u);
   EXPECT_EQ(gc200.tiles, 1472u);
@@ -68,7 +68,7 @@ TEST(IpuPresets, FiguresFollowTheReferenceSheet) {
   EXPECT_NEAR(gc200.peak_flops_per_s(gc200.amp_fp32_macs_per_cycle) * 1e-12, 62.5, 0.7);
   EXPECT_NEAR(gc200.exchange_bytes_per_cycle * gc200.tiles * double(gc200.clock_hz) * 1e-12, 8.0,
               0.2);
-  for (const IpuSpecs* s : {&gc2, &gc200, &bow})
+  for (const IpuSpec* s : {&gc2, &gc200, &bow})
     for (const auto& [field, help] : models::ipu::spec_fields()) {
       ASSERT_TRUE(s->sources.count(field)) << s->name << " has no source for " << field;
       EXPECT_EQ(s->sources.at(field).front(), '[') << s->name << "." << field;
@@ -93,8 +93,8 @@ TEST(IpuPresets, DeviceStrings) {
 }
 
 TEST(IpuPresets, JsonRoundTrip) {
-  IpuSpecs s = models::ipu::preset("gc200");
-  IpuSpecs back = models::ipu::specs_from_json(models::ipu::to_json(s), "round trip");
+  IpuSpec s = models::ipu::preset("gc200");
+  IpuSpec back = models::ipu::specs_from_json(models::ipu::to_json(s), "round trip");
   EXPECT_EQ(models::ipu::to_json(back), models::ipu::to_json(s));
   EXPECT_EQ(back.name, "gc200");
 }
@@ -103,7 +103,7 @@ TEST(IpuJson, OverrideFileDefinesADevice) {
   std::string path =
       write_file("half_gc200.json", R"({"base": "gc200", "name": "half", "tiles": 736,
                                                        "exchange_latency_cycles": 80})");
-  IpuSpecs s = models::ipu::resolve_specs(path);
+  IpuSpec s = models::ipu::resolve_specs(path);
   EXPECT_EQ(s.tiles, 736u);
   EXPECT_EQ(s.exchange_latency_cycles, 80u);
   EXPECT_EQ(s.tile_sram_bytes, 638976u);

@@ -1,4 +1,4 @@
-#include "models/ipu/ipu_specs.h"
+#include "models/ipu/ipu_spec.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@ namespace {
 
 struct Field {
   const char* name;
-  uint64_t IpuSpecs::*member;
+  uint64_t IpuSpec::*member;
   uint64_t min, max;
   const char* help;
 };
@@ -20,58 +20,58 @@ constexpr uint64_t kMiB = 1ull << 20;
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> table{
-      {"tiles", &IpuSpecs::tiles, 1, 16384, "tiles per IPU"},
-      {"tile_sram_bytes", &IpuSpecs::tile_sram_bytes, 4096, 64 * kMiB, "SRAM per tile (bytes)"},
-      {"clock_hz", &IpuSpecs::clock_hz, 1'000'000, 10'000'000'000ull, "tile clock (Hz)"},
-      {"worker_contexts", &IpuSpecs::worker_contexts, 1, 32, "worker threads per tile"},
-      {"amp_fp32_macs_per_cycle", &IpuSpecs::amp_fp32_macs_per_cycle, 1, 4096,
+      {"tiles", &IpuSpec::tiles, 1, 16384, "tiles per IPU"},
+      {"tile_sram_bytes", &IpuSpec::tile_sram_bytes, 4096, 64 * kMiB, "SRAM per tile (bytes)"},
+      {"clock_hz", &IpuSpec::clock_hz, 1'000'000, 10'000'000'000ull, "tile clock (Hz)"},
+      {"worker_contexts", &IpuSpec::worker_contexts, 1, 32, "worker threads per tile"},
+      {"amp_fp32_macs_per_cycle", &IpuSpec::amp_fp32_macs_per_cycle, 1, 4096,
        "AMP MACs per cycle per tile, fp32"},
-      {"amp_fp16_fp32_macs_per_cycle", &IpuSpecs::amp_fp16_fp32_macs_per_cycle, 1, 4096,
+      {"amp_fp16_fp32_macs_per_cycle", &IpuSpec::amp_fp16_fp32_macs_per_cycle, 1, 4096,
        "AMP MACs per cycle per tile, fp16 inputs with fp32 partials"},
-      {"amp_fp16_fp16_macs_per_cycle", &IpuSpecs::amp_fp16_fp16_macs_per_cycle, 1, 4096,
+      {"amp_fp16_fp16_macs_per_cycle", &IpuSpec::amp_fp16_fp16_macs_per_cycle, 1, 4096,
        "AMP MACs per cycle per tile, fp16 inputs with fp16 partials"},
-      {"amp_fp32_input_channels", &IpuSpecs::amp_fp32_input_channels, 1, 1024,
+      {"amp_fp32_input_channels", &IpuSpec::amp_fp32_input_channels, 1, 1024,
        "AMP input-channel block, fp32"},
-      {"amp_fp16_input_channels", &IpuSpecs::amp_fp16_input_channels, 1, 1024,
+      {"amp_fp16_input_channels", &IpuSpec::amp_fp16_input_channels, 1, 1024,
        "AMP input-channel block, fp16"},
-      {"amp_output_channels", &IpuSpecs::amp_output_channels, 1, 1024, "AMP output-channel block"},
-      {"amp_vertex_overhead_cycles", &IpuSpecs::amp_vertex_overhead_cycles, 0, 1'000'000,
+      {"amp_output_channels", &IpuSpec::amp_output_channels, 1, 1024, "AMP output-channel block"},
+      {"amp_vertex_overhead_cycles", &IpuSpec::amp_vertex_overhead_cycles, 0, 1'000'000,
        "worker cycles of setup per AMP vertex"},
-      {"vector_bytes_per_cycle", &IpuSpecs::vector_bytes_per_cycle, 4, 1024,
+      {"vector_bytes_per_cycle", &IpuSpec::vector_bytes_per_cycle, 4, 1024,
        "vector datapath bytes per worker instruction (multiple of 4)"},
-      {"vector_vertex_overhead_cycles", &IpuSpecs::vector_vertex_overhead_cycles, 0, 1'000'000,
+      {"vector_vertex_overhead_cycles", &IpuSpec::vector_vertex_overhead_cycles, 0, 1'000'000,
        "worker cycles of setup per vector vertex"},
-      {"transcendental_cycles_per_element", &IpuSpecs::transcendental_cycles_per_element, 1, 1000,
+      {"transcendental_cycles_per_element", &IpuSpec::transcendental_cycles_per_element, 1, 1000,
        "worker cycles per element of exp/log/tanh/erf"},
-      {"exchange_bytes_per_cycle", &IpuSpecs::exchange_bytes_per_cycle, 1, 1024,
+      {"exchange_bytes_per_cycle", &IpuSpec::exchange_bytes_per_cycle, 1, 1024,
        "exchange bytes per cycle per tile and direction"},
-      {"exchange_latency_cycles", &IpuSpecs::exchange_latency_cycles, 0, 1'000'000'000,
+      {"exchange_latency_cycles", &IpuSpec::exchange_latency_cycles, 0, 1'000'000'000,
        "cycles per exchange phase (setup and traversal)"},
-      {"internal_sync_cycles", &IpuSpecs::internal_sync_cycles, 0, 1'000'000'000,
+      {"internal_sync_cycles", &IpuSpec::internal_sync_cycles, 0, 1'000'000'000,
        "cycles of a sync within one IPU"},
-      {"external_sync_cycles", &IpuSpecs::external_sync_cycles, 0, 1'000'000'000,
+      {"external_sync_cycles", &IpuSpec::external_sync_cycles, 0, 1'000'000'000,
        "cycles of a sync across IPUs"},
-      {"ipu_link_bytes_per_second", &IpuSpecs::ipu_link_bytes_per_second, 1'000'000,
+      {"ipu_link_bytes_per_second", &IpuSpec::ipu_link_bytes_per_second, 1'000'000,
        10'000'000'000'000ull, "IPU-Link bandwidth between neighbouring IPUs, each direction"},
-      {"ipu_link_latency_cycles", &IpuSpecs::ipu_link_latency_cycles, 0, 1'000'000'000,
+      {"ipu_link_latency_cycles", &IpuSpec::ipu_link_latency_cycles, 0, 1'000'000'000,
        "IPU-Link latency per hop (cycles)"},
-      {"host_bytes_per_second", &IpuSpecs::host_bytes_per_second, 1'000'000, 10'000'000'000'000ull,
+      {"host_bytes_per_second", &IpuSpec::host_bytes_per_second, 1'000'000, 10'000'000'000'000ull,
        "PCIe host bandwidth, each direction"},
-      {"host_latency_cycles", &IpuSpecs::host_latency_cycles, 0, 1'000'000'000,
+      {"host_latency_cycles", &IpuSpec::host_latency_cycles, 0, 1'000'000'000,
        "host transfer latency (cycles)"},
-      {"max_ipus", &IpuSpecs::max_ipus, 1, 4096, "largest num_ipus of a system"},
-      {"ipus_per_gateway", &IpuSpecs::ipus_per_gateway, 1, 4096,
+      {"max_ipus", &IpuSpec::max_ipus, 1, 4096, "largest num_ipus of a system"},
+      {"ipus_per_gateway", &IpuSpec::ipus_per_gateway, 1, 4096,
        "IPUs per machine behind one IPU-Gateway; links between machines are GW-Links"},
-      {"gw_link_bytes_per_second", &IpuSpecs::gw_link_bytes_per_second, 1'000'000,
+      {"gw_link_bytes_per_second", &IpuSpec::gw_link_bytes_per_second, 1'000'000,
        10'000'000'000'000ull, "GW-Link bandwidth between machines, each direction"},
-      {"tile_base_code_bytes", &IpuSpecs::tile_base_code_bytes, 0, 64 * kMiB,
+      {"tile_base_code_bytes", &IpuSpec::tile_base_code_bytes, 0, 64 * kMiB,
        "always-live code per tile (runtime, supervisor, stacks)"},
-      {"vertex_code_bytes", &IpuSpecs::vertex_code_bytes, 0, 64 * kMiB,
+      {"vertex_code_bytes", &IpuSpec::vertex_code_bytes, 0, 64 * kMiB,
        "code per distinct vertex type on a tile"},
-      {"vertex_state_bytes", &IpuSpecs::vertex_state_bytes, 0, kMiB, "state per vertex instance"},
-      {"compute_set_code_bytes", &IpuSpecs::compute_set_code_bytes, 0, kMiB,
+      {"vertex_state_bytes", &IpuSpec::vertex_state_bytes, 0, kMiB, "state per vertex instance"},
+      {"compute_set_code_bytes", &IpuSpec::compute_set_code_bytes, 0, kMiB,
        "control code per compute set on a tile"},
-      {"exchange_code_bytes", &IpuSpecs::exchange_code_bytes, 0, kMiB,
+      {"exchange_code_bytes", &IpuSpec::exchange_code_bytes, 0, kMiB,
        "exchange code per exchange on a tile"},
   };
   return table;
@@ -129,8 +129,8 @@ Sources mk2_common_sources() {
   };
 }
 
-IpuSpecs mk2_common() {
-  IpuSpecs s;
+IpuSpec mk2_common() {
+  IpuSpec s;
   s.tiles = 1472;
   s.tile_sram_bytes = 638976;
   s.worker_contexts = 6;
@@ -162,8 +162,8 @@ IpuSpecs mk2_common() {
   return s;
 }
 
-IpuSpecs make_gc200() {
-  IpuSpecs s = mk2_common();
+IpuSpec make_gc200() {
+  IpuSpec s = mk2_common();
   s.name = "gc200";
   s.clock_hz = 1'330'000'000;
   s.ipu_link_latency_cycles = 1600;
@@ -179,8 +179,8 @@ IpuSpecs make_gc200() {
   return s;
 }
 
-IpuSpecs make_bow() {
-  IpuSpecs s = mk2_common();
+IpuSpec make_bow() {
+  IpuSpec s = mk2_common();
   s.name = "bow";
   s.clock_hz = 1'850'000'000;
   s.ipu_link_latency_cycles = 2200;
@@ -198,8 +198,8 @@ IpuSpecs make_bow() {
   return s;
 }
 
-IpuSpecs make_gc2() {
-  IpuSpecs s = mk2_common();
+IpuSpec make_gc2() {
+  IpuSpec s = mk2_common();
   s.name = "gc2";
   s.tiles = 1216;
   s.tile_sram_bytes = 262144;
@@ -262,12 +262,12 @@ uint64_t parse_u64(const std::string& field, const std::string& text) {
   return v;
 }
 
-void set_field(IpuSpecs& s, const Field& f, uint64_t v, const std::string& origin) {
+void set_field(IpuSpec& s, const Field& f, uint64_t v, const std::string& origin) {
   s.*(f.member) = v;
   s.sources[f.name] = origin;
 }
 
-void apply_json(IpuSpecs& s, const nlohmann::json& j, const std::string& origin, bool require_all) {
+void apply_json(IpuSpec& s, const nlohmann::json& j, const std::string& origin, bool require_all) {
   std::map<std::string, bool> seen;
   for (const auto& [key, value] : j.items()) {
     if (key == "base" || key == "name" || key == "description") continue;
@@ -293,7 +293,7 @@ void apply_json(IpuSpecs& s, const nlohmann::json& j, const std::string& origin,
 
 }  // namespace
 
-uint64_t IpuSpecs::cycles_for(uint64_t bytes, uint64_t bytes_per_second) const {
+uint64_t IpuSpec::cycles_for(uint64_t bytes, uint64_t bytes_per_second) const {
   if (bytes == 0 || bytes_per_second == 0) return 0;
   // bytes * clock / bandwidth, rounded up, without overflowing for large transfers.
   unsigned __int128 num = static_cast<unsigned __int128>(bytes) * clock_hz;
@@ -317,7 +317,7 @@ bool is_preset(const std::string& name) {
   return name == "gc2" || name == "gc200" || name == "bow";
 }
 
-IpuSpecs preset(const std::string& name) {
+IpuSpec preset(const std::string& name) {
   if (name == "gc2") return make_gc2();
   if (name == "gc200") return make_gc200();
   if (name == "bow") return make_bow();
@@ -325,7 +325,7 @@ IpuSpecs preset(const std::string& name) {
       "ipu-emu: unknown preset '{}' (presets: gc2, gc200, bow; or a .json file)", name));
 }
 
-IpuSpecs specs_from_json(const std::string& text, const std::string& origin) {
+IpuSpec specs_from_json(const std::string& text, const std::string& origin) {
   nlohmann::json j;
   // json::exception: syntax errors, and also numbers out of a double's range (out_of_range 406).
   try {
@@ -334,7 +334,7 @@ IpuSpecs specs_from_json(const std::string& text, const std::string& origin) {
     throw SpecError(fmt::format("ipu-emu: {} is not valid JSON: {}", origin, e.what()));
   }
   if (!j.is_object()) throw SpecError(fmt::format("ipu-emu: {} must hold a JSON object", origin));
-  IpuSpecs s;
+  IpuSpec s;
   bool has_base = j.contains("base");
   if (has_base) {
     if (!j["base"].is_string())
@@ -347,7 +347,7 @@ IpuSpecs specs_from_json(const std::string& text, const std::string& origin) {
   return s;
 }
 
-IpuSpecs resolve_specs(const std::string& arg) {
+IpuSpec resolve_specs(const std::string& arg) {
   if (arg.empty())
     throw SpecError("ipu-emu: give a preset (gc2, gc200, bow) or a .json file: ipu-emu:gc200");
   if (is_preset(arg)) return preset(arg);
@@ -361,7 +361,7 @@ IpuSpecs resolve_specs(const std::string& arg) {
   return preset(arg);
 }
 
-void apply_overrides(IpuSpecs& specs, const std::map<std::string, std::string>& overrides) {
+void apply_overrides(IpuSpec& specs, const std::map<std::string, std::string>& overrides) {
   for (const auto& [key, value] : overrides) {
     const Field* f = find_field(key);
     if (!f)
@@ -372,7 +372,7 @@ void apply_overrides(IpuSpecs& specs, const std::map<std::string, std::string>& 
   validate(specs);
 }
 
-void validate(const IpuSpecs& s) {
+void validate(const IpuSpec& s) {
   for (const auto& f : fields()) {
     uint64_t v = s.*(f.member);
     if (v < f.min || v > f.max)
@@ -391,7 +391,7 @@ void validate(const IpuSpecs& s) {
         s.name, fixed, s.tile_sram_bytes));
 }
 
-std::string to_json(const IpuSpecs& specs) {
+std::string to_json(const IpuSpec& specs) {
   nlohmann::json j;
   j["name"] = specs.name;
   for (const auto& f : fields()) j[f.name] = specs.*(f.member);

@@ -24,7 +24,7 @@ class SpecError : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-struct IpuSpecs {
+struct IpuSpec {
   std::string name;
 
   // Tiles and their memory.
@@ -91,19 +91,19 @@ const std::vector<std::pair<std::string, std::string>>& spec_fields();
 
 // Preset names ("gc2", "gc200", "bow") and lookup; throws SpecError listing the presets.
 std::vector<std::string> preset_names();
-IpuSpecs preset(const std::string& name);
+IpuSpec preset(const std::string& name);
 bool is_preset(const std::string& name);
 
 // Resolves a device argument: a preset name, or a path ending in ".json". Throws SpecError.
-IpuSpecs resolve_specs(const std::string& arg);
+IpuSpec resolve_specs(const std::string& arg);
 // Parses a JSON document (file contents); `origin` names it in errors.
-IpuSpecs specs_from_json(const std::string& text, const std::string& origin);
+IpuSpec specs_from_json(const std::string& text, const std::string& origin);
 // Applies "field" -> "value" overrides (same names as the JSON fields), then validates.
-void apply_overrides(IpuSpecs& specs, const std::map<std::string, std::string>& overrides);
+void apply_overrides(IpuSpec& specs, const std::map<std::string, std::string>& overrides);
 // Throws SpecError naming the first field out of range.
-void validate(const IpuSpecs& specs);
+void validate(const IpuSpec& specs);
 
 // Lossless JSON round trip (used as the device worker's configuration).
-std::string to_json(const IpuSpecs& specs);
+std::string to_json(const IpuSpec& specs);
 
 }  // namespace mimic::models::ipu

@@ -1,4 +1,4 @@
-#include "backends/tpu_emu/run_report.h"
+#include "backends/tpu_emu/tpu_report.h"
 
 #include <fmt/format.h>
 #include <algorithm>

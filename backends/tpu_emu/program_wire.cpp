@@ -1,4 +1,4 @@
-#include "backends/tpu_emu/program_codec.h"
+#include "backends/tpu_emu/program_wire.h"
 
 #include <fmt/format.h>
 #include <type_traits>

@@ -1,6 +1,6 @@
 // Compiler driver: fusion groups, tensor homes and storage, input/output staging, dispatch of
 // every node to its lowering, capacity checks and the compile report.
-#include "backends/tpu_emu/compiler.h"
+#include "backends/tpu_emu/tpu_compiler.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
