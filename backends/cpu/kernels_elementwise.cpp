@@ -7,139 +7,13 @@
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
 #include "base/error.h"
+#include "frontend/ir/unary_math.h"
 
 namespace mimic::backends::cpu {
 namespace {
 
 using ir::DType;
 using ir::OpType;
-
-constexpr float kSqrt1_2 = 0.70710678118654752440f;
-constexpr float kSqrt2OverPi = 0.79788456080286535588f;
-
-// Parameters of the parametric unary ops, read once per node.
-struct UnaryParams {
-  float alpha, beta, gamma, lambd, bias, lo, hi;
-  bool gelu_tanh;
-};
-
-UnaryParams unary_params(const KernelArgs& a) {
-  const ir::Attributes& at = a.node.attrs;
-  UnaryParams p{};
-  switch (a.node.op) {
-    case OpType::LeakyRelu:
-      p.alpha = at.get_float("alpha", 0.01);
-      break;
-    case OpType::Elu:
-    case OpType::Celu:
-      p.alpha = at.get_float("alpha", 1.0);
-      break;
-    case OpType::Selu:
-      p.alpha = at.get_float("alpha", 1.67326319217681884765625);
-      p.gamma = at.get_float("gamma", 1.05070102214813232421875);
-      break;
-    case OpType::HardSigmoid:
-      p.alpha = at.get_float("alpha", 0.2);
-      p.beta = at.get_float("beta", 0.5);
-      break;
-    case OpType::ThresholdedRelu:
-      p.alpha = at.get_float("alpha", 1.0);
-      break;
-    case OpType::Shrink:
-      p.lambd = at.get_float("lambd", 0.5);
-      p.bias = at.get_float("bias", 0.0);
-      break;
-    case OpType::Gelu:
-      p.gelu_tanh = at.get_string("approximate", "none") == "tanh";
-      break;
-    default:
-      break;
-  }
-  return p;
-}
-
-// Floating-point unary maps in T (float, or double for f64 tensors).
-template <typename T>
-T apply_float(OpType op, T x, const UnaryParams& p) {
-  switch (op) {
-    case OpType::Abs:
-      return std::fabs(x);
-    case OpType::Neg:
-      return -x;
-    case OpType::Exp:
-      return std::exp(x);
-    case OpType::Log:
-      return std::log(x);
-    case OpType::Sqrt:
-      return std::sqrt(x);
-    case OpType::Reciprocal:
-      return T(1) / x;
-    case OpType::Floor:
-      return std::floor(x);
-    case OpType::Ceil:
-      return std::ceil(x);
-    case OpType::Round:
-      return std::nearbyint(x);
-    case OpType::Sign:
-      return static_cast<T>((x > 0) - (x < 0));
-    case OpType::Sin:
-      return std::sin(x);
-    case OpType::Cos:
-      return std::cos(x);
-    case OpType::Tan:
-      return std::tan(x);
-    case OpType::Asin:
-      return std::asin(x);
-    case OpType::Acos:
-      return std::acos(x);
-    case OpType::Atan:
-      return std::atan(x);
-    case OpType::Sinh:
-      return std::sinh(x);
-    case OpType::Cosh:
-      return std::cosh(x);
-    case OpType::Asinh:
-      return std::asinh(x);
-    case OpType::Acosh:
-      return std::acosh(x);
-    case OpType::Atanh:
-      return std::atanh(x);
-    case OpType::Erf:
-      return std::erf(x);
-    case OpType::Sigmoid:
-      return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
-    case OpType::Tanh:
-      return std::tanh(x);
-    case OpType::Relu:
-      return x > 0 ? x : T(0);
-    case OpType::Softplus:
-      return x > 20 ? x : std::log1p(std::exp(x));
-    case OpType::Softsign:
-      return x / (T(1) + std::fabs(x));
-    case OpType::LeakyRelu:
-      return x >= 0 ? x : p.alpha * x;
-    case OpType::Elu:
-      return x >= 0 ? x : p.alpha * (std::exp(x) - T(1));
-    case OpType::Celu:
-      return std::max(T(0), x) + std::min(T(0), p.alpha * (std::exp(x / p.alpha) - T(1)));
-    case OpType::Selu:
-      return p.gamma * (x > 0 ? x : p.alpha * (std::exp(x) - T(1)));
-    case OpType::HardSigmoid:
-      return std::clamp<T>(p.alpha * x + p.beta, 0, 1);
-    case OpType::HardSwish:
-      return x * std::clamp<T>(x / 6 + T(0.5), 0, 1);
-    case OpType::ThresholdedRelu:
-      return x > p.alpha ? x : T(0);
-    case OpType::Shrink:
-      return x < -p.lambd ? x + p.bias : (x > p.lambd ? x - p.bias : T(0));
-    case OpType::Gelu:
-      if (p.gelu_tanh)
-        return T(0.5) * x * (T(1) + std::tanh(T(kSqrt2OverPi) * (x + T(0.044715) * x * x * x)));
-      return T(0.5) * x * (T(1) + std::erf(x * T(kSqrt1_2)));
-    default:
-      return x;
-  }
-}
 
 template <typename T>
 T apply_integer(OpType op, T x) {
@@ -158,19 +32,19 @@ T apply_integer(OpType op, T x) {
 }
 
 template <typename T>
-void unary_float(const KernelArgs& a) {
+void unary_map(const KernelArgs& a) {
   const T* x = a.input(0).data<T>();
   T* y = a.output(0).data<T>();
   int64_t n = a.input(0).numel();
   OpType op = a.node.op;
-  UnaryParams p = unary_params(a);
+  ir::UnaryAttrs attrs = ir::unary_attrs(a.node);
   if (op == OpType::Relu) {
 #pragma omp parallel for simd if (n > 32768)
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : T(0);
     return;
   }
 #pragma omp parallel for if (n > 8192) schedule(static)
-  for (int64_t i = 0; i < n; ++i) y[i] = apply_float<T>(op, x[i], p);
+  for (int64_t i = 0; i < n; ++i) y[i] = ir::unary_float<T>(op, x[i], attrs);
 }
 
 template <typename T>
@@ -239,8 +113,8 @@ void predicate(const KernelArgs& a) {
     for (int64_t i = 0; i < n; ++i) y[i] = std::isnan(x[i]);
     return;
   }
-  bool pos = a.node.attrs.get_int("detect_positive", 1) != 0;
-  bool neg = a.node.attrs.get_int("detect_negative", 1) != 0;
+  ir::UnaryAttrs attrs = ir::unary_attrs(a.node);
+  bool pos = attrs.detect_positive, neg = attrs.detect_negative;
   for (int64_t i = 0; i < n; ++i)
     y[i] = std::isinf(x[i]) && ((x[i] > 0 && pos) || (x[i] < 0 && neg));
 }
@@ -260,9 +134,9 @@ void unary_kernel(const KernelArgs& a) {
   }
   switch (a.input(0).dtype()) {
     case DType::f32:
-      return unary_float<float>(a);
+      return unary_map<float>(a);
     case DType::f64:
-      return unary_float<double>(a);
+      return unary_map<double>(a);
     case DType::i64:
       return unary_integer<int64_t>(a);
     case DType::i32:

@@ -66,51 +66,17 @@ std::string check_variadic(const ir::Graph& g, const ir::Node& n) {
 }
 
 UnaryParams unary_params(const Lowerer& l, const ir::Node& n) {
-  const ir::Attributes& at = n.attrs;
   UnaryParams p{};
   p.op = n.op;
   p.in_dt = to_dt(l.in_type(n, 0).dtype);
   p.out_dt = to_dt(l.out_type(n, 0).dtype);
   p.n = l.out_type(n, 0).shape.numel();
-  switch (n.op) {
-    case OpType::LeakyRelu:
-      p.alpha = static_cast<float>(at.get_float("alpha", 0.01));
-      break;
-    case OpType::Elu:
-    case OpType::Celu:
-      p.alpha = static_cast<float>(at.get_float("alpha", 1.0));
-      break;
-    case OpType::Selu:
-      p.alpha = static_cast<float>(at.get_float("alpha", 1.67326319217681884765625));
-      p.gamma = static_cast<float>(at.get_float("gamma", 1.05070102214813232421875));
-      break;
-    case OpType::HardSigmoid:
-      p.alpha = static_cast<float>(at.get_float("alpha", 0.2));
-      p.beta = static_cast<float>(at.get_float("beta", 0.5));
-      break;
-    case OpType::ThresholdedRelu:
-      p.alpha = static_cast<float>(at.get_float("alpha", 1.0));
-      break;
-    case OpType::Shrink:
-      p.lambd = static_cast<float>(at.get_float("lambd", 0.5));
-      p.bias = static_cast<float>(at.get_float("bias", 0.0));
-      break;
-    case OpType::Gelu:
-      p.gelu_tanh = at.get_string("approximate", "none") == "tanh";
-      break;
-    case OpType::IsInf:
-      p.detect_positive = at.get_int("detect_positive", 1) != 0;
-      p.detect_negative = at.get_int("detect_negative", 1) != 0;
-      break;
-    case OpType::Clip: {
-      const ir::HostTensor* lo = l.constant(n, 1);
-      const ir::HostTensor* hi = l.constant(n, 2);
-      p.lo = lo ? scalar_as_double(*lo) : -INFINITY;
-      p.hi = hi ? scalar_as_double(*hi) : INFINITY;
-      break;
-    }
-    default:
-      break;
+  p.attrs = ir::unary_attrs(n);
+  if (n.op == OpType::Clip) {
+    const ir::HostTensor* lo = l.constant(n, 1);
+    const ir::HostTensor* hi = l.constant(n, 2);
+    p.lo = lo ? scalar_as_double(*lo) : -INFINITY;
+    p.hi = hi ? scalar_as_double(*hi) : INFINITY;
   }
   return p;
 }

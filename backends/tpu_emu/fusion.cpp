@@ -4,6 +4,7 @@
 
 #include "backends/common.h"
 #include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/unary_math.h"
 
 namespace mimic::backends::tpu_emu {
 
@@ -29,7 +30,7 @@ bool heads_group(const ir::Graph& g, const ir::Node& n) {
 }
 
 bool unary_func(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0, float* p1) {
-  const ir::Attributes& a = n.attrs;
+  const ir::UnaryAttrs u = ir::unary_attrs(n);
   *p0 = 0;
   *p1 = 0;
   switch (n.op) {
@@ -123,37 +124,37 @@ bool unary_func(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0,
       return true;
     case OpType::ThresholdedRelu:
       *f = VectorFunc::thresholded_relu;
-      *p0 = static_cast<float>(a.get_float("alpha", 1.0));
+      *p0 = u.alpha;
       return true;
     case OpType::Celu:
       *f = VectorFunc::celu;
-      *p0 = static_cast<float>(a.get_float("alpha", 1.0));
+      *p0 = u.alpha;
       return true;
     case OpType::Shrink:
       *f = VectorFunc::shrink;
-      *p0 = static_cast<float>(a.get_float("bias", 0.0));
-      *p1 = static_cast<float>(a.get_float("lambd", 0.5));
+      *p0 = u.bias;
+      *p1 = u.lambd;
       return true;
     case OpType::LeakyRelu:
       *f = VectorFunc::leaky_relu;
-      *p0 = static_cast<float>(a.get_float("alpha", 0.01));
+      *p0 = u.alpha;
       return true;
     case OpType::Elu:
       *f = VectorFunc::elu;
-      *p0 = static_cast<float>(a.get_float("alpha", 1.0));
+      *p0 = u.alpha;
       return true;
     case OpType::Selu:
       *f = VectorFunc::selu;
-      *p0 = static_cast<float>(a.get_float("alpha", 1.67326319217681884765625));
-      *p1 = static_cast<float>(a.get_float("gamma", 1.05070102214813232421875));
+      *p0 = u.alpha;
+      *p1 = u.gamma;
       return true;
     case OpType::HardSigmoid:
       *f = VectorFunc::hard_sigmoid;
-      *p0 = static_cast<float>(a.get_float("alpha", 0.2));
-      *p1 = static_cast<float>(a.get_float("beta", 0.5));
+      *p0 = u.alpha;
+      *p1 = u.beta;
       return true;
     case OpType::Gelu:
-      *f = a.get_string("approximate", "none") == "tanh" ? VectorFunc::gelu_tanh : VectorFunc::gelu;
+      *f = u.gelu_tanh ? VectorFunc::gelu_tanh : VectorFunc::gelu;
       return true;
     case OpType::Clip: {
       *f = VectorFunc::clip;

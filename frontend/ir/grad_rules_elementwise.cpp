@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "frontend/ir/autodiff.h"
+#include "frontend/ir/unary_math.h"
 
 namespace mimic::ir {
 namespace {
@@ -104,8 +105,7 @@ void relu_rule(GradContext& c) {
     c.set(0, b.mul(g, b.cast(pos, b.dtype(x))));
     return;
   }
-  double alpha = c.attrs().get_float("alpha", 0.01);
-  c.set(0, b.op(OpType::Where, {pos, g, b.scale(g, alpha)}));
+  c.set(0, b.op(OpType::Where, {pos, g, b.scale(g, unary_attrs(c.node()).alpha)}));
 }
 
 void clip_rule(GradContext& c) {
@@ -125,7 +125,7 @@ void gelu_rule(GradContext& c) {
   ValueId x = c.x(0);
   ValueId one = b.scalar_like(1.0, x);
   ValueId d;
-  if (c.attrs().get_string("approximate", "none") == "tanh") {
+  if (unary_attrs(c.node()).gelu_tanh) {
     double k = std::sqrt(2.0 / M_PI);
     ValueId x2 = b.mul(x, x);
     ValueId u = b.scale(b.mul(x, b.add(one, b.scale(x2, 0.044715))), k);
@@ -152,26 +152,23 @@ void piecewise_rule(GradContext& c) {
   auto mask = [&](ValueId cond) { return b.cast(cond, t); };
   ValueId pos = b.op(OpType::Greater, {x, zero});
   ValueId d;
+  const UnaryAttrs attrs = unary_attrs(c.node());
+  const double alpha = attrs.alpha, beta = attrs.beta, gamma = attrs.gamma;
   switch (c.node().op) {
     case OpType::Elu: {  // x > 0: 1, else alpha e^x
-      double alpha = c.attrs().get_float("alpha", 1.0);
       d = b.op(OpType::Where, {b.op(OpType::GreaterOrEqual, {x, zero}), one,
                                b.scale(b.op(OpType::Exp, {x}), alpha)});
       break;
     }
     case OpType::Selu: {
-      double alpha = c.attrs().get_float("alpha", 1.67326319217681884765625);
-      double gamma = c.attrs().get_float("gamma", 1.05070102214813232421875);
       d = b.scale(b.op(OpType::Where, {pos, one, b.scale(b.op(OpType::Exp, {x}), alpha)}), gamma);
       break;
     }
     case OpType::Celu: {
-      double alpha = c.attrs().get_float("alpha", 1.0);
       d = b.op(OpType::Where, {pos, one, b.op(OpType::Exp, {b.scale(x, 1.0 / alpha)})});
       break;
     }
     case OpType::HardSigmoid: {  // alpha where 0 < alpha x + beta < 1
-      double alpha = c.attrs().get_float("alpha", 0.2), beta = c.attrs().get_float("beta", 0.5);
       ValueId u = b.add(b.scale(x, alpha), b.scalar_like(beta, x));
       d = b.scale(b.mul(mask(b.op(OpType::Greater, {u, zero})), mask(b.op(OpType::Less, {u, one}))),
                   alpha);

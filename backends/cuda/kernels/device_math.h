@@ -249,87 +249,6 @@ MIMIC_HD bool index32(const BatchNormParams& p) {
 
 // ---- unary ----
 
-MIMIC_HD float unary_float(OpType op, float x, const UnaryParams& p) {
-  const float kSqrt1_2 = 0.70710678118654752440f, kSqrt2OverPi = 0.79788456080286535588f;
-  switch (op) {
-    case OpType::Abs:
-      return fabsf(x);
-    case OpType::Neg:
-      return -x;
-    case OpType::Exp:
-      return expf(x);
-    case OpType::Log:
-      return logf(x);
-    case OpType::Sqrt:
-      return sqrtf(x);
-    case OpType::Reciprocal:
-      return 1.0f / x;
-    case OpType::Floor:
-      return floorf(x);
-    case OpType::Ceil:
-      return ceilf(x);
-    case OpType::Round:
-      return rintf(x);
-    case OpType::Sign:
-      return static_cast<float>((x > 0) - (x < 0));
-    case OpType::Sin:
-      return sinf(x);
-    case OpType::Cos:
-      return cosf(x);
-    case OpType::Tan:
-      return tanf(x);
-    case OpType::Asin:
-      return asinf(x);
-    case OpType::Acos:
-      return acosf(x);
-    case OpType::Atan:
-      return atanf(x);
-    case OpType::Sinh:
-      return sinhf(x);
-    case OpType::Cosh:
-      return coshf(x);
-    case OpType::Asinh:
-      return asinhf(x);
-    case OpType::Acosh:
-      return acoshf(x);
-    case OpType::Atanh:
-      return atanhf(x);
-    case OpType::Erf:
-      return erff(x);
-    case OpType::Sigmoid:
-      return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
-    case OpType::Tanh:
-      return tanhf(x);
-    case OpType::Relu:
-      return x > 0 ? x : 0.0f;
-    case OpType::Softplus:
-      return x > 20 ? x : log1pf(expf(x));
-    case OpType::Softsign:
-      return x / (1.0f + fabsf(x));
-    case OpType::LeakyRelu:
-      return x >= 0 ? x : p.alpha * x;
-    case OpType::Elu:
-      return x >= 0 ? x : p.alpha * (expf(x) - 1.0f);
-    case OpType::Celu:
-      return max_std(0.0f, x) + min_std(0.0f, p.alpha * (expf(x / p.alpha) - 1.0f));
-    case OpType::Selu:
-      return p.gamma * (x > 0 ? x : p.alpha * (expf(x) - 1.0f));
-    case OpType::HardSigmoid:
-      return clamp_std(p.alpha * x + p.beta, 0.0f, 1.0f);
-    case OpType::HardSwish:
-      return x * clamp_std(x / 6.0f + 0.5f, 0.0f, 1.0f);
-    case OpType::ThresholdedRelu:
-      return x > p.alpha ? x : 0.0f;
-    case OpType::Shrink:
-      return x < -p.lambd ? x + p.bias : (x > p.lambd ? x - p.bias : 0.0f);
-    case OpType::Gelu:
-      if (p.gelu_tanh) return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-      return 0.5f * x * (1.0f + erff(x * kSqrt1_2));
-    default:
-      return x;
-  }
-}
-
 MIMIC_HD int64_t unary_int(OpType op, int64_t x) {
   switch (op) {
     case OpType::Abs:
@@ -355,7 +274,8 @@ MIMIC_HD void unary_body(const UnaryParams& p, const void* x, void* y, int64_t i
       return;
     case OpType::IsInf: {
       float v = load_f(x, p.in_dt, i);
-      bool hit = is_inf(v) && ((v > 0 && p.detect_positive) || (v < 0 && p.detect_negative));
+      bool hit =
+          is_inf(v) && ((v > 0 && p.attrs.detect_positive) || (v < 0 && p.attrs.detect_negative));
       store_i(y, DT::b8, i, hit);
       return;
     }
@@ -373,7 +293,7 @@ MIMIC_HD void unary_body(const UnaryParams& p, const void* x, void* y, int64_t i
       break;
   }
   if (dt_is_float(p.in_dt))
-    store_f(y, p.out_dt, i, unary_float(p.op, load_f(x, p.in_dt, i), p));
+    store_f(y, p.out_dt, i, ir::unary_float(p.op, load_f(x, p.in_dt, i), p.attrs));
   else
     store_i(y, p.out_dt, i, unary_int(p.op, load_i(x, p.in_dt, i)));
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "frontend/ir/op_type.h"
+#include "frontend/ir/unary_math.h"
 
 namespace mimic::backends::cuda {
 
@@ -23,9 +24,8 @@ struct UnaryParams {
   ir::OpType op;
   DT in_dt, out_dt;
   int64_t n;
-  float alpha, beta, gamma, lambd, bias;
+  ir::UnaryAttrs attrs;
   double lo, hi;  // Clip bounds
-  int32_t gelu_tanh, detect_positive, detect_negative;
 };
 
 // out[i] = op(a[offset_a(i)], b[offset_b(i)]) with numpy broadcasting through strides (0 on
