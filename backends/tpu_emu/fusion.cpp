@@ -1,6 +1,7 @@
 #include "backends/tpu_emu/fusion.h"
 
 #include <cmath>
+#include <map>
 
 #include "backends/common.h"
 #include "frontend/ir/nn_geometry.h"
@@ -29,149 +30,92 @@ bool heads_group(const ir::Graph& g, const ir::Node& n) {
   return is_fusion_head(g, n) || is_depthwise(g, n);
 }
 
+namespace {
+
+// Clip's bounds, when they are f32 scalar constants (the vector unit takes them as parameters).
+bool clip_bounds(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0, float* p1) {
+  *f = VectorFunc::clip;
+  *p0 = -INFINITY;
+  *p1 = INFINITY;
+  for (int i : {1, 2}) {
+    if (!n.has_input(i)) continue;
+    const ir::Value& v = g.value(n.inputs[i]);
+    if (!v.constant || v.constant->dtype() != ir::DType::f32 || v.constant->numel() != 1)
+      return false;
+    (i == 1 ? *p0 : *p1) = v.constant->data<float>()[0];
+  }
+  return true;
+}
+
+// The vector-unit function of each unary op, and the attributes that become its parameters.
+struct UnaryLowering {
+  VectorFunc func;
+  float ir::UnaryAttrs::*p0;
+  float ir::UnaryAttrs::*p1;
+};
+
+// clang-format off
+const std::map<OpType, UnaryLowering>& unary_lowerings() {
+  static const std::map<OpType, UnaryLowering> table{
+      {OpType::Relu, {VectorFunc::relu, nullptr, nullptr}},
+      {OpType::Sigmoid, {VectorFunc::sigmoid, nullptr, nullptr}},
+      {OpType::Tanh, {VectorFunc::tanh, nullptr, nullptr}},
+      {OpType::Exp, {VectorFunc::exp, nullptr, nullptr}},
+      {OpType::Log, {VectorFunc::log, nullptr, nullptr}},
+      {OpType::Sqrt, {VectorFunc::sqrt, nullptr, nullptr}},
+      {OpType::Reciprocal, {VectorFunc::reciprocal, nullptr, nullptr}},
+      {OpType::Abs, {VectorFunc::abs, nullptr, nullptr}},
+      {OpType::Neg, {VectorFunc::neg, nullptr, nullptr}},
+      {OpType::Erf, {VectorFunc::erf, nullptr, nullptr}},
+      {OpType::Softplus, {VectorFunc::softplus, nullptr, nullptr}},
+      {OpType::Softsign, {VectorFunc::softsign, nullptr, nullptr}},
+      {OpType::Floor, {VectorFunc::floor, nullptr, nullptr}},
+      {OpType::Ceil, {VectorFunc::ceil, nullptr, nullptr}},
+      {OpType::Round, {VectorFunc::round, nullptr, nullptr}},
+      {OpType::Sign, {VectorFunc::sign, nullptr, nullptr}},
+      {OpType::Sin, {VectorFunc::sin, nullptr, nullptr}},
+      {OpType::Cos, {VectorFunc::cos, nullptr, nullptr}},
+      {OpType::Identity, {VectorFunc::identity, nullptr, nullptr}},
+      {OpType::Dropout, {VectorFunc::identity, nullptr, nullptr}},
+      {OpType::HardSwish, {VectorFunc::hard_swish, nullptr, nullptr}},
+      {OpType::Tan, {VectorFunc::tan, nullptr, nullptr}},
+      {OpType::Asin, {VectorFunc::asin, nullptr, nullptr}},
+      {OpType::Acos, {VectorFunc::acos, nullptr, nullptr}},
+      {OpType::Atan, {VectorFunc::atan, nullptr, nullptr}},
+      {OpType::Sinh, {VectorFunc::sinh, nullptr, nullptr}},
+      {OpType::Cosh, {VectorFunc::cosh, nullptr, nullptr}},
+      {OpType::Asinh, {VectorFunc::asinh, nullptr, nullptr}},
+      {OpType::Acosh, {VectorFunc::acosh, nullptr, nullptr}},
+      {OpType::Atanh, {VectorFunc::atanh, nullptr, nullptr}},
+      {OpType::ThresholdedRelu, {VectorFunc::thresholded_relu, &ir::UnaryAttrs::alpha, nullptr}},
+      {OpType::Celu, {VectorFunc::celu, &ir::UnaryAttrs::alpha, nullptr}},
+      {OpType::Shrink, {VectorFunc::shrink, &ir::UnaryAttrs::bias, &ir::UnaryAttrs::lambd}},
+      {OpType::LeakyRelu, {VectorFunc::leaky_relu, &ir::UnaryAttrs::alpha, nullptr}},
+      {OpType::Elu, {VectorFunc::elu, &ir::UnaryAttrs::alpha, nullptr}},
+      {OpType::Selu, {VectorFunc::selu, &ir::UnaryAttrs::alpha, &ir::UnaryAttrs::gamma}},
+      {OpType::HardSigmoid, {VectorFunc::hard_sigmoid, &ir::UnaryAttrs::alpha, &ir::UnaryAttrs::beta}},
+  };
+  return table;
+}
+// clang-format on
+
+}  // namespace
+
 bool unary_func(const ir::Graph& g, const ir::Node& n, VectorFunc* f, float* p0, float* p1) {
   const ir::UnaryAttrs u = ir::unary_attrs(n);
   *p0 = 0;
   *p1 = 0;
-  switch (n.op) {
-    case OpType::Relu:
-      *f = VectorFunc::relu;
-      return true;
-    case OpType::Sigmoid:
-      *f = VectorFunc::sigmoid;
-      return true;
-    case OpType::Tanh:
-      *f = VectorFunc::tanh;
-      return true;
-    case OpType::Exp:
-      *f = VectorFunc::exp;
-      return true;
-    case OpType::Log:
-      *f = VectorFunc::log;
-      return true;
-    case OpType::Sqrt:
-      *f = VectorFunc::sqrt;
-      return true;
-    case OpType::Reciprocal:
-      *f = VectorFunc::reciprocal;
-      return true;
-    case OpType::Abs:
-      *f = VectorFunc::abs;
-      return true;
-    case OpType::Neg:
-      *f = VectorFunc::neg;
-      return true;
-    case OpType::Erf:
-      *f = VectorFunc::erf;
-      return true;
-    case OpType::Softplus:
-      *f = VectorFunc::softplus;
-      return true;
-    case OpType::Softsign:
-      *f = VectorFunc::softsign;
-      return true;
-    case OpType::Floor:
-      *f = VectorFunc::floor;
-      return true;
-    case OpType::Ceil:
-      *f = VectorFunc::ceil;
-      return true;
-    case OpType::Round:
-      *f = VectorFunc::round;
-      return true;
-    case OpType::Sign:
-      *f = VectorFunc::sign;
-      return true;
-    case OpType::Sin:
-      *f = VectorFunc::sin;
-      return true;
-    case OpType::Cos:
-      *f = VectorFunc::cos;
-      return true;
-    case OpType::Identity:
-    case OpType::Dropout:
-      *f = VectorFunc::identity;
-      return true;
-    case OpType::HardSwish:
-      *f = VectorFunc::hard_swish;
-      return true;
-    case OpType::Tan:
-      *f = VectorFunc::tan;
-      return true;
-    case OpType::Asin:
-      *f = VectorFunc::asin;
-      return true;
-    case OpType::Acos:
-      *f = VectorFunc::acos;
-      return true;
-    case OpType::Atan:
-      *f = VectorFunc::atan;
-      return true;
-    case OpType::Sinh:
-      *f = VectorFunc::sinh;
-      return true;
-    case OpType::Cosh:
-      *f = VectorFunc::cosh;
-      return true;
-    case OpType::Asinh:
-      *f = VectorFunc::asinh;
-      return true;
-    case OpType::Acosh:
-      *f = VectorFunc::acosh;
-      return true;
-    case OpType::Atanh:
-      *f = VectorFunc::atanh;
-      return true;
-    case OpType::ThresholdedRelu:
-      *f = VectorFunc::thresholded_relu;
-      *p0 = u.alpha;
-      return true;
-    case OpType::Celu:
-      *f = VectorFunc::celu;
-      *p0 = u.alpha;
-      return true;
-    case OpType::Shrink:
-      *f = VectorFunc::shrink;
-      *p0 = u.bias;
-      *p1 = u.lambd;
-      return true;
-    case OpType::LeakyRelu:
-      *f = VectorFunc::leaky_relu;
-      *p0 = u.alpha;
-      return true;
-    case OpType::Elu:
-      *f = VectorFunc::elu;
-      *p0 = u.alpha;
-      return true;
-    case OpType::Selu:
-      *f = VectorFunc::selu;
-      *p0 = u.alpha;
-      *p1 = u.gamma;
-      return true;
-    case OpType::HardSigmoid:
-      *f = VectorFunc::hard_sigmoid;
-      *p0 = u.alpha;
-      *p1 = u.beta;
-      return true;
-    case OpType::Gelu:
-      *f = u.gelu_tanh ? VectorFunc::gelu_tanh : VectorFunc::gelu;
-      return true;
-    case OpType::Clip: {
-      *f = VectorFunc::clip;
-      *p0 = -INFINITY;
-      *p1 = INFINITY;
-      for (int i : {1, 2}) {
-        if (!n.has_input(i)) continue;
-        const ir::Value& v = g.value(n.inputs[i]);
-        if (!v.constant || v.constant->dtype() != ir::DType::f32 || v.constant->numel() != 1)
-          return false;
-        (i == 1 ? *p0 : *p1) = v.constant->data<float>()[0];
-      }
-      return true;
-    }
-    default:
-      return false;
+  if (n.op == OpType::Gelu) {
+    *f = u.gelu_tanh ? VectorFunc::gelu_tanh : VectorFunc::gelu;
+    return true;
   }
+  if (n.op == OpType::Clip) return clip_bounds(g, n, f, p0, p1);
+  auto it = unary_lowerings().find(n.op);
+  if (it == unary_lowerings().end()) return false;
+  *f = it->second.func;
+  if (it->second.p0) *p0 = u.*(it->second.p0);
+  if (it->second.p1) *p1 = u.*(it->second.p1);
+  return true;
 }
 
 bool binary_func(OpType op, VectorFunc* f) {
