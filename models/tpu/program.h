@@ -35,101 +35,110 @@ enum class Rounding : uint8_t {
 };
 
 // Elementwise and reduction functions of the vector unit.
+// Every function of the vector unit, once: X(name, ALU operations per element), with what its
+// parameters or its cost mean. The enum, the names and the costs (program.cpp) expand from it.
+// clang-format off
+#define MIMIC_VECTOR_FUNCS(X) \
+  /* unary (p0, p1 parameters where noted) */ \
+  X(identity, 1) \
+  X(relu, 1) \
+  X(clip, 2) /* p0 lo, p1 hi */ \
+  X(leaky_relu, 2) /* p0 */ \
+  X(elu, 8) /* p0 */ \
+  X(selu, 8) /* p0 alpha, p1 gamma */ \
+  X(sigmoid, 8) \
+  X(hard_sigmoid, 2) /* p0 alpha, p1 beta */ \
+  X(hard_swish, 4) \
+  X(tanh, 8) \
+  X(exp, 8) \
+  X(log, 8) \
+  X(sqrt, 4) \
+  X(reciprocal, 4) \
+  X(abs, 1) \
+  X(neg, 1) \
+  X(erf, 8) \
+  X(gelu, 12) \
+  X(gelu_tanh, 12) \
+  X(softplus, 8) \
+  X(softsign, 4) \
+  X(floor, 1) \
+  X(ceil, 1) \
+  X(round, 1) \
+  X(sign, 1) \
+  X(sin, 8) \
+  X(cos, 8) \
+  X(tan, 8) \
+  X(scale, 1) /* p0: x * p0 */ \
+  X(trunc, 1) /* toward zero: casts to integer types */ \
+  X(nonzero, 1) /* x != 0: casts to bool */ \
+  X(logical_not, 1) \
+  X(is_nan, 1) \
+  X(is_inf, 2) /* p0: detect +inf, p1: detect -inf; compare + select */ \
+  X(asin, 8) \
+  X(acos, 8) \
+  X(atan, 8) \
+  X(sinh, 8) \
+  X(cosh, 8) \
+  X(asinh, 8) \
+  X(acosh, 8) \
+  X(atanh, 8) \
+  X(thresholded_relu, 2) /* p0 alpha */ \
+  X(celu, 8) /* p0 alpha */ \
+  X(shrink, 4) /* p0 bias, p1 lambd */ \
+  /* binary */ \
+  X(add, 1) \
+  X(sub, 1) \
+  X(mul, 1) \
+  X(div, 4) \
+  X(max, 1) \
+  X(min, 1) \
+  X(pow, 8) \
+  X(prelu, 2) \
+  X(mod, 6) /* sign of the divisor (fmod=0): Newton divide, truncate, multiply-subtract, fix */ \
+  X(fmod, 6) /* sign of the dividend (fmod=1): as mod */ \
+  X(equal, 1) \
+  X(less, 1) \
+  X(less_equal, 1) \
+  X(greater, 1) \
+  X(greater_equal, 1) \
+  X(logical_and, 1) \
+  X(logical_or, 1) \
+  X(logical_xor, 1) \
+  /* n-ary elementwise (up to 3 inputs) */ \
+  X(where, 1) /* in0 ? in1 : in2 */ \
+  X(clamp, 2) /* min(max(in0, in1), in2); compare + select */ \
+  /* reductions */ \
+  X(sum, 1) \
+  X(mean, 1) \
+  X(reduce_max, 1) \
+  X(reduce_min, 1) \
+  X(prod, 1) \
+  X(l1, 1) \
+  X(l2, 2) \
+  X(sum_square, 2) \
+  X(log_sum, 8) \
+  X(arg_max, 2) /* index (p0 != 0: last of equal maxima); compare + select, index kept */ \
+  X(arg_min, 2) /* compare + select, index kept */ \
+  X(inv_std_dev, 4) /* LayerNormalization's 1 / sqrt(var + eps): mean, squares, one rsqrt */ \
+  X(log_sum_exp, 8) \
+  /* others (kernel-specific) */ \
+  X(softmax, 12) /* max, exp, sum, scale */ \
+  X(log_softmax, 12) /* max, exp, sum, scale */ \
+  X(layer_norm, 8) /* mean, variance, normalize, affine */ \
+  X(scale_shift, 2) \
+  X(max_pool, 1) /* per window element */ \
+  X(avg_pool, 1) /* per window element */ \
+  X(depthwise_conv, 2) /* multiply + add per tap */ \
+  X(matvec, 2) /* multiply + add per tap */ \
+  X(copy, 1) \
+  X(transpose, 1) \
+  X(gather, 1) /* rows of in0 picked by indices in1 over [outer, axis, inner]; p0 = indices */
+// clang-format on
+
 enum class VectorFunc : uint8_t {
-  // unary (p0, p1 parameters where noted)
-  identity,
-  relu,
-  clip /*p0 lo, p1 hi*/,
-  leaky_relu /*p0*/,
-  elu /*p0*/,
-  selu /*p0 alpha, p1 gamma*/,
-  sigmoid,
-  hard_sigmoid /*p0 alpha, p1 beta*/,
-  hard_swish,
-  tanh,
-  exp,
-  log,
-  sqrt,
-  reciprocal,
-  abs,
-  neg,
-  erf,
-  gelu,
-  gelu_tanh,
-  softplus,
-  softsign,
-  floor,
-  ceil,
-  round,
-  sign,
-  sin,
-  cos,
-  tan,
-  scale /*p0: x * p0*/,
-  trunc /*toward zero: casts to integer types*/,
-  nonzero /*x != 0: casts to bool*/,
-  logical_not,
-  is_nan,
-  is_inf /*p0: detect +inf, p1: detect -inf*/,
-  asin,
-  acos,
-  atan,
-  sinh,
-  cosh,
-  asinh,
-  acosh,
-  atanh,
-  thresholded_relu /*p0 alpha*/,
-  celu /*p0 alpha*/,
-  shrink /*p0 bias, p1 lambd*/,
-  // binary
-  add,
-  sub,
-  mul,
-  div,
-  max,
-  min,
-  pow,
-  prelu,
-  mod /*sign of the divisor (ONNX Mod, fmod=0)*/,
-  fmod /*sign of the dividend (fmod=1)*/,
-  equal,
-  less,
-  less_equal,
-  greater,
-  greater_equal,
-  logical_and,
-  logical_or,
-  logical_xor,
-  // n-ary elementwise (up to 3 inputs)
-  where /*in0 ? in1 : in2*/,
-  clamp /*min(max(in0, in1), in2)*/,
-  // reductions
-  sum,
-  mean,
-  reduce_max,
-  reduce_min,
-  prod,
-  l1,
-  l2,
-  sum_square,
-  log_sum,
-  arg_max /*index (p0 != 0: last of equal maxima)*/,
-  arg_min,
-  inv_std_dev /*1 / sqrt(variance + epsilon): LayerNormalization's third output*/,
-  log_sum_exp,
-  // others (kernel-specific)
-  softmax,
-  log_softmax,
-  layer_norm,
-  scale_shift,
-  max_pool,
-  avg_pool,
-  depthwise_conv,
-  matvec,
-  copy,
-  transpose,
-  gather /*rows of in0 picked by the indices in1 over [outer, axis, inner]; p0 = indices*/,
+#define MIMIC_VECTOR_ENUM(name, ops) name,
+  MIMIC_VECTOR_FUNCS(MIMIC_VECTOR_ENUM)
+#undef MIMIC_VECTOR_ENUM
 };
 const char* vector_func_name(VectorFunc f);
 
