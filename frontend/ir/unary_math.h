@@ -1,4 +1,5 @@
-// The unary elementwise ops' ONNX attributes (with ONNX's defaults) and their math, in one place:
+// The unary elementwise ops' ONNX attributes (with ONNX's defaults) and their math (the
+// activations' formulas are base/activations.h), in one place:
 // the cpu reference kernels and the cuda kernels (compiled for the GPU by nvcc, MIMIC_HD) call
 // unary_float, and every backend reads the attributes through unary_attrs. Ops without
 // attributes ignore UnaryAttrs; Not, IsNaN, IsInf, Clip, Cast, Identity and Dropout are not maps
@@ -10,6 +11,7 @@
 
 #include <cmath>
 
+#include "base/activations.h"
 #include "base/host_device.h"
 #include "frontend/ir/op_type.h"
 
@@ -30,45 +32,37 @@ UnaryAttrs unary_attrs(const Node& n);
 // The activations among the unary ops (unary_float's second half).
 template <typename T>
 MIMIC_HD T unary_activation(OpType op, T x, const UnaryAttrs& a) {
-  using std::erf, std::exp, std::log1p, std::tanh;
-  const T zero = 0, one = 1, half = T(0.5);
+  using std::tanh;
+  const T alpha = a.alpha;
   switch (op) {
-    case OpType::Sigmoid:  // never exp of a large positive number
-      return x >= 0 ? one / (one + exp(-x)) : exp(x) / (one + exp(x));
+    case OpType::Sigmoid:
+      return activation::sigmoid(x);
     case OpType::Tanh:
       return tanh(x);
     case OpType::Relu:
-      return x > 0 ? x : zero;
+      return activation::relu(x);
     case OpType::Softplus:
-      return x > 20 ? x : log1p(exp(x));
+      return activation::softplus(x);
     case OpType::Softsign:
-      return x / (one + std::fabs(x));
+      return activation::softsign(x);
     case OpType::LeakyRelu:
-      return x >= 0 ? x : T(a.alpha) * x;
+      return activation::leaky_relu(x, alpha);
     case OpType::Elu:
-      return x >= 0 ? x : T(a.alpha) * (exp(x) - one);
-    case OpType::Celu: {
-      T neg = T(a.alpha) * (exp(x / T(a.alpha)) - one);
-      return (x > 0 ? x : zero) + (neg < 0 ? neg : zero);
-    }
+      return activation::elu(x, alpha);
+    case OpType::Celu:
+      return activation::celu(x, alpha);
     case OpType::Selu:
-      return T(a.gamma) * (x > 0 ? x : T(a.alpha) * (exp(x) - one));
-    case OpType::HardSigmoid: {
-      T y = T(a.alpha) * x + T(a.beta);
-      return y < 0 ? zero : (y > 1 ? one : y);
-    }
-    case OpType::HardSwish: {
-      T y = x / 6 + half;
-      return x * (y < 0 ? zero : (y > 1 ? one : y));
-    }
+      return activation::selu(x, alpha, T(a.gamma));
+    case OpType::HardSigmoid:
+      return activation::hard_sigmoid(x, alpha, T(a.beta));
+    case OpType::HardSwish:
+      return activation::hard_swish(x);
     case OpType::ThresholdedRelu:
-      return x > T(a.alpha) ? x : zero;
+      return activation::thresholded_relu(x, alpha);
     case OpType::Shrink:
-      return x < -T(a.lambd) ? x + T(a.bias) : (x > T(a.lambd) ? x - T(a.bias) : zero);
+      return activation::shrink(x, T(a.lambd), T(a.bias));
     case OpType::Gelu:
-      if (a.gelu_tanh)
-        return half * x * (one + tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
-      return half * x * (one + erf(x * T(0.70710678118654752440)));
+      return a.gelu_tanh ? activation::gelu_tanh(x) : activation::gelu(x);
     default:
       return x;
   }

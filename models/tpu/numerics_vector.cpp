@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/activations.h"
 #include "base/numeric_formats.h"
 #include "models/tpu/numerics.h"
 
@@ -26,21 +27,21 @@ float unary(VectorFunc f, float x, float p0, float p1) {
     case VectorFunc::transpose:
       return x;
     case VectorFunc::relu:
-      return x > 0 ? x : 0.0f;
+      return activation::relu(x);
     case VectorFunc::clip:
       return std::min(std::max(x, p0), p1);
     case VectorFunc::leaky_relu:
-      return x >= 0 ? x : p0 * x;
+      return activation::leaky_relu(x, p0);
     case VectorFunc::elu:
-      return x >= 0 ? x : p0 * (std::exp(x) - 1.0f);
+      return activation::elu(x, p0);
     case VectorFunc::selu:
-      return p1 * (x > 0 ? x : p0 * (std::exp(x) - 1.0f));
+      return activation::selu(x, p0, p1);
     case VectorFunc::sigmoid:
-      return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+      return activation::sigmoid(x);
     case VectorFunc::hard_sigmoid:
-      return std::clamp(p0 * x + p1, 0.0f, 1.0f);
+      return activation::hard_sigmoid(x, p0, p1);
     case VectorFunc::hard_swish:
-      return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+      return activation::hard_swish(x);
     case VectorFunc::tanh:
       return std::tanh(x);
     case VectorFunc::exp:
@@ -58,13 +59,13 @@ float unary(VectorFunc f, float x, float p0, float p1) {
     case VectorFunc::erf:
       return std::erf(x);
     case VectorFunc::gelu:
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752440f));
+      return activation::gelu(x);
     case VectorFunc::gelu_tanh:
-      return 0.5f * x * (1.0f + std::tanh(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+      return activation::gelu_tanh(x);
     case VectorFunc::softplus:
-      return x > 20 ? x : std::log1p(std::exp(x));
+      return activation::softplus(x);
     case VectorFunc::softsign:
-      return x / (1.0f + std::fabs(x));
+      return activation::softsign(x);
     case VectorFunc::floor:
       return std::floor(x);
     case VectorFunc::ceil:
@@ -108,11 +109,11 @@ float unary(VectorFunc f, float x, float p0, float p1) {
     case VectorFunc::atanh:
       return std::atanh(x);
     case VectorFunc::thresholded_relu:
-      return x > p0 ? x : 0.0f;
+      return activation::thresholded_relu(x, p0);
     case VectorFunc::celu:
-      return std::max(0.0f, x) + std::min(0.0f, p0 * (std::exp(x / p0) - 1.0f));
+      return activation::celu(x, p0);
     case VectorFunc::shrink:
-      return x < -p1 ? x + p0 : x > p1 ? x - p0 : 0.0f;
+      return activation::shrink(x, p1, p0);
     default:
       return x;
   }
