@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "backends/ipu_emu/lowering.h"
 #include "frontend/ir/nn_geometry.h"
@@ -31,40 +32,35 @@ std::string label_of(OpType op) {
 }
 
 // Vector cost of one output element: transcendental functions are not vectorized; the rest take
-// `cycles` instructions per vector of elements [inferred].
-VertexWork element_cost(const ir::Node& n, NumberFormat f) {
+// `cycles` instructions per vector of elements [inferred]. Nothing for an op without a cost here:
+// the IPU declines it (has_element_cost), it is never priced by default.
+bool one_of(OpType op, std::initializer_list<OpType> ops) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+std::optional<VertexWork> element_cost(const ir::Node& n, NumberFormat f) {
+  using O = OpType;
   VertexWork v{VertexClass::vector, f, f, 1, 0};
+  if (one_of(n.op,
+             {O::Relu,        O::Abs,  O::Neg, O::Floor, O::Ceil,    O::Round, O::Sign,
+              O::Add,         O::Sub,  O::Mul, O::Equal, O::Greater, O::Less,  O::GreaterOrEqual,
+              O::LessOrEqual, O::And,  O::Or,  O::Xor,   O::Not,     O::IsNaN, O::IsInf,
+              O::Cast,        O::Where}))
+    return v;
+  if (one_of(n.op,
+             {O::Exp,   O::Log,   O::Tanh, O::Sigmoid, O::Erf,  O::Gelu, O::Softplus, O::Sin,
+              O::Cos,   O::Tan,   O::Asin, O::Acos,    O::Atan, O::Sinh, O::Cosh,     O::Asinh,
+              O::Acosh, O::Atanh, O::Pow,  O::Elu,     O::Selu, O::Celu})) {
+    v.cls = VertexClass::transcendental;
+    return v;
+  }
   switch (n.op) {
-    case OpType::Exp:
-    case OpType::Log:
-    case OpType::Tanh:
-    case OpType::Sigmoid:
-    case OpType::Erf:
-    case OpType::Gelu:
-    case OpType::Softplus:
-    case OpType::Sin:
-    case OpType::Cos:
-    case OpType::Tan:
-    case OpType::Asin:
-    case OpType::Acos:
-    case OpType::Atan:
-    case OpType::Sinh:
-    case OpType::Cosh:
-    case OpType::Asinh:
-    case OpType::Acosh:
-    case OpType::Atanh:
-    case OpType::Pow:
-    case OpType::Elu:
-    case OpType::Selu:
-    case OpType::Celu:
-      v.cls = VertexClass::transcendental;
-      break;
     case OpType::Div:
     case OpType::Sqrt:
     case OpType::Reciprocal:
     case OpType::Mod:
       v.cycles_per_vector = 4;
-      break;
+      return v;
     case OpType::BatchNormalization:
     case OpType::PRelu:
     case OpType::LeakyRelu:
@@ -72,26 +68,25 @@ VertexWork element_cost(const ir::Node& n, NumberFormat f) {
     case OpType::Shrink:
     case OpType::ThresholdedRelu:
       v.cycles_per_vector = 2;
-      break;
+      return v;
     case OpType::HardSigmoid:
     case OpType::HardSwish:
     case OpType::Softsign:
       v.cycles_per_vector = 3;
-      break;
+      return v;
     case OpType::LRN:
       v.cycles_per_vector = static_cast<uint32_t>(2 + n.attrs.get_int("size", 1));
-      break;
+      return v;
     case OpType::Sum:
     case OpType::Max:
     case OpType::Min:
     case OpType::Mean:
       v.cycles_per_vector =
           static_cast<uint32_t>(std::max(1, n.num_inputs() - (n.op == OpType::Mean ? 0 : 1)));
-      break;
+      return v;
     default:
-      break;
+      return std::nullopt;
   }
-  return v;
 }
 
 Superstep new_step(LowerContext& c, const std::string& label) {
@@ -128,6 +123,10 @@ ir::ValueId home_input(const LowerContext& c, const ir::Node& n) {
 
 }  // namespace
 
+bool has_element_cost(const ir::Node& n) {
+  return element_cost(n, NumberFormat::f32).has_value();
+}
+
 LoweredOp lower_elementwise(LowerContext& c, const ir::Node& n) {
   LoweredOp op;
   ir::ValueId out = n.outputs[0];
@@ -153,7 +152,7 @@ LoweredOp lower_elementwise(LowerContext& c, const ir::Node& n) {
     add_exchange(s.exchange, p.span, tiles, p.bytes_per_tile, 0);
   }
   add_exchange(s.exchange, span, tiles, 0, recv);
-  VertexWork v = element_cost(n, value_format(c, n.inputs[0]));
+  VertexWork v = *element_cost(n, value_format(c, n.inputs[0]));
   add_compute(s.compute, span, tiles,
               models::ipu::split_over_workers(v, per_tile, 1, c.specs.worker_contexts));
   op.steps.push_back(std::move(s));

@@ -37,6 +37,11 @@ bool only_first_input_is_data(OpType op) {
   }
 }
 
+// Ops that only relabel their input's placement.
+bool lowers_as_view(OpType op) {
+  return ir::is_view_op(op) || op == OpType::Identity || op == OpType::Dropout;
+}
+
 bool is_matrix_op(OpType op) {
   return op == OpType::MatMul || op == OpType::Gemm || op == OpType::Conv ||
          op == OpType::ConvTranspose;
@@ -128,6 +133,8 @@ bool ipu_supports(const ir::Graph& g, const ir::Node& n, std::string* why) {
   }
   if (is_matrix_op(n.op) && !ir::is_floating(g.value(n.outputs[0]).type.dtype))
     return decline("integer matrix products");
+  if (!lowers_as_view(n.op) && !lowerer_for(n))
+    return decline(fmt::format("no IPU lowering or vertex cost for {}", ir::op_name(n.op)));
   return true;
 }
 
@@ -184,37 +191,17 @@ void place_outputs(LowerContext& c, LoweredOp& op, const ir::Node& n, TileSpan s
   }
 }
 
-LoweredOp lower_node(LowerContext& c, int index) {
-  const ir::Node& n = c.graph.node(index);
-  LoweredOp op;
-  if (ir::is_view_op(n.op) || n.op == OpType::Identity || n.op == OpType::Dropout) {
-    Placement in = locate(c, op, n.inputs[0]);
-    op.view = true;
-    for (ir::ValueId v : n.outputs) {
-      Placement p = in;
-      p.total_bytes = value_bytes(c, v);
-      p.bytes_per_tile = ceil_div(p.total_bytes, std::max<uint32_t>(p.span.count, 1));
-      c.placement[v] = p;
-      c.placed[v] = true;
-      op.outputs.push_back(p);
-    }
-    op.plan = "view";
-    op.node = index;
-    return op;
-  }
+LowerFn lowerer_for(const ir::Node& n) {
   switch (n.op) {
     case OpType::MatMul:
     case OpType::Gemm:
-      op = lower_matmul(c, n);
-      break;
+      return lower_matmul;
     case OpType::Conv:
     case OpType::ConvTranspose:
-      op = lower_conv(c, n);
-      break;
+      return lower_conv;
     case OpType::MaxPool:
     case OpType::AveragePool:
-      op = lower_pool(c, n);
-      break;
+      return lower_pool;
     case OpType::ReduceSum:
     case OpType::ReduceMean:
     case OpType::ReduceMax:
@@ -233,8 +220,7 @@ LoweredOp lower_node(LowerContext& c, int index) {
     case OpType::LayerNormalization:
     case OpType::InstanceNormalization:
     case OpType::CumSum:
-      op = lower_reduction(c, n);
-      break;
+      return lower_reduction;
     case OpType::Transpose:
     case OpType::Concat:
     case OpType::Split:
@@ -252,12 +238,31 @@ LoweredOp lower_node(LowerContext& c, int index) {
     case OpType::ConstantOfShape:
     case OpType::Range:
     case OpType::Constant:
-      op = lower_copy(c, n);
-      break;
+      return lower_copy;
     default:
-      op = lower_elementwise(c, n);
-      break;
+      return has_element_cost(n) ? lower_elementwise : nullptr;
   }
+}
+
+LoweredOp lower_node(LowerContext& c, int index) {
+  const ir::Node& n = c.graph.node(index);
+  LoweredOp op;
+  if (lowers_as_view(n.op)) {
+    Placement in = locate(c, op, n.inputs[0]);
+    op.view = true;
+    for (ir::ValueId v : n.outputs) {
+      Placement p = in;
+      p.total_bytes = value_bytes(c, v);
+      p.bytes_per_tile = ceil_div(p.total_bytes, std::max<uint32_t>(p.span.count, 1));
+      c.placement[v] = p;
+      c.placed[v] = true;
+      op.outputs.push_back(p);
+    }
+    op.plan = "view";
+    op.node = index;
+    return op;
+  }
+  op = lowerer_for(n)(c, n);
   op.node = index;
   return op;
 }

@@ -76,6 +76,11 @@ LoweredOp lower_matmul(LowerContext& c, const ir::Node& n);
 LoweredOp lower_conv(LowerContext& c, const ir::Node& n);
 LoweredOp lower_pool(LowerContext& c, const ir::Node& n);
 LoweredOp lower_elementwise(LowerContext& c, const ir::Node& n);
+// Whether lower_elementwise has a vertex cost for n's op.
+bool has_element_cost(const ir::Node& n);
+using LowerFn = LoweredOp (*)(LowerContext& c, const ir::Node& n);
+// The lowering of node n's op (views aside), or nullptr when the IPU has none.
+LowerFn lowerer_for(const ir::Node& n);
 LoweredOp lower_reduction(LowerContext& c, const ir::Node& n);
 LoweredOp lower_copy(LowerContext& c, const ir::Node& n);
 
