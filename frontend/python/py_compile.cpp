@@ -71,9 +71,7 @@ py::list type_list(const ir::Graph& g, const std::vector<ir::ValueId>& ids) {
   return out;
 }
 
-}  // namespace
-
-void bind_compile(py::module_& m) {
+void bind_graph(py::module_& m) {
   py::class_<ir::Graph>(m, "Graph")
       .def_property_readonly("name", &ir::Graph::name)
       .def_property_readonly(
@@ -100,7 +98,9 @@ void bind_compile(py::module_& m) {
       },
       py::arg("outputs"), py::arg("name") = "graph",
       "The graph computing `outputs` from their placeholders and inputs.");
+}
 
+void bind_executable(py::module_& m) {
   py::class_<PyExecutable>(m, "Executable")
       .def("__call__", &PyExecutable::call,
            "Runs on numpy arrays (or mimic tensors); returns numpy array(s).")
@@ -133,7 +133,10 @@ void bind_compile(py::module_& m) {
     if (!model_name.empty()) result->exe.run_info().model = model_name;
     return result;
   });
+}
 
+// The nn modules and the model zoo (the Python package's mimic.nn and mimic.zoo wrap these).
+void bind_modules(py::module_& m) {
   py::class_<nn::Module, std::shared_ptr<nn::Module>>(m, "_Module")
       .def("__call__", [](nn::Module& mod, const Tensor& x) { return mod(x); })
       .def(
@@ -167,6 +170,14 @@ void bind_compile(py::module_& m) {
     NameScope scope(name);
     return fn(x);
   });
+}
+
+}  // namespace
+
+void bind_compile(py::module_& m) {
+  bind_graph(m);
+  bind_executable(m);
+  bind_modules(m);
 }
 
 }  // namespace mimic::python

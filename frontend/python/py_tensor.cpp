@@ -36,9 +36,7 @@ std::string tensor_repr(const Tensor& t) {
   return fmt::format("mimic.Tensor({}, device='{}')", t.type().str(), t.device().str());
 }
 
-}  // namespace
-
-void bind_tensor(py::module_& m) {
+void bind_devices(py::module_& m) {
   py::class_<backends::DeviceInfo>(m, "DeviceInfo")
       .def_readonly("name", &backends::DeviceInfo::name)
       .def_readonly("backend", &backends::DeviceInfo::backend)
@@ -60,7 +58,9 @@ void bind_tensor(py::module_& m) {
       .def("__repr__", [](const Device& d) { return "mimic.Device('" + d.str() + "')"; })
       .def("__eq__", [](const Device& a, const Device& b) { return a == b; });
   m.def("devices", &devices, "Every device of this build, available or not (with the reason).");
+}
 
+void bind_tensor_class(py::module_& m) {
   py::class_<Tensor>(m, "Tensor")
       .def_property_readonly("shape",
                              [](const Tensor& t) { return py::tuple(py::cast(t.shape().dims())); })
@@ -96,7 +96,6 @@ void bind_tensor(py::module_& m) {
            [](const Tensor& a, const py::object& b) { return div(a, as_tensor(b, a)); })
       .def("__matmul__",
            [](const Tensor& a, const py::object& b) { return matmul(a, as_tensor(b, a)); });
-
   m.def(
       "tensor",
       [](const py::object& data, const py::object& device, const py::object& dtype) {
@@ -115,7 +114,10 @@ void bind_tensor(py::module_& m) {
       py::arg("name"), py::arg("shape"), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(),
       "A graph input without data; use -1 for the batch dimension.");
+}
 
+// The eager ops (frontend/api/ops.h), as functions of the module.
+void bind_ops(py::module_& m) {
   m.def("matmul", &matmul, py::arg("a"), py::arg("b"));
   m.def("add", &add);
   m.def("sub", &sub);
@@ -170,6 +172,14 @@ void bind_tensor(py::module_& m) {
       },
       py::arg("x"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1,
       py::arg("padding") = 0, py::arg("groups") = 1, py::arg("layout") = "NCHW");
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  bind_devices(m);
+  bind_tensor_class(m);
+  bind_ops(m);
 }
 
 }  // namespace mimic::python
