@@ -94,6 +94,83 @@ Timing summarize(std::vector<double> t) {
   return {t.front(), t[t.size() / 2]};
 }
 
+// What the timed runs of `mimic run` gave.
+struct Measured {
+  RunOutput out;
+  Timing timing, device_timing;
+  std::vector<int64_t> trace_runs;
+  std::vector<OutputStats> stats;
+  bool compared = false;
+  Difference diff;
+};
+
+// Warmup and timed runs (recorded in the trace when one is open), the outputs' statistics.
+Measured measure(const RunArgs& a, Executable& exe, const std::vector<ir::HostTensor>& inputs,
+                 std::optional<TraceScope>& trace) {
+  exe.run_info().tag = a.tag.empty() ? "warmup" : a.tag + " warmup";
+  for (int64_t i = 0; i < a.warmup; ++i) exe.run(inputs);
+  exe.run_info().tag = a.tag;
+  std::vector<double> walls, device_times;
+  Measured m;
+  for (int64_t i = 0; i < a.repeat; ++i) {
+    m.out = exe.run(inputs);
+    walls.push_back(m.out.report.wall_seconds);
+    device_times.push_back(m.out.report.device_seconds);
+  }
+  if (trace) {
+    trace->close();
+    m.trace_runs = trace->run_ids();
+  }
+  m.timing = summarize(walls);
+  m.device_timing = summarize(device_times);
+  for (size_t i = 0; i < m.out.outputs.size(); ++i)
+    m.stats.push_back(
+        output_stats(exe.graph().value(exe.graph().outputs()[i]).name, m.out.outputs[i]));
+  return m;
+}
+
+void print_run_json(const RunArgs& a, nlohmann::json j, const Measured& m) {
+  j["wall_seconds"] = {{"min", m.timing.min}, {"median", m.timing.median}, {"runs", a.repeat}};
+  j["device_seconds"] = {{"min", m.device_timing.min}, {"median", m.device_timing.median}};
+  j["outputs"] = nlohmann::json::array();
+  for (const auto& s : m.stats)
+    j["outputs"].push_back(
+        {{"name", s.name}, {"type", s.type}, {"sum", s.sum}, {"mean_abs", s.mean_abs}});
+  if (m.compared)
+    j["difference_vs_cpu"] = {
+        {"max_abs", m.diff.max_abs}, {"max_rel", m.diff.max_rel}, {"of_scale", m.diff.of_scale}};
+  j["report"] = to_json(m.out.report);
+  if (!a.trace.empty()) j["trace"] = {{"file", a.trace}, {"runs", m.trace_runs}};
+  std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+void print_run_text(const RunArgs& a, const std::string& model_name, int64_t batch,
+                    int64_t parameters, const Device& device, double compile_s, const Measured& m) {
+  std::cout << fmt::format(
+      "{:<12}{} (batch {}, {}, {} parameters)\n", "model", model_name, batch,
+      a.onnx.empty() ? a.layout : (a.inputs.empty() ? "random inputs" : "inputs from .npy"),
+      format_count(static_cast<double>(parameters), ""));
+  std::cout << fmt::format("{:<12}{} ({})\n", "device", device.str(), device.info().description);
+  for (const auto& s : m.stats)
+    std::cout << fmt::format("{:<12}{} {}  checksum sum={:.6g} mean|x|={:.6g}\n", "output", s.name,
+                             s.type, s.sum, s.mean_abs);
+  std::cout << fmt::format("{:<12}{}\n", "compile", format_seconds(compile_s));
+  if (a.repeat > 1)
+    std::cout << fmt::format("{:<12}min {}  median {}  over {} runs\n", "runs",
+                             format_seconds(m.timing.min), format_seconds(m.timing.median),
+                             a.repeat);
+  if (m.compared)
+    std::cout << fmt::format(
+        "{:<12}max abs {:.3g} = {:.2g}% of the largest cpu output; max rel per element {:.3g} (vs "
+        "cpu)\n",
+        "difference", m.diff.max_abs, 100 * m.diff.of_scale, m.diff.max_rel);
+  print_report(std::cout, m.out.report, static_cast<int>(a.top));
+  if (!m.trace_runs.empty())
+    std::cout << fmt::format(
+        "\n{:<12}{} (run {}): `mimic trace summary {}`, `mimic report {} -o report.html`\n",
+        "trace", a.trace, m.trace_runs.back(), a.trace, a.trace);
+}
+
 int run(const RunArgs& a) {
   if (a.batch <= 0) throw InvalidArgument(fmt::format("--batch must be positive, got {}", a.batch));
   if (a.repeat <= 0)
@@ -135,72 +212,19 @@ int run(const RunArgs& a) {
   if (!a.trace.empty()) trace.emplace(a.trace);
   std::vector<ir::HostTensor> inputs =
       given.empty() ? random_inputs(exe.graph(), a.seed + 1, model.int_input_high) : given;
-  exe.run_info().tag = a.tag.empty() ? "warmup" : a.tag + " warmup";
-  for (int64_t i = 0; i < a.warmup; ++i) exe.run(inputs);
-  exe.run_info().tag = a.tag;
-  std::vector<double> walls, device_times;
-  RunOutput out;
-  for (int64_t i = 0; i < a.repeat; ++i) {
-    out = exe.run(inputs);
-    walls.push_back(out.report.wall_seconds);
-    device_times.push_back(out.report.device_seconds);
-  }
-  std::vector<int64_t> trace_runs;
-  if (trace) {
-    trace->close();
-    trace_runs = trace->run_ids();
-  }
-  Timing timing = summarize(walls);
-  std::vector<OutputStats> stats;
-  for (size_t i = 0; i < out.outputs.size(); ++i)
-    stats.push_back(output_stats(exe.graph().value(exe.graph().outputs()[i]).name, out.outputs[i]));
-  bool compare = device.backend() != "cpu" && !a.no_compare && !a.timing_only;
-  Difference diff;
-  if (compare) {
+  Measured m = measure(a, exe, inputs, trace);
+  m.compared = device.backend() != "cpu" && !a.no_compare && !a.timing_only;
+  if (m.compared) {
     CompileOptions cpu_options;
     cpu_options.batch = batch;
-    diff = compare_outputs(out.outputs,
-                           compile(model.graph, Device("cpu"), cpu_options).run(inputs).outputs);
+    m.diff = compare_outputs(m.out.outputs,
+                             compile(model.graph, Device("cpu"), cpu_options).run(inputs).outputs);
   }
-  if (!a.output_dir.empty()) write_output_files(a.output_dir, exe.graph(), out.outputs);
-  if (a.json) {
-    j["wall_seconds"] = {{"min", timing.min}, {"median", timing.median}, {"runs", a.repeat}};
-    Timing device_timing = summarize(device_times);
-    j["device_seconds"] = {{"min", device_timing.min}, {"median", device_timing.median}};
-    j["outputs"] = nlohmann::json::array();
-    for (const auto& s : stats)
-      j["outputs"].push_back(
-          {{"name", s.name}, {"type", s.type}, {"sum", s.sum}, {"mean_abs", s.mean_abs}});
-    if (compare)
-      j["difference_vs_cpu"] = {
-          {"max_abs", diff.max_abs}, {"max_rel", diff.max_rel}, {"of_scale", diff.of_scale}};
-    j["report"] = to_json(out.report);
-    if (trace) j["trace"] = {{"file", a.trace}, {"runs", trace_runs}};
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
-  }
-  std::cout << fmt::format(
-      "{:<12}{} (batch {}, {}, {} parameters)\n", "model", model_name, batch,
-      a.onnx.empty() ? a.layout : (a.inputs.empty() ? "random inputs" : "inputs from .npy"),
-      format_count(static_cast<double>(model.parameters), ""));
-  std::cout << fmt::format("{:<12}{} ({})\n", "device", device.str(), device.info().description);
-  for (const auto& s : stats)
-    std::cout << fmt::format("{:<12}{} {}  checksum sum={:.6g} mean|x|={:.6g}\n", "output", s.name,
-                             s.type, s.sum, s.mean_abs);
-  std::cout << fmt::format("{:<12}{}\n", "compile", format_seconds(compile_s));
-  if (a.repeat > 1)
-    std::cout << fmt::format("{:<12}min {}  median {}  over {} runs\n", "runs",
-                             format_seconds(timing.min), format_seconds(timing.median), a.repeat);
-  if (compare)
-    std::cout << fmt::format(
-        "{:<12}max abs {:.3g} = {:.2g}% of the largest cpu output; max rel per element {:.3g} (vs "
-        "cpu)\n",
-        "difference", diff.max_abs, 100 * diff.of_scale, diff.max_rel);
-  print_report(std::cout, out.report, static_cast<int>(a.top));
-  if (trace && !trace_runs.empty())
-    std::cout << fmt::format(
-        "\n{:<12}{} (run {}): `mimic trace summary {}`, `mimic report {} -o report.html`\n",
-        "trace", a.trace, trace_runs.back(), a.trace, a.trace);
+  if (!a.output_dir.empty()) write_output_files(a.output_dir, exe.graph(), m.out.outputs);
+  if (a.json)
+    print_run_json(a, std::move(j), m);
+  else
+    print_run_text(a, model_name, batch, model.parameters, device, compile_s, m);
   return 0;
 }
 
