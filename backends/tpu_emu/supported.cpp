@@ -199,6 +199,64 @@ bool all_float_data(const ir::Graph& g, const ir::Node& n) {
   return true;
 }
 
+// 1-D and 2-D convolutions, channels-first 3-D ones as 2-D GEMMs over the depth-unfolded input
+// (lower_matmul.cpp); depthwise ones need constant weights.
+bool conv_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  if (!(window_2d(g, n) || (window_3d(g, n) && !ir::is_channels_last(n))) || !weights_ok(g, n) ||
+      g.value(n.inputs[0]).constant) {
+    if (why) *why = "only 1-D, 2-D and channels-first 3-D convolutions with f32 weights";
+    return false;
+  }
+  if (is_depthwise(g, n) &&
+      (g.value(n.inputs[1]).type.shape[1] != 1 || !g.value(n.inputs[1]).constant)) {
+    if (why) *why = "depthwise convolutions with runtime weights";
+    return false;
+  }
+  return true;
+}
+
+// A stride-1 Conv over the dilated input (lower_matmul.cpp).
+bool conv_transpose_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  if (!window_2d(g, n) || !weights_ok(g, n) || g.value(n.inputs[0]).constant ||
+      ir::is_channels_last(n)) {
+    if (why) *why = "only 1-D and 2-D channels-first ConvTranspose with f32 weights";
+    return false;
+  }
+  return true;
+}
+
+// Mean and InvStdDev outputs too (lower_select.cpp).
+bool layer_norm_ok(const ir::Graph& g, const ir::Node& n) {
+  const ir::Shape& x = g.value(n.inputs[0]).type.shape;
+  int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), x.rank(), "axis");
+  int64_t inner = x.product(axis, x.rank());
+  for (int i : {1, 2})
+    if (n.has_input(i) && g.value(n.inputs[i]).type.shape.numel() != inner) return false;
+  return true;
+}
+
+bool pad_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  if (n.attrs.get_string("mode", "constant") != "constant") return false;
+  if (n.has_input(2)) {
+    const auto& fill = g.value(n.inputs[2]);
+    // The fill value is baked into the fill kernel: a runtime or non-f32 value stays on the host.
+    if (!fill.constant || fill.constant->numel() != 1 || fill.type.dtype != ir::DType::f32) {
+      if (why) *why = "Pad fill value that is not a constant f32 scalar";
+      return false;
+    }
+  }
+  ir::PadSpec p = ir::resolve_pads(g, n);
+  for (size_t i = 0; i < p.before.size(); ++i)
+    if (p.before[i] < 0 || p.after[i] < 0) return false;
+  return true;
+}
+
+bool reduction_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  if (contiguous_reduction(g, n) || splittable_reduction(g, n)) return true;
+  if (why) *why = "reductions over non-adjacent axes (split only for f32 sum/mean/max/min)";
+  return false;
+}
+
 }  // namespace
 
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
@@ -207,25 +265,10 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
   models::tpu::VectorFunc f;
   float p0, p1;
   switch (n.op) {
-    case OpType::Conv:  // 3-D ones as 2-D GEMMs over the depth-unfolded input (lower_matmul.cpp)
-      if (!(window_2d(g, n) || (window_3d(g, n) && !ir::is_channels_last(n))) ||
-          !weights_ok(g, n) || g.value(n.inputs[0]).constant) {
-        if (why) *why = "only 1-D, 2-D and channels-first 3-D convolutions with f32 weights";
-        return false;
-      }
-      if (is_depthwise(g, n) &&
-          (g.value(n.inputs[1]).type.shape[1] != 1 || !g.value(n.inputs[1]).constant)) {
-        if (why) *why = "depthwise convolutions with runtime weights";
-        return false;
-      }
-      return true;
-    case OpType::ConvTranspose:  // a stride-1 Conv over the dilated input (lower_matmul.cpp)
-      if (!window_2d(g, n) || !weights_ok(g, n) || g.value(n.inputs[0]).constant ||
-          ir::is_channels_last(n)) {
-        if (why) *why = "only 1-D and 2-D channels-first ConvTranspose with f32 weights";
-        return false;
-      }
-      return true;
+    case OpType::Conv:
+      return conv_ok(g, n, why);
+    case OpType::ConvTranspose:
+      return conv_transpose_ok(g, n, why);
     case OpType::MatMul:
       return matmul_ok(g, n, why);
     case OpType::Gemm:
@@ -234,14 +277,8 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
       return n.outputs.size() == 1 && g.value(n.inputs[0]).type.shape.rank() >= 2 &&
              constant_f32(g, n, 1) && constant_f32(g, n, 2) && constant_f32(g, n, 3) &&
              constant_f32(g, n, 4);
-    case OpType::LayerNormalization: {  // Mean and InvStdDev outputs too (lower_select.cpp)
-      const ir::Shape& x = g.value(n.inputs[0]).type.shape;
-      int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), x.rank(), "axis");
-      int64_t inner = x.product(axis, x.rank());
-      for (int i : {1, 2})
-        if (n.has_input(i) && g.value(n.inputs[i]).type.shape.numel() != inner) return false;
-      return true;
-    }
+    case OpType::LayerNormalization:
+      return layer_norm_ok(g, n);
     case OpType::Softmax:
     case OpType::LogSoftmax:
       return true;
@@ -262,11 +299,7 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::ReduceSumSquare:
     case OpType::ReduceLogSum:
     case OpType::ReduceLogSumExp:
-      if (!contiguous_reduction(g, n) && !splittable_reduction(g, n)) {
-        if (why) *why = "reductions over non-adjacent axes (split only for f32 sum/mean/max/min)";
-        return false;
-      }
-      return true;
+      return reduction_ok(g, n, why);
     case OpType::Reshape:
     case OpType::Flatten:
     case OpType::Squeeze:
@@ -281,22 +314,8 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::Split:
     case OpType::Expand:
       return true;
-    case OpType::Pad: {
-      if (n.attrs.get_string("mode", "constant") != "constant") return false;
-      if (n.has_input(2)) {
-        const auto& fill = g.value(n.inputs[2]);
-        // The fill value is baked into the fill kernel: a runtime or non-f32 value stays on the
-        // host.
-        if (!fill.constant || fill.constant->numel() != 1 || fill.type.dtype != ir::DType::f32) {
-          if (why) *why = "Pad fill value that is not a constant f32 scalar";
-          return false;
-        }
-      }
-      ir::PadSpec p = ir::resolve_pads(g, n);
-      for (size_t i = 0; i < p.before.size(); ++i)
-        if (p.before[i] < 0 || p.after[i] < 0) return false;
-      return true;
-    }
+    case OpType::Pad:
+      return pad_ok(g, n, why);
     case OpType::Max:
     case OpType::Min:
     case OpType::Sum:
