@@ -1,5 +1,6 @@
 // Which graph nodes the TPU can run; the rest fall back to the cpu backend (placement.cpp).
 #include <fmt/format.h>
+#include <set>
 
 #include "backends/tpu_emu/fusion.h"
 #include "backends/tpu_emu/reduction_split.h"
@@ -257,11 +258,25 @@ bool reduction_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
   return false;
 }
 
+// Ops the TPU lowers whatever their attributes (Cast: dtypes_ok admitted the pair).
+bool always_supported(OpType op) {
+  static const std::set<OpType> ops{OpType::Softmax,     OpType::LogSoftmax, OpType::Reshape,
+                                    OpType::Flatten,     OpType::Squeeze,    OpType::Unsqueeze,
+                                    OpType::Identity,    OpType::Transpose,  OpType::Concat,
+                                    OpType::Slice,       OpType::Split,      OpType::Expand,
+                                    OpType::Cast,        OpType::Equal,      OpType::Less,
+                                    OpType::LessOrEqual, OpType::Greater,    OpType::GreaterOrEqual,
+                                    OpType::And,         OpType::Or,         OpType::Xor,
+                                    OpType::Not};
+  return ops.count(op) > 0;
+}
+
 }  // namespace
 
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
   if (ir::is_recurrent(n.op)) return recurrent_ok(g, n, why);
   if (!dtypes_ok(g, n, why)) return false;
+  if (always_supported(n.op)) return true;
   models::tpu::VectorFunc f;
   float p0, p1;
   switch (n.op) {
@@ -279,9 +294,6 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
              constant_f32(g, n, 4);
     case OpType::LayerNormalization:
       return layer_norm_ok(g, n);
-    case OpType::Softmax:
-    case OpType::LogSoftmax:
-      return true;
     case OpType::MaxPool:
     case OpType::AveragePool:  // 3-D ones as two 2-D passes (lower_vector.cpp)
       return n.outputs.size() == 1 &&
@@ -300,20 +312,8 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::ReduceLogSum:
     case OpType::ReduceLogSumExp:
       return reduction_ok(g, n, why);
-    case OpType::Reshape:
-    case OpType::Flatten:
-    case OpType::Squeeze:
-    case OpType::Unsqueeze:
-    case OpType::Identity:
-      return true;
     case OpType::Dropout:
       return n.outputs.size() == 1;
-    case OpType::Transpose:
-    case OpType::Concat:
-    case OpType::Slice:
-    case OpType::Split:
-    case OpType::Expand:
-      return true;
     case OpType::Pad:
       return pad_ok(g, n, why);
     case OpType::Max:
@@ -329,18 +329,6 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
       return n.num_inputs() >= 1 && n.num_inputs() <= 16;
     case OpType::Clip:
       return all_float_data(g, n);
-    case OpType::Cast:
-      return true;  // dtypes_ok() admitted the pair
-    case OpType::Equal:
-    case OpType::Less:
-    case OpType::LessOrEqual:
-    case OpType::Greater:
-    case OpType::GreaterOrEqual:
-    case OpType::And:
-    case OpType::Or:
-    case OpType::Xor:
-    case OpType::Not:
-      return true;
     case OpType::Gather:
       return g.value(n.inputs[1]).type.shape.numel() < kExactIntegerLimit;
     default:

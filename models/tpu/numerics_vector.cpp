@@ -20,16 +20,11 @@
 namespace mimic::models::tpu {
 namespace {
 
-float unary(VectorFunc f, float x, float p0, float p1) {
+// The activation functions of the vector unit (base/activations.h has their formulas).
+float unary_activation(VectorFunc f, float x, float p0, float p1) {
   switch (f) {
-    case VectorFunc::identity:
-    case VectorFunc::copy:
-    case VectorFunc::transpose:
-      return x;
     case VectorFunc::relu:
       return activation::relu(x);
-    case VectorFunc::clip:
-      return std::min(std::max(x, p0), p1);
     case VectorFunc::leaky_relu:
       return activation::leaky_relu(x, p0);
     case VectorFunc::elu:
@@ -42,6 +37,33 @@ float unary(VectorFunc f, float x, float p0, float p1) {
       return activation::hard_sigmoid(x, p0, p1);
     case VectorFunc::hard_swish:
       return activation::hard_swish(x);
+    case VectorFunc::gelu:
+      return activation::gelu(x);
+    case VectorFunc::gelu_tanh:
+      return activation::gelu_tanh(x);
+    case VectorFunc::softplus:
+      return activation::softplus(x);
+    case VectorFunc::softsign:
+      return activation::softsign(x);
+    case VectorFunc::thresholded_relu:
+      return activation::thresholded_relu(x, p0);
+    case VectorFunc::celu:
+      return activation::celu(x, p0);
+    case VectorFunc::shrink:
+      return activation::shrink(x, p1, p0);
+    default:
+      return x;
+  }
+}
+
+float unary(VectorFunc f, float x, float p0, float p1) {
+  switch (f) {
+    case VectorFunc::identity:
+    case VectorFunc::copy:
+    case VectorFunc::transpose:
+      return x;
+    case VectorFunc::clip:
+      return std::min(std::max(x, p0), p1);
     case VectorFunc::tanh:
       return std::tanh(x);
     case VectorFunc::exp:
@@ -58,14 +80,6 @@ float unary(VectorFunc f, float x, float p0, float p1) {
       return -x;
     case VectorFunc::erf:
       return std::erf(x);
-    case VectorFunc::gelu:
-      return activation::gelu(x);
-    case VectorFunc::gelu_tanh:
-      return activation::gelu_tanh(x);
-    case VectorFunc::softplus:
-      return activation::softplus(x);
-    case VectorFunc::softsign:
-      return activation::softsign(x);
     case VectorFunc::floor:
       return std::floor(x);
     case VectorFunc::ceil:
@@ -108,14 +122,8 @@ float unary(VectorFunc f, float x, float p0, float p1) {
       return std::acosh(x);
     case VectorFunc::atanh:
       return std::atanh(x);
-    case VectorFunc::thresholded_relu:
-      return activation::thresholded_relu(x, p0);
-    case VectorFunc::celu:
-      return activation::celu(x, p0);
-    case VectorFunc::shrink:
-      return activation::shrink(x, p1, p0);
     default:
-      return x;
+      return unary_activation(f, x, p0, p1);
   }
 }
 
