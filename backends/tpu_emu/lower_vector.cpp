@@ -122,12 +122,32 @@ uint64_t working_set(const Context& c, const VectorTiling& t, int64_t chunk) {
 
 }  // namespace
 
-void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t) {
-  Emitter& em = *c.em;
-  const TpuSpec& spec = c.spec;
-  const uint64_t half = em.half_bytes();
-  const Level out_home = c.home(t.output);
-  double row_bytes = out_home != Level::onchip && t.vector_instruction ? t.output_bytes_per_row : 0;
+namespace {
+
+// Slot ids of a vector kernel: two per streamed input and for the output (double buffering), one
+// per whole operand.
+enum { kIn0 = 0, kOut0 = 16, kWhole0 = 32 };
+
+Instruction dma_instruction(int core, int unit, Level src, Level dst, uint64_t bytes,
+                            uint64_t src_address, uint64_t dst_address) {
+  Instruction in;
+  in.opcode = Opcode::dma;
+  in.core = static_cast<uint8_t>((src == Level::host || dst == Level::host) ? 0 : core);
+  in.unit = static_cast<uint16_t>(unit);
+  in.src = src;
+  in.dst = dst;
+  in.bytes = std::max<uint64_t>(bytes, 1);
+  in.src_address = src_address;
+  in.dst_address = dst_address;
+  return in;
+}
+
+// Rows per chunk: as many as half the on-chip slots hold double-buffered, at least one per core's
+// share; an operand set that cannot fit even one row is a compile error naming the node.
+int64_t chunk_rows(Context& c, const ir::Node& n, const VectorTiling& t) {
+  const uint64_t half = c.em->half_bytes();
+  double row_bytes =
+      c.home(t.output) != Level::onchip && t.vector_instruction ? t.output_bytes_per_row : 0;
   for (size_t i = 0; i < t.inputs.size(); ++i)
     if (c.home(t.inputs[i]) != Level::onchip && t.vector_instruction)
       row_bytes += t.input_bytes_per_row[i];
@@ -142,45 +162,30 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
             "{} rows of {:.0f} bytes each (double-buffered) plus {} bytes of whole operands",
             t.rows, row_bytes, whole));
   int64_t chunk = row_bytes > 0 ? static_cast<int64_t>((half - whole) / (2 * row_bytes)) : t.rows;
-  chunk = std::max<int64_t>(1, std::min(chunk, ceil_div(t.rows, spec.cores)));
+  chunk = std::max<int64_t>(1, std::min(chunk, ceil_div(t.rows, c.spec.cores)));
   // The estimate ignores the slots' rounding to granules: shrink until the rounded set fits.
-  if (working_set(c, t, chunk) > half) {
-    int64_t lo = 1, hi = chunk;
-    while (lo < hi) {
-      int64_t mid = lo + (hi - lo + 1) / 2;
-      if (working_set(c, t, mid) <= half)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    chunk = lo;
+  if (working_set(c, t, chunk) <= half) return chunk;
+  int64_t lo = 1, hi = chunk;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    if (working_set(c, t, mid) <= half)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
-  const int dma_in = 0, dma_out = static_cast<int>(1 % spec.dma.engines_per_core);
-  em.begin_kernel(kernel);
-  std::vector<int64_t> parity(spec.cores, 0);
-  std::vector<bool> loaded(spec.cores, false);
-  enum { kIn0 = 0, kOut0 = 16, kWhole0 = 32 };
-  auto dma = [&](int core, int unit, Level src, Level dst, uint64_t bytes, uint64_t src_addr,
-                 uint64_t dst_addr) {
-    Instruction in;
-    in.opcode = Opcode::dma;
-    in.core = static_cast<uint8_t>((src == Level::host || dst == Level::host) ? 0 : core);
-    in.unit = static_cast<uint16_t>(unit);
-    in.src = src;
-    in.dst = dst;
-    in.bytes = std::max<uint64_t>(bytes, 1);
-    in.src_address = src_addr;
-    in.dst_address = dst_addr;
-    return in;
-  };
-  // Reserve slots first (the working set is their sum).
-  for (int core = 0; core < spec.cores && t.vector_instruction; ++core) {
+  return lo;
+}
+
+// Reserves every core's slots first (the working set is their sum).
+void reserve_slots(Context& c, const VectorTiling& t, int64_t chunk) {
+  Emitter& em = *c.em;
+  for (int core = 0; core < c.spec.cores && t.vector_instruction; ++core) {
     for (size_t i = 0; i < t.inputs.size(); ++i)
       if (c.home(t.inputs[i]) != Level::onchip)
         for (int s = 0; s < 2; ++s)
           em.slot(core, kIn0 + 2 * static_cast<int>(i) + s,
                   static_cast<uint64_t>(std::ceil(chunk * t.input_bytes_per_row[i])));
-    if (out_home != Level::onchip)
+    if (c.home(t.output) != Level::onchip)
       for (int s = 0; s < 2; ++s)
         em.slot(core, kOut0 + s, static_cast<uint64_t>(std::ceil(chunk * t.output_bytes_per_row)));
     for (size_t j = 0; j < t.whole_inputs.size(); ++j)
@@ -189,77 +194,107 @@ void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const Vec
                 static_cast<uint64_t>(c.tiled_elements(t.whole_inputs[j]) *
                                       c.element_bytes(t.whole_inputs[j])));
   }
+}
+
+// Pure data movement: one DMA from the input's home to the output's home computes the copy.
+void emit_copy_chunk(Context& c, const VectorTiling& t, int core, int64_t r0, int64_t r1) {
+  int32_t src = t.inputs.empty() ? t.output : t.inputs[0];
+  double per_row = t.inputs.empty() ? t.output_bytes_per_row : t.input_bytes_per_row[0];
+  const int64_t rows = r1 - r0;
+  Instruction in = dma_instruction(core, 0, c.home(src), c.home(t.output),
+                                   static_cast<uint64_t>(std::ceil(rows * per_row)),
+                                   c.p.tensors[src].address, c.p.tensors[t.output].address);
+  in.runs = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(rows * t.runs_per_row)));
+  in.computes = true;
+  in.r0 = r0;
+  in.r1 = r1;
+  std::vector<int64_t> reads(t.inputs.begin(), t.inputs.end());
+  c.em->emit(in, reads, {t.output});
+}
+
+// Loads the whole operands into a core's slots, once per core.
+void load_whole_inputs(Context& c, const VectorTiling& t, int core) {
+  for (size_t j = 0; j < t.whole_inputs.size(); ++j) {
+    int32_t w = t.whole_inputs[j];
+    if (c.home(w) == Level::onchip) continue;
+    auto s = c.em->slot(core, kWhole0 + static_cast<int>(j));
+    uint64_t bytes = static_cast<uint64_t>(c.tiled_elements(w) * c.element_bytes(w));
+    c.em->emit(dma_instruction(core, 0, c.home(w), Level::onchip, bytes, c.p.tensors[w].address,
+                               s.address),
+               {w}, {s.resource});
+  }
+}
+
+// One chunk of rows on `core`: stream its inputs in (slot pair `par`), run the vector
+// instruction, stream the output back to its home.
+void emit_vector_chunk(Context& c, const VectorTiling& t, int core, int par, int64_t r0,
+                       int64_t r1) {
+  Emitter& em = *c.em;
+  const int dma_out = static_cast<int>(1 % c.spec.dma.engines_per_core);
+  const int64_t rows = r1 - r0;
+  std::vector<int64_t> reads;
+  for (size_t j = 0; j < t.whole_inputs.size(); ++j)
+    reads.push_back(c.home(t.whole_inputs[j]) == Level::onchip
+                        ? int64_t{t.whole_inputs[j]}
+                        : em.slot(core, kWhole0 + static_cast<int>(j)).resource);
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    int32_t x = t.inputs[i];
+    if (c.home(x) == Level::onchip) {
+      reads.push_back(x);
+      continue;
+    }
+    auto s = em.slot(core, kIn0 + 2 * static_cast<int>(i) + par);
+    uint64_t bytes = static_cast<uint64_t>(std::ceil(rows * t.input_bytes_per_row[i]));
+    em.emit(dma_instruction(core, 0, c.home(x), Level::onchip, bytes, c.p.tensors[x].address,
+                            s.address),
+            {x}, {s.resource});
+    reads.push_back(s.resource);
+  }
+  Instruction v;
+  v.opcode = Opcode::vector;
+  v.core = static_cast<uint8_t>(core);
+  v.elements = static_cast<uint64_t>(std::ceil(rows * t.elements_per_row));
+  v.ops_per_element = t.ops;
+  v.computes = true;
+  v.r0 = r0;
+  v.r1 = r1;
+  const Level out_home = c.home(t.output);
+  if (out_home == Level::onchip) {
+    em.emit(v, reads, {t.output});
+    return;
+  }
+  auto os = em.slot(core, kOut0 + par);
+  em.emit(v, reads, {os.resource});
+  uint64_t bytes = static_cast<uint64_t>(std::ceil(rows * t.output_bytes_per_row));
+  em.emit(dma_instruction(core, dma_out, Level::onchip, out_home, bytes, os.address,
+                          c.p.tensors[t.output].address),
+          {os.resource}, {t.output});
+}
+
+}  // namespace
+
+void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t) {
+  const int64_t chunk = chunk_rows(c, n, t);
+  c.em->begin_kernel(kernel);
+  reserve_slots(c, t, chunk);
+  std::vector<int64_t> parity(c.spec.cores, 0);
+  std::vector<bool> loaded(c.spec.cores, false);
   int64_t index = 0;
   for (int64_t r0 = 0; r0 < t.rows; r0 += chunk, ++index) {
-    const int64_t r1 = std::min(t.rows, r0 + chunk), rows = r1 - r0;
-    const int core = static_cast<int>(index % spec.cores);
+    const int64_t r1 = std::min(t.rows, r0 + chunk);
+    const int core = static_cast<int>(index % c.spec.cores);
     const int par = static_cast<int>(parity[core]++ % 2);
     if (!t.vector_instruction) {
-      // Pure data movement: one DMA from the input's home to the output's home computes the copy.
-      int32_t src = t.inputs.empty() ? t.output : t.inputs[0];
-      double per_row = t.inputs.empty() ? t.output_bytes_per_row : t.input_bytes_per_row[0];
-      Instruction in =
-          dma(core, dma_in, c.home(src), out_home, static_cast<uint64_t>(std::ceil(rows * per_row)),
-              c.p.tensors[src].address, c.p.tensors[t.output].address);
-      in.runs = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(rows * t.runs_per_row)));
-      in.computes = true;
-      in.r0 = r0;
-      in.r1 = r1;
-      std::vector<int64_t> reads(t.inputs.begin(), t.inputs.end());
-      em.emit(in, reads, {t.output});
+      emit_copy_chunk(c, t, core, r0, r1);
       continue;
     }
-    std::vector<int64_t> reads;
-    if (!loaded[core]) {
-      for (size_t j = 0; j < t.whole_inputs.size(); ++j) {
-        int32_t w = t.whole_inputs[j];
-        if (c.home(w) == Level::onchip) continue;
-        auto s = em.slot(core, kWhole0 + static_cast<int>(j));
-        uint64_t bytes = static_cast<uint64_t>(c.tiled_elements(w) * c.element_bytes(w));
-        em.emit(
-            dma(core, dma_in, c.home(w), Level::onchip, bytes, c.p.tensors[w].address, s.address),
-            {w}, {s.resource});
-      }
-      loaded[core] = true;
-    }
-    for (size_t j = 0; j < t.whole_inputs.size(); ++j)
-      reads.push_back(c.home(t.whole_inputs[j]) == Level::onchip
-                          ? int64_t{t.whole_inputs[j]}
-                          : em.slot(core, kWhole0 + static_cast<int>(j)).resource);
-    for (size_t i = 0; i < t.inputs.size(); ++i) {
-      int32_t x = t.inputs[i];
-      if (c.home(x) == Level::onchip) {
-        reads.push_back(x);
-        continue;
-      }
-      auto s = em.slot(core, kIn0 + 2 * static_cast<int>(i) + par);
-      uint64_t bytes = static_cast<uint64_t>(std::ceil(rows * t.input_bytes_per_row[i]));
-      em.emit(dma(core, dma_in, c.home(x), Level::onchip, bytes, c.p.tensors[x].address, s.address),
-              {x}, {s.resource});
-      reads.push_back(s.resource);
-    }
-    Instruction v;
-    v.opcode = Opcode::vector;
-    v.core = static_cast<uint8_t>(core);
-    v.elements = static_cast<uint64_t>(std::ceil(rows * t.elements_per_row));
-    v.ops_per_element = t.ops;
-    v.computes = true;
-    v.r0 = r0;
-    v.r1 = r1;
-    if (out_home == Level::onchip) {
-      em.emit(v, reads, {t.output});
-      continue;
-    }
-    auto os = em.slot(core, kOut0 + par);
-    em.emit(v, reads, {os.resource});
-    uint64_t bytes = static_cast<uint64_t>(std::ceil(rows * t.output_bytes_per_row));
-    em.emit(dma(core, dma_out, Level::onchip, out_home, bytes, os.address,
-                c.p.tensors[t.output].address),
-            {os.resource}, {t.output});
+    if (!loaded[core]) load_whole_inputs(c, t, core);
+    loaded[core] = true;
+    emit_vector_chunk(c, t, core, par, r0, r1);
   }
   std::vector<int32_t> inputs(t.inputs.begin(), t.inputs.end());
   inputs.insert(inputs.end(), t.whole_inputs.begin(), t.whole_inputs.end());
-  em.end_kernel(inputs, {t.output});
+  c.em->end_kernel(inputs, {t.output});
 }
 
 namespace {
