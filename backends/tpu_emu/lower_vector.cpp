@@ -469,6 +469,65 @@ bool split_reduction(Context& c, const ir::Node& n, const VectorDesc& d,
 
 }  // namespace
 
+namespace {
+
+// Inference-form BatchNormalization as one per-channel scale and shift (folded constants).
+int64_t describe_batch_norm(Context& c, const ir::Node& n, VectorDesc& d) {
+  const ir::Graph& g = c.g;
+  const std::vector<int64_t> out_dims = g.value(n.outputs[0]).type.shape.dims();
+  std::vector<float> gamma = constant_floats(g, n.inputs[1]),
+                     beta = constant_floats(g, n.inputs[2]);
+  std::vector<float> mean = constant_floats(g, n.inputs[3]), var = constant_floats(g, n.inputs[4]);
+  float eps = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
+  std::vector<float> s(gamma.size()), t(gamma.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    s[i] = gamma[i] / std::sqrt(var[i] + eps);
+    t[i] = beta[i] - mean[i] * s[i];
+  }
+  int64_t ch = static_cast<int64_t>(s.size());
+  bool last = ir::is_channels_last(n);
+  d.func = VectorFunc::scale_shift;
+  d.in = {c.tensor(n.inputs[0]), c.add_constant(n.name + ".scale", {ch}, std::move(s), 4),
+          c.add_constant(n.name + ".shift", {ch}, std::move(t), 4)};
+  d.axis = ch;
+  d.inner = last ? 1 : product(out_dims, 2, out_dims.size());
+  d.outer = d.axis * d.inner > 0 ? product(out_dims, 0, out_dims.size()) / (d.axis * d.inner) : 0;
+  return d.outer * d.axis;
+}
+
+// A reduction over the span from its first to its last reduced axis; -1 when it was lowered as a
+// split reduction instead (non-adjacent axes).
+int64_t describe_reduction(Context& c, const ir::Node& n, VectorDesc& d) {
+  static const std::pair<OpType, VectorFunc> table[] = {
+      {OpType::ReduceSum, VectorFunc::sum},
+      {OpType::ReduceMean, VectorFunc::mean},
+      {OpType::ReduceMax, VectorFunc::reduce_max},
+      {OpType::ReduceMin, VectorFunc::reduce_min},
+      {OpType::ReduceProd, VectorFunc::prod},
+      {OpType::ReduceL1, VectorFunc::l1},
+      {OpType::ReduceL2, VectorFunc::l2},
+      {OpType::ReduceSumSquare, VectorFunc::sum_square},
+      {OpType::ReduceLogSum, VectorFunc::log_sum},
+      {OpType::ReduceLogSumExp, VectorFunc::log_sum_exp}};
+  for (const auto& [op, func] : table)
+    if (op == n.op) d.func = func;
+  d.in = {c.tensor(n.inputs[0])};
+  const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
+  std::vector<bool> mask = ir::resolve_reduce_axes(c.g, n);
+  int first = -1, last = -1;
+  for (int i = 0; i < static_cast<int>(mask.size()); ++i)
+    if (mask[i] && x[i] != 1) {
+      if (first < 0) first = i;
+      last = i;
+    }
+  if (first < 0) first = last = 0;
+  reduction_span(d, x, first, last);
+  if (split_reduction(c, n, d, x, first, last)) return -1;
+  return d.outer * d.inner;
+}
+
+}  // namespace
+
 void lower_vector_node(Context& c, const ir::Node& n) {
   const ir::Graph& g = c.g;
   VectorDesc d;
@@ -483,25 +542,7 @@ void lower_vector_node(Context& c, const ir::Node& n) {
       g.value(n.inputs[0]).type.shape.rank() == 5)
     return lower_pool_3d(c, n);
   if (n.op == OpType::BatchNormalization) {
-    std::vector<float> gamma = constant_floats(g, n.inputs[1]),
-                       beta = constant_floats(g, n.inputs[2]);
-    std::vector<float> mean = constant_floats(g, n.inputs[3]),
-                       var = constant_floats(g, n.inputs[4]);
-    float eps = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
-    std::vector<float> s(gamma.size()), t(gamma.size());
-    for (size_t i = 0; i < s.size(); ++i) {
-      s[i] = gamma[i] / std::sqrt(var[i] + eps);
-      t[i] = beta[i] - mean[i] * s[i];
-    }
-    int64_t ch = static_cast<int64_t>(s.size());
-    bool last = ir::is_channels_last(n);
-    d.func = VectorFunc::scale_shift;
-    d.in = {in(0), c.add_constant(n.name + ".scale", {ch}, std::move(s), 4),
-            c.add_constant(n.name + ".shift", {ch}, std::move(t), 4)};
-    d.axis = ch;
-    d.inner = last ? 1 : product(out_dims, 2, out_dims.size());
-    d.outer = d.axis * d.inner > 0 ? product(out_dims, 0, out_dims.size()) / (d.axis * d.inner) : 0;
-    rows = d.outer * d.axis;
+    rows = describe_batch_norm(c, n, d);
   } else if (n.op == OpType::LayerNormalization) {
     int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), static_cast<int>(out_dims.size()),
                                   "LayerNormalization axis");
@@ -537,34 +578,9 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     d.outer = last ? x[0] : x[0] * x[1];
     d.inner = last ? x.back() : 1;
     rows = d.outer * d.inner;
-  } else if (ir::op_name(n.op)[0] == 'R' && ir::op_name(n.op)[1] == 'e' &&
-             ir::op_name(n.op)[2] == 'd') {
-    static const std::pair<OpType, VectorFunc> table[] = {
-        {OpType::ReduceSum, VectorFunc::sum},
-        {OpType::ReduceMean, VectorFunc::mean},
-        {OpType::ReduceMax, VectorFunc::reduce_max},
-        {OpType::ReduceMin, VectorFunc::reduce_min},
-        {OpType::ReduceProd, VectorFunc::prod},
-        {OpType::ReduceL1, VectorFunc::l1},
-        {OpType::ReduceL2, VectorFunc::l2},
-        {OpType::ReduceSumSquare, VectorFunc::sum_square},
-        {OpType::ReduceLogSum, VectorFunc::log_sum},
-        {OpType::ReduceLogSumExp, VectorFunc::log_sum_exp}};
-    for (const auto& [op, func] : table)
-      if (op == n.op) d.func = func;
-    d.in = {in(0)};
-    const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
-    std::vector<bool> mask = ir::resolve_reduce_axes(g, n);
-    int first = -1, last = -1;
-    for (int i = 0; i < static_cast<int>(mask.size()); ++i)
-      if (mask[i] && x[i] != 1) {
-        if (first < 0) first = i;
-        last = i;
-      }
-    if (first < 0) first = last = 0;
-    reduction_span(d, x, first, last);
-    if (split_reduction(c, n, d, x, first, last)) return;
-    rows = d.outer * d.inner;
+  } else if (ir::is_reduce(n.op)) {
+    rows = describe_reduction(c, n, d);
+    if (rows < 0) return;  // lowered as a split reduction
   } else if (unary_func(g, n, &f, &p0, &p1)) {
     d.func = f;
     d.p0 = p0;
