@@ -104,59 +104,52 @@ WindowGeometry window_geometry(const Graph& g, const Node& n) {
   return window_geometry(n, x, w, kind);
 }
 
-WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, WindowKind kind) {
-  WindowGeometry g;
-  if (x.rank() < 3) fail(n, x, "input needs rank >= 3 (batch, channels, spatial...)");
-  int sr = x.rank() - 2;
-  g.spatial_rank = sr;
-  g.channels_last = is_channels_last(n);
-  g.batch = x[0];
-  g.in_channels = g.channels_last ? x[x.rank() - 1] : x[1];
-  int first_spatial = g.channels_last ? 1 : 2;
-  for (int i = 0; i < sr; ++i) g.in_size.push_back(x[first_spatial + i]);
+namespace {
 
-  g.group = n.attrs.get_int("group", 1);
-  if (kind == WindowKind::pool) {
-    g.kernel = n.attrs.get_ints("kernel_shape");
-    g.out_channels = g.in_channels;
+// Bounds on strides, dilations and pads keep the window arithmetic (extents, padded sizes) far
+// from int64 overflow.
+constexpr int64_t kMaxStep = int64_t{1} << 20;
+
+// Kernel size and channels from the weight of a Conv or ConvTranspose, checked against the input.
+void weight_channels(WindowGeometry& g, const Node& n, const Shape& x, const Shape* w,
+                     WindowKind kind) {
+  const int sr = g.spatial_rank;
+  if (!w || w->rank() != sr + 2)
+    fail(n, x, fmt::format("weight shape {} must have rank {}", w ? w->str() : "[]", sr + 2));
+  g.kernel.assign(w->dims().begin() + 2, w->dims().end());
+  if (g.group <= 0 || g.in_channels % g.group != 0)
+    fail(n, x, fmt::format("group {} does not divide {} input channels", g.group, g.in_channels));
+  if (kind == WindowKind::conv) {
+    g.out_channels = (*w)[0];
+    if ((*w)[1] * g.group != g.in_channels)
+      fail(n, x,
+           fmt::format("weight {} expects {} input channels per group, input has {} in {} "
+                       "group(s)",
+                       w->str(), (*w)[1], g.in_channels, g.group));
+    if (g.out_channels % g.group != 0)
+      fail(n, x,
+           fmt::format("group {} does not divide {} output channels", g.group, g.out_channels));
   } else {
-    if (!w || w->rank() != sr + 2)
-      fail(n, x, fmt::format("weight shape {} must have rank {}", w ? w->str() : "[]", sr + 2));
-    g.kernel.assign(w->dims().begin() + 2, w->dims().end());
-    if (g.group <= 0 || g.in_channels % g.group != 0)
-      fail(n, x, fmt::format("group {} does not divide {} input channels", g.group, g.in_channels));
-    if (kind == WindowKind::conv) {
-      g.out_channels = (*w)[0];
-      if ((*w)[1] * g.group != g.in_channels)
-        fail(n, x,
-             fmt::format("weight {} expects {} input channels per group, input has {} in {} "
-                         "group(s)",
-                         w->str(), (*w)[1], g.in_channels, g.group));
-      if (g.out_channels % g.group != 0)
-        fail(n, x,
-             fmt::format("group {} does not divide {} output channels", g.group, g.out_channels));
-    } else {
-      if ((*w)[0] != g.in_channels)
-        fail(n, x,
-             fmt::format("weight {} expects {} input channels, input has {}", w->str(), (*w)[0],
-                         g.in_channels));
-      g.out_channels = (*w)[1] * g.group;
-    }
-    std::vector<int64_t> ks = n.attrs.get_ints("kernel_shape");
-    if (!ks.empty() && ks != g.kernel)
-      fail(n, x, fmt::format("kernel_shape attribute disagrees with weight {}", w->str()));
+    if ((*w)[0] != g.in_channels)
+      fail(n, x,
+           fmt::format("weight {} expects {} input channels, input has {}", w->str(), (*w)[0],
+                       g.in_channels));
+    g.out_channels = (*w)[1] * g.group;
   }
-  if (static_cast<int>(g.kernel.size()) != sr)
-    fail(n, x,
-         fmt::format("kernel_shape has {} dims, input has {} spatial dims", g.kernel.size(), sr));
+  std::vector<int64_t> ks = n.attrs.get_ints("kernel_shape");
+  if (!ks.empty() && ks != g.kernel)
+    fail(n, x, fmt::format("kernel_shape attribute disagrees with weight {}", w->str()));
+}
+
+// Strides, dilations and pads, checked and bounded.
+void window_steps(WindowGeometry& g, const Node& n, const Shape& x, int first_spatial) {
+  const int sr = g.spatial_rank;
   g.strides = ints_or(n, "strides", sr, 1);
   g.dilations = ints_or(n, "dilations", sr, 1);
   std::vector<int64_t> pads = ints_or(n, "pads", 2 * sr, 0);
   if (static_cast<int>(g.strides.size()) != sr || static_cast<int>(g.dilations.size()) != sr ||
       static_cast<int>(pads.size()) != 2 * sr)
     fail(n, x, "strides, dilations and pads must match the spatial rank");
-  // Bounds keep the window arithmetic below (extents, padded sizes) far from int64 overflow.
-  constexpr int64_t kMaxStep = int64_t{1} << 20;
   for (int i = 0; i < sr; ++i) {
     if (g.kernel[i] <= 0 || g.strides[i] <= 0 || g.dilations[i] <= 0 || pads[i] < 0 ||
         pads[sr + i] < 0)
@@ -170,6 +163,11 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
   g.pad_begin.assign(pads.begin(), pads.begin() + sr);
   g.pad_end.assign(pads.begin() + sr, pads.end());
   g.out_size.assign(sr, 0);
+}
+
+// auto_pad, then each spatial output size (ConvTranspose from output_padding or output_shape).
+void output_sizes(WindowGeometry& g, const Node& n, const Shape& x, WindowKind kind) {
+  const int sr = g.spatial_rank;
   std::string auto_pad = n.attrs.get_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" &&
       auto_pad != "VALID")
@@ -199,6 +197,33 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
   for (int i = 0; i < sr; ++i)
     if (g.out_size[i] <= 0)
       fail(n, x, fmt::format("output spatial dim {} would be {}", i, g.out_size[i]));
+}
+
+}  // namespace
+
+WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, WindowKind kind) {
+  WindowGeometry g;
+  if (x.rank() < 3) fail(n, x, "input needs rank >= 3 (batch, channels, spatial...)");
+  int sr = x.rank() - 2;
+  g.spatial_rank = sr;
+  g.channels_last = is_channels_last(n);
+  g.batch = x[0];
+  g.in_channels = g.channels_last ? x[x.rank() - 1] : x[1];
+  int first_spatial = g.channels_last ? 1 : 2;
+  for (int i = 0; i < sr; ++i) g.in_size.push_back(x[first_spatial + i]);
+
+  g.group = n.attrs.get_int("group", 1);
+  if (kind == WindowKind::pool) {
+    g.kernel = n.attrs.get_ints("kernel_shape");
+    g.out_channels = g.in_channels;
+  } else {
+    weight_channels(g, n, x, w, kind);
+  }
+  if (static_cast<int>(g.kernel.size()) != sr)
+    fail(n, x,
+         fmt::format("kernel_shape has {} dims, input has {} spatial dims", g.kernel.size(), sr));
+  window_steps(g, n, x, first_spatial);
+  output_sizes(g, n, x, kind);
   return g;
 }
 
