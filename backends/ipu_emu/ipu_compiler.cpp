@@ -482,22 +482,16 @@ void option_notes(IpuCompilation& out, const IpuOptions& o, int64_t local) {
 
 }  // namespace
 
-IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpec& s, const IpuOptions& o_in,
-                           const std::string& device) {
-  auto t0 = std::chrono::steady_clock::now();
-  IpuOptions o = o_in;
-  IpuCompilation out;
-  out.training = is_training(g);
-  out.batch = out.training ? training_batch(g) : graph_batch(g);
-  if (!out.training && o.accumulation > 1)
-    throw InvalidArgument(fmt::format(
-        "ipu-emu: gradient_accumulation={} needs a training step (graph '{}' has no backward "
-        "ops); micro_batches splits an inference batch",
-        o.accumulation, g.name()));
-  if (out.batch % o.replicas != 0)
+namespace {
+
+// Micro-batches per step when not given: 2 x stages when the batch per replica allows (the
+// pipeline's fill), else the largest divisor below; checks that they divide it. Returns the batch
+// per replica.
+int64_t micro_batching(IpuOptions& o, int64_t batch) {
+  if (batch % o.replicas != 0)
     throw InvalidArgument(fmt::format("ipu-emu: batch {} does not split over replication_factor={}",
-                                      out.batch, o.replicas));
-  int64_t local = out.batch / o.replicas;
+                                      batch, o.replicas));
+  int64_t local = batch / o.replicas;
   if (o.micro_batches == 0) {
     o.micro_batches = 1;
     for (int64_t d = std::min<int64_t>(2 * o.stages, local); o.stages > 1 && d >= 1; --d)
@@ -510,7 +504,71 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpec& s, const IpuOption
     throw InvalidArgument(
         fmt::format("ipu-emu: {}={} must divide the batch per replica ({} = {} / {})",
                     o.accumulation ? "gradient_accumulation" : "micro_batches", o.micro_batches,
-                    local, out.batch, o.replicas));
+                    local, batch, o.replicas));
+  return local;
+}
+
+// The device program of a compilation: supersteps per IPU, numerics settings, precision.
+void fill_program(IpuCompilation& out, const ir::Graph& g, const IpuSpec& s, const IpuOptions& o,
+                  Labels& labels) {
+  DeviceProgram& p = out.program;
+  p.bsp = build_program(s, o, g, out.training, out.stages, labels);
+  p.bsp.labels = labels.names;
+  p.graph = g;
+  p.half_storage = o.half_precision;
+  p.fp32_master = o.fp32_master_weights, p.stochastic_rounding = o.stochastic_rounding;
+  p.timing_only = o.timing_only;
+  p.replicas = o.replicas, p.stages = o.stages, p.micro_batches = o.micro_batches;
+  NumberFormat in = o.half_precision ? NumberFormat::f16 : NumberFormat::f32;
+  NumberFormat part = o.half_precision && o.half_partials ? NumberFormat::f16 : NumberFormat::f32;
+  p.macs_per_cycle = models::ipu::amp_macs_per_cycle(s, in, part);
+  p.precision = o.precision_name + (part == NumberFormat::f16 ? " (half partials)" : "");
+  p.preset = s.name;
+}
+
+// The compile report's metrics: tile memory, system shape, supersteps, phases, out-of-memory.
+void compile_metrics(IpuCompilation& out, const IpuSpec& s, const IpuOptions& o) {
+  const DeviceProgram& p = out.program;
+  std::vector<std::string>& notes = out.report.notes;
+  auto& m = out.report.metrics;
+  uint64_t max_bytes = 0, sum_bytes = 0, n_tiles = 0;
+  for (const auto& st : out.stages)
+    for (const auto& t : st.memory.tiles)
+      max_bytes = std::max(max_bytes, t.total()), sum_bytes += t.total(), ++n_tiles;
+  m["max_tile_bytes"] = static_cast<double>(max_bytes);
+  m["mean_tile_bytes"] = n_tiles ? static_cast<double>(sum_bytes) / n_tiles : 0;
+  m["tile_sram_bytes"] = static_cast<double>(s.tile_sram_bytes);
+  m["memory_used_fraction"] = static_cast<double>(max_bytes) / s.tile_sram_bytes;
+  m["tiles_per_ipu"] = static_cast<double>(s.tiles);
+  m["num_ipus"] = o.num_ipus, m["stages"] = o.stages, m["replicas"] = o.replicas,
+  m["micro_batches"] = o.micro_batches;
+  size_t steps = 0;
+  for (const auto& ipu : p.bsp.ipus) steps += ipu.size();
+  m["supersteps"] = static_cast<double>(steps);
+  memory_metrics(out, s, m);
+  phase_estimates(out, o, s, m);
+  m["out_of_memory"] = out.out_of_memory ? 1 : 0;
+  if (out.out_of_memory) {
+    notes.push_back(out.out_of_memory->message);
+    m["out_of_memory_tile"] = static_cast<double>(out.out_of_memory->tile);
+  }
+}
+
+}  // namespace
+
+IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpec& s, const IpuOptions& o_in,
+                           const std::string& device) {
+  auto t0 = std::chrono::steady_clock::now();
+  IpuOptions o = o_in;
+  IpuCompilation out;
+  out.training = is_training(g);
+  out.batch = out.training ? training_batch(g) : graph_batch(g);
+  if (!out.training && o.accumulation > 1)
+    throw InvalidArgument(fmt::format(
+        "ipu-emu: gradient_accumulation={} needs a training step (graph '{}' has no backward "
+        "ops); micro_batches splits an inference batch",
+        o.accumulation, g.name()));
+  int64_t local = micro_batching(o, out.batch);
   std::vector<std::string>& notes = out.report.notes;
   GraphInfo gi{
       g, device_nodes(g), std::vector<int32_t>(g.num_nodes(), -1),
@@ -535,50 +593,16 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpec& s, const IpuOption
                                "; set option allow_out_of_memory=true for the full memory report",
                            out.out_of_memory->tile, out.out_of_memory->bytes_used,
                            out.out_of_memory->bytes_available, out.out_of_memory->op);
-  DeviceProgram& p = out.program;
-  p.bsp = build_program(s, o, g, out.training, out.stages, labels);
-  p.bsp.labels = labels.names;
-  p.graph = g;
-  p.half_storage = o.half_precision;
-  p.fp32_master = o.fp32_master_weights, p.stochastic_rounding = o.stochastic_rounding;
-  p.timing_only = o.timing_only;
-  p.replicas = o.replicas, p.stages = o.stages, p.micro_batches = o.micro_batches;
-  NumberFormat in = o.half_precision ? NumberFormat::f16 : NumberFormat::f32;
-  NumberFormat part = o.half_precision && o.half_partials ? NumberFormat::f16 : NumberFormat::f32;
-  p.macs_per_cycle = models::ipu::amp_macs_per_cycle(s, in, part);
-  p.precision = o.precision_name + (part == NumberFormat::f16 ? " (half partials)" : "");
-  p.preset = s.name;
-  // Reports.
-  auto& m = out.report.metrics;
-  uint64_t max_bytes = 0, sum_bytes = 0, n_tiles = 0;
-  for (const auto& st : out.stages)
-    for (const auto& t : st.memory.tiles)
-      max_bytes = std::max(max_bytes, t.total()), sum_bytes += t.total(), ++n_tiles;
-  m["max_tile_bytes"] = static_cast<double>(max_bytes);
-  m["mean_tile_bytes"] = n_tiles ? static_cast<double>(sum_bytes) / n_tiles : 0;
-  m["tile_sram_bytes"] = static_cast<double>(s.tile_sram_bytes);
-  m["memory_used_fraction"] = static_cast<double>(max_bytes) / s.tile_sram_bytes;
-  m["tiles_per_ipu"] = static_cast<double>(s.tiles);
-  m["num_ipus"] = o.num_ipus, m["stages"] = o.stages, m["replicas"] = o.replicas,
-  m["micro_batches"] = o.micro_batches;
-  size_t steps = 0;
-  for (const auto& ipu : p.bsp.ipus) steps += ipu.size();
-  m["supersteps"] = static_cast<double>(steps);
-  memory_metrics(out, s, m);
-  phase_estimates(out, o, s, m);
-  m["out_of_memory"] = out.out_of_memory ? 1 : 0;
-  if (out.out_of_memory) {
-    notes.push_back(out.out_of_memory->message);
-    m["out_of_memory_tile"] = static_cast<double>(out.out_of_memory->tile);
-  }
+  fill_program(out, g, s, o, labels);
+  compile_metrics(out, s, o);
   option_notes(out, o, local);
-  p.notes = notes;
+  out.program.notes = notes;
   out.report.device = device;
   out.report.tables["ipu_tile_memory"] = out.memory_table;
   out.report.tables["ipu_plans"] = plan_table(out);
   out.report.compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  m["plan_seconds"] = out.report.compile_seconds;
+  out.report.metrics["plan_seconds"] = out.report.compile_seconds;
   return out;
 }
 
