@@ -53,6 +53,56 @@ void schedule_metrics(const DeviceProgram& p, const RunStats& stats,
 
 }  // namespace
 
+namespace {
+
+// Per-IPU unit busy time, link and host traffic, and how evenly the tiles were busy.
+void unit_metrics(RunReport& r, const RunStats& stats, uint32_t ipus, uint64_t exchange_bytes) {
+  uint64_t busy_sum = 0, busy_max = 0, tile_count = 0, compute = 0, exchange = 0, sync = 0;
+  for (uint32_t i = 0; i < stats.ipus.size(); ++i) {
+    const auto& u = stats.ipus[i];
+    double total = std::max<double>(1.0, static_cast<double>(stats.cycles));
+    r.units.push_back({fmt::format("ipu{}.tiles", i), "compute", u.compute, u.compute / total});
+    r.units.push_back(
+        {fmt::format("ipu{}.exchange", i), "exchange", u.exchange, u.exchange / total});
+    r.units.push_back({fmt::format("ipu{}.sync", i), "sync", u.sync, u.sync / total});
+    for (uint64_t b : u.tile_busy) busy_sum += b, busy_max = std::max(busy_max, b), ++tile_count;
+    compute = std::max(compute, u.compute), exchange = std::max(exchange, u.exchange),
+    sync = std::max(sync, u.sync);
+    r.bytes_moved["host"] += static_cast<int64_t>(u.host_bytes_in + u.host_bytes_out);
+    r.bytes_moved["ipu_link"] += static_cast<int64_t>(u.link_bytes_out);
+  }
+  double total = std::max<double>(1.0, static_cast<double>(stats.cycles));
+  r.units.push_back({"pcie", "host", stats.host_busy, stats.host_busy / total});
+  if (ipus > 1) r.units.push_back({"ipu-links", "link", stats.link_busy, stats.link_busy / total});
+  r.bytes_moved["exchange"] = static_cast<int64_t>(exchange_bytes);
+  double mean_busy = tile_count ? static_cast<double>(busy_sum) / tile_count : 0;
+  auto& m = r.metrics;
+  m["compute_cycles"] = static_cast<double>(compute);
+  m["exchange_cycles"] = static_cast<double>(exchange);
+  m["sync_cycles"] = static_cast<double>(sync);
+  m["supersteps"] = static_cast<double>(stats.steps.size());
+  m["tile_busy_max_cycles"] = static_cast<double>(busy_max);
+  m["tile_busy_mean_cycles"] = mean_busy;
+  m["tile_balance_max_over_mean"] = mean_busy > 0 ? busy_max / mean_busy : 0;
+  m["achieved_tflops"] = r.achieved_flops_per_s * 1e-12;
+  m["peak_tflops"] = r.peak_flops_per_s * 1e-12;
+}
+
+// One row per superstep run: when, and its sync, exchange and compute cycles.
+Table superstep_table(const models::ipu::IpuSpec& s, const RunStats& stats) {
+  Table steps;
+  steps.columns = {"ipu",      "step",    "op",       "start",     "sync",
+                   "exchange", "compute", "max_tile", "mean_tile", "busy_tiles"};
+  for (const SuperstepRecord& rec : stats.steps)
+    steps.rows.push_back(
+        {double(rec.ipu), double(rec.index), double(rec.op), double(rec.start), double(rec.sync),
+         double(rec.exchange), double(rec.compute), double(rec.max_tile),
+         static_cast<double>(rec.sum_tile) / static_cast<double>(s.tiles), double(rec.busy_tiles)});
+  return steps;
+}
+
+}  // namespace
+
 RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpec& s, const RunStats& stats,
                       const std::string& device) {
   RunReport r;
@@ -101,46 +151,10 @@ RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpec& s, con
     r.ops.push_back(std::move(o));
   }
   r.achieved_flops_per_s = r.device_seconds > 0 ? static_cast<double>(flops) / r.device_seconds : 0;
-  // Units and tile balance.
-  uint64_t busy_sum = 0, busy_max = 0, tile_count = 0, compute = 0, exchange = 0, sync = 0;
-  for (uint32_t i = 0; i < stats.ipus.size(); ++i) {
-    const auto& u = stats.ipus[i];
-    double total = std::max<double>(1.0, static_cast<double>(stats.cycles));
-    r.units.push_back({fmt::format("ipu{}.tiles", i), "compute", u.compute, u.compute / total});
-    r.units.push_back(
-        {fmt::format("ipu{}.exchange", i), "exchange", u.exchange, u.exchange / total});
-    r.units.push_back({fmt::format("ipu{}.sync", i), "sync", u.sync, u.sync / total});
-    for (uint64_t b : u.tile_busy) busy_sum += b, busy_max = std::max(busy_max, b), ++tile_count;
-    compute = std::max(compute, u.compute), exchange = std::max(exchange, u.exchange),
-    sync = std::max(sync, u.sync);
-    r.bytes_moved["host"] += static_cast<int64_t>(u.host_bytes_in + u.host_bytes_out);
-    r.bytes_moved["ipu_link"] += static_cast<int64_t>(u.link_bytes_out);
-  }
-  double total = std::max<double>(1.0, static_cast<double>(stats.cycles));
-  r.units.push_back({"pcie", "host", stats.host_busy, stats.host_busy / total});
-  if (ipus > 1) r.units.push_back({"ipu-links", "link", stats.link_busy, stats.link_busy / total});
-  r.bytes_moved["exchange"] = static_cast<int64_t>(exchange_bytes);
-  double mean_busy = tile_count ? static_cast<double>(busy_sum) / tile_count : 0;
+  unit_metrics(r, stats, ipus, exchange_bytes);
   auto& m = r.metrics;
-  m["compute_cycles"] = static_cast<double>(compute);
-  m["exchange_cycles"] = static_cast<double>(exchange);
-  m["sync_cycles"] = static_cast<double>(sync);
-  m["supersteps"] = static_cast<double>(stats.steps.size());
-  m["tile_busy_max_cycles"] = static_cast<double>(busy_max);
-  m["tile_busy_mean_cycles"] = mean_busy;
-  m["tile_balance_max_over_mean"] = mean_busy > 0 ? busy_max / mean_busy : 0;
-  m["achieved_tflops"] = r.achieved_flops_per_s * 1e-12;
-  m["peak_tflops"] = r.peak_flops_per_s * 1e-12;
   schedule_metrics(p, stats, m);
-  Table steps;
-  steps.columns = {"ipu",      "step",    "op",       "start",     "sync",
-                   "exchange", "compute", "max_tile", "mean_tile", "busy_tiles"};
-  for (const SuperstepRecord& rec : stats.steps)
-    steps.rows.push_back(
-        {double(rec.ipu), double(rec.index), double(rec.op), double(rec.start), double(rec.sync),
-         double(rec.exchange), double(rec.compute), double(rec.max_tile),
-         static_cast<double>(rec.sum_tile) / static_cast<double>(s.tiles), double(rec.busy_tiles)});
-  r.tables["ipu_supersteps"] = std::move(steps);
+  r.tables["ipu_supersteps"] = superstep_table(s, stats);
   r.notes = p.notes;
   return r;
 }
