@@ -188,22 +188,21 @@ uint64_t local_partials(const ir::Shape& shape, const std::vector<bool>& axes, u
 
 }  // namespace
 
-LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
-  LoweredOp op;
-  ir::ValueId in = n.inputs[0];
-  const ir::Shape& shape = c.shapes[in];
-  int rank = shape.rank();
-  Placement pin = locate(c, op, in);
-  // Which axes are reduced (or normalized over / scanned along).
+namespace {
+
+// Which axes a reduction reduces (or normalizes over, or scans along), and whether its output has
+// its input's shape (normalizations).
+std::vector<bool> reduced_axes(const LowerContext& c, const ir::Node& n, int rank,
+                               bool* same_shape) {
   std::vector<bool> axes(rank, false);
-  bool same_shape = true;
+  *same_shape = true;
   switch (n.op) {
     case OpType::GlobalAveragePool:
     case OpType::GlobalMaxPool:
     case OpType::InstanceNormalization: {
       bool last = ir::is_channels_last(n);
       for (int d = last ? 1 : 2; d < (last ? rank - 1 : rank); ++d) axes[d] = true;
-      same_shape = n.op == OpType::InstanceNormalization;
+      *same_shape = n.op == OpType::InstanceNormalization;
       break;
     }
     case OpType::Softmax:
@@ -222,9 +221,22 @@ LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
     }
     default:
       axes = ir::resolve_reduce_axes(c.graph, n);
-      same_shape = false;
+      *same_shape = false;
       break;
   }
+  return axes;
+}
+
+}  // namespace
+
+LoweredOp lower_reduction(LowerContext& c, const ir::Node& n) {
+  LoweredOp op;
+  ir::ValueId in = n.inputs[0];
+  const ir::Shape& shape = c.shapes[in];
+  int rank = shape.rank();
+  Placement pin = locate(c, op, in);
+  bool same_shape = true;
+  std::vector<bool> axes = reduced_axes(c, n, rank, &same_shape);
   uint64_t reduced = 1, per_tile = pin.bytes_per_tile / std::max<uint64_t>(element_bytes(c, in), 1);
   for (int d = 0; d < rank; ++d)
     if (axes[d]) reduced *= shape[d];
