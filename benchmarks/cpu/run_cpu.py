@@ -128,12 +128,13 @@ def markdown(rows, meta, reference):
              f"products through {meta['blas']}, its thread count set to the row's); OMP_WAIT_POLICY={meta['omp_wait_policy']} for both sides. Host wall time of one forward pass; each side's "
              f"figure is the median of {meta['rounds']} interleaved rounds of {meta['runs']} passes "
              "(mimic: `mimic run --json`, OMP_NUM_THREADS; PyTorch: torch.set_num_threads, channels_last for NHWC). "
-             "**The machine was shared** with other jobs while this ran: absolute times carry their load, the "
-             "ratios less so because both sides ran back to back.", "",
-             "The reference-kernel rows time `--option kernels=reference`, the path before oneDNN: its kernels open "
-             "many short OpenMP regions, and with passive waiting under load each one wakes its workers through the "
-             "kernel, which dominates its 2-thread rows.", "",
-             f"At or below 1.0x PyTorch: {sum(r['ratio'] <= 1.0 for r in rows)} of {len(rows)} rows.", "", head, rule]
+             "Absolute times carry the load of whatever else ran on the machine (the load averages above); the "
+             "ratios less so, because both sides ran back to back.", ""]
+    if reference:
+        lines += ["The reference-kernel rows time `--option kernels=reference`, the path before oneDNN: its "
+                  "kernels open many short OpenMP regions, and with passive waiting under load each one wakes its "
+                  "workers through the kernel, which dominates its 2-thread rows.", ""]
+    lines += [f"At or below 1.0x PyTorch: {sum(r['ratio'] <= 1.0 for r in rows)} of {len(rows)} rows.", "", head, rule]
     for r in rows:
         line = (f"| {r['model']} | {r['batch']} | {r['layout']} | {r['threads']} | {fmt_ms(r['mimic_ms'])} | "
                 f"{fmt_ms(r['pytorch_ms'])} | {r['ratio']:.2f}x |")
