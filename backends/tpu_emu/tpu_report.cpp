@@ -141,6 +141,34 @@ void report_phases(const Program& p, const StepTiming& step, RunReport& r) {
 
 }  // namespace
 
+namespace {
+
+// Unit busy time, bytes moved per memory level, and the matrix units' busy fraction.
+void unit_report(const TpuSpec& spec, const TimingResult& t, RunReport& r) {
+  uint64_t mxu_busy = 0;
+  int64_t mxus = 0;
+  for (const UnitStats& u : t.units) {
+    if (u.kind == "sync") continue;
+    UnitReport ur{u.name, u.kind, u.busy_cycles,
+                  t.cycles ? static_cast<double>(u.busy_cycles) / t.cycles : 0.0};
+    r.units.push_back(ur);
+    if (u.kind == "matrix") {
+      mxu_busy += u.busy_cycles;
+      ++mxus;
+    }
+  }
+  for (const MemoryStats& m : t.memories) {
+    std::string key = m.level == Level::host      ? spec.host_link.name
+                      : m.level == Level::offchip ? spec.offchip.name
+                                                  : spec.onchip.name;
+    r.bytes_moved[key] += static_cast<int64_t>(m.bytes_read + m.bytes_written);
+  }
+  r.metrics["mxu_busy_fraction"] =
+      mxus && t.cycles ? static_cast<double>(mxu_busy) / (mxus * static_cast<double>(t.cycles)) : 0;
+}
+
+}  // namespace
+
 RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult& t,
                        bool timing_only) {
   RunReport r;
@@ -192,27 +220,8 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
   }
   r.achieved_flops_per_s =
       r.device_seconds > 0 ? static_cast<double>(total_flops) / r.device_seconds : 0;
-  uint64_t mxu_busy = 0;
-  int64_t mxus = 0;
-  for (const UnitStats& u : t.units) {
-    if (u.kind == "sync") continue;
-    UnitReport ur{u.name, u.kind, u.busy_cycles,
-                  t.cycles ? static_cast<double>(u.busy_cycles) / t.cycles : 0.0};
-    r.units.push_back(ur);
-    if (u.kind == "matrix") {
-      mxu_busy += u.busy_cycles;
-      ++mxus;
-    }
-  }
-  for (const MemoryStats& m : t.memories) {
-    std::string key = m.level == Level::host      ? spec.host_link.name
-                      : m.level == Level::offchip ? spec.offchip.name
-                                                  : spec.onchip.name;
-    r.bytes_moved[key] += static_cast<int64_t>(m.bytes_read + m.bytes_written);
-  }
+  unit_report(spec, t, r);
   r.metrics["instructions"] = static_cast<double>(p.instructions.size());
-  r.metrics["mxu_busy_fraction"] =
-      mxus && t.cycles ? static_cast<double>(mxu_busy) / (mxus * static_cast<double>(t.cycles)) : 0;
   r.metrics["mxu_weight_stall_cycles"] = static_cast<double>(t.weight_stall_cycles);
   r.metrics["simulation_seconds"] = t.host_seconds;
   r.metrics["simulated_cycles_per_second"] =
