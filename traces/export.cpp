@@ -75,6 +75,73 @@ class ChromeWriter {
 
 }  // namespace
 
+namespace {
+
+// A run's tracks as the Chrome trace names them: process (device) id and ns per time unit, name,
+// and whether the track counts cycles.
+struct ChromeTracks {
+  std::unordered_map<int64_t, std::pair<int64_t, double>> pid;  // track -> pid, ns/unit
+  std::unordered_map<int64_t, std::string> name;
+  std::unordered_map<int64_t, bool> cycles;
+};
+
+// Process (device) and thread (track) names and sort order of one run.
+ChromeTracks write_run_metadata(const TraceReader& reader, const RunRecord& run, ChromeWriter& w,
+                                int64_t& next_pid, ExportStats& stats) {
+  ChromeTracks tracks;
+  std::map<int64_t, int64_t> pid_of_device;
+  for (const DeviceRecord& d : reader.devices(run.id)) {
+    int64_t pid = next_pid++;
+    pid_of_device[d.id] = pid;
+    std::string name = fmt::format("{} · {}", run_label(run), device_label(d));
+    if (d.time_unit == "cycles") name += fmt::format(" ({:.0f} MHz)", d.clock_hz / 1e6);
+    w.metadata("process_name", pid, 0, fmt::format(R"({{"name":{}}})", json_quoted(name)));
+    w.metadata("process_sort_index", pid, 0, fmt::format(R"({{"sort_index":{}}})", pid));
+    ++stats.processes;
+  }
+  for (const TrackRecord& t : reader.tracks(run.id)) {
+    int64_t pid = referenced(pid_of_device, t.device_id, reader.path(), "device");
+    tracks.pid[t.id] = {pid, t.ns_per_unit};
+    tracks.name[t.id] = t.name;
+    w.metadata("thread_name", pid, t.id + 1, fmt::format(R"({{"name":{}}})", json_quoted(t.name)));
+    w.metadata("thread_sort_index", pid, t.id + 1, fmt::format(R"({{"sort_index":{}}})", t.id));
+    ++stats.threads;
+  }
+  for (const DeviceRecord& d : reader.devices(run.id))
+    for (const TrackRecord& t : reader.tracks(run.id))
+      if (t.device_id == d.id) tracks.cycles[t.id] = d.time_unit == "cycles";
+  return tracks;
+}
+
+// One complete ("X") event: its op and op type when it has one, its cycles on cycle tracks.
+void write_event(ChromeWriter& w, const EventRecord& e, int64_t pid, double ns_per_unit,
+                 const std::pair<std::string, std::string>* op, bool cycles) {
+  int64_t start = to_ns(e.ts, ns_per_unit), end = to_ns(e.ts + e.dur, ns_per_unit);
+  std::string& b = w.buf();
+  w.begin_event();
+  b += R"({"ph":"X","name":)";
+  b += json_quoted(e.name);
+  if (op) {
+    b += R"(,"cat":)";
+    b += json_quoted(op->second);
+  }
+  fmt::format_to(std::back_inserter(b), R"(,"pid":{},"tid":{},"ts":)", pid, e.track_id + 1);
+  append_us(b, start);
+  b += R"(,"dur":)";
+  append_us(b, end - start);
+  b += R"(,"args":{)";
+  if (op) {
+    b += R"("op":)";
+    b += json_quoted(op->first);
+  }
+  if (cycles)
+    fmt::format_to(std::back_inserter(b), R"({}"start_cycle":{},"cycles":{})", op ? "," : "", e.ts,
+                   e.dur);
+  b += "}}";
+}
+
+}  // namespace
+
 ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>& run_ids,
                           std::ostream& out) {
   ExportStats stats;
@@ -84,69 +151,23 @@ ExportStats export_chrome(const TraceReader& reader, const std::vector<int64_t>&
   for (int64_t run_id : all_runs(reader, run_ids)) {
     RunRecord run = reader.run(run_id);
     ++stats.runs;
-    std::map<int64_t, int64_t> pid_of_device;
-    for (const DeviceRecord& d : reader.devices(run_id)) {
-      int64_t pid = next_pid++;
-      pid_of_device[d.id] = pid;
-      std::string name = fmt::format("{} · {}", run_label(run), device_label(d));
-      if (d.time_unit == "cycles") name += fmt::format(" ({:.0f} MHz)", d.clock_hz / 1e6);
-      w.metadata("process_name", pid, 0, fmt::format(R"({{"name":{}}})", json_quoted(name)));
-      w.metadata("process_sort_index", pid, 0, fmt::format(R"({{"sort_index":{}}})", pid));
-      ++stats.processes;
-    }
-    std::unordered_map<int64_t, std::pair<int64_t, double>> track_pid;  // track -> pid, ns/unit
-    std::unordered_map<int64_t, std::string> track_name;
-    for (const TrackRecord& t : reader.tracks(run_id)) {
-      int64_t pid = referenced(pid_of_device, t.device_id, reader.path(), "device");
-      track_pid[t.id] = {pid, t.ns_per_unit};
-      track_name[t.id] = t.name;
-      w.metadata("thread_name", pid, t.id + 1,
-                 fmt::format(R"({{"name":{}}})", json_quoted(t.name)));
-      w.metadata("thread_sort_index", pid, t.id + 1, fmt::format(R"({{"sort_index":{}}})", t.id));
-      ++stats.threads;
-    }
+    ChromeTracks tracks = write_run_metadata(reader, run, w, next_pid, stats);
     std::unordered_map<int64_t, std::pair<std::string, std::string>> op_names;  // op -> node, type
     for (const OpRecord& o : reader.ops(run_id)) op_names[o.op_id] = {o.node, o.op_type};
-    std::unordered_map<int64_t, bool> cycles_track;
-    for (const DeviceRecord& d : reader.devices(run_id))
-      for (const TrackRecord& t : reader.tracks(run_id))
-        if (t.device_id == d.id) cycles_track[t.id] = d.time_unit == "cycles";
     reader.for_each_event(run_id, [&](const EventRecord& e) {
-      auto [pid, k] = referenced(track_pid, e.track_id, reader.path(), "track");
-      int64_t start = to_ns(e.ts, k), end = to_ns(e.ts + e.dur, k);
-      std::string& b = w.buf();
-      w.begin_event();
-      b += R"({"ph":"X","name":)";
-      b += json_quoted(e.name);
+      auto [pid, k] = referenced(tracks.pid, e.track_id, reader.path(), "track");
       auto op = op_names.find(e.op_id);
-      if (op != op_names.end()) {
-        b += R"(,"cat":)";
-        b += json_quoted(op->second.second);
-      }
-      fmt::format_to(std::back_inserter(b), R"(,"pid":{},"tid":{},"ts":)", pid, e.track_id + 1);
-      append_us(b, start);
-      b += R"(,"dur":)";
-      append_us(b, end - start);
-      b += R"(,"args":{)";
-      bool comma = false;
-      if (op != op_names.end()) {
-        b += R"("op":)";
-        b += json_quoted(op->second.first);
-        comma = true;
-      }
-      if (cycles_track[e.track_id])
-        fmt::format_to(std::back_inserter(b), R"({}"start_cycle":{},"cycles":{})", comma ? "," : "",
-                       e.ts, e.dur);
-      b += "}}";
+      write_event(w, e, pid, k, op != op_names.end() ? &op->second : nullptr,
+                  tracks.cycles[e.track_id]);
       ++stats.events;
       w.maybe_flush();
     });
     reader.for_each_counter(run_id, [&](const CounterRecord& c) {
-      auto [pid, k] = referenced(track_pid, c.track_id, reader.path(), "track");
+      auto [pid, k] = referenced(tracks.pid, c.track_id, reader.path(), "track");
       std::string& b = w.buf();
       w.begin_event();
       b += R"({"ph":"C","name":)";
-      b += json_quoted(track_name[c.track_id]);
+      b += json_quoted(tracks.name[c.track_id]);
       fmt::format_to(std::back_inserter(b), R"(,"pid":{},"tid":{},"ts":)", pid, c.track_id + 1);
       append_us(b, to_ns(c.ts, k));
       double v = std::isfinite(c.value) ? c.value : 0.0;
