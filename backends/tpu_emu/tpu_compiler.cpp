@@ -555,19 +555,11 @@ void stage(Context& c, int32_t t, bool to_device) {
 
 }  // namespace
 
-CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
-                                const CompileOptions& options, const std::string& device,
-                                const ProgramOptions& program) {
-  auto t0 = std::chrono::steady_clock::now();
-  CompiledProgram out;
-  Program& p = out.program;
-  p.name = g.name();
-  p.precision = options.precision;
-  p.passes = precision_passes(options.precision, spec);
-  p.numerics = spec.numerics;
-  Context c(g, spec, options, p, out.constants, device);
-  FusionPlan plan = plan_fusion(g);
-  // Last emission step that reads each value (aliases extend their source's life).
+namespace {
+
+// The values whose last reader is each emission step (aliases extend their source's life): freed
+// after that step.
+std::vector<std::vector<ir::ValueId>> deaths(const ir::Graph& g, const FusionPlan& plan) {
   std::vector<int> last_use(g.num_values(), -1);
   for (int i = 0; i < g.num_nodes(); ++i)
     for (ir::ValueId v : g.node(i).inputs)
@@ -582,6 +574,43 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   for (ir::ValueId v = 0; v < g.num_values(); ++v)
     if (last_use[v] >= 0 && last_use[v] < g.num_nodes()) dies_after[last_use[v]].push_back(v);
 
+  return dies_after;
+}
+
+// Lowers node i's fusion group (or the node alone) as one op of the program.
+void emit_group(Context& c, const ir::Graph& g, const FusionPlan& plan, int i) {
+  const ir::Node& n = g.node(i);
+  const std::vector<int>& nodes =
+      plan.group_of[i] >= 0 ? plan.groups[plan.group_of[i]] : std::vector<int>{i};
+  c.p.ops.push_back(op_info(g, nodes));
+  c.current_op = static_cast<int32_t>(c.p.ops.size() - 1);
+  if (is_fusion_head(g, g.node(nodes.front())))
+    lower_matmul_group(c, nodes);
+  else if (is_depthwise(g, g.node(nodes.front())))
+    lower_depthwise_group(c, nodes);
+  else if (is_alias_op(n.op))
+    c.alias(n.outputs[0], c.tensor(n.inputs[0]));
+  else if (is_copy_op(n.op))
+    lower_copy_node(c, n);
+  else
+    lower_vector_node(c, n);
+}
+
+}  // namespace
+
+CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
+                                const CompileOptions& options, const std::string& device,
+                                const ProgramOptions& program) {
+  auto t0 = std::chrono::steady_clock::now();
+  CompiledProgram out;
+  Program& p = out.program;
+  p.name = g.name();
+  p.precision = options.precision;
+  p.passes = precision_passes(options.precision, spec);
+  p.numerics = spec.numerics;
+  Context c(g, spec, options, p, out.constants, device);
+  FusionPlan plan = plan_fusion(g);
+  std::vector<std::vector<ir::ValueId>> dies_after = deaths(g, plan);
   for (ir::ValueId v : g.inputs()) {
     int32_t t = c.produce(v);
     if (!stays_on_device(g, v)) stage(c, t, true);
@@ -589,22 +618,7 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   for (int i = 0; i < g.num_nodes(); ++i) {
     const ir::Node& n = g.node(i);
     if (is_folded(g, n)) continue;
-    if (plan.emit_at[i] == i) {
-      const std::vector<int>& nodes =
-          plan.group_of[i] >= 0 ? plan.groups[plan.group_of[i]] : std::vector<int>{i};
-      p.ops.push_back(op_info(g, nodes));
-      c.current_op = static_cast<int32_t>(p.ops.size() - 1);
-      if (is_fusion_head(g, g.node(nodes.front())))
-        lower_matmul_group(c, nodes);
-      else if (is_depthwise(g, g.node(nodes.front())))
-        lower_depthwise_group(c, nodes);
-      else if (is_alias_op(n.op))
-        c.alias(n.outputs[0], c.tensor(n.inputs[0]));
-      else if (is_copy_op(n.op))
-        lower_copy_node(c, n);
-      else
-        lower_vector_node(c, n);
-    }
+    if (plan.emit_at[i] == i) emit_group(c, g, plan, i);
     for (ir::ValueId v : dies_after[i]) {
       auto it = c.tensor_of.find(v);
       if (it != c.tensor_of.end()) c.release(it->second);
