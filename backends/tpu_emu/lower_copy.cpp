@@ -146,6 +146,56 @@ void fold_depth(Context& c, const ir::Node& n, int32_t src, int32_t dst,
   copy_kernel(c, n, src, dst, dims, {od * m * ohw, ohw, m * ohw, 1}, 0, contiguous(dims), 0, false);
 }
 
+namespace {
+
+// Each input copied into its place along the axis.
+void lower_concat(Context& c, const ir::Node& n, int rank) {
+  int32_t y = c.produce(n.outputs[0]);
+  std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
+  int axis = ir::normalize_axis(n.attrs.get_int("axis", 0), rank, "Concat axis");
+  int64_t offset = 0;
+  for (int i = 0; i < n.num_inputs(); ++i) {
+    int32_t xi = c.tensor(n.inputs[i]);
+    std::vector<int64_t> d = c.p.tensors[xi].dims;
+    if (numel(d) > 0) copy_kernel(c, n, xi, y, d, contiguous(d), 0, os, offset * os[axis], false);
+    offset += d[axis];
+  }
+}
+
+// Each output copied from its place along the axis.
+void lower_split(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& in_strides,
+                 int rank) {
+  const ir::Graph& g = c.g;
+  int axis = ir::normalize_axis(n.attrs.get_int("axis", 0), rank, "Split axis");
+  std::vector<int64_t> sizes = ir::resolve_split(g, n);
+  int64_t offset = 0;
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    int32_t y = c.produce(n.outputs[i]);
+    std::vector<int64_t> out_dims = c.p.tensors[y].dims;
+    if (numel(out_dims) > 0)
+      copy_kernel(c, n, x, y, out_dims, in_strides, offset * in_strides[axis], contiguous(out_dims),
+                  0, false);
+    offset += sizes[i];
+  }
+}
+
+// A fill of the whole output with the pad value, then the input copied inside it.
+void lower_pad(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& in_dims,
+               const std::vector<int64_t>& in_strides, int rank) {
+  const ir::Graph& g = c.g;
+  ir::PadSpec pads = ir::resolve_pads(g, n);
+  float value = n.has_input(2) ? g.value(n.inputs[2]).constant->data<float>()[0]
+                               : 0.0f;  // checked by supported.cpp
+  int32_t y = c.produce(n.outputs[0]);
+  std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
+  copy_kernel(c, n, -1, y, out_dims, {}, 0, os, 0, false, value);
+  int64_t offset = 0;
+  for (int i = 0; i < rank; ++i) offset += pads.before[i] * os[i];
+  if (numel(in_dims) > 0) copy_kernel(c, n, x, y, in_dims, in_strides, 0, os, offset, false);
+}
+
+}  // namespace
+
 void lower_copy_node(Context& c, const ir::Node& n) {
   const ir::Graph& g = c.g;
   const std::vector<int64_t> in_dims = g.value(n.inputs[0]).type.shape.dims();
@@ -162,20 +212,8 @@ void lower_copy_node(Context& c, const ir::Node& n) {
       copy_kernel(c, n, x, y, out_dims, s, 0, contiguous(out_dims), 0, minor_moves);
       return;
     }
-    case OpType::Concat: {
-      int32_t y = c.produce(n.outputs[0]);
-      std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
-      int axis = ir::normalize_axis(n.attrs.get_int("axis", 0), rank, "Concat axis");
-      int64_t offset = 0;
-      for (int i = 0; i < n.num_inputs(); ++i) {
-        int32_t xi = c.tensor(n.inputs[i]);
-        std::vector<int64_t> d = c.p.tensors[xi].dims;
-        if (numel(d) > 0)
-          copy_kernel(c, n, xi, y, d, contiguous(d), 0, os, offset * os[axis], false);
-        offset += d[axis];
-      }
-      return;
-    }
+    case OpType::Concat:
+      return lower_concat(c, n, rank);
     case OpType::Slice: {
       ir::SliceSpec s = ir::resolve_slice(g, n);
       int32_t y = c.produce(n.outputs[0]);
@@ -190,32 +228,10 @@ void lower_copy_node(Context& c, const ir::Node& n) {
         copy_kernel(c, n, x, y, out_dims, strides, offset, contiguous(out_dims), 0, false);
       return;
     }
-    case OpType::Split: {
-      int axis = ir::normalize_axis(n.attrs.get_int("axis", 0), rank, "Split axis");
-      std::vector<int64_t> sizes = ir::resolve_split(g, n);
-      int64_t offset = 0;
-      for (size_t i = 0; i < n.outputs.size(); ++i) {
-        int32_t y = c.produce(n.outputs[i]);
-        std::vector<int64_t> out_dims = c.p.tensors[y].dims;
-        if (numel(out_dims) > 0)
-          copy_kernel(c, n, x, y, out_dims, in_strides, offset * in_strides[axis],
-                      contiguous(out_dims), 0, false);
-        offset += sizes[i];
-      }
-      return;
-    }
-    case OpType::Pad: {
-      ir::PadSpec pads = ir::resolve_pads(g, n);
-      float value = n.has_input(2) ? g.value(n.inputs[2]).constant->data<float>()[0]
-                                   : 0.0f;  // checked by supported.cpp
-      int32_t y = c.produce(n.outputs[0]);
-      std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
-      copy_kernel(c, n, -1, y, out_dims, {}, 0, os, 0, false, value);
-      int64_t offset = 0;
-      for (int i = 0; i < rank; ++i) offset += pads.before[i] * os[i];
-      if (numel(in_dims) > 0) copy_kernel(c, n, x, y, in_dims, in_strides, 0, os, offset, false);
-      return;
-    }
+    case OpType::Split:
+      return lower_split(c, n, x, in_strides, rank);
+    case OpType::Pad:
+      return lower_pad(c, n, x, in_dims, in_strides, rank);
     case OpType::Expand: {
       int32_t y = c.produce(n.outputs[0]);
       std::vector<int64_t> out_dims = c.p.tensors[y].dims, s(out_dims.size(), 0);
