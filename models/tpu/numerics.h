@@ -83,8 +83,6 @@ class Numerics {
 
  private:
   struct Operand;  // a cached prepared operand (parts / quantized / relaid)
-  friend struct GemmRunner;
-  friend struct VectorRunner;
 
   int32_t base(int32_t t) const;
   Buffer take(size_t elements);  // from the pool, or new

@@ -504,6 +504,30 @@ void gather(const VectorDesc& d, const float* x, const float* idx, float* y, int
 
 }  // namespace
 
+namespace {
+
+// Elementwise maps and copies, the region split across threads when it is large.
+void elementwise_parallel(const VectorDesc& d, const std::vector<const float*>& inputs, float* y,
+                          int64_t r0, int64_t r1) {
+  const int64_t n = r1 - r0;
+  if (n <= 65536) {
+    elementwise(d, inputs, y, r0, r1);
+    return;
+  }
+#pragma omp parallel
+  {
+#ifdef _OPENMP
+    int nt = omp_get_num_threads(), id = omp_get_thread_num();
+#else
+    int nt = 1, id = 0;
+#endif
+    int64_t chunk = (n + nt - 1) / nt, a = r0 + id * chunk, b = std::min(r1, a + chunk);
+    if (a < b) elementwise(d, inputs, y, a, b);
+  }
+}
+
+}  // namespace
+
 void Numerics::run_vector(const Instruction& in, const Kernel& k) {
   const VectorDesc& d = k.vec;
   std::vector<const float*> inputs;
@@ -571,23 +595,7 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
     default:
       break;
   }
-  // Elementwise and copies: split the region across threads.
-  const int64_t n = r1 - r0;
-  const int threads = n > 65536 ? 0 : 1;
-  if (threads == 1) {
-    elementwise(d, inputs, y, r0, r1);
-    return;
-  }
-#pragma omp parallel
-  {
-#ifdef _OPENMP
-    int nt = omp_get_num_threads(), id = omp_get_thread_num();
-#else
-    int nt = 1, id = 0;
-#endif
-    int64_t chunk = (n + nt - 1) / nt, a = r0 + id * chunk, b = std::min(r1, a + chunk);
-    if (a < b) elementwise(d, inputs, y, a, b);
-  }
+  elementwise_parallel(d, inputs, y, r0, r1);
 }
 
 }  // namespace mimic::models::tpu
