@@ -75,17 +75,24 @@ auto retry_busy(const Db& db, const OpenOptions& o, F&& f) {
 }
 
 // Refuses files this build must not touch. Returns the schema version (0 for a new, empty file).
+// The version, the application id and the table count are read in one statement, so from one
+// snapshot: read one by one, another process's creation of the schema could commit in between
+// (version 0, then its tables), and a trace being created would look like a foreign database.
 int check_identity_once(const Db& db) {
   const std::string& path = db.path();
-  int version = schema_version(db);
+  Stmt identity = db.prepare(
+      "SELECT (SELECT user_version FROM pragma_user_version), "
+      "(SELECT application_id FROM pragma_application_id), (SELECT COUNT(*) FROM sqlite_master)",
+      "read schema version");
+  identity.step();
+  const int version = static_cast<int>(identity.int_at(0));
+  const int64_t app = identity.int_at(1), tables = identity.int_at(2);
   if (version > kSchemaVersion)
     throw IoError(fmt::format(
         "trace '{}' has schema version {}, newer than version {} that this mimic ({}) understands: "
         "use a newer mimic (the file was not modified)",
         path, version, kSchemaVersion, MIMIC_VERSION));
-  int64_t app = db.query_int("PRAGMA application_id", "read application_id");
   if (version == 0) {
-    int64_t tables = db.query_int("SELECT COUNT(*) FROM sqlite_master", "read schema");
     if (tables > 0 || app != 0)
       throw IoError(
           fmt::format("'{}' is an SQLite database but not a mimic trace ({} tables, no mimic "

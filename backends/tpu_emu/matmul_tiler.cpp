@@ -291,6 +291,49 @@ void MatmulTiler::emit_core(int64_t b, int core, const CorePlan& cp) {
   }
 }
 
+// The residual's rows of this tile, streamed on chip unless they live there (an epilogue read).
+void MatmulTiler::load_residual(int core, int par, int64_t r0, int64_t r1, int64_t ncols,
+                                std::vector<int64_t>& epi_reads) {
+  Emitter& em = *c_.em;
+  if (r_home_ != Level::onchip) {
+    auto rs = em.slot(core, kR0 + par);
+    int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, r_eb_, &runs);
+    Instruction in = dma(core, 0, r_home_, Level::onchip, bytes, runs,
+                         c_.p.tensors[d_.epi.residual].address, rs.address);
+    in.dst_bytes = static_cast<uint64_t>(y_bytes(r0, r1, ncols, r_eb_, &runs, true));
+    em.emit(in, {d_.epi.residual}, {rs.resource});
+    epi_reads.push_back(rs.resource);
+  } else {
+    epi_reads.push_back(d_.epi.residual);
+  }
+}
+
+// The epilogue on the vector unit (bias, residual, activation, relayout, requantization), then
+// the store of the tile to the output's home.
+void MatmulTiler::emit_epilogue(int core, int par, int64_t r0, int64_t r1, int64_t ncols,
+                                const std::vector<int64_t>& epi_reads) {
+  Emitter& em = *c_.em;
+  const TpuSpec& spec = c_.spec;
+  Instruction v;
+  v.opcode = Opcode::vector;
+  v.core = static_cast<uint8_t>(core);
+  v.elements = static_cast<uint64_t>(tiled_elements(r1 - r0, ncols, spec.vpu));
+  v.ops_per_element = epilogue_ops_;
+  if (y_home_ == Level::onchip) {
+    em.emit(v, epi_reads, {d_.y});
+    return;
+  }
+  auto os = em.slot(core, kO0 + par);
+  em.emit(v, epi_reads, {os.resource});
+  int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, y_eb_, &runs);
+  Instruction out = dma(core, 1, Level::onchip, y_home_,
+                        static_cast<uint64_t>(y_bytes(r0, r1, ncols, y_eb_, &runs, true)), 1,
+                        os.address, c_.p.tensors[d_.y].address);
+  out.dst_bytes = static_cast<uint64_t>(bytes);
+  out.runs = static_cast<uint64_t>(std::max<int64_t>(runs, 1));
+  em.emit(out, {os.resource}, {d_.y});
+}
+
 void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int64_t r0, int64_t r1,
                                    int64_t c0, int64_t c1, const std::vector<int64_t>* a_read,
                                    int64_t w_read, Level w_source, uint64_t w_address) {
@@ -299,19 +342,7 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
   const int par = static_cast<int>(col_parity_[core]++ % 2);
   const int64_t ncols = c1 - c0, cols_pe = spec.mxu.cols;
   std::vector<int64_t> epi_reads;
-  if (d_.epi.residual >= 0) {
-    if (r_home_ != Level::onchip) {
-      auto rs = em.slot(core, kR0 + par);
-      int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, r_eb_, &runs);
-      Instruction in = dma(core, 0, r_home_, Level::onchip, bytes, runs,
-                           c_.p.tensors[d_.epi.residual].address, rs.address);
-      in.dst_bytes = static_cast<uint64_t>(y_bytes(r0, r1, ncols, r_eb_, &runs, true));
-      em.emit(in, {d_.epi.residual}, {rs.resource});
-      epi_reads.push_back(rs.resource);
-    } else {
-      epi_reads.push_back(d_.epi.residual);
-    }
-  }
+  if (d_.epi.residual >= 0) load_residual(core, par, r0, r1, ncols, epi_reads);
   const int64_t units = d_.on_vpu ? 1 : spec.mxu.per_core, chunks = ceil_div(ncols, cols_pe);
   const int64_t all = full_channels();
   std::vector<bool> used(units, false);
@@ -359,25 +390,7 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
       used[j] = true;
     }
   }
-  // Epilogue on the vector unit (bias, residual, activation, relayout, requantization), then store.
-  Instruction v;
-  v.opcode = Opcode::vector;
-  v.core = static_cast<uint8_t>(core);
-  v.elements = static_cast<uint64_t>(tiled_elements(r1 - r0, ncols, spec.vpu));
-  v.ops_per_element = epilogue_ops_;
-  if (y_home_ == Level::onchip) {
-    em.emit(v, epi_reads, {d_.y});
-    return;
-  }
-  auto os = em.slot(core, kO0 + par);
-  em.emit(v, epi_reads, {os.resource});
-  int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, y_eb_, &runs);
-  Instruction out = dma(core, 1, Level::onchip, y_home_,
-                        static_cast<uint64_t>(y_bytes(r0, r1, ncols, y_eb_, &runs, true)), 1,
-                        os.address, c_.p.tensors[d_.y].address);
-  out.dst_bytes = static_cast<uint64_t>(bytes);
-  out.runs = static_cast<uint64_t>(std::max<int64_t>(runs, 1));
-  em.emit(out, {os.resource}, {d_.y});
+  emit_epilogue(core, par, r0, r1, ncols, epi_reads);
 }
 
 }  // namespace mimic::backends::tpu_emu

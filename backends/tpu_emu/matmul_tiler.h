@@ -61,6 +61,10 @@ class MatmulTiler {
   void emit_core(int64_t batch, int core, const CorePlan& cp);
   // Loads an input tile (and relayouts NCHW); returns what the matrix units read.
   std::vector<int64_t> load_input(int core, int64_t r0, int64_t r1, int64_t channels);
+  void load_residual(int core, int par, int64_t r0, int64_t r1, int64_t ncols,
+                     std::vector<int64_t>& epi_reads);
+  void emit_epilogue(int core, int par, int64_t r0, int64_t r1, int64_t ncols,
+                     const std::vector<int64_t>& epi_reads);
   void emit_column_tile(int64_t batch, int core, const CorePlan& cp, int64_t r0, int64_t r1,
                         int64_t c0, int64_t c1, const std::vector<int64_t>* a_read, int64_t w_read,
                         models::tpu::Level w_source, uint64_t w_address);
