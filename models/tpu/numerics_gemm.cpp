@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/activations.h"
 #include "base/numeric_formats.h"
 #include "models/tpu/numerics.h"
 
@@ -15,30 +16,31 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 using Map = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 
+// A fused epilogue activation (the formulas are base/activations.h, as for the vector unit).
 float activate(VectorFunc f, float x, float p0, float p1) {
   switch (f) {
     case VectorFunc::identity:
       return x;
     case VectorFunc::relu:
-      return x > 0 ? x : 0.0f;
+      return activation::relu(x);
     case VectorFunc::clip:
       return std::min(std::max(x, p0), p1);
     case VectorFunc::leaky_relu:
-      return x >= 0 ? x : p0 * x;
+      return activation::leaky_relu(x, p0);
     case VectorFunc::sigmoid:
-      return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+      return activation::sigmoid(x);
     case VectorFunc::tanh:
       return std::tanh(x);
     case VectorFunc::gelu:
-      return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752440f));
+      return activation::gelu(x);
     case VectorFunc::gelu_tanh:
-      return 0.5f * x * (1.0f + std::tanh(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+      return activation::gelu_tanh(x);
     case VectorFunc::hard_swish:
-      return x * std::clamp(x / 6.0f + 0.5f, 0.0f, 1.0f);
+      return activation::hard_swish(x);
     case VectorFunc::hard_sigmoid:
-      return std::clamp(p0 * x + p1, 0.0f, 1.0f);
+      return activation::hard_sigmoid(x, p0, p1);
     case VectorFunc::elu:
-      return x >= 0 ? x : p0 * (std::exp(x) - 1.0f);
+      return activation::elu(x, p0);
     default:
       return x;
   }
