@@ -82,7 +82,8 @@ class Numerics {
   float last_scale(int32_t tensor) const;
 
  private:
-  struct Operand;  // a cached prepared operand (parts / quantized / relaid)
+  struct Operand;           // a cached prepared operand (parts / quantized / relaid)
+  friend struct GemmBlock;  // one instruction's GEMM block (numerics_gemm.cpp)
 
   int32_t base(int32_t t) const;
   Buffer take(size_t elements);  // from the pool, or new

@@ -173,71 +173,79 @@ const float* Numerics::weight(int32_t t, int part) {
   return slot.data.get();
 }
 
-void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
-  const GemmDesc& g = kernel.gemm;
-  const int64_t b = in.batch, r0 = in.r0, rows = in.r1 - in.r0, c0 = in.c0, cols = in.c1 - in.c0,
-                K = g.k;
-  if (rows <= 0 || cols <= 0) return;
-  const bool conv = g.a_view == GemmDesc::AView::conv;
-  const bool int8 = program_.numerics == MatrixNumerics::int8 && !g.on_vpu;
-  const bool w_constant = program_.tensors[base(g.w)].constant;
-  // NCHW outputs are computed transposed ([cols x rows]: one row per output channel), so that the
-  // epilogue writes contiguous runs of each channel plane.
-  const bool out_t = conv && !g.conv.channels_last;
-  // NCHW pointwise convolutions read the planes in place: per image, Y^T[cols x p] = W^T x X[c x
-  // p].
-  const bool planar = out_t && pointwise(g.conv);
-  // Other NCHW convolutions build their im2col block transposed ([K x rows]) from the planes.
-  const bool columns = out_t && !planar;
-  block_.resize(static_cast<size_t>(rows * cols));
-  Map acc(block_.data(), rows, cols, Eigen::OuterStride<>(cols));
-  Map acc_t(block_.data(), cols, rows, Eigen::OuterStride<>(rows));
+// One instruction's block of a GEMM: rows [r0, r1) by columns [c0, c1) of batch b, computed in
+// Numerics::block_ (transposed for NCHW convolution outputs).
+struct GemmBlock {
+  GemmBlock(Numerics& n, const Instruction& in, const GemmDesc& g)
+      : n(n),
+        in(in),
+        g(g),
+        b(in.batch),
+        r0(in.r0),
+        rows(in.r1 - in.r0),
+        c0(in.c0),
+        cols(in.c1 - in.c0),
+        K(g.k),
+        conv(g.a_view == GemmDesc::AView::conv),
+        w_constant(n.program_.tensors[n.base(g.w)].constant),
+        out_t(conv && !g.conv.channels_last),
+        planar(out_t && pointwise(g.conv)),
+        columns(out_t && !planar),
+        acc(block_data(n, rows * cols), rows, cols, Eigen::OuterStride<>(cols)),
+        acc_t(n.block_.data(), cols, rows, Eigen::OuterStride<>(rows)) {}
 
-  auto a_block = [&](int part, int64_t& ld) -> const float* {
+  static float* block_data(Numerics& n, int64_t elements) {
+    n.block_.resize(static_cast<size_t>(elements));
+    return n.block_.data();
+  }
+
+  // The A operand's block for `part` and its leading dimension.
+  const float* a_block(int part, int64_t& ld) {
     if (g.on_vpu) {
       ld = g.a_transposed ? g.m : K;
-      return data(g.a) + b * g.a_batch_stride;
+      return n.data(g.a) + b * g.a_batch_stride;
     }
     if (!conv) {
       ld = g.a_transposed ? g.m : K;
-      return operand(g.a, part, false, nullptr) + b * g.a_batch_stride;
+      return n.operand(g.a, part, false, nullptr) + b * g.a_batch_stride;
     }
     const Window& w = g.conv;
     if (planar) {
       ld = w.h * w.w;
-      return operand(g.a, part, false, nullptr);
+      return n.operand(g.a, part, false, nullptr);
     }
+    int64_t key[5] = {in.kernel, b, r0, in.r1, part};
+    bool fresh = false;
     if (columns) {
-      int64_t key[5] = {in.kernel, b, r0, in.r1, part};
-      bool fresh = false;
-      const float* block = im2col_block(key, static_cast<size_t>(rows * K), &fresh);
+      const float* block = n.im2col_block(key, static_cast<size_t>(rows * K), &fresh);
       if (fresh)
-        im2col_columns(operand(g.a, part, false, nullptr), const_cast<float*>(block), w, b, r0,
+        im2col_columns(n.operand(g.a, part, false, nullptr), const_cast<float*>(block), w, b, r0,
                        in.r1);
       ld = rows;
       return block;
     }
-    const float* x = operand(g.a, part, true, &w);
+    const float* x = n.operand(g.a, part, true, &w);
     if (pointwise(w)) {
       ld = w.c;
       return x + r0 * w.c + b * (w.c / w.groups);
     }
-    int64_t key[5] = {in.kernel, b, r0, in.r1, part};
-    bool fresh = false;
-    const float* block = im2col_block(key, static_cast<size_t>(rows * K), &fresh);
+    const float* block = n.im2col_block(key, static_cast<size_t>(rows * K), &fresh);
     if (fresh) im2col(x, const_cast<float*>(block), w, b, r0, in.r1);
     ld = K;
     return block;
-  };
-  auto w_block = [&](int part, int64_t& ld) -> const float* {
+  }
+
+  const float* w_block(int part, int64_t& ld) {
     ld = g.w_transposed ? K : g.n;
-    const float* base_ptr = g.on_vpu     ? data(g.w)
-                            : w_constant ? weight(g.w, part)
-                                         : operand(g.w, part, false, nullptr);
+    const float* base_ptr = g.on_vpu     ? n.data(g.w)
+                            : w_constant ? n.weight(g.w, part)
+                                         : n.operand(g.w, part, false, nullptr);
     return base_ptr + b * g.w_batch_stride;
-  };
+  }
+
   // acc (+)= A x W, or acc_t (+)= W^T x A^T.
-  auto assign = [&](const auto& a, const auto& w, bool first) {
+  template <class A, class W>
+  void assign(const A& a, const W& w, bool first) {
     if (out_t) {
       if (first)
         acc_t.noalias() = w.transpose() * a.transpose();
@@ -249,25 +257,27 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
       else
         acc.noalias() += a * w;
     }
-  };
-  auto gemm = [&](const float* a, int64_t lda, const float* w, int64_t ldw, bool first) {
-    if (planar) {
-      const int64_t plane = lda, channels = g.conv.c, cg = channels / g.conv.groups;
-      ConstMap wm(w + c0, K, cols, Eigen::OuterStride<>(ldw));
-      for (int64_t row = r0; row < in.r1;) {
-        const int64_t img = row / plane, p = row % plane, len = std::min(in.r1 - row, plane - p);
-        ConstMap xm(a + (img * channels + b * cg) * plane + p, cg, len,
-                    Eigen::OuterStride<>(plane));
-        auto out = acc_t.block(0, row - r0, cols, len);
-        if (first)
-          out.noalias() = wm.transpose() * xm;
-        else
-          out.noalias() += wm.transpose() * xm;
-        row += len;
-      }
-      return;
+  }
+
+  // NCHW pointwise convolutions read the planes in place: per image, Y^T[cols x p] = W^T x X.
+  void gemm_planar(const float* a, int64_t plane, const float* w, int64_t ldw, bool first) {
+    const int64_t channels = g.conv.c, cg = channels / g.conv.groups;
+    ConstMap wm(w + c0, K, cols, Eigen::OuterStride<>(ldw));
+    for (int64_t row = r0; row < in.r1;) {
+      const int64_t img = row / plane, p = row % plane, len = std::min(in.r1 - row, plane - p);
+      ConstMap xm(a + (img * channels + b * cg) * plane + p, cg, len, Eigen::OuterStride<>(plane));
+      auto out = acc_t.block(0, row - r0, cols, len);
+      if (first)
+        out.noalias() = wm.transpose() * xm;
+      else
+        out.noalias() += wm.transpose() * xm;
+      row += len;
     }
-    if (columns) {
+  }
+
+  void gemm(const float* a, int64_t lda, const float* w, int64_t ldw, bool first) {
+    if (planar) return gemm_planar(a, lda, w, ldw, first);
+    if (columns) {  // other NCHW convolutions: the im2col block is built transposed ([K x rows])
       ConstMap colm(a, K, rows, Eigen::OuterStride<>(lda));
       ConstMap wm(w + c0, K, cols, Eigen::OuterStride<>(ldw));
       if (first)
@@ -292,39 +302,21 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
       assign(am.transpose(), wm, first);
     else
       assign(am.transpose(), wm.transpose(), first);
-  };
+  }
 
-  if (int8) {
+  // int8 chips: integer products (in double when a partial sum could exceed 2^24), then the
+  // activation and weight scales.
+  void run_int8() {
     int64_t lda, ldw;
     const float* a = a_block(0, lda);
     const float* w = w_block(0, ldw);
-    if (static_cast<double>(K) * 127.0 * 127.0 < 16777216.0) {
+    if (static_cast<double>(K) * 127.0 * 127.0 < 16777216.0)
       gemm(a, lda, w, ldw, true);  // exact: every partial sum is an integer below 2^24
-    } else {
-      using RowMatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-      RowMatD ad(rows, K), wd(K, cols);
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < K; ++j) {
-          const int64_t row = r0 + i;
-          if (planar)
-            ad(i, j) = a[((row / lda) * g.conv.c + b * K + j) * lda + row % lda];
-          else if (columns)
-            ad(i, j) = a[j * lda + i];
-          else
-            ad(i, j) = g.a_transposed && !conv ? a[j * lda + r0 + i]
-                                               : a[(conv ? 0 : r0 * lda) + i * lda + j];
-        }
-      for (int64_t i = 0; i < K; ++i)
-        for (int64_t j = 0; j < cols; ++j)
-          wd(i, j) = g.w_transposed ? w[(c0 + j) * ldw + i] : w[i * ldw + c0 + j];
-      if (out_t)
-        acc_t = (ad * wd).transpose().cast<float>();
-      else
-        acc = (ad * wd).cast<float>();
-    }
-    float sa = tensor_scale(g.a);
-    const std::vector<float>* sw = w_constant ? &weight_scales_.at(g.w) : nullptr;
-    float sw_tensor = w_constant ? 1.0f : tensor_scale(g.w);
+    else
+      gemm_double(a, lda, w, ldw);
+    float sa = n.tensor_scale(g.a);
+    const std::vector<float>* sw = w_constant ? &n.weight_scales_.at(g.w) : nullptr;
+    float sw_tensor = w_constant ? 1.0f : n.tensor_scale(g.w);
     for (int64_t j = 0; j < cols; ++j) {
       float s = sa * (sw ? (*sw)[b * g.n + c0 + j] : sw_tensor);
       if (out_t)
@@ -332,17 +324,59 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
       else
         acc.col(j) *= s;
     }
+  }
+
+  void gemm_double(const float* a, int64_t lda, const float* w, int64_t ldw) {
+    using RowMatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    RowMatD ad(rows, K), wd(K, cols);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < K; ++j) {
+        const int64_t row = r0 + i;
+        if (planar)
+          ad(i, j) = a[((row / lda) * g.conv.c + b * K + j) * lda + row % lda];
+        else if (columns)
+          ad(i, j) = a[j * lda + i];
+        else
+          ad(i, j) = g.a_transposed && !conv ? a[j * lda + r0 + i]
+                                             : a[(conv ? 0 : r0 * lda) + i * lda + j];
+      }
+    for (int64_t i = 0; i < K; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        wd(i, j) = g.w_transposed ? w[(c0 + j) * ldw + i] : w[i * ldw + c0 + j];
+    if (out_t)
+      acc_t = (ad * wd).transpose().cast<float>();
+    else
+      acc = (ad * wd).cast<float>();
+  }
+
+  Numerics& n;
+  const Instruction& in;
+  const GemmDesc& g;
+  const int64_t b, r0, rows, c0, cols, K;
+  const bool conv, w_constant;
+  // NCHW outputs are computed transposed ([cols x rows]: one row per output channel), so that
+  // the epilogue writes contiguous runs of each channel plane.
+  const bool out_t, planar, columns;
+  Map acc, acc_t;
+};
+
+void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
+  const GemmDesc& g = kernel.gemm;
+  if (in.r1 <= in.r0 || in.c1 <= in.c0) return;
+  GemmBlock block(*this, in, g);
+  if (program_.numerics == MatrixNumerics::int8 && !g.on_vpu) {
+    block.run_int8();
   } else {
     bool first = true;
     for (const Pass& p : g.on_vpu ? std::vector<Pass>{{0, 0}} : passes_for(program_.passes)) {
       int64_t lda, ldw;
-      const float* a = a_block(p.a, lda);
-      const float* w = w_block(p.w, ldw);
-      gemm(a, lda, w, ldw, first);
+      const float* a = block.a_block(p.a, lda);
+      const float* w = block.w_block(p.w, ldw);
+      block.gemm(a, lda, w, ldw, first);
       first = false;
     }
   }
-  store_block(in, g, out_t);
+  store_block(in, g, block.out_t);
 }
 
 // Epilogue (alpha, bias, residual, activation, rounding) of the block in block_, stored into Y.
