@@ -377,6 +377,13 @@ class CudaExecutable final : public Executable {
     for (OpReport& o : r.ops)
       if (r.ridge_intensity > 0 && (o.flops > 0 || o.bytes_in + o.bytes_out > 0))
         o.bound = o.intensity >= r.ridge_intensity ? "compute" : "memory";
+    add_metrics(r, traffic);
+    return r;
+  }
+
+  // Bytes moved, the GPU's figures, the memory pool and the options' notes.
+  void add_metrics(RunReport& r, int64_t traffic) const {
+    const GpuInfo& info = ctx_.info();
     int64_t in_bytes = 0, out_bytes = 0;
     for (const ir::TensorType& t : prog_.input_types)
       in_bytes += t.shape.numel() * ir::dtype_size(t.dtype);
@@ -403,7 +410,6 @@ class CudaExecutable final : public Executable {
           fmt::format("cuda: graph=on: the compute ran as one CUDA graph launch of "
                       "{} instructions",
                       prog_.instrs.size()));
-    return r;
   }
 
   std::string precision_name() const {
