@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "base/error.h"
 
 namespace mimic::backends {
@@ -23,9 +25,10 @@ std::vector<uint8_t> ProgramHost::handle(const std::vector<uint8_t>& request) {
     case kUnloadProgram:
       programs_.erase(r.u64());
       return {};
-    default:
-      throw RuntimeError(fmt::format("{} worker: unknown request '{}' (byte {})", device_,
-                                     static_cast<char>(kind), int(kind)));
+    default:  // the byte as a character only when printable: the message stays one line
+      throw RuntimeError(fmt::format("{} worker: unknown request {}(byte {})", device_,
+                                     std::isprint(kind) ? fmt::format("'{}' ", char(kind)) : "",
+                                     int(kind)));
   }
 }
 

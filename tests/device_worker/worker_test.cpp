@@ -211,6 +211,12 @@ TEST(ProgramHost, LoadsRunsAndUnloadsPrograms) {
   } catch (const RuntimeError& e) {
     EXPECT_STREQ(e.what(), "number-emu worker: unknown request 'Z' (byte 90)");
   }
+  try {
+    host.handle(request('\n', 0));
+    FAIL() << "unknown request";
+  } catch (const RuntimeError& e) {
+    EXPECT_STREQ(e.what(), "number-emu worker: unknown request (byte 10)") << "one line";
+  }
 }
 
 TEST(ProgramHost, AModelThatFailedNeverRunsAgain) {
