@@ -103,19 +103,23 @@ void op_type_section(std::ostream& out, const std::vector<OpTypeRecord>& types) 
   out << "</table>\n" << svg_bar_chart(bars) << "\n";
 }
 
-// Forward, backward and update time of a training step (nothing for other runs).
+// Forward, backward and update time of a training step (nothing for other runs), as shares of
+// the summed op time like the op types: phases overlap on chips with several cores.
 void phase_section(std::ostream& out, const std::vector<PhaseRecord>& phases) {
   if (phases.size() < 2) return;
+  double op_time = 0;
+  for (const PhaseRecord& p : phases) op_time += p.total_ns;
   out << "<h2>Time by training phase</h2>\n<table>\n"
-      << header_row({"phase", "ops", "total", "% of run", "FLOP", "bytes"}, 1);
+      << header_row({"phase", "ops", "total", "% of op time", "FLOP", "bytes"}, 1);
   std::vector<Bar> bars;
   for (const PhaseRecord& p : phases) {
+    double share = op_time > 0 ? 100.0 * p.total_ns / op_time : 0;
     out << "<tr>" << td(p.phase) << td_num(std::to_string(p.ops)) << td_num(format_ns(p.total_ns))
-        << td_num(fmt::format("{:.1f}", p.pct_of_run))
+        << td_num(fmt::format("{:.1f}", share))
         << td_num(format_si(static_cast<double>(p.flops), ""))
         << td_num(format_bytes(static_cast<double>(p.bytes))) << "</tr>\n";
     bars.push_back(Bar{p.phase, p.total_ns,
-                       fmt::format("{} ({:.1f}%)", format_ns(p.total_ns), p.pct_of_run),
+                       fmt::format("{} ({:.1f}% of op time)", format_ns(p.total_ns), share),
                        category_color(p.phase),
                        fmt::format("{}: {} ops, {}", p.phase, p.ops, format_ns(p.total_ns))});
   }

@@ -292,5 +292,35 @@ TEST(TraceReaderShares, OpTypeSharesOfOpTimeSumTo100WhenCoresOverlap) {
   EXPECT_NE(html.str().find("<td class=\"num\">50.0</td>"), std::string::npos) << html.str();
 }
 
+// A training step on two cores: the forward op and a gradient op run at the same time for the
+// whole run. The report's phase table shows shares of the summed op time (50% each), not of the
+// run's span (100% each).
+TEST(TraceReaderShares, PhaseSharesOfOpTimeSumTo100WhenCoresOverlap) {
+  TempDir tmp;
+  std::string path = tmp.file("t.db");
+  {
+    TraceWriter w(path);
+    auto run = w.begin_run(test::meta("two_cores_training"));
+    auto dev = run->add_device(
+        sim::DeviceDesc{"tpu-emu", "v4", 1'000'000'000, sim::TimeUnit::cycles, "{}"});
+    auto core0 = run->add_track(dev, "core0.mxu", "matrix");
+    auto core1 = run->add_track(dev, "core1.mxu", "matrix");
+    auto fwd = run->add_op(sim::OpDesc{"conv", "Conv", "", "f32", 1, 1, 1, "tpu-emu", false});
+    auto bwd = run->add_op(sim::OpDesc{"grad/conv", "Conv", "", "f32", 1, 1, 1, "tpu-emu", false});
+    run->event(core0, fwd, "mm", 0, 1000);
+    run->event(core1, bwd, "mm", 0, 1000);
+    run->finish(true);
+  }
+  TraceReader r(path);
+  auto phases = r.phases(1);
+  ASSERT_EQ(phases.size(), 2u);
+  for (const PhaseRecord& p : phases) EXPECT_NEAR(p.pct_of_run, 100.0, 1e-9) << p.phase;
+  std::stringstream html;
+  write_html_report(r, 1, html);
+  EXPECT_NE(html.str().find("Time by training phase"), std::string::npos);
+  EXPECT_EQ(html.str().find("% of run"), std::string::npos) << "phase shares past 100%";
+  EXPECT_NE(html.str().find("(50.0% of op time)"), std::string::npos) << html.str();
+}
+
 }  // namespace
 }  // namespace mimic::traces
