@@ -7,13 +7,10 @@
 namespace mimic::backends {
 
 RemoteProgram::RemoteProgram(std::string kind, std::vector<uint8_t> config,
-                             const std::function<void(wire::Writer&)>& write_program)
-    : kind_(std::move(kind)), config_(std::move(config)) {
-  wire::Writer w;
-  w.u8(kLoadProgram);
-  write_program(w);
-  load_request_ = std::move(w.data());
-}
+                             std::function<void(wire::Writer&)> write_program)
+    : kind_(std::move(kind)),
+      config_(std::move(config)),
+      write_program_(std::move(write_program)) {}
 
 RemoteProgram::~RemoteProgram() {
   auto worker = worker_.lock();
@@ -32,7 +29,10 @@ std::shared_ptr<WorkerProcess> RemoteProgram::loaded_worker() {
   std::shared_ptr<WorkerProcess> worker = shared_worker(kind_, config_);
   if (worker == worker_.lock()) return worker;
   auto start = std::chrono::steady_clock::now();
-  std::vector<uint8_t> answer = worker->call(load_request_);
+  wire::Writer request;
+  request.u8(kLoadProgram);
+  write_program_(request);
+  std::vector<uint8_t> answer = worker->call(request.data());
   wire::Reader r(answer);
   id_ = r.u64();
   worker_ = worker;

@@ -17,9 +17,11 @@ namespace mimic::backends {
 class RemoteProgram {
  public:
   // `kind` and `config` select the worker (`mimic-device <kind>` with that configuration);
-  // `write_program` writes the emulator's program as its ProgramHost::load reads it.
+  // `write_program` writes the emulator's program as its ProgramHost::load reads it. It is called
+  // when the program is loaded (never for an executable that does not run), so what it reads must
+  // live as long as this object.
   RemoteProgram(std::string kind, std::vector<uint8_t> config,
-                const std::function<void(wire::Writer&)>& write_program);
+                std::function<void(wire::Writer&)> write_program);
   ~RemoteProgram();
   RemoteProgram(const RemoteProgram&) = delete;
   RemoteProgram& operator=(const RemoteProgram&) = delete;
@@ -36,7 +38,8 @@ class RemoteProgram {
   std::shared_ptr<WorkerProcess> loaded_worker();
 
   std::string kind_;
-  std::vector<uint8_t> config_, load_request_;
+  std::vector<uint8_t> config_;
+  std::function<void(wire::Writer&)> write_program_;
   std::weak_ptr<WorkerProcess> worker_;
   uint64_t id_ = 0;
   double load_seconds_ = 0;

@@ -59,11 +59,13 @@ class TpuExecutable final : public Executable {
     for (ir::ValueId v : g.inputs()) input_types_.push_back(g.value(v).type);
     for (ir::ValueId v : g.outputs()) output_types_.push_back(g.value(v).type);
     std::string json = spec_to_json(spec_);
+    program_ = std::move(compiled.program);
+    constants_ = std::move(compiled.constants);
     remote_ = std::make_unique<RemoteProgram>("tpu", std::vector<uint8_t>(json.begin(), json.end()),
-                                              [&](wire::Writer& w) {
-                                                tpu_emu::write_program(w, compiled.program);
-                                                w.u64(compiled.constants.size());
-                                                for (const auto& c : compiled.constants) w.pods(c);
+                                              [this](wire::Writer& w) {
+                                                tpu_emu::write_program(w, program_);
+                                                w.u64(constants_.size());
+                                                for (const auto& c : constants_) w.pods(c);
                                               });
   }
 
@@ -202,6 +204,8 @@ class TpuExecutable final : public Executable {
   CompileReport report_;
   std::vector<ir::TensorType> input_types_, output_types_;
   HostLayout host_;
+  models::tpu::Program program_;               // sent to the worker when loaded
+  std::vector<std::vector<float>> constants_;  // program_.constants' data
   std::unique_ptr<RemoteProgram> remote_;
 };
 
