@@ -46,13 +46,7 @@ Kernel find_kernel(OpType op) {
     case OpType::LSTM: case OpType::GRU: case OpType::RNN: return recurrent_kernel;
     default: break;
   }
-  switch (op) {
-    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax: case OpType::ReduceMin:
-    case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2: case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
-      return reduce_kernel;
-    default: return nullptr;
-  }
+  return ir::is_reduce(op) ? reduce_kernel : nullptr;
 }
 
 bool is_data_movement(OpType op) {

@@ -186,6 +186,7 @@ class Planner {
     int i = -1;
     const ir::Node* n = sole_consumer(grp, &i);
     if (!n || !all_f32(g_, *n) || n->inputs[0] != grp.output) return;
+    if (!ir::is_epilogue_activation(n->op)) return;
     if (n->op == OpType::Relu) {
       grp.activation = Activation::relu;
     } else if (n->op == OpType::Gelu) {

@@ -31,70 +31,32 @@ const char* instr_name(const Instr& instr) {
   return kNames[instr.index()];
 }
 
+// The op table's classes map onto the lowering files; ScatterND has no cuda kernel and recurrent
+// layers run unrolled (unsupported_reason).
 Family family_of(ir::OpType op) {
-  using ir::OpType;
+  using ir::OpClass;
   if (ir::is_view_op(op)) return Family::data;
-  if (op == OpType::Cast || ir::is_unary_elementwise(op) || ir::is_binary_elementwise(op))
-    return Family::elementwise;
-  switch (op) {
-    case OpType::Max:
-    case OpType::Min:
-    case OpType::Sum:
-    case OpType::Mean:
-    case OpType::Where:
+  switch (ir::op_class(op)) {
+    case OpClass::unary:
+    case OpClass::binary:
+    case OpClass::nary:
       return Family::elementwise;
-    case OpType::MatMul:
-    case OpType::Gemm:
-    case OpType::Conv:
-    case OpType::ConvTranspose:
+    case OpClass::matmul:
+    case OpClass::conv:
       return Family::linear;
-    case OpType::MaxPool:
-    case OpType::AveragePool:
-    case OpType::GlobalAveragePool:
-    case OpType::GlobalMaxPool:
-    case OpType::BatchNormalization:
-    case OpType::LayerNormalization:
-    case OpType::InstanceNormalization:
-    case OpType::LRN:
-    case OpType::Softmax:
-    case OpType::LogSoftmax:
-    case OpType::Hardmax:
-    case OpType::ReduceSum:
-    case OpType::ReduceMean:
-    case OpType::ReduceMax:
-    case OpType::ReduceMin:
-    case OpType::ReduceProd:
-    case OpType::ReduceL1:
-    case OpType::ReduceL2:
-    case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum:
-    case OpType::ReduceLogSumExp:
-    case OpType::ArgMax:
-    case OpType::ArgMin:
-    case OpType::CumSum:
+    case OpClass::pool:
+    case OpClass::norm:
+    case OpClass::softmax:
+    case OpClass::reduce:
+    case OpClass::arg_reduce:
+    case OpClass::scan:
       return Family::nn;
-    case OpType::Transpose:
-    case OpType::Concat:
-    case OpType::Split:
-    case OpType::Slice:
-    case OpType::Gather:
-    case OpType::GatherElements:
-    case OpType::Pad:
-    case OpType::Tile:
-    case OpType::Expand:
-    case OpType::Shape:
-    case OpType::Size:
-    case OpType::ConstantOfShape:
-    case OpType::Constant:
-    case OpType::Range:
-    case OpType::DepthToSpace:
-    case OpType::SpaceToDepth:
-    case OpType::Trilu:
-    case OpType::EyeLike:
-      return Family::data;
-    default:
+    case OpClass::data:
+      return op == ir::OpType::ScatterND ? Family::none : Family::data;
+    case OpClass::recurrent:
       return Family::none;
   }
+  return Family::none;
 }
 
 std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {

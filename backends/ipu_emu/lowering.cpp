@@ -192,6 +192,7 @@ void place_outputs(LowerContext& c, LoweredOp& op, const ir::Node& n, TileSpan s
 }
 
 LowerFn lowerer_for(const ir::Node& n) {
+  if (ir::is_reduce(n.op)) return lower_reduction;
   switch (n.op) {
     case OpType::MatMul:
     case OpType::Gemm:
@@ -202,16 +203,6 @@ LowerFn lowerer_for(const ir::Node& n) {
     case OpType::MaxPool:
     case OpType::AveragePool:
       return lower_pool;
-    case OpType::ReduceSum:
-    case OpType::ReduceMean:
-    case OpType::ReduceMax:
-    case OpType::ReduceMin:
-    case OpType::ReduceProd:
-    case OpType::ReduceL1:
-    case OpType::ReduceL2:
-    case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum:
-    case OpType::ReduceLogSumExp:
     case OpType::GlobalAveragePool:
     case OpType::GlobalMaxPool:
     case OpType::Softmax:

@@ -170,23 +170,12 @@ bool is_bias_for(const ir::Graph& g, ir::ValueId bias, const ir::Shape& out, int
   return true;
 }
 
+// An activation of the op table's epilogue column that the vector unit computes (Clip with
+// constant bounds).
 bool is_activation(const ir::Graph& g, const ir::Node& n) {
   VectorFunc f;
   float p0, p1;
-  switch (n.op) {
-    case OpType::Relu:
-    case OpType::Clip:
-    case OpType::LeakyRelu:
-    case OpType::Sigmoid:
-    case OpType::Tanh:
-    case OpType::HardSwish:
-    case OpType::HardSigmoid:
-    case OpType::Elu:
-    case OpType::Gelu:
-      return unary_func(g, n, &f, &p0, &p1);
-    default:
-      return false;
-  }
+  return ir::is_epilogue_activation(n.op) && unary_func(g, n, &f, &p0, &p1);
 }
 
 }  // namespace

@@ -40,7 +40,6 @@ std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
 
 // Bytes per row of a tensor split into `rows` equal rows, tiled layout included.
 double bytes_per_row(const Context& c, int32_t t, int64_t rows) {
-  const TensorInfo& info = c.p.tensors[t];
   return static_cast<double>(c.tiled_elements(t) * c.element_bytes(t)) / std::max<int64_t>(rows, 1);
 }
 

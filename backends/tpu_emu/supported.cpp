@@ -277,6 +277,7 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
   if (ir::is_recurrent(n.op)) return recurrent_ok(g, n, why);
   if (!dtypes_ok(g, n, why)) return false;
   if (always_supported(n.op)) return true;
+  if (ir::is_reduce(n.op)) return reduction_ok(g, n, why);
   models::tpu::VectorFunc f;
   float p0, p1;
   switch (n.op) {
@@ -301,17 +302,6 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::GlobalAveragePool:
     case OpType::GlobalMaxPool:
       return g.value(n.inputs[0]).type.shape.rank() >= 3;
-    case OpType::ReduceSum:
-    case OpType::ReduceMean:
-    case OpType::ReduceMax:
-    case OpType::ReduceMin:
-    case OpType::ReduceProd:
-    case OpType::ReduceL1:
-    case OpType::ReduceL2:
-    case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum:
-    case OpType::ReduceLogSumExp:
-      return reduction_ok(g, n, why);
     case OpType::Dropout:
       return n.outputs.size() == 1;
     case OpType::Pad:

@@ -80,6 +80,29 @@ void check_loss(const Graph& g, ValueId loss) {
         "autodiff: loss '{}' must be a floating-point scalar, it is {}", v.name, v.type.str()));
 }
 
+// The rule of node `n` as the op table's gradient column says, or nullptr when no gradient flows
+// through it; an op without a rule is refused by name.
+GradRule rule_for(const Node& n, const Graph& g) {
+  switch (op_gradient(n.op)) {
+    case OpGradient::zero:
+      return nullptr;
+    case OpGradient::unrolled:
+      throw UnsupportedOpError(
+          fmt::format("autodiff: op {} ({}) is differentiated through its unrolling: unroll it "
+                      "first (unroll_recurrent)",
+                      op_name(n.op), describe(g, n)),
+          {op_name(n.op)});
+    case OpGradient::missing:
+      break;
+    case OpGradient::rule:
+      if (GradRule rule = find_grad_rule(n.op)) return rule;
+      break;
+  }
+  throw UnsupportedOpError(
+      fmt::format("autodiff: no gradient rule for op {} ({})", op_name(n.op), describe(g, n)),
+      {op_name(n.op)});
+}
+
 class Backward {
  public:
   Backward(Graph& g, const std::vector<ValueId>& wrt)
@@ -109,11 +132,8 @@ class Backward {
       any_needed = any_needed || needed.back();
     }
     if (!any_dy || !any_needed) return;
-    GradRule rule = find_grad_rule(n.op);
-    if (!rule)
-      throw UnsupportedOpError(
-          fmt::format("autodiff: no gradient rule for op {} ({})", op_name(n.op), describe(g_, n)),
-          {op_name(n.op)});
+    GradRule rule = rule_for(n, g_);
+    if (!rule) return;
     b_.set_prefix("grad/" + n.name);
     GradContext c(b_, n, std::move(dy), std::move(needed));
     rule(c);

@@ -44,14 +44,54 @@ void pow_rule(GradContext& c) {
   if (c.needs(1)) set_unb(c, 1, b.mul(c.dy(), b.mul(c.y(), b.op(OpType::Log, {c.x(0)}))));
 }
 
+// Dropout without training_mode, or with a constant false one, passes its input through.
+bool dropout_is_identity(const GradContext& c) {
+  if (!c.node().has_input(2)) return true;
+  const auto& mode = c.b.graph().value(c.x(2)).constant;
+  return mode && mode->numel() == 1 && !mode->data<bool>()[0];
+}
+
+// f'(x) of the trigonometric and hyperbolic functions and their inverses, from x and y = f(x).
+ValueId trig_derivative(GradContext& c, ValueId x, ValueId y) {
+  GraphBuilder& b = c.b;
+  ValueId one = b.scalar_like(1.0, x), x2 = b.mul(x, x);
+  auto inv_sqrt = [&](ValueId v) { return b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {v})}); };
+  switch (c.node().op) {
+    case OpType::Tan:  // 1 + tan^2
+      return b.add(one, b.mul(y, y));
+    case OpType::Asin:  // 1 / sqrt(1 - x^2)
+      return inv_sqrt(b.sub(one, x2));
+    case OpType::Acos:
+      return b.neg(inv_sqrt(b.sub(one, x2)));
+    case OpType::Atan:  // 1 / (1 + x^2)
+      return b.op(OpType::Reciprocal, {b.add(one, x2)});
+    case OpType::Sinh:
+      return b.op(OpType::Cosh, {x});
+    case OpType::Cosh:
+      return b.op(OpType::Sinh, {x});
+    case OpType::Asinh:  // 1 / sqrt(x^2 + 1)
+      return inv_sqrt(b.add(x2, one));
+    case OpType::Acosh:  // 1 / sqrt(x^2 - 1)
+      return inv_sqrt(b.sub(x2, one));
+    case OpType::Atanh:  // 1 / (1 - x^2)
+      return b.op(OpType::Reciprocal, {b.sub(one, x2)});
+    default:
+      c.unsupported("no elementwise gradient rule");
+  }
+}
+
 // dx = g * f'(x) for a derivative built from x and y.
 void unary_rule(GradContext& c) {
   auto& b = c.b;
   ValueId x = c.x(0), y = c.y(), g = c.dy();
   ValueId d = kNoValue;  // f'(x), or the gradient itself when `done`
   switch (c.node().op) {
-    case OpType::Identity:
     case OpType::Dropout:
+      if (!dropout_is_identity(c))
+        c.unsupported("Dropout in training mode: a train step replaces it by a seeded mask");
+      c.set(0, g);
+      return;
+    case OpType::Identity:
       c.set(0, g);
       return;
     case OpType::Neg:
@@ -91,7 +131,7 @@ void unary_rule(GradContext& c) {
       d = b.neg(b.op(OpType::Sin, {x}));
       break;
     default:
-      c.unsupported("no elementwise gradient rule");
+      d = trig_derivative(c, x, y);
   }
   c.set(0, b.mul(g, d));
 }
@@ -181,6 +221,16 @@ void piecewise_rule(GradContext& c) {
       d = b.op(OpType::Where, {above, one, b.op(OpType::Where, {below, zero, mid})});
       break;
     }
+    case OpType::ThresholdedRelu: {  // 1 where x > alpha
+      d = mask(b.op(OpType::Greater, {x, b.scalar_like(alpha, x)}));
+      break;
+    }
+    case OpType::Shrink: {  // 1 where x < -lambd or x > lambd
+      ValueId lambd = b.scalar_like(attrs.lambd, x);
+      d = b.add(mask(b.op(OpType::Less, {x, b.neg(lambd)})),
+                mask(b.op(OpType::Greater, {x, lambd})));
+      break;
+    }
     case OpType::Softsign: {  // 1 / (1 + |x|)^2
       ValueId den = b.add(one, b.op(OpType::Abs, {x}));
       d = b.op(OpType::Reciprocal, {b.mul(den, den)});
@@ -190,6 +240,30 @@ void piecewise_rule(GradContext& c) {
       c.unsupported("no piecewise gradient rule");
   }
   c.set(0, b.mul(c.dy(), d));
+}
+
+// PRelu(x, slope) = x > 0 ? x : slope * x, slope broadcast to x.
+void prelu_rule(GradContext& c) {
+  auto& b = c.b;
+  ValueId x = c.x(0), g = c.dy(), zero = b.scalar_like(0.0, x);
+  ValueId pos = b.op(OpType::Greater, {x, zero});
+  if (c.needs(0)) set_unb(c, 0, b.op(OpType::Where, {pos, g, b.mul(g, c.x(1))}));
+  if (c.needs(1)) set_unb(c, 1, b.op(OpType::Where, {pos, b.mul(zero, g), b.mul(g, x)}));
+}
+
+// Mod(a, b) = a - b * q with q = trunc(a / b) (fmod=1) or floor(a / b) (fmod=0): da = g,
+// db = -g * q (PyTorch's fmod and remainder).
+void mod_rule(GradContext& c) {
+  auto& b = c.b;
+  set_unb(c, 0, c.dy());
+  if (!c.needs(1)) return;
+  ValueId ratio = b.div(c.x(0), c.x(1));
+  ValueId q = b.op(OpType::Floor, {ratio});
+  if (c.attrs().get_int("fmod", 0) != 0) {
+    ValueId negative = b.op(OpType::Less, {ratio, b.scalar_like(0.0, ratio)});
+    q = b.op(OpType::Where, {negative, b.op(OpType::Ceil, {ratio}), q});
+  }
+  set_unb(c, 1, b.neg(b.mul(c.dy(), q)));
 }
 
 void cast_rule(GradContext& c) {
@@ -250,7 +324,20 @@ GradRule elementwise_grad_rule(OpType op) {
     case OpType::Erf:
     case OpType::Sin:
     case OpType::Cos:
+    case OpType::Tan:
+    case OpType::Asin:
+    case OpType::Acos:
+    case OpType::Atan:
+    case OpType::Sinh:
+    case OpType::Cosh:
+    case OpType::Asinh:
+    case OpType::Acosh:
+    case OpType::Atanh:
       return unary_rule;
+    case OpType::PRelu:
+      return prelu_rule;
+    case OpType::Mod:
+      return mod_rule;
     case OpType::Relu:
     case OpType::LeakyRelu:
       return relu_rule;
@@ -274,6 +361,8 @@ GradRule elementwise_grad_rule(OpType op) {
     case OpType::HardSigmoid:
     case OpType::HardSwish:
     case OpType::Softsign:
+    case OpType::ThresholdedRelu:
+    case OpType::Shrink:
       return piecewise_rule;
     default:
       return nullptr;

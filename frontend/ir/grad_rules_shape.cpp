@@ -176,6 +176,33 @@ void tile_rule(GradContext& c) {
   c.set(0, b.reshape(b.reduce_sum(b.reshape(c.dy(), Shape(split)), axes, false), x));
 }
 
+// DepthToSpace in DCR mode and SpaceToDepth are each other's inverse. CRD mode,
+// y[n, c, h*b + i, w*b + j] = x[n, c*b*b + i*b + j, h, w], is undone by a reshape, a transpose
+// and a reshape.
+void depth_space_rule(GradContext& c) {
+  auto& b = c.b;
+  int64_t block = c.attrs().require_int("blocksize");
+  Attributes attrs{{"blocksize", block}};
+  if (c.node().op == OpType::SpaceToDepth) {
+    attrs.set("mode", std::string("DCR"));
+    c.set(0, b.op(OpType::DepthToSpace, {c.dy()}, attrs));
+  } else if (c.attrs().get_string("mode", "DCR") == "DCR") {
+    c.set(0, b.op(OpType::SpaceToDepth, {c.dy()}, attrs));
+  } else {
+    Shape x = c.x_shape(0);
+    int64_t n = x[0], ch = x[1] / (block * block), h = x[2], w = x[3];
+    ValueId blocks = b.reshape(c.dy(), Shape({n, ch, h, block, w, block}));
+    c.set(0, b.reshape(b.transpose(blocks, {0, 1, 3, 5, 2, 4}), x));
+  }
+}
+
+// Trilu keeps a triangle: its gradient keeps the same triangle of dy.
+void trilu_rule(GradContext& c) {
+  std::vector<ValueId> inputs{c.dy()};
+  if (c.node().has_input(1)) inputs.push_back(c.x(1));
+  c.set(0, c.b.op(OpType::Trilu, inputs, c.attrs()));
+}
+
 }  // namespace
 
 GradRule shape_grad_rule(OpType op) {
@@ -203,6 +230,11 @@ GradRule shape_grad_rule(OpType op) {
       return gather_elements_rule;
     case OpType::Tile:
       return tile_rule;
+    case OpType::DepthToSpace:
+    case OpType::SpaceToDepth:
+      return depth_space_rule;
+    case OpType::Trilu:
+      return trilu_rule;
     default:
       return nullptr;
   }

@@ -265,23 +265,13 @@ int64_t node_flops(const Graph& g, const Node& n) {
   }
   if (is_unary_elementwise(n.op) && !is_view_op(n.op) && n.op != OpType::Cast) return out;
   if (is_binary_elementwise(n.op)) return out;
+  if (is_reduce(n.op)) return in;
   switch (n.op) {
     case OpType::Max:
     case OpType::Min:
     case OpType::Sum:
     case OpType::Mean:
       return out * std::max(1, n.num_inputs() - 1);
-    case OpType::ReduceSum:
-    case OpType::ReduceMean:
-    case OpType::ReduceMax:
-    case OpType::ReduceMin:
-    case OpType::ReduceProd:
-    case OpType::ReduceL1:
-    case OpType::ReduceL2:
-    case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum:
-    case OpType::ReduceLogSumExp:
-      return in;
     default:
       return 0;
   }

@@ -146,6 +146,7 @@ std::vector<int64_t> resolve_squeeze_axes(const Graph& g, const Node& n) {
 }
 
 bool needs_constant_input(OpType op, int input) {
+  if (is_reduce(op)) return input == 1;  // axes
   switch (op) {
     case OpType::Reshape:
     case OpType::Split:
@@ -164,17 +165,6 @@ bool needs_constant_input(OpType op, int input) {
       return input == 0;
     case OpType::Range:
       return true;
-    case OpType::ReduceSum:
-    case OpType::ReduceMean:
-    case OpType::ReduceMax:
-    case OpType::ReduceMin:
-    case OpType::ReduceProd:
-    case OpType::ReduceL1:
-    case OpType::ReduceL2:
-    case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum:
-    case OpType::ReduceLogSumExp:
-      return input == 1;
     default:
       return false;
   }

@@ -1,65 +1,58 @@
 #include "frontend/ir/op_type.h"
 
-#include <cstdint>
-#include <string>
-
 namespace mimic::ir {
 namespace {
 
-constexpr const char* kNames[] = {
-#define MIMIC_NAME_ENTRY(name) #name,
-    MIMIC_ALL_OPS(MIMIC_NAME_ENTRY)
-#undef MIMIC_NAME_ENTRY
+struct OpRow {
+  const char* name;
+  OpClass cls;
+  OpGradient gradient;
+  bool epilogue;
 };
-constexpr int kCount = sizeof(kNames) / sizeof(kNames[0]);
 
-#define MIMIC_COUNT_ENTRY(name) +1
-constexpr int kUnaryCount = 0 MIMIC_UNARY_OPS(MIMIC_COUNT_ENTRY);
-constexpr int kBinaryCount = 0 MIMIC_BINARY_OPS(MIMIC_COUNT_ENTRY);
-#undef MIMIC_COUNT_ENTRY
+constexpr bool yes = true, no = false;
+
+constexpr OpRow kRows[] = {
+#define MIMIC_ROW_ENTRY(name, cls, in_lo, in_hi, out_lo, out_hi, shape, gradient, epilogue) \
+  {#name, OpClass::cls, OpGradient::gradient, epilogue},
+    MIMIC_OP_TABLE(MIMIC_ROW_ENTRY)
+#undef MIMIC_ROW_ENTRY
+};
+constexpr int kCount = sizeof(kRows) / sizeof(kRows[0]);
+
+const OpRow& row(OpType op) {
+  return kRows[static_cast<int>(op)];
+}
 
 }  // namespace
 
 const char* op_name(OpType op) {
-  return kNames[static_cast<int>(op)];
+  return row(op).name;
 }
 
 int op_count() {
   return kCount;
 }
+
 OpType op_at(int index) {
   return static_cast<OpType>(index);
 }
 
-bool is_unary_elementwise(OpType op) {
-  return static_cast<int>(op) < kUnaryCount;
+OpClass op_class(OpType op) {
+  return row(op).cls;
 }
-bool is_binary_elementwise(OpType op) {
-  int i = static_cast<int>(op);
-  return i >= kUnaryCount && i < kUnaryCount + kBinaryCount;
+
+OpGradient op_gradient(OpType op) {
+  return row(op).gradient;
+}
+
+bool is_epilogue_activation(OpType op) {
+  return row(op).epilogue;
 }
 
 bool is_view_op(OpType op) {
   return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze ||
          op == OpType::Unsqueeze || op == OpType::Identity || op == OpType::Dropout;
-}
-
-bool is_reduce(OpType op) {
-  switch (op) {
-    case OpType::ReduceSum:
-    case OpType::ReduceMean:
-    case OpType::ReduceMax:
-    case OpType::ReduceMin:
-    case OpType::ReduceProd:
-    case OpType::ReduceL1:
-    case OpType::ReduceL2:
-    case OpType::ReduceSumSquare:
-    case OpType::ReduceLogSum:
-    case OpType::ReduceLogSumExp:
-      return true;
-    default:
-      return false;
-  }
 }
 
 }  // namespace mimic::ir

@@ -138,83 +138,14 @@ std::string InferContext::string_attr(const std::string& name, const std::string
 
 namespace {
 
-constexpr int kMany = 1 << 20;
+constexpr int many = 1 << 20;
 
-// One row per op kind:
-// clang-format off
-OpSchema schema_for(OpType op) {
-  using namespace infer;
-  if (is_unary_elementwise(op)) {
-    switch (op) {
-      case OpType::Clip: return {1, 3, 1, 1, unary};
-      case OpType::Dropout: return {1, 3, 1, 2, unary};
-      default: return {1, 1, 1, 1, unary};
-    }
-  }
-  if (is_binary_elementwise(op)) return {2, 2, 1, 1, binary};
-  switch (op) {
-    case OpType::Max: case OpType::Min: case OpType::Sum: case OpType::Mean:
-      return {1, kMany, 1, 1, variadic};
-    case OpType::Where: return {3, 3, 1, 1, where};
-    case OpType::MatMul: return {2, 2, 1, 1, matmul};
-    case OpType::Gemm: return {2, 3, 1, 1, gemm};
-    case OpType::Conv: return {2, 3, 1, 1, conv};
-    case OpType::ConvTranspose: return {2, 3, 1, 1, conv_transpose};
-    case OpType::MaxPool: case OpType::AveragePool: return {1, 1, 1, 1, pool};
-    case OpType::GlobalAveragePool: case OpType::GlobalMaxPool: return {1, 1, 1, 1, global_pool};
-    case OpType::BatchNormalization: return {5, 5, 1, 1, batch_norm};
-    case OpType::LayerNormalization: return {2, 3, 1, 3, layer_norm};
-    case OpType::InstanceNormalization:
-      return {3, 3, 1, 1, instance_norm};
-    case OpType::LRN:
-      return {1, 1, 1, 1, lrn};
-    case OpType::Softmax: case OpType::LogSoftmax: case OpType::Hardmax:
-      return {1, 1, 1, 1, softmax};
-    case OpType::ReduceSum: case OpType::ReduceMean: case OpType::ReduceMax:
-    case OpType::ReduceMin: case OpType::ReduceProd: case OpType::ReduceL1: case OpType::ReduceL2:
-    case OpType::ReduceSumSquare: case OpType::ReduceLogSum: case OpType::ReduceLogSumExp:
-      return {1, 2, 1, 1, reduce};
-    case OpType::ArgMax: case OpType::ArgMin: return {1, 1, 1, 1, arg_reduce};
-    case OpType::Reshape: return {2, 2, 1, 1, reshape};
-    case OpType::Flatten: return {1, 1, 1, 1, flatten};
-    case OpType::Transpose: return {1, 1, 1, 1, transpose};
-    case OpType::Concat: return {1, kMany, 1, 1, concat};
-    case OpType::Split: return {1, 2, 1, kMany, split};
-    case OpType::Slice: return {3, 5, 1, 1, slice};
-    case OpType::Gather: return {2, 2, 1, 1, gather};
-    case OpType::GatherElements: return {2, 2, 1, 1, gather_elements};
-    case OpType::ScatterND: return {3, 3, 1, 1, scatter_nd};
-    case OpType::Squeeze: return {1, 2, 1, 1, squeeze};
-    case OpType::Unsqueeze: return {2, 2, 1, 1, unsqueeze};
-    case OpType::Pad: return {2, 4, 1, 1, pad};
-    case OpType::Tile: return {2, 2, 1, 1, tile};
-    case OpType::Expand: return {2, 2, 1, 1, expand};
-    case OpType::Shape: return {1, 1, 1, 1, shape};
-    case OpType::Size: return {1, 1, 1, 1, size};
-    case OpType::ConstantOfShape: return {1, 1, 1, 1, constant_of_shape};
-    case OpType::Constant: return {0, 0, 1, 1, constant};
-    case OpType::Range: return {3, 3, 1, 1, range};
-    case OpType::DepthToSpace: return {1, 1, 1, 1, depth_to_space};
-    case OpType::SpaceToDepth: return {1, 1, 1, 1, space_to_depth};
-    case OpType::Trilu:
-      return {1, 2, 1, 1, trilu};
-    case OpType::CumSum:
-      return {2, 2, 1, 1, cumsum};
-    case OpType::EyeLike: return {1, 1, 1, 1, eye_like};
-    // Y, Y_h (and Y_c): an IR node lists outputs up to the last one used.
-    case OpType::LSTM: return {3, 8, 1, 3, recurrent};
-    case OpType::GRU: case OpType::RNN: return {3, 6, 1, 2, recurrent};
-    default: break;
-  }
-  return {0, 0, 0, 0, nullptr};
-}
-// clang-format on
-
-struct SchemaTable {
-  std::vector<OpSchema> schemas;
-  SchemaTable() {
-    for (int i = 0; i < op_count(); ++i) schemas.push_back(schema_for(op_at(i)));
-  }
+// Arity and shape rule of every op, from its row of the op table.
+constexpr OpSchema kSchemas[] = {
+#define MIMIC_SCHEMA_ENTRY(name, cls, in_lo, in_hi, out_lo, out_hi, shape, gradient, epilogue) \
+  {in_lo, in_hi, out_lo, out_hi, infer::shape},
+    MIMIC_OP_TABLE(MIMIC_SCHEMA_ENTRY)
+#undef MIMIC_SCHEMA_ENTRY
 };
 
 bool all_inputs_constant(const Graph& g, const Node& n) {
@@ -260,8 +191,7 @@ void fold_shape_queries(Graph& g, const Node& n) {
 }  // namespace
 
 const OpSchema& op_schema(OpType op) {
-  static const SchemaTable table;
-  return table.schemas.at(static_cast<int>(op));
+  return kSchemas[static_cast<int>(op)];
 }
 
 void infer_node(Graph& g, int node_index, const InferOptions& options) {

@@ -75,10 +75,8 @@ void add_nn_converters(std::map<std::string, Converter>& t) {
   t["Softmax"] = softmax(OpType::Softmax);
   t["LogSoftmax"] = softmax(OpType::LogSoftmax);
   t["Hardmax"] = softmax(OpType::Hardmax);
-  for (OpType op : {OpType::ReduceSum, OpType::ReduceMean, OpType::ReduceMax, OpType::ReduceMin,
-                    OpType::ReduceProd, OpType::ReduceL1, OpType::ReduceL2, OpType::ReduceSumSquare,
-                    OpType::ReduceLogSum, OpType::ReduceLogSumExp})
-    t[ir::op_name(op)] = reduce(op);
+  for (int i = 0; i < ir::op_count(); ++i)
+    if (ir::is_reduce(ir::op_at(i))) t[ir::op_name(ir::op_at(i))] = reduce(ir::op_at(i));
   t["ArgMax"] = direct(OpType::ArgMax);
   t["ArgMin"] = direct(OpType::ArgMin);
   // LSTM/GRU/RNN before opset 7 carried `output_sequence` (Y is optional anyway since then).

@@ -27,6 +27,7 @@ ir::HostTensor make_input(const Input& in, uint64_t seed) {
     if (in.gen == Gen::positive) p[i] = 0.5f + std::fabs(p[i]);
     if (in.gen == Gen::away_from_zero) p[i] = p[i] >= 0 ? p[i] + 0.2f : p[i] - 0.2f;
     if (in.gen == Gen::with_zeros && (i % 6 == 0 || i == 1)) p[i] = 0.0f;
+    if (in.gen == Gen::unit_interval) p[i] = 0.8f * std::tanh(p[i]);
   }
   if (in.gen == Gen::distinct) {  // a shuffle of values 0.1 apart: no ties within the step
     for (int64_t i = 0; i < n; ++i)
@@ -117,6 +118,17 @@ std::vector<Case> elementwise_cases() {
                   return b.op(op, {x[0], x[1]});
                 }};
   };
+  // a / b stays at least 0.1 away from an integer within the finite-difference step: a is an odd
+  // multiple of 0.25, b = 2 +- 0.04.
+  auto mod_case = [](int64_t fmod) {
+    return Case{"Mod fmod=" + std::to_string(fmod),
+                {{Shape({2, 6}), Gen::distinct}, {Shape({6}), Gen::unit_interval}},
+                [fmod](GraphBuilder& b, const std::vector<ValueId>& x) {
+                  ValueId a = b.add(b.scale(x[0], 5.0), b.scalar(0.25, DType::f32));
+                  ValueId d = b.add(b.scale(x[1], 0.05), b.scalar(2.0, DType::f32));
+                  return b.op(OpType::Mod, {a, d}, {{"fmod", fmod}});
+                }};
+  };
   return {
       binary(OpType::Add, Gen::normal),
       binary(OpType::Sub, Gen::normal),
@@ -144,6 +156,34 @@ std::vector<Case> elementwise_cases() {
       unary(OpType::Identity),
       unary(OpType::Sin),
       unary(OpType::Cos),
+      unary(OpType::Tan, Gen::unit_interval),
+      unary(OpType::Asin, Gen::unit_interval),
+      unary(OpType::Acos, Gen::unit_interval),
+      unary(OpType::Atan),
+      unary(OpType::Sinh),
+      unary(OpType::Cosh),
+      unary(OpType::Asinh),
+      unary(OpType::Atanh, Gen::unit_interval),
+      {"Acosh",
+       {{Shape({3, 5}), Gen::positive}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         return b.op(OpType::Acosh, {b.add(x[0], b.scalar(1.0, DType::f32))});
+       }},
+      unary(OpType::ThresholdedRelu, Gen::distinct, {{"alpha", 0.3}}),
+      unary(OpType::Shrink, Gen::distinct, {{"lambd", 0.5}, {"bias", 0.2}}),
+      {"PRelu",
+       {{Shape({2, 3, 4}), Gen::away_from_zero}, {Shape({3, 1})}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         return b.op(OpType::PRelu, {x[0], x[1]});
+       }},
+      mod_case(1),
+      mod_case(0),
+      unary(OpType::Dropout),
+      {"Min",
+       {{Shape({2, 3}), Gen::distinct}, {Shape({3}), Gen::distinct}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         return b.op(OpType::Min, {x[0], b.add(x[1], b.scalar(0.03, DType::f32))});
+       }},
       unary(OpType::Elu, Gen::away_from_zero, {{"alpha", 0.7}}),
       unary(OpType::Selu, Gen::away_from_zero),
       unary(OpType::Celu, Gen::away_from_zero, {{"alpha", 1.5}}),
@@ -253,7 +293,20 @@ std::vector<Case> shape_cases() {
     return Case{
         name, {{s}}, [f](GraphBuilder& b, const std::vector<ValueId>& x) { return f(b, x[0]); }};
   };
+  auto depth_space = [&one](OpType op, Shape s, ir::Attributes at) {
+    std::string name = std::string(ir::op_name(op)) + " " + at.get_string("mode", "");
+    return one(name, s, [op, at](GraphBuilder& b, ValueId x) { return b.op(op, {x}, at); });
+  };
   return {
+      depth_space(OpType::DepthToSpace, Shape({2, 8, 2, 3}),
+                  {{"blocksize", int64_t{2}}, {"mode", std::string("DCR")}}),
+      depth_space(OpType::DepthToSpace, Shape({2, 8, 2, 3}),
+                  {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}),
+      depth_space(OpType::SpaceToDepth, Shape({2, 3, 4, 6}), {{"blocksize", int64_t{2}}}),
+      one("Trilu", Shape({2, 3, 4}),
+          [](GraphBuilder& b, ValueId x) {
+            return b.op(OpType::Trilu, {x, b.scalar(1.0, DType::i64)}, {{"upper", int64_t{0}}});
+          }),
       one("Reshape", Shape({2, 6}),
           [](GraphBuilder& b, ValueId x) {
             return b.reshape(x, Shape({3, 4}));

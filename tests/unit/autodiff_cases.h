@@ -13,9 +13,10 @@
 
 namespace mimic::test {
 
-// How inputs are drawn: values near a kink (Relu at 0, ties in a max window) are avoided so that
+// How inputs are drawn (unit_interval: inside (-0.8, 0.8), for Asin, Acos, Atanh and Tan): values
+// near a kink (Relu at 0, ties in a max window) are avoided so that
 // central differences are smooth.
-enum class Gen { normal, positive, away_from_zero, distinct, with_zeros };
+enum class Gen { normal, positive, away_from_zero, distinct, with_zeros, unit_interval };
 
 struct Input {
   ir::Shape shape;

@@ -1,6 +1,6 @@
 // ONNX preconditions checked by shape inference before any kernel sees a node: each row builds a
 // one-node graph that violates one precondition and expects a one-line ShapeError that names the
-// node, its op and the rule. Rows are grouped like op_list.h.
+// node, its op and the rule. Rows are grouped like the op table (op_table.h).
 #include <gtest/gtest.h>
 
 #include <functional>

@@ -179,19 +179,22 @@ TEST(TrainStep, BadInputsAreOneLineErrors) {
 }
 
 TEST(TrainStep, MissingGradientRuleNamesTheOpAndNode) {
-  ir::Graph g("hardmax_model");
+  ir::Graph g("scatter_model");
   ir::ValueId x = g.add_input("input", DType::f32, Shape({2, 3}));
-  std::vector<float> w0(9, 0.5f);
+  std::vector<float> w0(9, 0.5f), zeros(3, 0.0f);
+  std::vector<int64_t> row{0};
   ir::HostTensor w = ir::HostTensor::from(Shape({3, 3}), w0.data());
   ir::ValueId wv = g.add_constant("w", w);
   auto h = g.add_node(ir::OpType::MatMul, "fc", {x, wv});
-  auto y = g.add_node(ir::OpType::Hardmax, "pick", {h[0]});
+  ir::ValueId indices = g.add_constant("row", ir::HostTensor::from(Shape({1, 1}), row.data()));
+  ir::ValueId updates = g.add_constant("zeros", ir::HostTensor::from(Shape({1, 3}), zeros.data()));
+  auto y = g.add_node(ir::OpType::ScatterND, "clear_row", {h[0], indices, updates});
   g.add_output(y[0]);
   TrainOptions o;
   EXPECT_EQ(error_of([&] {
               TrainStep(g, {{"w", w}}, Device("cpu"), o);
             }),
-            "autodiff: no gradient rule for op Hardmax (node 'pick' (Hardmax))");
+            "autodiff: no gradient rule for op ScatterND (node 'clear_row' (ScatterND))");
 }
 
 // x = ones [8, 16], W = ones [16, 8]: every output is 16 before dropout, 32 or 0 after (ratio
