@@ -3,14 +3,11 @@
 #include <fmt/format.h>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/ipu_emu/ipu_emu_backend.h"
+#include "backends/tpu_emu/tpu_emu_backend.h"
 #include "base/error.h"
 
-#ifdef MIMIC_HAVE_TPU_EMU
-#include "backends/tpu_emu/tpu_emu_backend.h"
-#endif
-#ifdef MIMIC_HAVE_IPU_EMU
-#include "backends/ipu_emu/ipu_emu_backend.h"
-#endif
+// cuda is the one optional backend: it is built when CMake finds a CUDA toolkit.
 #ifdef MIMIC_HAVE_CUDA
 #include "backends/cuda/cuda_backend.h"
 #endif
@@ -56,18 +53,8 @@ Registry& Registry::global() {
   static Registry* registry = [] {
     auto* r = new Registry();
     r->add(cpu::make_backend());
-#ifdef MIMIC_HAVE_TPU_EMU
     r->add(make_tpu_emu_backend());
-#else
-    r->add(make_missing_backend("tpu-emu", "the TPU emulator is not built into this binary",
-                                {"v1", "v2", "v3", "v4", "v5e", "v6e", "edge"}));
-#endif
-#ifdef MIMIC_HAVE_IPU_EMU
     r->add(make_ipu_emu_backend());
-#else
-    r->add(make_missing_backend("ipu-emu", "the IPU emulator is not built into this binary",
-                                {"gc2", "gc200", "bow"}));
-#endif
 #ifdef MIMIC_HAVE_CUDA
     r->add(make_cuda_backend());
 #else
