@@ -26,18 +26,15 @@ using ipu_emu::IpuCompilation;
 using ipu_emu::IpuOptions;
 using models::ipu::IpuSpec;
 
-// Specs of a device argument with overrides applied; errors become mimic errors.
+// Specs of a device argument with overrides applied (a bad one throws SpecError, an
+// InvalidArgument).
 IpuSpec resolve(const std::string& arg, const std::map<std::string, std::string>& overrides) {
   bool file = arg.size() > 5 && arg.compare(arg.size() - 5, 5, ".json") == 0;
   if (file && !std::ifstream(arg))
     throw IoError(fmt::format("ipu-emu: cannot read device file '{}'", arg));
-  try {
-    IpuSpec s = models::ipu::resolve_specs(arg);
-    models::ipu::apply_overrides(s, overrides);
-    return s;
-  } catch (const models::ipu::SpecError& e) {
-    throw InvalidArgument(e.what());
-  }
+  IpuSpec s = models::ipu::resolve_specs(arg);
+  models::ipu::apply_overrides(s, overrides);
+  return s;
 }
 
 class IpuExecutable final : public Executable {

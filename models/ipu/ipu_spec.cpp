@@ -9,84 +9,78 @@
 namespace mimic::models::ipu {
 namespace {
 
-struct Field {
-  const char* name;
-  uint64_t IpuSpec::*member;
-  uint64_t min, max;
-  const char* help;
-};
+using U = models::Unit;
+constexpr int64_t kMiB = 1ll << 20;
+constexpr int64_t kBig = 10'000'000'000'000;  // bandwidth ceiling, 10 TB/s
+constexpr int64_t kCycles = 1'000'000'000;    // latency ceiling
 
-constexpr uint64_t kMiB = 1ull << 20;
-
-const std::vector<Field>& fields() {
-  static const std::vector<Field> table{
-      {"tiles", &IpuSpec::tiles, 1, 16384, "tiles per IPU"},
-      {"tile_sram_bytes", &IpuSpec::tile_sram_bytes, 4096, 64 * kMiB, "SRAM per tile (bytes)"},
-      {"clock_hz", &IpuSpec::clock_hz, 1'000'000, 10'000'000'000ull, "tile clock (Hz)"},
-      {"worker_contexts", &IpuSpec::worker_contexts, 1, 32, "worker threads per tile"},
-      {"amp_fp32_macs_per_cycle", &IpuSpec::amp_fp32_macs_per_cycle, 1, 4096,
-       "AMP MACs per cycle per tile, fp32"},
-      {"amp_fp16_fp32_macs_per_cycle", &IpuSpec::amp_fp16_fp32_macs_per_cycle, 1, 4096,
-       "AMP MACs per cycle per tile, fp16 inputs with fp32 partials"},
-      {"amp_fp16_fp16_macs_per_cycle", &IpuSpec::amp_fp16_fp16_macs_per_cycle, 1, 4096,
-       "AMP MACs per cycle per tile, fp16 inputs with fp16 partials"},
-      {"amp_fp32_input_channels", &IpuSpec::amp_fp32_input_channels, 1, 1024,
-       "AMP input-channel block, fp32"},
-      {"amp_fp16_input_channels", &IpuSpec::amp_fp16_input_channels, 1, 1024,
-       "AMP input-channel block, fp16"},
-      {"amp_output_channels", &IpuSpec::amp_output_channels, 1, 1024, "AMP output-channel block"},
-      {"amp_vertex_overhead_cycles", &IpuSpec::amp_vertex_overhead_cycles, 0, 1'000'000,
-       "worker cycles of setup per AMP vertex"},
-      {"vector_bytes_per_cycle", &IpuSpec::vector_bytes_per_cycle, 4, 1024,
-       "vector datapath bytes per worker instruction (multiple of 4)"},
-      {"vector_vertex_overhead_cycles", &IpuSpec::vector_vertex_overhead_cycles, 0, 1'000'000,
-       "worker cycles of setup per vector vertex"},
-      {"transcendental_cycles_per_element", &IpuSpec::transcendental_cycles_per_element, 1, 1000,
-       "worker cycles per element of exp/log/tanh/erf"},
-      {"exchange_bytes_per_cycle", &IpuSpec::exchange_bytes_per_cycle, 1, 1024,
-       "exchange bytes per cycle per tile and direction"},
-      {"exchange_latency_cycles", &IpuSpec::exchange_latency_cycles, 0, 1'000'000'000,
-       "cycles per exchange phase (setup and traversal)"},
-      {"internal_sync_cycles", &IpuSpec::internal_sync_cycles, 0, 1'000'000'000,
-       "cycles of a sync within one IPU"},
-      {"external_sync_cycles", &IpuSpec::external_sync_cycles, 0, 1'000'000'000,
-       "cycles of a sync across IPUs"},
-      {"ipu_link_bytes_per_second", &IpuSpec::ipu_link_bytes_per_second, 1'000'000,
-       10'000'000'000'000ull, "IPU-Link bandwidth between neighbouring IPUs, each direction"},
-      {"ipu_link_latency_cycles", &IpuSpec::ipu_link_latency_cycles, 0, 1'000'000'000,
-       "IPU-Link latency per hop (cycles)"},
-      {"host_bytes_per_second", &IpuSpec::host_bytes_per_second, 1'000'000, 10'000'000'000'000ull,
-       "PCIe host bandwidth, each direction"},
-      {"host_latency_cycles", &IpuSpec::host_latency_cycles, 0, 1'000'000'000,
-       "host transfer latency (cycles)"},
-      {"max_ipus", &IpuSpec::max_ipus, 1, 4096, "largest num_ipus of a system"},
-      {"ipus_per_gateway", &IpuSpec::ipus_per_gateway, 1, 4096,
-       "IPUs per machine behind one IPU-Gateway; links between machines are GW-Links"},
-      {"gw_link_bytes_per_second", &IpuSpec::gw_link_bytes_per_second, 1'000'000,
-       10'000'000'000'000ull, "GW-Link bandwidth between machines, each direction"},
-      {"tile_base_code_bytes", &IpuSpec::tile_base_code_bytes, 0, 64 * kMiB,
-       "always-live code per tile (runtime, supervisor, stacks)"},
-      {"vertex_code_bytes", &IpuSpec::vertex_code_bytes, 0, 64 * kMiB,
-       "code per distinct vertex type on a tile"},
-      {"vertex_state_bytes", &IpuSpec::vertex_state_bytes, 0, kMiB, "state per vertex instance"},
-      {"compute_set_code_bytes", &IpuSpec::compute_set_code_bytes, 0, kMiB,
-       "control code per compute set on a tile"},
-      {"exchange_code_bytes", &IpuSpec::exchange_code_bytes, 0, kMiB,
-       "exchange code per exchange on a tile"},
+models::SpecFields<IpuSpec> make_fields() {
+  models::SpecFields<IpuSpec> t("ipu-emu");
+  auto add = [&t](const char* name, U unit, int64_t min, int64_t max, const char* help, auto at) {
+    t.integer({name, unit, help, min, max, true}, at);
   };
-  return table;
-}
-
-const Field* find_field(const std::string& name) {
-  for (const auto& f : fields())
-    if (name == f.name) return &f;
-  return nullptr;
-}
-
-std::string field_list() {
-  std::string s;
-  for (const auto& f : fields()) s += (s.empty() ? "" : ", ") + std::string(f.name);
-  return s;
+  add("tiles", U::count, 1, 16384, "tiles per IPU", SPEC_MEMBER(tiles));
+  add("tile_sram_bytes", U::bytes, 4096, 64 * kMiB, "SRAM per tile", SPEC_MEMBER(tile_sram_bytes));
+  add("clock_hz", U::hz, 1'000'000, 10'000'000'000, "tile clock", SPEC_MEMBER(clock_hz));
+  add("worker_contexts", U::count, 1, 32, "worker threads per tile", SPEC_MEMBER(worker_contexts));
+  add("amp_fp32_macs_per_cycle", U::count, 1, 4096, "AMP MACs per cycle per tile, fp32",
+      SPEC_MEMBER(amp_fp32_macs_per_cycle));
+  add("amp_fp16_fp32_macs_per_cycle", U::count, 1, 4096,
+      "AMP MACs per cycle per tile, fp16 inputs with fp32 partials",
+      SPEC_MEMBER(amp_fp16_fp32_macs_per_cycle));
+  add("amp_fp16_fp16_macs_per_cycle", U::count, 1, 4096,
+      "AMP MACs per cycle per tile, fp16 inputs with fp16 partials",
+      SPEC_MEMBER(amp_fp16_fp16_macs_per_cycle));
+  add("amp_fp32_input_channels", U::count, 1, 1024, "AMP input-channel block, fp32",
+      SPEC_MEMBER(amp_fp32_input_channels));
+  add("amp_fp16_input_channels", U::count, 1, 1024, "AMP input-channel block, fp16",
+      SPEC_MEMBER(amp_fp16_input_channels));
+  add("amp_output_channels", U::count, 1, 1024, "AMP output-channel block",
+      SPEC_MEMBER(amp_output_channels));
+  add("amp_vertex_overhead_cycles", U::cycles, 0, 1'000'000, "worker setup per AMP vertex",
+      SPEC_MEMBER(amp_vertex_overhead_cycles));
+  add("vector_bytes_per_cycle", U::bytes, 4, 1024,
+      "vector datapath bytes per worker instruction (multiple of 4)",
+      SPEC_MEMBER(vector_bytes_per_cycle));
+  add("vector_vertex_overhead_cycles", U::cycles, 0, 1'000'000, "worker setup per vector vertex",
+      SPEC_MEMBER(vector_vertex_overhead_cycles));
+  add("transcendental_cycles_per_element", U::cycles, 1, 1000,
+      "worker cycles per element of exp/log/tanh/erf",
+      SPEC_MEMBER(transcendental_cycles_per_element));
+  add("exchange_bytes_per_cycle", U::bytes, 1, 1024,
+      "exchange bytes per cycle per tile and direction", SPEC_MEMBER(exchange_bytes_per_cycle));
+  add("exchange_latency_cycles", U::cycles, 0, kCycles,
+      "cycles per exchange phase (setup and traversal)", SPEC_MEMBER(exchange_latency_cycles));
+  add("internal_sync_cycles", U::cycles, 0, kCycles, "cycles of a sync within one IPU",
+      SPEC_MEMBER(internal_sync_cycles));
+  add("external_sync_cycles", U::cycles, 0, kCycles, "cycles of a sync across IPUs",
+      SPEC_MEMBER(external_sync_cycles));
+  add("ipu_link_bytes_per_second", U::bytes_per_s, 1'000'000, kBig,
+      "IPU-Link bandwidth between neighbouring IPUs, each direction",
+      SPEC_MEMBER(ipu_link_bytes_per_second));
+  add("ipu_link_latency_cycles", U::cycles, 0, kCycles, "IPU-Link latency per hop",
+      SPEC_MEMBER(ipu_link_latency_cycles));
+  add("host_bytes_per_second", U::bytes_per_s, 1'000'000, kBig,
+      "PCIe host bandwidth, each direction", SPEC_MEMBER(host_bytes_per_second));
+  add("host_latency_cycles", U::cycles, 0, kCycles, "host transfer latency",
+      SPEC_MEMBER(host_latency_cycles));
+  add("max_ipus", U::count, 1, 4096, "largest num_ipus of a system", SPEC_MEMBER(max_ipus));
+  add("ipus_per_gateway", U::count, 1, 4096,
+      "IPUs per machine behind one IPU-Gateway; links between machines are GW-Links",
+      SPEC_MEMBER(ipus_per_gateway));
+  add("gw_link_bytes_per_second", U::bytes_per_s, 1'000'000, kBig,
+      "GW-Link bandwidth between machines, each direction", SPEC_MEMBER(gw_link_bytes_per_second));
+  add("tile_base_code_bytes", U::bytes, 0, 64 * kMiB,
+      "always-live code per tile (runtime, supervisor, stacks)", SPEC_MEMBER(tile_base_code_bytes));
+  add("vertex_code_bytes", U::bytes, 0, 64 * kMiB, "code per distinct vertex type on a tile",
+      SPEC_MEMBER(vertex_code_bytes));
+  add("vertex_state_bytes", U::bytes, 0, kMiB, "state per vertex instance",
+      SPEC_MEMBER(vertex_state_bytes));
+  add("compute_set_code_bytes", U::bytes, 0, kMiB, "control code per compute set on a tile",
+      SPEC_MEMBER(compute_set_code_bytes));
+  add("exchange_code_bytes", U::bytes, 0, kMiB, "exchange code per exchange on a tile",
+      SPEC_MEMBER(exchange_code_bytes));
+  return t;
 }
 
 using Sources = std::map<std::string, std::string>;
@@ -238,57 +232,21 @@ IpuSpec make_gc2() {
   return s;
 }
 
-uint64_t parse_u64(const std::string& field, const std::string& text) {
-  size_t pos = 0;
-  unsigned long long v = 0;
-  bool ok = !text.empty() && text[0] != '-';
-  try {
-    // Accept "1.33e9"-style numbers as long as they are whole.
-    if (ok && text.find_first_of(".eE") != std::string::npos) {
-      double d = std::stod(text, &pos);
-      ok = pos == text.size() && d >= 0 && d < 1.8e19 &&
-           d == static_cast<double>(static_cast<uint64_t>(d));
-      v = ok ? static_cast<uint64_t>(d) : 0;
-    } else if (ok) {
-      v = std::stoull(text, &pos);
-      ok = pos == text.size();
-    }
-  } catch (const std::exception&) {
-    ok = false;
-  }
-  if (!ok)
-    throw SpecError(
-        fmt::format("ipu-emu: field '{}' must be a non-negative integer, got '{}'", field, text));
-  return v;
-}
-
-void set_field(IpuSpec& s, const Field& f, uint64_t v, const std::string& origin) {
-  s.*(f.member) = v;
-  s.sources[f.name] = origin;
-}
-
 void apply_json(IpuSpec& s, const nlohmann::json& j, const std::string& origin, bool require_all) {
   std::map<std::string, bool> seen;
   for (const auto& [key, value] : j.items()) {
     if (key == "base" || key == "name" || key == "description") continue;
-    const Field* f = find_field(key);
-    if (!f)
-      throw SpecError(fmt::format("ipu-emu: {}: unknown field '{}' (fields: name, base, {})",
-                                  origin, key, field_list()));
-    std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-    if (!value.is_number() && !value.is_string())
-      throw SpecError(fmt::format("ipu-emu: {}: field '{}' must be a number, got {}", origin, key,
-                                  value.dump()));
-    set_field(s, *f, parse_u64(key, text), "[" + origin + "]");
+    spec_fields().set_json(s, key, value, origin);
+    s.sources[key] = "[" + origin + "]";
     seen[key] = true;
   }
   if (require_all)
-    for (const auto& f : fields())
-      if (!seen.count(f.name))
+    for (const auto& f : spec_fields().fields())
+      if (!seen.count(f.info.name))
         throw SpecError(
             fmt::format("ipu-emu: {}: missing field '{}' ({}); give every field or \"base\": "
                         "\"gc200\" to start from a preset",
-                        origin, f.name, f.help));
+                        origin, f.info.name, f.info.help));
 }
 
 }  // namespace
@@ -300,13 +258,9 @@ uint64_t IpuSpec::cycles_for(uint64_t bytes, uint64_t bytes_per_second) const {
   return static_cast<uint64_t>((num + bytes_per_second - 1) / bytes_per_second);
 }
 
-const std::vector<std::pair<std::string, std::string>>& spec_fields() {
-  static const std::vector<std::pair<std::string, std::string>> out = [] {
-    std::vector<std::pair<std::string, std::string>> v;
-    for (const auto& f : fields()) v.emplace_back(f.name, f.help);
-    return v;
-  }();
-  return out;
+const models::SpecFields<IpuSpec>& spec_fields() {
+  static const models::SpecFields<IpuSpec> table = make_fields();
+  return table;
 }
 
 std::vector<std::string> preset_names() {
@@ -363,22 +317,14 @@ IpuSpec resolve_specs(const std::string& arg) {
 
 void apply_overrides(IpuSpec& specs, const std::map<std::string, std::string>& overrides) {
   for (const auto& [key, value] : overrides) {
-    const Field* f = find_field(key);
-    if (!f)
-      throw SpecError(fmt::format("ipu-emu: unknown preset field '{}' in --set (fields: {})", key,
-                                  field_list()));
-    set_field(specs, *f, parse_u64(key, value), "[override]");
+    spec_fields().set_text(specs, key, value, "--set");
+    specs.sources[key] = "[override]";
   }
   validate(specs);
 }
 
 void validate(const IpuSpec& s) {
-  for (const auto& f : fields()) {
-    uint64_t v = s.*(f.member);
-    if (v < f.min || v > f.max)
-      throw SpecError(fmt::format("ipu-emu: {}: field '{}' ({}) = {} is out of range [{}, {}]",
-                                  s.name, f.name, f.help, v, f.min, f.max));
-  }
+  spec_fields().check_ranges(s, s.name);
   if (s.vector_bytes_per_cycle % 4 != 0)
     throw SpecError(
         fmt::format("ipu-emu: {}: field 'vector_bytes_per_cycle' = {} must be a multiple of 4",
@@ -394,7 +340,7 @@ void validate(const IpuSpec& s) {
 std::string to_json(const IpuSpec& specs) {
   nlohmann::json j;
   j["name"] = specs.name;
-  for (const auto& f : fields()) j[f.name] = specs.*(f.member);
+  for (const auto& f : spec_fields().fields()) j[f.info.name] = f.get(specs);
   return j.dump();
 }
 

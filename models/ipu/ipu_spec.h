@@ -12,17 +12,15 @@
 
 #include <cstdint>
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "models/spec_fields.h"
+
 namespace mimic::models::ipu {
 
-// A bad preset name, JSON file or field value (the backend turns it into mimic::InvalidArgument).
-class SpecError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
+// A bad preset name, JSON file or field value.
+using SpecError = models::SpecError;
 
 struct IpuSpec {
   std::string name;
@@ -86,8 +84,8 @@ struct IpuSpec {
   uint64_t cycles_for(uint64_t bytes, uint64_t bytes_per_second) const;
 };
 
-// Field names, in documentation order, and a one-line description of each.
-const std::vector<std::pair<std::string, std::string>>& spec_fields();
+// Every settable field, in documentation order, with its unit, range and description.
+const models::SpecFields<IpuSpec>& spec_fields();
 
 // Preset names ("gc2", "gc200", "bow") and lookup; throws SpecError listing the presets.
 std::vector<std::string> preset_names();

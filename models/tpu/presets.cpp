@@ -4,7 +4,7 @@
 // [assumed] with the reasoning; they are the first thing to revisit when a measurement disagrees.
 #include <fmt/format.h>
 
-#include "base/error.h"
+#include "models/spec_fields.h"
 #include "models/tpu/tpu_spec.h"
 
 namespace mimic::models::tpu {
@@ -286,9 +286,8 @@ TpuSpec preset(const std::string& name) {
   else if (name == "edge")
     s = edge();
   else
-    throw InvalidArgument(
-        fmt::format("tpu-emu: unknown preset '{}' (presets: {}; or a .json chip file)", name,
-                    fmt::join(preset_names(), ", ")));
+    throw SpecError(fmt::format("tpu-emu: unknown preset '{}' (presets: {}; or a .json chip file)",
+                                name, fmt::join(preset_names(), ", ")));
   validate(s);
   return s;
 }

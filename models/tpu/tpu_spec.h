@@ -18,7 +18,12 @@
 #include <string>
 #include <vector>
 
+#include "models/spec_fields.h"
+
 namespace mimic::models::tpu {
+
+using models::SpecError;
+using models::SpecFields;
 
 // Which operand stays in the array while the other streams through (Kung; SCALE-Sim's names).
 enum class Dataflow { weight_stationary, output_stationary, input_stationary };
@@ -99,25 +104,24 @@ struct TpuSpec {
   std::string summary() const;  // "4x128x128 MXU x 2 cores, 1050 MHz, 275 TFLOP/s, HBM 1200 GB/s"
 };
 
-// Throws InvalidArgument naming the first inconsistent field ("tpu spec 'x': mxu.rows must be >
-// 0").
+// Throws SpecError naming the first field out of its range or inconsistent with another.
 void validate(const TpuSpec& spec);
 
 // The built-in presets: v1, v2, v3, v4, v5e, v6e, edge.
 std::vector<std::string> preset_names();
-// Throws InvalidArgument listing the presets when `name` is not one.
+// Throws SpecError listing the presets when `name` is not one.
 TpuSpec preset(const std::string& name);
 bool is_preset(const std::string& name);
 
 // JSON: {"base": "v4", "name": "...", "mxu": {"rows": 64}, ...}. Without "base" every field must
-// be given. Errors (InvalidArgument) name the file and the field.
+// be given. Errors (SpecError) name the file and the field.
 TpuSpec spec_from_json_text(const std::string& text, const std::string& origin);
 TpuSpec spec_from_json_file(const std::string& path);
 // Applies "mxu.rows" -> "64" style overrides (values parsed per field type) and re-validates.
 void apply_overrides(TpuSpec& spec, const std::map<std::string, std::string>& overrides);
 // Canonical JSON of every field (round-trips through spec_from_json_text).
 std::string spec_to_json(const TpuSpec& spec);
-// Dotted names of every settable field, for error messages and help.
-std::vector<std::string> spec_fields();
+// Every settable field (dotted names), with its kind, unit, range and description.
+const SpecFields<TpuSpec>& spec_fields();
 
 }  // namespace mimic::models::tpu

@@ -100,13 +100,16 @@ TEST(TpuSpecJson, ErrorsNameTheField) {
   EXPECT_NE(
       err(R"({"base": "v4", "mxu": {"rows": "big"}})").find("field 'mxu.rows' must be an integer"),
       std::string::npos);
-  EXPECT_NE(
-      err(R"({"base": "v4", "mxu": {"rows": -3}})").find("field 'mxu.rows' must be >= 1, got -3"),
-      std::string::npos);
+  EXPECT_NE(err(R"({"base": "v4", "mxu": {"rows": -3}})")
+                .find("field 'mxu.rows' (systolic array rows, the reduction dimension) must be in "
+                      "[1, 4096], got -3"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"base": "v4", "clock_hz": 0})").find("must be in [1, 1000000000000] Hz, got 0"),
+            std::string::npos);
   EXPECT_NE(err(R"({"base": "v4", "mxu": {"rows": 2.5}})").find("field 'mxu.rows'"),
             std::string::npos);
   EXPECT_NE(err(R"({"base": "v4", "mxu": {"dataflow": "xs"}})")
-                .find("'mxu.dataflow' must be ws, os or is"),
+                .find("'mxu.dataflow' must be one of ws, os, is"),
             std::string::npos);
   EXPECT_NE(err(R"({"base": "v4", "activations_on_chip": 1})")
                 .find("'activations_on_chip' must be true or false"),
@@ -146,7 +149,7 @@ TEST(TpuSpecOverrides, ParsePerFieldTypeAndRevalidate) {
   EXPECT_NE(err({{"mxu.rowz", "1"}}).find("unknown field 'mxu.rowz'"), std::string::npos);
   EXPECT_NE(err({{"mxu.rows", "many"}}).find("field 'mxu.rows' must be an integer, got 'many'"),
             std::string::npos);
-  EXPECT_NE(err({{"mxu.rows", "0"}}).find("field 'mxu.rows' must be >= 1"), std::string::npos);
+  EXPECT_NE(err({{"mxu.rows", "0"}}).find("must be in [1, 4096], got 0"), std::string::npos);
   EXPECT_NE(err({{"mxu.rows", "1e999"}}).find("must be an integer, got '1e999'"),
             std::string::npos);
   EXPECT_NE(err({{"mxu.weight_double_buffering", "maybe"}}).find("must be true or false"),
