@@ -81,7 +81,7 @@ void check_loss(const Graph& g, ValueId loss) {
 }
 
 // The rule of node `n` as the op table's gradient column says, or nullptr when no gradient flows
-// through it; an op without a rule is refused by name.
+// through it; an op whose rule is not registered is refused by name.
 GradRule rule_for(const Node& n, const Graph& g) {
   switch (op_gradient(n.op)) {
     case OpGradient::zero:
@@ -92,8 +92,6 @@ GradRule rule_for(const Node& n, const Graph& g) {
                       "first (unroll_recurrent)",
                       op_name(n.op), describe(g, n)),
           {op_name(n.op)});
-    case OpGradient::missing:
-      break;
     case OpGradient::rule:
       if (GradRule rule = find_grad_rule(n.op)) return rule;
       break;

@@ -196,6 +196,34 @@ void depth_space_rule(GradContext& c) {
   }
 }
 
+// ScatterND: data's gradient is dy with the written slices cleared (reduction none) or dy itself
+// (add); the updates' gradient is dy read at each index tuple (PyTorch's index_put rule), gathered
+// from dy flattened to [rows, slice...] at the tuple's row-major row number.
+void scatter_nd_rule(GradContext& c) {
+  auto& b = c.b;
+  std::string reduction = c.attrs().get_string("reduction", "none");
+  if (reduction == "mul") c.unsupported("no gradient rule for ScatterND with reduction 'mul'");
+  if (c.needs(0))
+    c.set(0, reduction == "add"
+                 ? c.dy()
+                 : b.op(OpType::ScatterND, {c.dy(), c.x(1), b.zeros(b.type(c.x(2)))}));
+  if (!c.needs(2)) return;
+  Shape data = c.x_shape(0), idx = c.x_shape(1);
+  int k = static_cast<int>(idx[idx.rank() - 1]);
+  std::vector<int64_t> dims(data.dims().begin(), data.dims().begin() + k), strides(k);
+  std::vector<int64_t> table{1};
+  for (int d = k - 1; d >= 0; --d) {
+    strides[d] = table[0];
+    table[0] *= data[d];
+  }
+  for (int d = k; d < data.rank(); ++d) table.push_back(data[d]);
+  ValueId i = c.x(1);
+  ValueId negative = b.cast(b.op(OpType::Less, {i, b.scalar(0, DType::i64)}), DType::i64);
+  i = b.add(i, b.mul(negative, b.ints(dims)));  // -1 is the last row, as in the kernels
+  ValueId rows = b.reduce_sum(b.mul(i, b.ints(strides)), {idx.rank() - 1}, false);
+  c.set(2, b.op(OpType::Gather, {b.reshape(c.dy(), Shape(table)), rows}, {{"axis", int64_t{0}}}));
+}
+
 // Trilu keeps a triangle: its gradient keeps the same triangle of dy.
 void trilu_rule(GradContext& c) {
   std::vector<ValueId> inputs{c.dy()};
@@ -235,6 +263,8 @@ GradRule shape_grad_rule(OpType op) {
       return depth_space_rule;
     case OpType::Trilu:
       return trilu_rule;
+    case OpType::ScatterND:
+      return scatter_nd_rule;
     default:
       return nullptr;
   }

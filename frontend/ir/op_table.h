@@ -13,7 +13,8 @@
 //             differences by tests/unit/autodiff_cases.cpp), `zero` (integer, boolean or
 //             piecewise-constant results, or results that depend on shapes only: no gradient
 //             flows, as in PyTorch), `unrolled` (differentiated through its unrolling into
-//             primitive ops, recurrent_expand.h), `missing` (autodiff refuses it by name).
+//             primitive ops, recurrent_expand.h). A rule may still refuse a variant by name
+//             (ScatterND with reduction 'mul', Dropout in training mode outside a train step).
 //   epilogue  `yes` for the activations a matrix unit's epilogue may apply to a MatMul, Gemm or
 //             Conv result before it is stored (each backend maps the ones its hardware has).
 //
@@ -121,7 +122,7 @@
   X(Slice,           data,   3, 5, 1, 1, slice, rule, no) \
   X(Gather,          data,   2, 2, 1, 1, gather, rule, no) \
   X(GatherElements,  data,   2, 2, 1, 1, gather_elements, rule, no) \
-  X(ScatterND,       data,   3, 3, 1, 1, scatter_nd, missing, no) \
+  X(ScatterND,       data,   3, 3, 1, 1, scatter_nd, rule, no) \
   X(Squeeze,         data,   1, 2, 1, 1, squeeze, rule, no) \
   X(Unsqueeze,       data,   2, 2, 1, 1, unsqueeze, rule, no) \
   X(Pad,             data,   2, 4, 1, 1, pad, rule, no) \

@@ -31,7 +31,7 @@ enum class OpClass : uint8_t {
 };
 
 // How autodiff treats an op (the op table's gradient column).
-enum class OpGradient : uint8_t { rule, zero, unrolled, missing };
+enum class OpGradient : uint8_t { rule, zero, unrolled };
 
 const char* op_name(OpType op);
 int op_count();

@@ -303,6 +303,21 @@ std::vector<Case> shape_cases() {
       depth_space(OpType::DepthToSpace, Shape({2, 8, 2, 3}),
                   {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}),
       depth_space(OpType::SpaceToDepth, Shape({2, 3, 4, 6}), {{"blocksize", int64_t{2}}}),
+      {"ScatterND",
+       {{Shape({4, 3, 2})}, {Shape({2, 2})}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         std::vector<int64_t> at{3, -1, 0, 1};  // rows [3, 2] and [0, 1]
+         ValueId idx =
+             b.graph().add_constant("idx", ir::HostTensor::from(Shape({2, 2}), at.data()));
+         return b.op(OpType::ScatterND, {x[0], idx, x[1]});
+       }},
+      {"ScatterND add, one index",
+       {{Shape({4, 3})}, {Shape({3})}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         std::vector<int64_t> at{2};
+         ValueId idx = b.graph().add_constant("idx", ir::HostTensor::from(Shape({1}), at.data()));
+         return b.op(OpType::ScatterND, {x[0], idx, x[1]}, {{"reduction", std::string("add")}});
+       }},
       one("Trilu", Shape({2, 3, 4}),
           [](GraphBuilder& b, ValueId x) {
             return b.op(OpType::Trilu, {x, b.scalar(1.0, DType::i64)}, {{"upper", int64_t{0}}});

@@ -76,14 +76,16 @@ TEST(Autodiff, MissingRuleIsAOneLineErrorNamingOpAndNode) {
   ValueId scattered = b.op(
       OpType::ScatterND,
       {x, g.add_constant("i", ir::HostTensor::from(Shape({1, 1}), std::vector<int64_t>{1}.data())),
-       b.scale(b.reduce_sum(x, {0}, true), 2.0)});
+       b.scale(b.reduce_sum(x, {0}, true), 2.0)},
+      {{"reduction", std::string("mul")}});
   ValueId y = b.reduce_sum(scattered, {0}, false);
   try {
     ir::append_gradients(g, y, {x});
     FAIL() << "no error";
   } catch (const UnsupportedOpError& e) {
     std::string m = e.what();
-    EXPECT_NE(m.find("no gradient rule for op ScatterND"), std::string::npos) << m;
+    EXPECT_NE(m.find("no gradient rule for ScatterND with reduction 'mul'"), std::string::npos)
+        << m;
     EXPECT_NE(m.find("t/ScatterND"), std::string::npos) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos);
   }

@@ -188,13 +188,15 @@ TEST(TrainStep, MissingGradientRuleNamesTheOpAndNode) {
   auto h = g.add_node(ir::OpType::MatMul, "fc", {x, wv});
   ir::ValueId indices = g.add_constant("row", ir::HostTensor::from(Shape({1, 1}), row.data()));
   ir::ValueId updates = g.add_constant("zeros", ir::HostTensor::from(Shape({1, 3}), zeros.data()));
-  auto y = g.add_node(ir::OpType::ScatterND, "clear_row", {h[0], indices, updates});
+  auto y = g.add_node(ir::OpType::ScatterND, "clear_row", {h[0], indices, updates},
+                      {{"reduction", std::string("mul")}});
   g.add_output(y[0]);
   TrainOptions o;
   EXPECT_EQ(error_of([&] {
               TrainStep(g, {{"w", w}}, Device("cpu"), o);
             }),
-            "autodiff: no gradient rule for op ScatterND (node 'clear_row' (ScatterND))");
+            "autodiff: node 'clear_row' (ScatterND): no gradient rule for ScatterND with reduction "
+            "'mul'");
 }
 
 // x = ones [8, 16], W = ones [16, 8]: every output is 16 before dropout, 32 or 0 after (ratio
