@@ -8,6 +8,8 @@
 
 #include "backends/common.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/loop_fusion.h"
+#include "backends/cpu/onednn_plan.h"
 #include "backends/cpu/onednn_program.h"
 #include "base/error.h"
 #include "base/numeric_formats.h"
@@ -111,15 +113,16 @@ class CpuExecutable final : public Executable {
  public:
   CpuExecutable(const ir::Graph& g, KernelPath path) : graph_(g) {
     report_.device = "cpu";
-    if (path == KernelPath::onednn) program_ = std::make_unique<onednn::Program>(graph_);
+    if (path == KernelPath::onednn) build_fast_path();
     report_.notes.push_back(
-        program_ ? fmt::format("kernels=onednn: {} oneDNN steps", program_->num_groups())
-                 : "kernels=reference");
+        program_
+            ? fmt::format("kernels=onednn: {} oneDNN steps, {} loop-fused groups of {} nodes",
+                          program_->num_groups(), fusion_->num_groups(), fusion_->fused_nodes())
+            : "kernels=reference");
     last_use_.assign(g.num_values(), -1);
     for (int i = 0; i < g.num_nodes(); ++i)
       for (ir::ValueId v : g.node(i).inputs)
-        if (v != ir::kNoValue)
-          last_use_[v] = std::max(last_use_[v], program_ ? program_->run_index(i) : i);
+        if (v != ir::kNoValue) last_use_[v] = std::max(last_use_[v], run_index(i));
     for (ir::ValueId v : g.outputs()) last_use_[v] = g.num_nodes();
     for (int i = 0; i < g.num_nodes(); ++i) {
       const ir::Node& n = g.node(i);
@@ -181,12 +184,34 @@ class CpuExecutable final : public Executable {
   const CompileReport& compile_report() const override { return report_; }
 
  private:
-  // Runs node i: a oneDNN group at its last member (its other members do nothing), else the
-  // node's reference kernel.
+  // oneDNN groups, then loop fusion of the elementwise nodes they left.
+  void build_fast_path() {
+    std::vector<bool> taken(graph_.num_nodes(), false);
+    for (const onednn::Group& grp : onednn::plan_groups(graph_))
+      for (int n : grp.nodes) taken[n] = true;
+    fusion_ = std::make_unique<LoopFusion>(graph_, [&](int i) { return !taken[i]; });
+    program_ =
+        std::make_unique<onednn::Program>(graph_, [this](int i) { return fusion_->run_index(i); });
+  }
+
+  // The node index at which node i's inputs are read: its group's last member, else i.
+  int run_index(int i) const {
+    if (program_ && program_->in_group(i)) return program_->run_index(i);
+    return fusion_ ? fusion_->run_index(i) : i;
+  }
+
+  // Runs node i: a oneDNN or loop-fused group at its last member (its other members do
+  // nothing), else the node's reference kernel.
   void run_node_at(int i, std::vector<ir::HostTensor>& values, onednn::RunState* run) const {
     const ir::Node& n = graph_.node(i);
     if (program_ && program_->in_group(i)) {
       if (program_->runs_group(i)) program_->run_group(i, *run);
+      return;
+    }
+    if (fusion_ && fusion_->in_group(i)) {
+      if (fusion_->run_index(i) != i) return;
+      for (ir::ValueId v : fusion_->inputs(i)) program_->ensure_plain(v, *run);
+      fusion_->run(i, values);
       return;
     }
     std::vector<const ir::HostTensor*> in;
@@ -212,8 +237,7 @@ class CpuExecutable final : public Executable {
 
   void release_dead_values(std::vector<ir::HostTensor>& values, onednn::RunState* run,
                            int node) const {
-    int at = program_ ? program_->run_index(node) : node;
-    if (at != node) return;  // a group member: its inputs are read when the group runs
+    if (run_index(node) != node) return;  // a group member: its inputs are read when it runs
     for (int m : members(node))
       for (ir::ValueId v : graph_.node(m).inputs)
         if (v != ir::kNoValue && last_use_[v] == node && !graph_.value(v).constant) {
@@ -225,6 +249,7 @@ class CpuExecutable final : public Executable {
   // The nodes whose inputs are read at node i: its group's members, or i alone.
   std::vector<int> members(int i) const {
     if (program_ && program_->runs_group(i)) return program_->group_nodes(i);
+    if (fusion_ && fusion_->in_group(i)) return fusion_->members(i);
     return {i};
   }
 
@@ -244,6 +269,7 @@ class CpuExecutable final : public Executable {
   }
 
   ir::Graph graph_;
+  std::unique_ptr<LoopFusion> fusion_;
   std::unique_ptr<onednn::Program> program_;
   std::vector<int> last_use_;
   std::vector<sim::OpDesc> ops_;

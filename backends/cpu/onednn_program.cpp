@@ -18,7 +18,7 @@ memory wrap(const memory::desc& md, ir::HostTensor& t) {
 
 }  // namespace
 
-Program::Program(const ir::Graph& g) : g_(g) {
+Program::Program(const ir::Graph& g, const std::function<int(int)>& reader_index) : g_(g) {
   step_of_node_.assign(g.num_nodes(), -1);
   blocked_md_.resize(g.num_values());
   plain_md_.resize(g.num_values());
@@ -27,7 +27,8 @@ Program::Program(const ir::Graph& g) : g_(g) {
   std::vector<int> last_use(g.num_values(), -1);
   for (int i = 0; i < g.num_nodes(); ++i)
     for (ir::ValueId v : g.node(i).inputs)
-      if (v != ir::kNoValue) last_use[v] = std::max(last_use[v], run_index(i));
+      if (v != ir::kNoValue)
+        last_use[v] = std::max(last_use[v], in_group(i) ? run_index(i) : reader_index(i));
   for (ir::ValueId v : g.outputs()) last_use[v] = g.num_nodes();
   for (size_t s = 0; s < steps_.size(); ++s) prepare(static_cast<int>(s), last_use);
   // Blocked values read by reference kernels or by the caller get a reorder back to plain.

@@ -4,6 +4,7 @@
 // row-major tensor) only when a reference kernel or the caller reads it.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "backends/cpu/onednn_ops.h"
@@ -21,8 +22,9 @@ struct RunState {
 
 class Program {
  public:
-  // `g` must outlive the program (the executable owns both).
-  explicit Program(const ir::Graph& g);
+  // `g` must outlive the program (the executable owns both). A node outside the program's
+  // groups reads its inputs at reader_index(node) (a loop-fused group runs at its last member).
+  Program(const ir::Graph& g, const std::function<int(int)>& reader_index);
 
   bool in_group(int node) const { return step_of_node_[node] >= 0; }
   // The node index at which `node`'s inputs are read: its group's last member, else itself.

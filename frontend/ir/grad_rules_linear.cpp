@@ -90,17 +90,23 @@ ValueId channel_major_windows(GraphBuilder& b, ValueId x, const Shape& out,
     axes.push_back(2 + i);
     steps.push_back(w.strides[i]);
   }
-  ValueId xp = b.op(OpType::Pad, {b.transpose(x, perm), b.ints(pads)});
+  ValueId xp = b.transpose(x, perm);
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
+    xp = b.op(OpType::Pad, {xp, b.ints(pads)});
+  const Shape padded = b.shape(xp);
   std::vector<ValueId> parts;
   std::vector<int64_t> k(r, 0);
   do {
     std::vector<int64_t> starts, ends;
+    bool whole = true;  // a 1x1 window at stride 1 reads all of xp: no Slice
     for (int i = 0; i < r; ++i) {
       starts.push_back(k[i] * w.dilations[i]);
       ends.push_back(starts.back() + w.strides[i] * (out[2 + i] - 1) + 1);
+      whole = whole && starts[i] == 0 && steps[i] == 1 && ends[i] == padded[2 + i];
     }
-    ValueId s =
-        b.op(OpType::Slice, {xp, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)});
+    ValueId s = whole ? xp
+                      : b.op(OpType::Slice,
+                             {xp, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)});
     parts.push_back(b.op(OpType::Unsqueeze, {s, b.ints({1})}));
   } while (next_offset(k, w.kernel));
   return parts.size() == 1 ? parts[0] : b.op(OpType::Concat, parts, {{"axis", int64_t{1}}});

@@ -1,0 +1,253 @@
+#include "backends/cpu/loop_fusion.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "backends/cpu/tensor_iter.h"
+
+namespace mimic::backends::cpu {
+namespace {
+
+using ir::DType;
+using ir::OpType;
+
+constexpr int64_t kBlock = 1024;  // elements per slot: every slot of a group stays in L1/L2
+
+bool is_comparison(OpType op) {
+  return op == OpType::Greater || op == OpType::Less || op == OpType::GreaterOrEqual ||
+         op == OpType::LessOrEqual || op == OpType::Equal;
+}
+
+// Whether node `n` computes what the group evaluator computes (the reference kernels' f32 math).
+bool fusable(const ir::Graph& g, const ir::Node& n) {
+  if (n.outputs.size() != 1) return false;
+  const ir::Value& out = g.value(n.outputs[0]);
+  if (!out.typed || out.type.shape.is_symbolic()) return false;
+  for (ir::ValueId v : n.inputs)
+    if (v == ir::kNoValue) return false;
+  auto in = [&](int i) { return g.value(n.inputs[i]).type.dtype; };
+  DType o = out.type.dtype;
+  switch (n.op) {
+    case OpType::Add:
+    case OpType::Sub:
+    case OpType::Mul:
+    case OpType::Div:
+      return o == DType::f32 && in(0) == DType::f32 && in(1) == DType::f32;
+    case OpType::Where:
+      return o == DType::f32 && in(0) == DType::boolean && in(1) == DType::f32 &&
+             in(2) == DType::f32;
+    case OpType::Cast:
+      return o == DType::f32 && (in(0) == DType::f32 || in(0) == DType::boolean);
+    case OpType::Expand:  // a broadcast read of input 0; the shape input is not data
+      return o == DType::f32 && in(0) == DType::f32;
+    case OpType::Not:
+    case OpType::IsNaN:
+    case OpType::IsInf:
+    case OpType::Identity:
+    case OpType::Dropout:
+    case OpType::Clip:
+      return false;
+    default:
+      if (is_comparison(n.op))
+        return o == DType::boolean && in(0) == DType::f32 && in(1) == DType::f32;
+      return ir::is_unary_elementwise(n.op) && n.num_inputs() == 1 && o == DType::f32 &&
+             in(0) == DType::f32;
+  }
+}
+
+// The inputs a member reads elementwise (Expand's target shape is not one).
+std::vector<ir::ValueId> data_inputs(const ir::Node& n) {
+  if (n.op == OpType::Expand) return {n.inputs[0]};
+  return n.inputs;
+}
+
+// Elements [offset, offset + n * stride) of `t` as floats: a pointer into `t` when they are
+// contiguous f32, else copied (broadcast, strided or bool) into `scratch`.
+const float* load(const ir::HostTensor& t, int64_t offset, int64_t stride, int64_t n,
+                  float* scratch) {
+  if (t.dtype() == DType::boolean) {
+    const bool* b = t.data<bool>() + offset;
+    for (int64_t j = 0; j < n; ++j) scratch[j] = b[j * stride] ? 1.0f : 0.0f;
+    return scratch;
+  }
+  const float* f = t.data<float>() + offset;
+  if (stride == 1) return f;
+  if (stride == 0) {
+    std::fill(scratch, scratch + n, f[0]);
+  } else {
+    for (int64_t j = 0; j < n; ++j) scratch[j] = f[j * stride];
+  }
+  return scratch;
+}
+
+template <typename Fn>
+void each(float* o, int64_t n, Fn fn) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) o[j] = fn(j);
+}
+
+// o = op(a, b, c) over n elements; booleans are 0 and 1.
+void eval(OpType op, const ir::UnaryAttrs& attrs, float* o, const float* a, const float* b,
+          const float* c, int64_t n) {
+  switch (op) {
+    case OpType::Add:
+      return each(o, n, [&](int64_t j) { return a[j] + b[j]; });
+    case OpType::Sub:
+      return each(o, n, [&](int64_t j) { return a[j] - b[j]; });
+    case OpType::Mul:
+      return each(o, n, [&](int64_t j) { return a[j] * b[j]; });
+    case OpType::Div:
+      return each(o, n, [&](int64_t j) { return a[j] / b[j]; });
+    case OpType::Greater:
+      return each(o, n, [&](int64_t j) { return a[j] > b[j] ? 1.0f : 0.0f; });
+    case OpType::Less:
+      return each(o, n, [&](int64_t j) { return a[j] < b[j] ? 1.0f : 0.0f; });
+    case OpType::GreaterOrEqual:
+      return each(o, n, [&](int64_t j) { return a[j] >= b[j] ? 1.0f : 0.0f; });
+    case OpType::LessOrEqual:
+      return each(o, n, [&](int64_t j) { return a[j] <= b[j] ? 1.0f : 0.0f; });
+    case OpType::Equal:
+      return each(o, n, [&](int64_t j) { return a[j] == b[j] ? 1.0f : 0.0f; });
+    case OpType::Where:
+      return each(o, n, [&](int64_t j) { return a[j] != 0.0f ? b[j] : c[j]; });
+    case OpType::Cast:
+    case OpType::Expand:
+      return each(o, n, [&](int64_t j) { return a[j]; });
+    case OpType::Relu:
+      return each(o, n, [&](int64_t j) { return a[j] > 0 ? a[j] : 0.0f; });
+    case OpType::Neg:
+      return each(o, n, [&](int64_t j) { return -a[j]; });
+    default:
+      for (int64_t j = 0; j < n; ++j) o[j] = ir::unary_float<float>(op, a[j], attrs);
+  }
+}
+
+}  // namespace
+
+LoopFusion::LoopFusion(const ir::Graph& g, const std::function<bool(int)>& available)
+    : g_(g), group_of_(g.num_nodes(), -1), consumers_(g.num_values()) {
+  for (int i = 0; i < g.num_nodes(); ++i) {
+    eligible_.push_back(available(i) && fusable(g, g.node(i)));
+    for (ir::ValueId v : g.node(i).inputs)
+      if (v != ir::kNoValue) consumers_[v].push_back(i);
+  }
+  for (int i = g.num_nodes() - 1; i >= 0; --i)
+    if (eligible_[i] && group_of_[i] < 0) grow(i);
+}
+
+// Adds to the group of `root` every eligible producer of a member whose output has root's shape,
+// is no graph output and is read by members only; a group of one node is dropped.
+void LoopFusion::grow(int root) {
+  const int id = static_cast<int>(groups_.size());
+  const ir::Shape& shape = g_.value(g_.node(root).outputs[0]).type.shape;
+  std::set<ir::ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
+  std::vector<int> members{root}, work{root};
+  group_of_[root] = id;
+  while (!work.empty()) {
+    int m = work.back();
+    work.pop_back();
+    for (ir::ValueId v : data_inputs(g_.node(m))) {
+      int p = g_.value(v).producer;
+      if (p < 0 || !eligible_[p] || group_of_[p] >= 0 || outputs.count(v) ||
+          g_.value(v).type.shape != shape)
+        continue;
+      bool read_inside = std::all_of(consumers_[v].begin(), consumers_[v].end(),
+                                     [&](int c) { return group_of_[c] == id; });
+      if (!read_inside) continue;
+      group_of_[p] = id;
+      members.push_back(p);
+      work.push_back(p);
+    }
+  }
+  if (members.size() < 2) {
+    group_of_[root] = -1;
+    return;
+  }
+  std::sort(members.begin(), members.end());
+  Group grp;
+  grp.nodes = std::move(members);
+  compile(grp);
+  groups_.push_back(std::move(grp));
+}
+
+// Slots: the group's external inputs first, then one per member output, in graph order.
+void LoopFusion::compile(Group& grp) const {
+  std::map<ir::ValueId, int> slot;
+  std::set<ir::ValueId> produced;
+  for (int m : grp.nodes) produced.insert(g_.node(m).outputs[0]);
+  for (int m : grp.nodes)
+    for (ir::ValueId v : data_inputs(g_.node(m)))
+      if (!produced.count(v) && !slot.count(v)) {
+        slot[v] = static_cast<int>(grp.inputs.size());
+        grp.inputs.push_back(v);
+      }
+  int next = static_cast<int>(grp.inputs.size());
+  for (int m : grp.nodes) {
+    const ir::Node& n = g_.node(m);
+    Instr ins;
+    ins.op = n.op;
+    std::vector<ir::ValueId> in = data_inputs(n);
+    for (size_t k = 0; k < in.size(); ++k) ins.in[k] = slot.at(in[k]);
+    if (ir::is_unary_elementwise(n.op)) ins.attrs = ir::unary_attrs(n);
+    ins.out = next;
+    slot[n.outputs[0]] = next++;
+    grp.code.push_back(ins);
+  }
+}
+
+int LoopFusion::run_index(int node) const {
+  return group_of_[node] < 0 ? node : groups_[group_of_[node]].nodes.back();
+}
+
+int LoopFusion::fused_nodes() const {
+  int n = 0;
+  for (const Group& grp : groups_) n += static_cast<int>(grp.nodes.size());
+  return n;
+}
+
+void LoopFusion::run(int root, std::vector<ir::HostTensor>& values) const {
+  const Group& grp = groups_[group_of_[root]];
+  const ir::Value& result = g_.value(g_.node(root).outputs[0]);
+  ir::HostTensor out(result.type.dtype, result.type.shape);
+  std::vector<ir::Shape> shapes;
+  for (ir::ValueId v : grp.inputs) shapes.push_back(values[v].shape());
+  const BroadcastPlan plan = plan_broadcast(out.shape(), shapes);
+  const int64_t inner = plan.inner(), per_row = (inner + kBlock - 1) / kBlock;
+  const int64_t work = plan.outer() * per_row;
+  const int num_inputs = static_cast<int>(grp.inputs.size());
+  const int slots = num_inputs + static_cast<int>(grp.code.size());
+#pragma omp parallel if (work > 1 && out.numel() > 32768)
+  {
+    std::vector<float> scratch(static_cast<size_t>(slots) * kBlock);
+    std::vector<const float*> at(slots);
+    std::vector<int64_t> off;
+#pragma omp for schedule(static)
+    for (int64_t w = 0; w < work; ++w) {
+      plan.offsets(w / per_row, off);
+      const int64_t begin = w % per_row * kBlock, n = std::min(kBlock, inner - begin);
+      for (int k = 0; k < num_inputs; ++k) {
+        int64_t stride = plan.strides[k + 1].back();
+        at[k] = load(values[grp.inputs[k]], off[k + 1] + begin * stride, stride, n,
+                     scratch.data() + k * kBlock);
+      }
+      for (const Instr& ins : grp.code) {
+        float* o = scratch.data() + ins.out * kBlock;
+        auto arg = [&](int i) { return i < 0 ? nullptr : at[i]; };
+        eval(ins.op, ins.attrs, o, arg(ins.in[0]), arg(ins.in[1]), arg(ins.in[2]), n);
+        at[ins.out] = o;
+      }
+      const float* r = at[slots - 1];
+      if (out.dtype() == DType::boolean) {
+        bool* dst = out.data<bool>() + off[0] + begin;
+        for (int64_t j = 0; j < n; ++j) dst[j] = r[j] != 0.0f;
+      } else {
+        std::memcpy(out.data<float>() + off[0] + begin, r, n * sizeof(float));
+      }
+    }
+  }
+  values[g_.node(root).outputs[0]] = std::move(out);
+}
+
+}  // namespace mimic::backends::cpu

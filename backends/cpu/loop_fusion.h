@@ -1,0 +1,60 @@
+// Loop fusion on the cpu backend's fast path, as XLA's loop fusion: a group of elementwise nodes
+// (f32 unary maps, Add/Sub/Mul/Div, comparisons, Where, Cast from f32 or bool, Expand) that share
+// one output shape and whose intermediate values no node outside the group reads runs as one pass
+// over its output, a block of elements at a time, instead of one pass and one full tensor per
+// node. Training graphs are full of such chains (BatchNormalization's statistics and its
+// gradient, Relu's gradient mask). Each element gets the reference kernels' arithmetic, so results
+// are bitwise those of the unfused kernels.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "frontend/ir/graph.h"
+#include "frontend/ir/unary_math.h"
+
+namespace mimic::backends::cpu {
+
+class LoopFusion {
+ public:
+  // Groups of two or more nodes of `g` among those `available` says the fast path has not taken.
+  LoopFusion(const ir::Graph& g, const std::function<bool(int)>& available);
+
+  bool in_group(int node) const { return group_of_[node] >= 0; }
+  // The node at which `node`'s group runs (its last member), or `node` itself.
+  int run_index(int node) const;
+  // The members of `node`'s group in graph order.
+  const std::vector<int>& members(int node) const { return groups_[group_of_[node]].nodes; }
+  // The external inputs of the group that runs at `root`.
+  const std::vector<ir::ValueId>& inputs(int root) const { return groups_[group_of_[root]].inputs; }
+  int num_groups() const { return static_cast<int>(groups_.size()); }
+  int fused_nodes() const;
+
+  // Computes the output of the group whose last member is `root` from `values`.
+  void run(int root, std::vector<ir::HostTensor>& values) const;
+
+ private:
+  // One member: out = op(in...) over slots (external inputs first, then members' outputs).
+  struct Instr {
+    ir::OpType op;
+    int out = 0;
+    int in[3] = {-1, -1, -1};
+    ir::UnaryAttrs attrs;
+  };
+  struct Group {
+    std::vector<int> nodes;
+    std::vector<ir::ValueId> inputs;
+    std::vector<Instr> code;
+  };
+
+  void grow(int root);
+  void compile(Group& grp) const;
+
+  const ir::Graph& g_;
+  std::vector<int> group_of_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<bool> eligible_;
+  std::vector<Group> groups_;
+};
+
+}  // namespace mimic::backends::cpu

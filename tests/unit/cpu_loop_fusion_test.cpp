@@ -1,0 +1,99 @@
+// Loop fusion on the cpu backend's fast path (backends/cpu/loop_fusion.h): fused elementwise
+// groups give bitwise the reference kernels' results, with broadcast, boolean and constant
+// operands, and a group only takes values nothing outside it reads.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "frontend/api/compile.h"
+#include "frontend/api/random.h"
+#include "frontend/ir/graph_builder.h"
+
+namespace mimic {
+namespace {
+
+using ir::DType;
+using ir::GraphBuilder;
+using ir::OpType;
+using ir::Shape;
+using ir::ValueId;
+
+// "kernels=onednn: S oneDNN steps, G loop-fused groups of N nodes" -> {G, N}.
+std::pair<int, int> fused(const Executable& exe) {
+  for (const std::string& note : exe.compile_report().notes) {
+    size_t at = note.find("steps, ");
+    if (note.rfind("kernels=onednn", 0) == 0 && at != std::string::npos) {
+      int groups = 0, nodes = 0;
+      std::sscanf(note.c_str() + at, "steps, %d loop-fused groups of %d nodes", &groups, &nodes);
+      return {groups, nodes};
+    }
+  }
+  return {0, 0};
+}
+
+// Runs `g` fused and on the reference kernels: the outputs are bitwise equal.
+void expect_bitwise_reference(const ir::Graph& g, std::pair<int, int> want) {
+  CompileOptions ref;
+  ref.options["kernels"] = "reference";
+  Executable a = compile(g, "cpu"), b = compile(g, "cpu", ref);
+  EXPECT_EQ(fused(a), want) << g.name();
+  std::vector<ir::HostTensor> inputs = random_inputs(a.graph(), 5, 10);
+  RunOutput x = a.run(inputs), y = b.run(inputs);
+  ASSERT_EQ(x.outputs.size(), y.outputs.size());
+  for (size_t o = 0; o < x.outputs.size(); ++o) {
+    ASSERT_EQ(x.outputs[o].type(), y.outputs[o].type()) << g.name() << " output " << o;
+    EXPECT_EQ(std::memcmp(x.outputs[o].raw(), y.outputs[o].raw(), x.outputs[o].nbytes()), 0)
+        << g.name() << " output " << o;
+  }
+}
+
+// BatchNormalization in training mode as autodiff writes it: per-channel statistics broadcast
+// over [N, C, H, W], then normalize, scale, shift and Relu in one group.
+TEST(CpuLoopFusion, NormalizationChainsFuseBitwiseExact) {
+  ir::Graph g("bn_chain");
+  ValueId x = g.add_input("x", DType::f32, Shape({2, 3, 5, 7}));
+  ValueId gamma = g.add_input("gamma", DType::f32, Shape({1, 3, 1, 1}));
+  GraphBuilder b(g, "bn");
+  ValueId mean = b.reduce_mean(x, {0, 2, 3}, true);
+  ValueId centered = b.sub(x, mean);
+  ValueId var = b.reduce_mean(b.mul(centered, centered), {0, 2, 3}, true);
+  ValueId inv =
+      b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar(1e-5, DType::f32))})});
+  ValueId y = b.add(b.mul(b.mul(centered, inv), gamma), b.scalar(0.25, DType::f32));
+  g.add_output(b.op(OpType::Relu, {y}));
+  // centered has readers in two groups, so it stays a tensor; Mul, Mul, Add, Relu fuse, and so do
+  // the statistics' Add, Sqrt and Reciprocal.
+  expect_bitwise_reference(g, {2, 7});
+}
+
+// Relu's gradient: dy * cast(x > 0) with the mask a bool inside the group, and a Where.
+TEST(CpuLoopFusion, BooleanMasksAndWhereStayInsideTheGroup) {
+  ir::Graph g("relu_grad");
+  ValueId x = g.add_input("x", DType::f32, Shape({4, 1000}));
+  ValueId dy = g.add_input("dy", DType::f32, Shape({4, 1000}));
+  GraphBuilder b(g, "grad");
+  ValueId pos = b.op(OpType::Greater, {x, b.scalar(0.0, DType::f32)});
+  ValueId masked = b.mul(dy, b.cast(pos, DType::f32));
+  ValueId big = b.op(OpType::Less, {b.neg(masked), b.scalar(-0.5, DType::f32)});
+  g.add_output(b.op(OpType::Where, {big, b.op(OpType::Tanh, {masked}), b.scale(dy, 0.5)}));
+  expect_bitwise_reference(g, {1, 8});
+}
+
+// A comparison as the group's last node stores bool; a value read outside a group (here a graph
+// output) is never fused away.
+TEST(CpuLoopFusion, BoolResultsAndValuesReadOutsideTheGroup) {
+  ir::Graph g("outputs");
+  ValueId x = g.add_input("x", DType::f32, Shape({3, 4, 6}));
+  ValueId row = g.add_input("row", DType::f32, Shape({6}));
+  GraphBuilder b(g, "t");
+  ValueId s = b.op(OpType::Exp, {b.div(x, b.add(row, b.scalar(3.0, DType::f32)))});
+  g.add_output(s);
+  g.add_output(
+      b.op(OpType::GreaterOrEqual, {b.op(OpType::Sigmoid, {s}), b.scalar(0.6, DType::f32)}));
+  // {Add} alone does not fuse; {Div, Exp} and {Sigmoid, GreaterOrEqual} do.
+  expect_bitwise_reference(g, {2, 4});
+}
+
+}  // namespace
+}  // namespace mimic
