@@ -111,9 +111,9 @@ enum class KernelPath { reference, onednn };
 
 class CpuExecutable final : public Executable {
  public:
-  CpuExecutable(const ir::Graph& g, KernelPath path) : graph_(g) {
+  CpuExecutable(const ir::Graph& g, KernelPath path, bool loop_fusion) : graph_(g) {
     report_.device = "cpu";
-    if (path == KernelPath::onednn) build_fast_path();
+    if (path == KernelPath::onednn) build_fast_path(loop_fusion);
     report_.notes.push_back(
         program_
             ? fmt::format("kernels=onednn: {} oneDNN steps, {} loop-fused groups of {} nodes",
@@ -184,9 +184,10 @@ class CpuExecutable final : public Executable {
   const CompileReport& compile_report() const override { return report_; }
 
  private:
-  // oneDNN groups, then loop fusion of the elementwise nodes they left.
-  void build_fast_path() {
-    std::vector<bool> taken(graph_.num_nodes(), false);
+  // oneDNN groups, then (option fusion=on, the default) loop fusion of the elementwise nodes
+  // they left.
+  void build_fast_path(bool loop_fusion) {
+    std::vector<bool> taken(graph_.num_nodes(), !loop_fusion);
     for (const onednn::Group& grp : onednn::plan_groups(graph_))
       for (int n : grp.nodes) taken[n] = true;
     fusion_ = std::make_unique<LoopFusion>(graph_, [&](int i) { return !taken[i]; });
@@ -276,19 +277,29 @@ class CpuExecutable final : public Executable {
   CompileReport report_;
 };
 
-KernelPath kernel_path(const CompileOptions& options) {
+struct CpuOptions {
   KernelPath path = KernelPath::onednn;
+  bool loop_fusion = true;
+};
+
+CpuOptions cpu_options(const CompileOptions& options) {
+  CpuOptions o;
   for (const auto& [key, value] : options.options) {
-    if (key != "kernels")
+    if (key == "kernels" && (value == "onednn" || value == "reference")) {
+      o.path = value == "reference" ? KernelPath::reference : KernelPath::onednn;
+    } else if (key == "fusion" && (value == "on" || value == "off")) {
+      o.loop_fusion = value == "on";
+    } else if (key == "kernels" || key == "fusion") {
+      throw InvalidArgument(fmt::format("cpu: option {}='{}' must be {}", key, value,
+                                        key == "kernels" ? "onednn or reference" : "on or off"));
+    } else {
       throw InvalidArgument(fmt::format(
-          "cpu: unknown option '{}' (the cpu backend takes kernels=onednn|reference)", key));
-    if (value == "reference")
-      path = KernelPath::reference;
-    else if (value != "onednn")
-      throw InvalidArgument(
-          fmt::format("cpu: option kernels='{}' must be onednn or reference", value));
+          "cpu: unknown option '{}' (the cpu backend takes kernels=onednn|reference and "
+          "fusion=on|off)",
+          key));
+    }
   }
-  return path;
+  return o;
 }
 
 class CpuBackend final : public Backend {
@@ -302,7 +313,8 @@ class CpuBackend final : public Backend {
     return DeviceInfo{
         "cpu", "cpu", true, "",
         fmt::format(
-            "host CPU, {} threads, f32 oneDNN and reference kernels (kernels=onednn|reference)",
+            "host CPU, {} threads, f32 oneDNN and reference kernels (kernels=onednn|reference, "
+            "fusion=on|off)",
             omp_get_max_threads())};
   }
   bool supports_op(const ir::Graph& g, const ir::Node& n, const std::string&,
@@ -313,7 +325,8 @@ class CpuBackend final : public Backend {
                                       const CompileOptions& options) const override {
     DeviceInfo info = probe(arg);
     if (!info.available) throw InvalidArgument(info.reason);
-    return std::make_unique<CpuExecutable>(g, kernel_path(options));
+    CpuOptions o = cpu_options(options);
+    return std::make_unique<CpuExecutable>(g, o.path, o.loop_fusion);
   }
 };
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/random.h"
 #include "frontend/ir/graph_builder.h"
@@ -93,6 +94,26 @@ TEST(CpuLoopFusion, BoolResultsAndValuesReadOutsideTheGroup) {
       b.op(OpType::GreaterOrEqual, {b.op(OpType::Sigmoid, {s}), b.scalar(0.6, DType::f32)}));
   // {Add} alone does not fuse; {Div, Exp} and {Sigmoid, GreaterOrEqual} do.
   expect_bitwise_reference(g, {2, 4});
+}
+
+// fusion=off keeps the fast path's oneDNN steps and runs every elementwise node alone; a bad value
+// is a one-line error naming the option.
+TEST(CpuLoopFusion, OptionTurnsItOff) {
+  ir::Graph g("chain");
+  ValueId x = g.add_input("x", DType::f32, Shape({8, 8}));
+  GraphBuilder b(g, "t");
+  g.add_output(b.op(OpType::Tanh, {b.op(OpType::Exp, {x})}));
+  CompileOptions off;
+  off.options["fusion"] = "off";
+  EXPECT_EQ(fused(compile(g, "cpu")), std::make_pair(1, 2));
+  EXPECT_EQ(fused(compile(g, "cpu", off)), std::make_pair(0, 0));
+  off.options["fusion"] = "maybe";
+  try {
+    compile(g, "cpu", off);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), "cpu: option fusion='maybe' must be on or off");
+  }
 }
 
 }  // namespace
