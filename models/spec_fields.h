@@ -74,34 +74,15 @@ class SpecFields {
 
   template <typename At>
   void integer(FieldInfo info, At at) {
-    using Int = std::decay_t<decltype(at(std::declval<Spec&>()))>;
-    info.kind = FieldKind::integer;
-    add(
-        std::move(info),
-        [at](Spec& s, const nlohmann::json& v, const FieldInfo& f, const FieldOrigin& o) {
-          at(s) = static_cast<Int>(parse_integer(v, f, o));
-        },
-        at);
+    scalar(std::move(info), FieldKind::integer, at, parse_integer);
   }
   template <typename At>
   void flag(FieldInfo info, At at) {
-    info.kind = FieldKind::flag;
-    add(
-        std::move(info),
-        [at](Spec& s, const nlohmann::json& v, const FieldInfo& f, const FieldOrigin& o) {
-          at(s) = parse_flag(v, f, o);
-        },
-        at);
+    scalar(std::move(info), FieldKind::flag, at, parse_flag);
   }
   template <typename At>
   void text(FieldInfo info, At at) {
-    info.kind = FieldKind::text;
-    add(
-        std::move(info),
-        [at](Spec& s, const nlohmann::json& v, const FieldInfo& f, const FieldOrigin& o) {
-          at(s) = parse_string(v, f, o);
-        },
-        at);
+    scalar(std::move(info), FieldKind::text, at, parse_string);
   }
   // An enum given by name; the first name of a value is the one written out.
   template <typename At, typename E>
@@ -162,6 +143,17 @@ class SpecFields {
   }
 
  private:
+  template <typename At, typename Parse>
+  void scalar(FieldInfo info, FieldKind kind, At at, Parse parse) {
+    info.kind = kind;
+    auto set = [at, parse](Spec& s, const nlohmann::json& v, const FieldInfo& f,
+                           const FieldOrigin& o) {
+      using T = std::decay_t<decltype(at(s))>;
+      at(s) = static_cast<T>(parse(v, f, o));
+    };
+    add(std::move(info), set, at);
+  }
+
   template <typename Set, typename Get>
   void add(FieldInfo info, Set set, Get get) {
     FieldInfo copy = info;
