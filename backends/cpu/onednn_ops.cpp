@@ -15,10 +15,14 @@ using ir::OpType;
 using tag = memory::format_tag;
 using dims = memory::dims;
 
-memory::desc row_major(const dims& d) {
+dims row_major_strides(const dims& d) {
   dims strides(d.size(), 1);
   for (int i = static_cast<int>(d.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * d[i + 1];
-  return memory::desc(d, memory::data_type::f32, strides);
+  return strides;
+}
+
+memory::desc row_major(const dims& d) {
+  return memory::desc(d, memory::data_type::f32, row_major_strides(d));
 }
 
 // Logical {N, C, spatial...} dims and plain layout of an activation of rank 3-5.
@@ -289,18 +293,32 @@ Step finish_matmul(const ir::Graph& g, const Group& grp, ir::ValueId a, ir::Valu
   return s;
 }
 
+// MatMul operand k: its value and descriptor; a fused Transpose's input read through swapped
+// strides of its last two axes.
+std::pair<ir::ValueId, memory::desc> matmul_operand(const ir::Graph& g, const Group& grp, int k,
+                                                    size_t rank) {
+  const ir::Node& n = g.node(grp.head);
+  if (grp.transposed[k] < 0)
+    return {n.inputs[k], row_major(padded(g.value(n.inputs[k]).type.shape, rank))};
+  ir::ValueId source = g.node(grp.transposed[k]).inputs[0];
+  dims d = padded(g.value(source).type.shape, rank), strides = row_major_strides(d);
+  std::swap(d[rank - 1], d[rank - 2]);
+  std::swap(strides[rank - 1], strides[rank - 2]);
+  return {source, memory::desc(d, memory::data_type::f32, strides)};
+}
+
 Step build_matmul(const ir::Graph& g, const Group& grp) {
   const ir::Node& n = g.node(grp.head);
   size_t rank = g.value(n.outputs[0]).type.shape.rank();
-  memory::desc a_md = row_major(padded(g.value(n.inputs[0]).type.shape, rank));
-  memory::desc b_md = row_major(padded(g.value(n.inputs[1]).type.shape, rank));
+  auto [a, a_md] = matmul_operand(g, grp, 0, rank);
+  auto [b, b_md] = matmul_operand(g, grp, 1, rank);
   memory::desc bias_md;
   if (grp.bias_add != ir::kNoValue) {
     dims bd(rank, 1);
     bd.back() = g.value(n.outputs[0]).type.shape.dim(-1);
     bias_md = row_major(bd);
   }
-  return finish_matmul(g, grp, n.inputs[0], n.inputs[1], a_md, b_md, bias_md, grp.bias_add);
+  return finish_matmul(g, grp, a, b, a_md, b_md, bias_md, grp.bias_add);
 }
 
 // Gemm's op(A) and op(B) are the stored matrices read through swapped strides.

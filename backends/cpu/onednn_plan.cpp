@@ -5,6 +5,7 @@
 
 #include "backends/common.h"
 #include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/op_helpers.h"
 
 namespace mimic::backends::cpu::onednn {
 namespace {
@@ -111,6 +112,7 @@ class Planner {
                     g_.value(g_.node(head).inputs[2]).type.shape == g_.value(grp.output).type.shape;
     if (!gemm_sum) try_residual(grp);
     try_activation(grp);
+    if (op == OpType::MatMul) try_transposed_operands(grp);
     return grp;
   }
 
@@ -198,6 +200,24 @@ class Planner {
       return;
     }
     append(grp, i);
+  }
+
+  // Operands made by a Transpose that swaps the last two axes only, read by this MatMul alone.
+  void try_transposed_operands(Group& grp) {
+    const ir::Node& mm = g_.node(grp.head);
+    for (int k = 0; k < 2; ++k) {
+      ir::ValueId v = mm.inputs[k];
+      int t = g_.value(v).producer;
+      if (t < 0 || (*taken_)[t] || uses_[v] != 1 || g_.node(t).op != OpType::Transpose) continue;
+      const ir::Node& tr = g_.node(t);
+      int rank = g_.value(v).type.shape.rank();
+      std::vector<int64_t> perm = ir::resolve_perm(tr, rank);
+      bool swap_last = rank >= 2 && perm[rank - 1] == rank - 2 && perm[rank - 2] == rank - 1;
+      for (int d = 0; d + 2 < rank; ++d) swap_last = swap_last && perm[d] == d;
+      if (!swap_last || !all_f32(g_, tr) || is_const(g_, tr.inputs[0])) continue;
+      grp.transposed[k] = t;
+      grp.nodes.insert(grp.nodes.begin() + 1, t);
+    }
   }
 
   bool clip_bounds(const ir::Node& n, Group& grp) const {

@@ -1,7 +1,8 @@
 // Which nodes of a graph the cpu backend's oneDNN path runs, and which followers fuse into them.
 //
 // A group is a head (Conv, MatMul, Gemm, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool,
-// Softmax) plus the nodes that fold into it as oneDNN attributes: for Conv a
+// Softmax) plus the nodes that fold into it as oneDNN attributes or strides: for MatMul a
+// Transpose of an operand's last two axes (the backward pass's transposed products), for Conv a
 // BatchNormalization with constant parameters (folded into the weights and bias), for MatMul/Gemm
 // an Add of a constant [N] bias, then for both an Add of a same-shaped tensor (the "sum" post-op)
 // and a Relu, Clip or Gelu
@@ -27,6 +28,9 @@ struct Group {
   Activation activation = Activation::none;
   float act_alpha = 0.0f, act_beta = 0.0f;  // Clip's min and max
   ir::ValueId output = ir::kNoValue;        // the last member's output
+  // MatMul only: per operand, a Transpose of the last two axes that feeds only this MatMul and is
+  // read through swapped strides instead of being copied (a member, after the head), or -1.
+  int transposed[2] = {-1, -1};
   int last() const { return nodes.back(); }
 };
 

@@ -65,8 +65,11 @@ void Program::build_steps() {
 
 Program::Conversion Program::conversion(const RuntimeArg& a) {
   Conversion c;
+  // A value written blocked is read from there, unless the step reads it through other strides
+  // (a fused Transpose): then from its plain tensor.
   const memory::desc& blocked = blocked_md_[a.value];
-  if (blocked != memory::desc() && blocked.dims() == a.md.dims()) {
+  if (blocked != memory::desc() && blocked.dims() == a.md.dims() &&
+      a.user_md == plain_md_[a.value]) {
     if (blocked != a.md) c.reorder = make_reorder(blocked, a.md);
     return c;
   }
@@ -88,6 +91,12 @@ void Program::prepare(int step, const std::vector<int>& last_use) {
                        last_use[r] == s.group.last() && s.dst_md != s.user_dst_md;
   }
   prepared_.push_back(std::move(p));
+}
+
+int Program::transposes_read_in_place() const {
+  int n = 0;
+  for (const Step& s : steps_) n += (s.group.transposed[0] >= 0) + (s.group.transposed[1] >= 0);
+  return n;
 }
 
 int Program::run_index(int node) const {

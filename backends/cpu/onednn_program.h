@@ -34,6 +34,8 @@ class Program {
     return steps_[step_of_node_[node]].group.nodes;
   }
   int num_groups() const { return static_cast<int>(steps_.size()); }
+  // MatMul operands read through swapped strides instead of a Transpose's copy.
+  int transposes_read_in_place() const;
 
   // Runs the group whose last member is `node`.
   void run_group(int node, RunState& run) const;

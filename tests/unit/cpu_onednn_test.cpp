@@ -21,6 +21,16 @@ namespace {
 using ir::OpType;
 using ir::Shape;
 
+int transposes_in_place(const Executable& exe) {
+  for (const std::string& note : exe.compile_report().notes) {
+    size_t at = note.find(" transposes read in place");
+    if (at == std::string::npos) continue;
+    size_t from = note.rfind(' ', at - 1);
+    return std::stoi(note.substr(from + 1, at - from - 1));
+  }
+  return -1;
+}
+
 int onednn_steps(const Executable& exe) {
   for (const std::string& note : exe.compile_report().notes)
     if (note.rfind("kernels=onednn: ", 0) == 0) return std::stoi(note.substr(16));
@@ -256,6 +266,45 @@ TEST(CpuOnednn, RejectsUnknownKernelPaths) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("kernels='fast'"), std::string::npos) << e.what();
   }
+}
+
+// The backward pass's products of transposed operands read the Transpose's input through swapped
+// strides: a plain 2-D operand, both operands of a batched product, and a square operand that a
+// oneDNN convolution wrote in its blocked layout (read from its plain copy, not the blocked one).
+TEST(CpuOnednn, TransposedMatMulOperandsAreReadInPlace) {
+  auto check = [](ir::Graph& g, int want) {
+    CompileOptions ref;
+    ref.options["kernels"] = "reference";
+    Executable a = compile(g, "cpu"), b = compile(g, "cpu", ref);
+    EXPECT_EQ(transposes_in_place(a), want) << g.name();
+    std::vector<ir::HostTensor> inputs = random_inputs(a.graph(), 3, 10);
+    EXPECT_LE(relative_gap(a.run(inputs), b.run(inputs)), 1e-5) << g.name();
+  };
+  ir::Graph plain("plain");
+  ir::ValueId x = plain.add_input("x", ir::DType::f32, Shape({4, 6}));
+  ir::ValueId y = plain.add_input("y", ir::DType::f32, Shape({4, 5}));
+  ir::ValueId xt = plain.add_node(OpType::Transpose, "xt", {x})[0];
+  plain.add_output(plain.add_node(OpType::MatMul, "mm", {xt, y})[0]);
+  check(plain, 1);
+
+  ir::Graph batched("batched");
+  ir::ValueId a = batched.add_input("a", ir::DType::f32, Shape({2, 5, 3}));
+  ir::ValueId b = batched.add_input("b", ir::DType::f32, Shape({2, 4, 5}));
+  ir::Attributes swap{{"perm", std::vector<int64_t>{0, 2, 1}}};
+  ir::ValueId at = batched.add_node(OpType::Transpose, "at", {a}, swap)[0];
+  ir::ValueId bt = batched.add_node(OpType::Transpose, "bt", {b}, swap)[0];
+  batched.add_output(batched.add_node(OpType::MatMul, "mm", {at, bt})[0]);
+  check(batched, 2);
+
+  ir::Graph square("square");
+  ir::ValueId img = square.add_input("img", ir::DType::f32, Shape({1, 8, 6, 6}));
+  Random rng(4);
+  ir::ValueId w = square.add_constant("w", rng.tensor(ir::DType::f32, Shape({8, 8, 1, 1})));
+  ir::ValueId c = square.add_node(OpType::Conv, "conv", {img, w})[0];
+  ir::ValueId ct = square.add_node(OpType::Transpose, "ct", {c},
+                                   {{"perm", std::vector<int64_t>{0, 1, 3, 2}}})[0];
+  square.add_output(square.add_node(OpType::MatMul, "mm", {ct, c})[0]);
+  check(square, 1);
 }
 
 }  // namespace
