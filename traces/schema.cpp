@@ -92,6 +92,11 @@ int check_identity_once(const Db& db) {
         "trace '{}' has schema version {}, newer than version {} that this mimic ({}) understands: "
         "use a newer mimic (the file was not modified)",
         path, version, kSchemaVersion, MIMIC_VERSION));
+  if (version < 0)  // SQLite's user_version is a signed 32-bit field; mimic writes 1 and up
+    throw IoError(fmt::format(
+        "trace '{}' has schema version {}, which no mimic writes: the file is damaged (it was not "
+        "modified)",
+        path, version));
   if (version == 0) {
     if (tables > 0 || app != 0)
       throw IoError(

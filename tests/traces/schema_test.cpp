@@ -187,6 +187,25 @@ TEST(TraceSchema, NewerSchemaVersionIsRefusedAndFileUntouched) {
   EXPECT_EQ(test::read_file(path), before);
 }
 
+// A damaged header (a negative user_version, as the trace_db fuzzer wrote) is refused before any
+// migration reads its table of steps.
+TEST(TraceSchema, NegativeSchemaVersionIsRefusedAndFileUntouched) {
+  TempDir tmp;
+  std::string path = tmp.file("t.db");
+  { TraceWriter w(path); }
+  {
+    Db db(path, Db::Mode::read_write_create);
+    db.exec("PRAGMA user_version = -1", "test");
+  }
+  std::string before = test::read_file(path);
+  std::string w = error_of([&] { TraceWriter writer(path); });
+  EXPECT_NE(w.find("schema version -1, which no mimic writes"), std::string::npos) << w;
+  EXPECT_EQ(w.find('\n'), std::string::npos);
+  std::string r = error_of([&] { TraceReader reader(path); });
+  EXPECT_NE(r.find("schema version -1"), std::string::npos) << r;
+  EXPECT_EQ(test::read_file(path), before);
+}
+
 TEST(TraceSchema, FileThatIsNotSqliteIsRefusedAndUntouched) {
   TempDir tmp;
   std::string path = tmp.file("notes.db");
