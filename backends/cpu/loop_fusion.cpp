@@ -127,7 +127,11 @@ void eval(OpType op, const ir::UnaryAttrs& attrs, float* o, const float* a, cons
 }  // namespace
 
 LoopFusion::LoopFusion(const ir::Graph& g, const std::function<bool(int)>& available)
-    : g_(g), group_of_(g.num_nodes(), -1), consumers_(g.num_values()) {
+    : g_(g),
+      group_of_(g.num_nodes(), -1),
+      consumers_(g.num_values()),
+      graph_output_(g.num_values(), false) {
+  for (ir::ValueId v : g.outputs()) graph_output_[v] = true;
   for (int i = 0; i < g.num_nodes(); ++i) {
     eligible_.push_back(available(i) && fusable(g, g.node(i)));
     for (ir::ValueId v : g.node(i).inputs)
@@ -142,7 +146,6 @@ LoopFusion::LoopFusion(const ir::Graph& g, const std::function<bool(int)>& avail
 void LoopFusion::grow(int root) {
   const int id = static_cast<int>(groups_.size());
   const ir::Shape& shape = g_.value(g_.node(root).outputs[0]).type.shape;
-  std::set<ir::ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
   std::vector<int> members{root}, work{root};
   group_of_[root] = id;
   while (!work.empty()) {
@@ -150,7 +153,7 @@ void LoopFusion::grow(int root) {
     work.pop_back();
     for (ir::ValueId v : data_inputs(g_.node(m))) {
       int p = g_.value(v).producer;
-      if (p < 0 || !eligible_[p] || group_of_[p] >= 0 || outputs.count(v) ||
+      if (p < 0 || !eligible_[p] || group_of_[p] >= 0 || graph_output_[v] ||
           g_.value(v).type.shape != shape)
         continue;
       bool read_inside = std::all_of(consumers_[v].begin(), consumers_[v].end(),

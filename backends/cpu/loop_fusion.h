@@ -54,6 +54,7 @@ class LoopFusion {
   std::vector<int> group_of_;
   std::vector<std::vector<int>> consumers_;
   std::vector<bool> eligible_;
+  std::vector<bool> graph_output_;  // per value
   std::vector<Group> groups_;
 };
 
