@@ -49,6 +49,7 @@ NodeConverter::NodeConverter(ImportState& state, const onnx::NodeProto& node, in
     name_ = node.op_type() + "_" + node.output(0);
   else
     name_ = node.op_type();
+  if (node.output_size() == 0) malformed("the node has no outputs (every ONNX operator has one)");
 }
 
 std::string NodeConverter::describe() const {
@@ -251,7 +252,10 @@ std::vector<ir::ValueId> NodeConverter::emit_internal(ir::OpType op, const std::
 }
 
 void NodeConverter::bind_output(int i, ir::ValueId v) {
+  if (i >= num_outputs())
+    malformed(fmt::format("output {} is missing: the node lists {}", i, num_outputs()));
   const std::string& name = node_.output(i);
+  if (name.empty()) return;  // an omitted optional output
   if (!state_.values.emplace(name, v).second)
     malformed(fmt::format("output '{}' is already defined elsewhere in the graph", name));
 }

@@ -108,6 +108,23 @@ TEST(OnnxErrors, MalformedGraphs) {
   }
 }
 
+// A node without outputs (the fuzzer's Einsum) or with an empty output name: an error or a
+// node that binds nothing, never a protobuf CHECK failure.
+TEST(OnnxErrors, NodesWithoutOutputs) {
+  for (const char* op : {"Einsum", "Neg", "Shape", "Split", "Identity", "Relu", "Transpose"}) {
+    ModelBuilder b = conv_model();
+    auto& n = b.node(op, {"y", "y"}, {});
+    if (std::string(op) == "Einsum") attr_string(n, "equation", "nchw,nchw->nc");
+    if (std::string(op) != "Einsum") n.mutable_input()->RemoveLast();
+    EXPECT_EQ(import_error(b.bytes()), ErrorKind::io) << op;
+  }
+  ModelBuilder b = conv_model();
+  auto& n = b.node("Einsum", {"y", "y"}, {""});
+  attr_string(n, "equation", "nchw,nchw->nc");
+  const std::string bytes = b.bytes();
+  EXPECT_NO_THROW(onnx_import::import_model_bytes(bytes.data(), bytes.size(), "x.onnx"));
+}
+
 TEST(OnnxErrors, MalformedTensors) {
   {
     ModelBuilder b = conv_model();
