@@ -31,11 +31,11 @@ int64_t numel(const std::vector<int64_t>& d) {
   return n;
 }
 
-// One copy kernel: dims iterated, src/dst element strides and offsets.
-void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
-                 const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
-                 int64_t src_offset, const std::vector<int64_t>& dst_strides, int64_t dst_offset,
-                 bool transpose, float fill = 0) {
+// The kernel of one copy: dims iterated, src/dst element strides and offsets (src < 0: a fill).
+int32_t copy_desc_kernel(Context& c, int32_t src, int32_t dst, const std::vector<int64_t>& dims,
+                         const std::vector<int64_t>& src_strides, int64_t src_offset,
+                         const std::vector<int64_t>& dst_strides, int64_t dst_offset,
+                         bool transpose, float fill) {
   VectorDesc d;
   d.func = src < 0 ? VectorFunc::identity : transpose ? VectorFunc::transpose : VectorFunc::copy;
   d.p0 = fill;
@@ -52,7 +52,16 @@ void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
   Kernel k;
   k.kind = KernelKind::vector;
   k.vec = d;
-  int32_t kid = c.add_kernel(k);
+  return c.add_kernel(k);
+}
+
+// One copy kernel: dims iterated, src/dst element strides and offsets.
+void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
+                 const std::vector<int64_t>& dims, const std::vector<int64_t>& src_strides,
+                 int64_t src_offset, const std::vector<int64_t>& dst_strides, int64_t dst_offset,
+                 bool transpose, float fill = 0) {
+  int32_t kid = copy_desc_kernel(c, src, dst, dims, src_strides, src_offset, dst_strides,
+                                 dst_offset, transpose, fill);
   VectorTiling t;
   t.rows = numel(dims);
   t.output = dst;
@@ -75,6 +84,22 @@ void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
   t.runs_per_row = 1.0 / static_cast<double>(std::max<int64_t>(extent, 1));
   t.ops = vector_ops_per_element(VectorFunc::transpose);
   t.vector_instruction = transpose || src < 0;
+  emit_vector_kernel(c, n, kid, t);
+}
+
+// Expand into a value loop fusion keeps on chip (loop_fusion.h): the vector unit broadcasts the
+// input, read from its home once, into the readers' tiles.
+void broadcast_on_chip(Context& c, const ir::Node& n, int32_t x, int32_t y,
+                       const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  int32_t kid = copy_desc_kernel(c, x, y, dims, strides, 0, contiguous(dims), 0, false, 0);
+  VectorTiling t;
+  t.rows = numel(dims);
+  t.output = y;
+  const double rows = static_cast<double>(std::max<int64_t>(t.rows, 1));
+  t.inputs = {x};
+  t.input_bytes_per_row = {static_cast<double>(c.tiled_elements(x) * c.element_bytes(x)) / rows};
+  t.elements_per_row = static_cast<double>(tiled_elements(dims, c.spec.vpu)) / rows;
+  t.ops = vector_ops_per_element(VectorFunc::copy);
   emit_vector_kernel(c, n, kid, t);
 }
 
@@ -237,6 +262,7 @@ void lower_copy_node(Context& c, const ir::Node& n) {
       std::vector<int64_t> out_dims = c.p.tensors[y].dims, s(out_dims.size(), 0);
       size_t off = out_dims.size() - in_dims.size();
       for (size_t i = 0; i < in_dims.size(); ++i) s[off + i] = in_dims[i] == 1 ? 0 : in_strides[i];
+      if (c.fused(y)) return broadcast_on_chip(c, n, x, y, out_dims, s);
       copy_kernel(c, n, x, y, out_dims, s, 0, contiguous(out_dims), 0, false);
       return;
     }

@@ -77,9 +77,13 @@ struct Context {
   uint64_t weight_bytes = 0;  // constants as stored for the matrix units
   std::vector<std::string> notes;
   int32_t current_op = -1;
+  // Per value: loop fusion keeps it on chip (loop_fusion.h); empty when loop fusion is off.
+  std::vector<bool> kept_on_chip;
 
   // Tensor of a value: constants get one on first use (home per chip), others must exist.
   int32_t tensor(ir::ValueId v);
+  // A tensor loop fusion keeps on chip: no storage anywhere, readers take it from vector memory.
+  bool fused(int32_t tensor) const;
   // Creates the tensor of a produced value, homed by the chip's rule (on chip when it fits for
   // v1/edge, else off-chip, else host), waiting for readers of any storage it reuses.
   int32_t produce(ir::ValueId v);
@@ -123,6 +127,7 @@ struct Context {
   std::unordered_map<int32_t, int64_t> element_bytes_;
   std::unordered_map<int32_t, uint64_t> home_bytes_;  // per produced tensor: bytes it took at home
   std::unordered_set<int32_t> least_padding_;         // tensors stored in the least-padding layout
+  std::unordered_set<int32_t> fused_;                 // loop fusion's on-chip tensors (no storage)
 };
 
 // Lowering entry points. `nodes` is a fused group (matmul-like node first).

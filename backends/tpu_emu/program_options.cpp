@@ -1,4 +1,5 @@
-// tpu-emu's backend options (layout, replicas, allow_out_of_memory) and the chip of one replica.
+// tpu-emu's backend options (layout, replicas, allow_out_of_memory, loop_fusion) and the chip of
+// one replica.
 #include <fmt/format.h>
 
 #include "backends/tpu_emu/tpu_compiler.h"
@@ -61,10 +62,13 @@ ProgramOptions parse_program_options(const CompileOptions& options, const TpuSpe
       o.replicas = parse_replicas(value, spec, device);
     } else if (key == "allow_out_of_memory") {
       o.allow_out_of_memory = parse_bool(key, value);
+    } else if (key == "loop_fusion") {
+      o.loop_fusion = parse_bool(key, value);
     } else {
       throw InvalidArgument(fmt::format(
           "tpu-emu: unknown option '{}' (tpu-emu takes layout=auto|as_given, replicas=N|all, "
-          "allow_out_of_memory=true|false; chip fields are set with overrides, e.g. --set "
+          "allow_out_of_memory=true|false, loop_fusion=true|false; chip fields are set with "
+          "overrides, e.g. --set "
           "mxu.rows=64)",
           key));
     }

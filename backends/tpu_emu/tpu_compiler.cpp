@@ -11,6 +11,7 @@
 #include "backends/common.h"
 #include "backends/tpu_emu/fusion.h"
 #include "backends/tpu_emu/layout.h"
+#include "backends/tpu_emu/loop_fusion.h"
 #include "backends/tpu_emu/lowering.h"
 #include "base/error.h"
 #include "base/numeric_formats.h"
@@ -325,6 +326,15 @@ int32_t Context::produce(ir::ValueId v) {
   bool parameter_layout =
       is_parameter_category(plan.category) ||
       (val.producer >= 0 && g.node(val.producer).phase == ir::StepPhase::update);
+  if (v < static_cast<ir::ValueId>(kept_on_chip.size()) && kept_on_chip[v]) {
+    int32_t t = new_tensor(val.name, val.type.shape.dims(), eb, false);
+    p.tensors[t].home = Level::onchip;
+    home_bytes_[t] = 0;
+    fused_.insert(t);
+    if (parameter_layout) least_padding_.insert(t);
+    tensor_of[v] = t;
+    return t;
+  }
   int32_t t =
       produce_tensor(val.name, val.type.shape.dims(), eb, std::move(plan), parameter_layout);
   tensor_of[v] = t;
@@ -387,9 +397,14 @@ int32_t Context::alias(ir::ValueId v, int32_t of) {
   return id;
 }
 
+bool Context::fused(int32_t t) const {
+  while (p.tensors.at(t).alias_of >= 0) t = p.tensors[t].alias_of;
+  return fused_.count(t) > 0;
+}
+
 void Context::release(int32_t t) {
   const TensorInfo& info = p.tensors[t];
-  if (info.alias_of >= 0 || info.constant) return;
+  if (info.alias_of >= 0 || info.constant || fused_.count(t)) return;
   uint64_t bytes = home_bytes_.at(t);
   if (info.home == Level::onchip)
     onchip.release(info.address, bytes, t);
@@ -610,6 +625,8 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   p.numerics = spec.numerics;
   Context c(g, spec, options, p, out.constants, device);
   FusionPlan plan = plan_fusion(g);
+  if (program.loop_fusion && !spec.activations_on_chip && spec.offchip.bytes > 0)
+    c.kept_on_chip = plan_loop_fusion(g, plan);
   std::vector<std::vector<ir::ValueId>> dies_after = deaths(g, plan);
   for (ir::ValueId v : g.inputs()) {
     int32_t t = c.produce(v);
@@ -643,6 +660,8 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   r.metrics["offchip_peak_bytes"] = static_cast<double>(c.offchip.peak());
   r.metrics["onchip_resident_peak_bytes"] = static_cast<double>(c.onchip.peak());
   r.metrics["fused_nodes"] = static_cast<double>(plan.fused_nodes);
+  r.metrics["loop_fused_values"] =
+      static_cast<double>(std::count(c.kept_on_chip.begin(), c.kept_on_chip.end(), true));
   r.metrics["matrix_passes"] = static_cast<double>(p.passes);
   if (spec.numerics == MatrixNumerics::int8 && options.precision != "default")
     c.notes.push_back(fmt::format("precision '{}' has no effect on {}: its matrix units are int8",

@@ -32,6 +32,7 @@ struct ProgramOptions {
   bool auto_layout = true;           // layout=auto|as_given
   int64_t replicas = 1;              // replicas=N: data-parallel copies of the program
   bool allow_out_of_memory = false;  // a program over HBM capacity compiles (and cannot run)
+  bool loop_fusion = true;           // loop_fusion=true|false: loop_fusion.h
 };
 
 // Parses and checks CompileOptions::options against `spec` (replicas within the slice's devices):

@@ -283,7 +283,11 @@ class TpuEmuBackend final : public Backend {
              "batch) with the gradients all-reduced over ICI; at most chips x (cores on v2/v3)"},
             {"allow_out_of_memory",
              "true: a program over HBM capacity compiles with its memory plan in the report (and "
-             "cannot run) instead of failing"}};
+             "cannot run) instead of failing"},
+            {"loop_fusion",
+             "true (default) or false: elementwise intermediates, and the broadcasts between "
+             "them, stay on chip for their elementwise and reduction readers (XLA's loop and "
+             "input fusions)"}};
   }
 
  private:

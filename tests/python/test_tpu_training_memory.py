@@ -47,6 +47,7 @@ def test_plan_and_recomputation(example, capsys):
     assert "recompute=none: batch 64 is the first that does not fit" in capsys.readouterr().out
     none8, full8 = fits[(8, "none")], fits[(8, "full")]
     assert full8["phases"]["backward"] > none8["phases"]["backward"]
-    assert full8["phases"]["forward"] == none8["phases"]["forward"]
+    # Same forward work; with nothing saved, loop fusion keeps more of it on chip.
+    assert full8["phases"]["forward"] <= none8["phases"]["forward"]
     assert 0 < full8["samples_per_s"] < none8["samples_per_s"]
     assert "phases" not in fits[(64, "none")]

@@ -161,9 +161,10 @@ TEST(TpuTrainMemory, RecomputationPaysInBackwardCycles) {
   EXPECT_GT(full.cycles, none.cycles);
   EXPECT_GT(metric(full.metrics, "phase.backward_cycles"),
             metric(none.metrics, "phase.backward_cycles"));
-  EXPECT_NEAR(metric(full.metrics, "phase.forward_cycles"),
-              metric(none.metrics, "phase.forward_cycles"),
-              0.05 * metric(none.metrics, "phase.forward_cycles"));
+  // The forward pass does the same work, and no more: with nothing saved for the backward pass,
+  // loop fusion keeps more of its intermediates on chip (loop_fusion.h), as XLA's does.
+  EXPECT_LE(metric(full.metrics, "phase.forward_cycles"),
+            1.05 * metric(none.metrics, "phase.forward_cycles"));
   for (const char* phase : {"forward", "loss", "backward", "update"})
     EXPECT_GT(metric(none.metrics, std::string("phase.") + phase + "_cycles"), 0) << phase;
   EXPECT_EQ(metric(none.metrics, "phase.allreduce_cycles"), 0);
