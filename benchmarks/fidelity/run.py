@@ -60,6 +60,8 @@ def run_training(mimic, row, tmp):
                "--steps", "1", "--timing-only", "--json"]
         if t["accumulation"]:
             cmd += ["--option", f"gradient_accumulation={accumulation}"]
+        if t.get("layout"):
+            cmd += ["--layout", t["layout"]]
         for k, v in t["options"].items():
             cmd += ["--option", f"{k}={v}"]
         p = subprocess.run(cmd, capture_output=True, text=True)
