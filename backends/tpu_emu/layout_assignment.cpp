@@ -1,8 +1,10 @@
 #include "backends/tpu_emu/layout_assignment.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/op_helpers.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic::backends::tpu_emu {
@@ -67,7 +69,9 @@ class Rewriter {
     for (const ir::Node& n : g_.nodes()) {
       if (is_folded(n)) continue;
       phase_ = n.phase;
-      if (!rewrite_window(n) && !rewrite_elementwise(n) && !rewrite_concat(n)) copy(n);
+      if (!rewrite_window(n) && !rewrite_elementwise(n) && !rewrite_concat(n) &&
+          !rewrite_reduce(n) && !rewrite_expand(n))
+        copy(n);
     }
     for (ValueId v : g_.outputs()) {
       bool last = map_[v].first == kNoValue && map_[v].last != kNoValue;
@@ -195,7 +199,8 @@ class Rewriter {
   }
 
   bool rewrite_elementwise(const ir::Node& n) {
-    bool unary = ir::is_unary_elementwise(n.op), binary = ir::is_binary_elementwise(n.op);
+    bool unary = ir::is_unary_elementwise(n.op);
+    bool binary = ir::is_binary_elementwise(n.op) || ir::op_class(n.op) == ir::OpClass::nary;
     if ((!unary && !binary) || n.outputs.size() != 1 || rank(n.outputs[0]) != 4) return false;
     bool any_channels_last = false;
     for (int i = 0; i < (unary ? 1 : n.num_inputs()); ++i) {
@@ -209,6 +214,51 @@ class Rewriter {
       bool relaid = (binary || i == 0) && v != kNoValue && (!is_constant(v) || rank(v) == 4);
       inputs.push_back(input(v, relaid));
     }
+    emit(n, std::move(inputs), n.attrs, true);
+    return true;
+  }
+
+  // A constant i64 vector input of the new graph.
+  ValueId ints(const std::string& name, const std::vector<int64_t>& values) {
+    ir::HostTensor t(ir::DType::i64, ir::Shape({static_cast<int64_t>(values.size())}));
+    for (size_t i = 0; i < values.size(); ++i) t.data<int64_t>()[i] = values[i];
+    return out_.add_constant(name, t);
+  }
+
+  // A reduction of a channels-last activation over constant axes reduces the same elements
+  // channels-last (axis a of [N,C,H,W] is kToChannelsFirst's position of it). Its result stays
+  // channels-last with keepdims, and is the same tensor without it when the kept axes keep their
+  // order (not C with H or W).
+  bool rewrite_reduce(const ir::Node& n) {
+    if (!ir::is_reduce(n.op) || rank(n.inputs[0]) != 4 || !has_channels_last(n.inputs[0]) ||
+        !n.has_input(1) || !is_constant(n.inputs[1]))
+      return false;
+    std::vector<bool> reduced = ir::resolve_reduce_axes(g_, n);
+    const bool keep = n.attrs.get_int("keepdims", 1) != 0;
+    if (!keep && !reduced[1] && (!reduced[2] || !reduced[3])) return false;
+    const int64_t position[4] = {0, 3, 1, 2};  // of NCHW axis a in NHWC
+    std::vector<int64_t> axes;
+    for (int a = 0; a < 4; ++a)
+      if (reduced[a]) axes.push_back(position[a]);
+    std::sort(axes.begin(), axes.end());
+    std::vector<ValueId> inputs{channels_last(n.inputs[0]), ints(n.name + ".axes_nhwc", axes)};
+    emit(n, std::move(inputs), n.attrs, keep);
+    return true;
+  }
+
+  // Expand of a channels-last or per-channel value to a rank-4 constant shape: the same broadcast
+  // of the channels-last value to the permuted shape.
+  bool rewrite_expand(const ir::Node& n) {
+    if (n.op != OpType::Expand || rank(n.outputs[0]) != 4 || rank(n.inputs[0]) != 4 ||
+        !is_constant(n.inputs[1]) || !follows(n.inputs[0]) || is_constant(n.inputs[0]))
+      return false;
+    const ir::Shape& s = g_.value(n.inputs[0]).type.shape;
+    if (!has_channels_last(n.inputs[0]) && s[1] == 1) return false;  // nothing per channel
+    const ir::HostTensor& shape = *g_.value(n.inputs[1]).constant;
+    if (shape.dtype() != ir::DType::i64 || shape.numel() != 4) return false;
+    std::vector<int64_t> dims(4);
+    for (int i = 0; i < 4; ++i) dims[i] = shape.data<int64_t>()[kToChannelsLast[i]];
+    std::vector<ValueId> inputs{channels_last(n.inputs[0]), ints(n.name + ".shape_nhwc", dims)};
     emit(n, std::move(inputs), n.attrs, true);
     return true;
   }

@@ -272,7 +272,13 @@ void emit_vector_chunk(Context& c, const VectorTiling& t, int core, int par, int
 
 }  // namespace
 
-void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t) {
+void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& tiling) {
+  VectorTiling t = tiling;
+  // Data that loop fusion keeps on chip has no address a DMA engine could read or write: moving it
+  // is a vector-unit pass (loop_fusion.h).
+  bool fused = c.fused(t.output);
+  for (int32_t x : t.inputs) fused = fused || c.fused(x);
+  if (fused) t.vector_instruction = true;
   const int64_t chunk = chunk_rows(c, n, t);
   c.em->begin_kernel(kernel);
   reserve_slots(c, t, chunk);

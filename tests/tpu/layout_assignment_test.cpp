@@ -105,6 +105,50 @@ TEST(TpuLayoutAssignment, TransposesWhereAChannelsFirstReaderNeedsTheValue) {
   }
 }
 
+// A train step's BatchNorm written with primitive ops after a conv: reductions over constant
+// axes, the centred value, a broadcast of the statistics and a Where all follow channels-last; the
+// per-sample sums without keepdims ([N, C], the same tensor in either layout) need no transpose.
+ir::Graph conv_then_primitive_statistics() {
+  ir::Graph g("statistics");
+  auto x = g.add_input("x", ir::DType::f32, ir::Shape({2, 8, 6, 6}));
+  auto w = g.add_constant("w", random_tensor(ir::Shape({8, 8, 3, 3}), 4, 0.1f));
+  auto c =
+      g.add_node(OpType::Conv, "conv", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}})[0];
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    ir::HostTensor t(ir::DType::i64, ir::Shape({static_cast<int64_t>(v.size())}));
+    for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+    return g.add_constant(name, t);
+  };
+  auto mean = g.add_node(OpType::ReduceMean, "mean", {c, ints("axes", {0, 2, 3})},
+                         {{"keepdims", int64_t{1}}})[0];
+  auto d = g.add_node(OpType::Sub, "d", {c, mean})[0];
+  auto e = g.add_node(OpType::Expand, "broadcast", {mean, ints("shape", {2, 8, 6, 6})})[0];
+  auto positive = g.add_node(OpType::Greater, "positive", {d, e})[0];
+  auto picked = g.add_node(OpType::Where, "picked", {positive, d, e})[0];
+  g.add_output(g.add_node(OpType::ReduceSum, "sums", {picked, ints("hw", {2, 3})},
+                          {{"keepdims", int64_t{0}}})[0]);
+  g.add_output(g.add_node(
+      OpType::MaxPool, "pool", {picked},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}})[0]);
+  ir::infer_shapes(g);
+  return g;
+}
+
+TEST(TpuLayoutAssignment, ReductionsBroadcastsAndWhereFollowChannelsLast) {
+  auto a = backends::tpu_emu::assign_channels_last(conv_then_primitive_statistics());
+  EXPECT_EQ(a.channels_last, 2);  // conv, pool
+  EXPECT_EQ(a.transposes, 0);
+  EXPECT_EQ(a.outputs_channels_last, (std::vector<bool>{false, true}));
+  ir::Graph g = conv_then_primitive_statistics();
+  auto cpu = tpu_test::run(g, "cpu").outputs;
+  auto tpu = tpu_test::run(g, "tpu-emu:v4", with_layout("auto")).outputs;
+  for (int o = 0; o < 2; ++o) {
+    ASSERT_EQ(tpu[o].shape(), cpu[o].shape());
+    for (int64_t i = 0; i < cpu[o].numel(); ++i)
+      EXPECT_NEAR(tpu[o].data<float>()[i], cpu[o].data<float>()[i], 1e-4f) << o << " " << i;
+  }
+}
+
 TEST(TpuLayoutAssignment, LeavesChannelsLastGraphsAlone) {
   auto a = backends::tpu_emu::assign_channels_last(small_cnn(true));
   EXPECT_EQ(a.channels_last, 0);

@@ -93,6 +93,33 @@ TEST(TpuLoopFusion, BroadcastIntoElementwiseReadsItsSmallInputOnce) {
   EXPECT_LT(a.report.bytes_moved.at("hbm"), 0.6 * b.report.bytes_moved.at("hbm"));
 }
 
+// A fused value read by a copy (an Expand whose result a Transpose reads): no DMA can address it,
+// so the copy is a vector-unit pass. The broadcast tensor is larger than VMEM, which a DMA from
+// on-chip memory would overrun.
+ir::Graph fused_value_into_a_copy(int64_t n, int64_t c, int64_t hw) {
+  ir::Graph g("fused_copy");
+  auto s = g.add_input("s", ir::DType::f32, ir::Shape({1, c, 1, 1}));
+  auto squared = g.add_node(OpType::Mul, "squared", {s, s})[0];
+  ir::HostTensor shape(ir::DType::i64, ir::Shape({4}));
+  const int64_t dims[4] = {n, c, hw, hw};
+  std::memcpy(shape.raw(), dims, sizeof dims);
+  auto e = g.add_node(OpType::Expand, "expand", {squared, g.add_constant("shape", shape)})[0];
+  g.add_output(
+      g.add_node(OpType::Transpose, "t", {e}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}})[0]);
+  return g;
+}
+
+TEST(TpuLoopFusion, FusedValueReadByACopyMovesThroughTheVectorUnit) {
+  ir::Graph small = fused_value_into_a_copy(2, 8, 5);
+  auto cpu = tpu_test::run(small, "cpu").outputs.at(0);
+  auto tpu = tpu_test::run(small, "tpu-emu:v4").outputs.at(0);
+  EXPECT_TRUE(bitwise_equal(cpu, tpu));
+  CompileOptions timing;
+  timing.timing_only = true;
+  EXPECT_GT(tpu_test::run(fused_value_into_a_copy(64, 64, 56), "tpu-emu:v4", timing).report.cycles,
+            0u);
+}
+
 std::shared_ptr<nn::Sequential> bn_cnn() {
   auto m = std::make_shared<nn::Sequential>();
   m->push_back(std::make_shared<nn::Conv2d>(3, 16, 3, 1, 1, 1, false, "NCHW", 1, nn::Init{1}));
