@@ -45,10 +45,11 @@ int64_t MatmulTiler::full_channels() const {
 }
 
 int64_t MatmulTiler::a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs,
-                             bool footprint) const {
+                             bool footprint, int64_t kernel_rows) const {
   if (conv_) {
     Window w = d_.conv;
     if (footprint) w.channels_last = true;
+    if (kernel_rows > 0) w.kh = kernel_rows;
     return conv_input_tile_bytes(w, r0, r1, channels, a_eb_, c_.spec.vpu, runs);
   }
   *runs = d_.a_transposed ? channels : (channels < d_.k ? r1 - r0 : 1);
@@ -113,7 +114,8 @@ MatmulTiler::TileBytes MatmulTiler::tile_bytes(const CorePlan& cp, int64_t tm, i
   int64_t runs;
   for (const auto& [r0, r1] : row_tiles(cp, tm)) {
     if (a_slot_needed_)
-      t.a = std::max(t.a, static_cast<uint64_t>(a_bytes(r0, r1, cp.chunk_channels, &runs, true)));
+      t.a = std::max(t.a, static_cast<uint64_t>(
+                              a_bytes(r0, r1, cp.chunk_channels, &runs, true, cp.kernel_rows)));
     if (d_.epi.residual >= 0 && r_home_ != Level::onchip)
       t.r = std::max(t.r, static_cast<uint64_t>(y_bytes(r0, r1, tn, r_eb_, &runs, true)));
     if (y_home_ != Level::onchip)
@@ -127,6 +129,24 @@ uint64_t MatmulTiler::working_set(const CorePlan& cp, int64_t tm, int64_t tn, bo
   auto slot = [](uint64_t b) { return (b + 511) / 512 * 512; };  // the emitter's slot granularity
   return 2 * (slot(t.a) + slot(t.r) + slot(t.y)) +
          (stage ? slot(staged_weight_bytes(cp.c1 - cp.c0)) : 0);
+}
+
+// Input channels per tile: all, unless a few rows of them already take half of the budget. A
+// kernel larger than its output (a weight gradient's convolution: every output row reads the whole
+// input) then splits its kernel rows until a tile holds `split_rows` rows (as many as the
+// accumulators), so that the matrix units stream many rows per weight load instead of one.
+void MatmulTiler::choose_k_chunks(CorePlan& cp, int64_t split_rows, int64_t min_rows) const {
+  const int64_t cols_pe = c_.spec.mxu.cols;
+  cp.chunk_channels = full_channels();
+  cp.kernel_rows = conv_ ? d_.conv.kh : 0;
+  while (a_slot_needed_ && cp.chunk_channels > 1 &&
+         2 * tile_bytes(cp, min_rows, cols_pe).a > half_ / 2)
+    cp.chunk_channels =
+        cp.chunk_channels > 16 ? round_up(cp.chunk_channels / 2, 8) : cp.chunk_channels / 2;
+  const bool wide_kernel = conv_ && d_.conv.kh * d_.conv.kw > d_.conv.oh * d_.conv.ow;
+  const int64_t rows = wide_kernel ? split_rows : min_rows;
+  while (a_slot_needed_ && cp.kernel_rows > 1 && 2 * tile_bytes(cp, rows, cols_pe).a > half_ / 2)
+    cp.kernel_rows = ceil_div(cp.kernel_rows, 2);
 }
 
 MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
@@ -151,13 +171,8 @@ MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
   if (cp.empty()) return cp;
   const int64_t rows = cp.r1 - cp.r0, ncols = cp.c1 - cp.c0;
   const int64_t min_rows = std::min<int64_t>(rows, conv_ ? d_.conv.ow : 8);
-  // Input channels per tile: all, unless a few rows of them already take half of the budget.
   int64_t runs;
-  cp.chunk_channels = full_channels();
-  while (a_slot_needed_ && cp.chunk_channels > 1 &&
-         2 * tile_bytes(cp, min_rows, cols_pe).a > half_ / 2)
-    cp.chunk_channels =
-        cp.chunk_channels > 16 ? round_up(cp.chunk_channels / 2, 8) : cp.chunk_channels / 2;
+  choose_k_chunks(cp, std::min(rows, acc_rows_), min_rows);
   int64_t tn_chunks = ceil_div(ncols, cols_pe);
   while (tn_chunks > 1 &&
          working_set(cp, min_rows, std::min(ncols, tn_chunks * cols_pe), false) > half_)
@@ -169,7 +184,8 @@ MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
                               "input channels needs "
                               "{} bytes of input and {} bytes of output, double-buffered",
                               d_.m, d_.k, d_.n, d_.batch, min_rows, cp.tile_cols, cp.chunk_channels,
-                              a_bytes(cp.r0, cp.r0 + min_rows, cp.chunk_channels, &runs, true),
+                              a_bytes(cp.r0, cp.r0 + min_rows, cp.chunk_channels, &runs, true,
+                                      cp.kernel_rows),
                               y_bytes(cp.r0, cp.r0 + min_rows, cp.tile_cols, y_eb_, &runs, true)));
   // v1/edge stream weights from their home through the weight FIFO, never through the UB (TPUv1).
   bool can_stage = !d_.on_vpu && !spec.activations_on_chip && w_home_ != Level::onchip;
@@ -244,12 +260,13 @@ void MatmulTiler::run() {
   em.end_kernel(inputs, {d_.y});
 }
 
-std::vector<int64_t> MatmulTiler::load_input(int core, int64_t r0, int64_t r1, int64_t channels) {
+std::vector<int64_t> MatmulTiler::load_input(int core, int64_t r0, int64_t r1, int64_t channels,
+                                             int64_t kernel_rows) {
   Emitter& em = *c_.em;
   if (!a_slot_needed_) return {d_.a};
   auto as = em.slot(core, kA0 + static_cast<int>(row_parity_[core]++ % 2));
-  int64_t runs = 1, bytes = a_bytes(r0, r1, channels, &runs),
-          on_chip = a_bytes(r0, r1, channels, &runs, true);
+  int64_t runs = 1, bytes = a_bytes(r0, r1, channels, &runs, false, kernel_rows),
+          on_chip = a_bytes(r0, r1, channels, &runs, true, kernel_rows);
   if (a_home_ != Level::onchip) {
     Instruction in =
         dma(core, 0, a_home_, Level::onchip, bytes, runs, c_.p.tensors[d_.a].address, as.address);
@@ -281,10 +298,11 @@ void MatmulTiler::emit_core(int64_t b, int core, const CorePlan& cp) {
     w_source = Level::onchip;
     w_read = ws.resource;
   }
-  const bool split_k = cp.chunk_channels < full_channels();
+  const bool split_k =
+      cp.chunk_channels < full_channels() || (conv_ && cp.kernel_rows < d_.conv.kh);
   for (const auto& [r0, r1] : row_tiles(cp, cp.tile_rows)) {
     std::vector<int64_t> a_read;
-    if (!split_k) a_read = load_input(core, r0, r1, cp.chunk_channels);
+    if (!split_k) a_read = load_input(core, r0, r1, cp.chunk_channels, cp.kernel_rows);
     for (int64_t c0 = cp.c0; c0 < cp.c1; c0 += cp.tile_cols)
       emit_column_tile(b, core, cp, r0, r1, c0, std::min(cp.c1, c0 + cp.tile_cols),
                        split_k ? nullptr : &a_read, w_read, w_source, w_address);
@@ -346,50 +364,54 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
   const int64_t units = d_.on_vpu ? 1 : spec.mxu.per_core, chunks = ceil_div(ncols, cols_pe);
   const int64_t all = full_channels();
   std::vector<bool> used(units, false);
-  for (int64_t ch0 = 0; ch0 < all; ch0 += cp.chunk_channels) {
-    const int64_t ch1 = std::min(all, ch0 + cp.chunk_channels);
-    const bool last_chunk = ch1 == all;
-    std::vector<int64_t> chunk_read = a_read ? *a_read : load_input(core, r0, r1, ch1 - ch0);
-    for (int64_t j = 0; j < units; ++j) {
-      int64_t mr0 = r0, mr1 = r1, mc0 = c0, mc1 = c1;
-      if (units > 1 && cp.split_columns) {
-        mc0 = c0 + std::min(ncols, chunks * j / units * cols_pe);
-        mc1 = c0 + std::min(ncols, chunks * (j + 1) / units * cols_pe);
-      } else if (units > 1) {
-        mr0 = std::min(r1, r0 + round_up((r1 - r0) * j / units, 8));
-        mr1 = j + 1 == units ? r1 : std::min(r1, r0 + round_up((r1 - r0) * (j + 1) / units, 8));
+  const int64_t kh = conv_ ? d_.conv.kh : 1, kernel_rows = conv_ ? cp.kernel_rows : 1;
+  for (int64_t kr0 = 0; kr0 < kh; kr0 += kernel_rows)
+    for (int64_t ch0 = 0; ch0 < all; ch0 += cp.chunk_channels) {
+      const int64_t ch1 = std::min(all, ch0 + cp.chunk_channels),
+                    kr1 = std::min(kh, kr0 + kernel_rows);
+      const bool last_chunk = ch1 == all && kr1 == kh;
+      std::vector<int64_t> chunk_read =
+          a_read ? *a_read : load_input(core, r0, r1, ch1 - ch0, conv_ ? kr1 - kr0 : 0);
+      for (int64_t j = 0; j < units; ++j) {
+        int64_t mr0 = r0, mr1 = r1, mc0 = c0, mc1 = c1;
+        if (units > 1 && cp.split_columns) {
+          mc0 = c0 + std::min(ncols, chunks * j / units * cols_pe);
+          mc1 = c0 + std::min(ncols, chunks * (j + 1) / units * cols_pe);
+        } else if (units > 1) {
+          mr0 = std::min(r1, r0 + round_up((r1 - r0) * j / units, 8));
+          mr1 = j + 1 == units ? r1 : std::min(r1, r0 + round_up((r1 - r0) * (j + 1) / units, 8));
+        }
+        if (mr1 <= mr0 || mc1 <= mc0) continue;
+        Instruction in;
+        in.core = static_cast<uint8_t>(core);
+        in.computes = last_chunk;  // the block's numerics: one GEMM over the whole K range
+        in.batch = b;
+        in.r0 = mr0;
+        in.r1 = mr1;
+        in.c0 = mc0;
+        in.c1 = mc1;
+        if (d_.on_vpu) {  // fp32 matrix-vector product on the vector unit
+          in.opcode = Opcode::vector;
+          in.elements = static_cast<uint64_t>((mr1 - mr0) * d_.k * (mc1 - mc0));
+          in.ops_per_element = vector_ops_per_element(VectorFunc::matvec);
+        } else {
+          in.opcode = Opcode::matmul;
+          in.unit = static_cast<uint16_t>(j);
+          in.m = mr1 - mr0;
+          in.k = k_of(ch1 - ch0, kr1 - kr0);
+          in.n = mc1 - mc0;
+          in.passes = c_.p.passes;
+          in.weight_source = w_source;
+          in.weight_address = w_address;
+        }
+        std::vector<int64_t> reads = chunk_read;
+        reads.push_back(w_read);
+        auto acc = em.slot(core, kAcc0 + static_cast<int>(2 * j) + par);
+        em.emit(in, reads, {acc.resource});
+        if (!used[j]) epi_reads.push_back(acc.resource);
+        used[j] = true;
       }
-      if (mr1 <= mr0 || mc1 <= mc0) continue;
-      Instruction in;
-      in.core = static_cast<uint8_t>(core);
-      in.computes = last_chunk;  // the block's numerics: one GEMM over the whole K range
-      in.batch = b;
-      in.r0 = mr0;
-      in.r1 = mr1;
-      in.c0 = mc0;
-      in.c1 = mc1;
-      if (d_.on_vpu) {  // fp32 matrix-vector product on the vector unit
-        in.opcode = Opcode::vector;
-        in.elements = static_cast<uint64_t>((mr1 - mr0) * d_.k * (mc1 - mc0));
-        in.ops_per_element = vector_ops_per_element(VectorFunc::matvec);
-      } else {
-        in.opcode = Opcode::matmul;
-        in.unit = static_cast<uint16_t>(j);
-        in.m = mr1 - mr0;
-        in.k = k_of(ch1 - ch0);
-        in.n = mc1 - mc0;
-        in.passes = c_.p.passes;
-        in.weight_source = w_source;
-        in.weight_address = w_address;
-      }
-      std::vector<int64_t> reads = chunk_read;
-      reads.push_back(w_read);
-      auto acc = em.slot(core, kAcc0 + static_cast<int>(2 * j) + par);
-      em.emit(in, reads, {acc.resource});
-      if (!used[j]) epi_reads.push_back(acc.resource);
-      used[j] = true;
     }
-  }
   emit_epilogue(core, par, r0, r1, ncols, epi_reads);
 }
 

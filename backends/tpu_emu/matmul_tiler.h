@@ -6,7 +6,10 @@
 // array-width chunks; narrower only when a few rows of output already overflow, as with NCHW
 // tiles padded to 128 lanes). When even a few rows of input overflow (thousands of NCHW channel
 // planes), the reduction is split too: the input tile holds a chunk of channels (K columns) and
-// the matrix units accumulate the chunks in their accumulators; the numerics of the block are
+// the matrix units accumulate the chunks in their accumulators; a convolution whose one channel
+// of input rows still overflows (a weight gradient: dy as a kernel of the output's size over the
+// whole input) splits its kernel rows as well, each chunk reading the input rows its kernel rows
+// reach, as a convolution emitter tiles any reduction dimension; the numerics of the block are
 // then attached to the chunk that completes the sum (one GEMM over the whole K range). Inside a
 // tile the core's matrix units share the columns (in array-width chunks) or the rows, whichever
 // the dataflow formula says is faster. NCHW costs bytes (tiles padded along W), relayout work on
@@ -32,6 +35,7 @@ class MatmulTiler {
     int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
     int64_t tile_rows = 0, tile_cols = 0;
     int64_t chunk_channels = 0;  // input channels (conv) or K columns (matrix) per input tile
+    int64_t kernel_rows = 0;     // conv: kernel rows per input tile (all of kh unless K splits)
     bool split_columns = false;  // across matrix units
     bool stage_weights = false;  // DMA the core's weights into on-chip memory once per batch
     bool empty() const { return r1 <= r0 || c1 <= c0; }
@@ -40,6 +44,8 @@ class MatmulTiler {
     uint64_t a = 0, r = 0, y = 0;  // input, residual and output slots
   };
   CorePlan plan_core(int64_t core) const;
+  // Splits the reduction of a tile (input channels, then a wide kernel's rows) to fit on chip.
+  void choose_k_chunks(CorePlan& cp, int64_t split_rows, int64_t min_rows) const;
   TileBytes tile_bytes(const CorePlan& cp, int64_t tm, int64_t tn) const;
   // Row tiles [r0, r1) of a core for tile height tm.
   std::vector<std::pair<int64_t, int64_t>> row_tiles(const CorePlan& cp, int64_t tm) const;
@@ -48,11 +54,12 @@ class MatmulTiler {
   // bytes moved from the tensor's home in its layout, or (`footprint`) bytes it takes on chip
   // once relaid channels-minor (NCHW tiles are transposed as they stream in, (8, 128) tile by
   // tile).
-  int64_t a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs,
-                  bool footprint = false) const;
+  // `kernel_rows` (conv, 0: all): the input rows that many kernel rows reach.
+  int64_t a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* runs, bool footprint = false,
+                  int64_t kernel_rows = 0) const;
   int64_t full_channels() const;  // per group (conv) or K (matrix)
-  int64_t k_of(int64_t channels) const {
-    return conv_ ? channels * d_.conv.kh * d_.conv.kw : channels;
+  int64_t k_of(int64_t channels, int64_t kernel_rows) const {
+    return conv_ ? channels * kernel_rows * d_.conv.kw : channels;
   }
   int64_t y_bytes(int64_t r0, int64_t r1, int64_t cols, int64_t eb, int64_t* runs,
                   bool footprint = false) const;
@@ -60,7 +67,8 @@ class MatmulTiler {
   void reserve(const CorePlan& cp, int core);
   void emit_core(int64_t batch, int core, const CorePlan& cp);
   // Loads an input tile (and relayouts NCHW); returns what the matrix units read.
-  std::vector<int64_t> load_input(int core, int64_t r0, int64_t r1, int64_t channels);
+  std::vector<int64_t> load_input(int core, int64_t r0, int64_t r1, int64_t channels,
+                                  int64_t kernel_rows);
   void load_residual(int core, int par, int64_t r0, int64_t r1, int64_t ncols,
                      std::vector<int64_t>& epi_reads);
   void emit_epilogue(int core, int par, int64_t r0, int64_t r1, int64_t ncols,

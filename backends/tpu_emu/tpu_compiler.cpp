@@ -580,6 +580,10 @@ std::vector<std::vector<ir::ValueId>> deaths(const ir::Graph& g, const FusionPla
     for (ir::ValueId v : g.node(i).inputs)
       if (v != ir::kNoValue) last_use[v] = std::max(last_use[v], plan.emit_at[i]);
   for (ir::ValueId v : g.outputs()) last_use[v] = g.num_nodes();
+  // A result nothing reads (an unused optional output) dies once its node has run.
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (ir::ValueId v : g.node(i).outputs)
+      if (v != ir::kNoValue && last_use[v] < 0) last_use[v] = plan.emit_at[i];
   for (int i = g.num_nodes() - 1; i >= 0; --i) {
     const ir::Node& n = g.node(i);
     if (is_alias_op(n.op) && n.has_input(0))

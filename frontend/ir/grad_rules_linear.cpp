@@ -1,8 +1,7 @@
 // Gradient rules of MatMul, Gemm, Conv and ConvTranspose, written as the same ops: MatMul with
 // transposed operands; Gemm with flipped trans flags; Conv's data gradient as a ConvTranspose with
-// the same weights, strides, pads, dilations and groups; Conv's weight gradient as the input's
-// window tensor (im2col by strided Slices) times the output gradient, one MatMul per group;
-// ConvTranspose as the adjoint of that Conv.
+// the same weights, strides, pads, dilations and groups; Conv's weight gradient as a convolution of
+// the input by the output gradient; ConvTranspose as the adjoint of that Conv.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -51,15 +50,8 @@ void gemm_rule(GradContext& c) {
   if (c.needs(2)) c.set(2, b.unbroadcast(beta == 1.0 ? g : b.scale(g, beta), c.x_shape(2)));
 }
 
-bool next_offset(std::vector<int64_t>& k, const std::vector<int64_t>& dims) {
-  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
-    if (++k[d] < dims[d]) return true;
-    k[d] = 0;
-  }
-  return false;
-}
-
-ValueId conv_data_grad(GradContext& c, const WindowGeometry& w) {
+// dx of a channels-first Conv: the ConvTranspose of dy (channels-first) by the same weights.
+ValueId conv_data_grad(GraphBuilder& b, ValueId dy, ValueId weights, const WindowGeometry& w) {
   std::vector<int64_t> pads = w.pad_begin, out_pad(w.spatial_rank);
   pads.insert(pads.end(), w.pad_end.begin(), w.pad_end.end());
   for (int i = 0; i < w.spatial_rank; ++i) {
@@ -72,81 +64,99 @@ ValueId conv_data_grad(GradContext& c, const WindowGeometry& w) {
                 {"pads", pads},
                 {"group", w.group},
                 {"output_padding", out_pad}};
-  return c.b.op(OpType::ConvTranspose, {c.dy(), c.x(1)}, at);
+  return b.op(OpType::ConvTranspose, {dy, weights}, at);
 }
 
-// The windows of x for every kernel offset, as [C, K, N, out...]: x moved to [C, N, in...], padded,
-// then one strided Slice per offset (K = kernel volume), so that no large transpose follows.
-ValueId channel_major_windows(GraphBuilder& b, ValueId x, const Shape& out,
-                              const WindowGeometry& w) {
-  int r = w.spatial_rank;
-  Shape xs = b.shape(x);
-  std::vector<int64_t> perm{1, 0}, pads(2 * (r + 2), 0), axes, steps;
-  for (int i = 0; i < r; ++i) {
-    perm.push_back(2 + i);
-    int64_t extent = w.strides[i] * (out[2 + i] - 1) + (w.kernel[i] - 1) * w.dilations[i] + 1;
-    pads[2 + i] = w.pad_begin[i];
-    pads[r + 4 + i] = std::max<int64_t>(0, extent - xs[2 + i] - w.pad_begin[i]);
-    axes.push_back(2 + i);
-    steps.push_back(w.strides[i]);
-  }
-  ValueId xp = b.transpose(x, perm);
-  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }))
-    xp = b.op(OpType::Pad, {xp, b.ints(pads)});
-  const Shape padded = b.shape(xp);
-  std::vector<ValueId> parts;
-  std::vector<int64_t> k(r, 0);
-  do {
-    std::vector<int64_t> starts, ends;
-    bool whole = true;  // a 1x1 window at stride 1 reads all of xp: no Slice
-    for (int i = 0; i < r; ++i) {
-      starts.push_back(k[i] * w.dilations[i]);
-      ends.push_back(starts.back() + w.strides[i] * (out[2 + i] - 1) + 1);
-      whole = whole && starts[i] == 0 && steps[i] == 1 && ends[i] == padded[2 + i];
-    }
-    ValueId s = whole ? xp
-                      : b.op(OpType::Slice,
-                             {xp, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)});
-    parts.push_back(b.op(OpType::Unsqueeze, {s, b.ints({1})}));
-  } while (next_offset(k, w.kernel));
-  return parts.size() == 1 ? parts[0] : b.op(OpType::Concat, parts, {{"axis", int64_t{1}}});
+// `perm` of x split as [.., G, cg, ..] with G = 1, as a permutation of x itself: the group axis
+// (at `group_axis` of the split shape) removed and the later axes renumbered.
+std::vector<int64_t> drop_group_axis(const std::vector<int64_t>& perm, int64_t group_axis) {
+  std::vector<int64_t> out;
+  for (int64_t p : perm)
+    if (p != group_axis) out.push_back(p > group_axis ? p - 1 : p);
+  return out;
 }
 
-// dW[g, m, c, k] = sum over (n, o) of dy[n, g, m, o] * x[n, g, c, o * s + k * d - p], one GEMM
-// per group: windows [G, C/G * K, N * out] times dy as [G, N * out, M/G] (im2col, the weight
-// gradient's usual lowering), then the small [G, C/G * K, M/G] result transposed to W's layout.
-ValueId conv_weight_grad(GraphBuilder& b, ValueId x, ValueId dy, const WindowGeometry& w) {
-  int r = w.spatial_rank;
-  Shape xs = b.shape(x), ys = b.shape(dy);
-  int64_t G = w.group, cg = xs[1] / G, mg = ys[1] / G, kv = w.kernel_volume();
-  int64_t positions = ys.numel() / (ys[0] * ys[1]), rows = ys[0] * positions;
-  ValueId cols = b.reshape(channel_major_windows(b, x, ys, w), Shape({G, cg * kv, rows}));
-  std::vector<int64_t> split{ys[0], G, mg}, perm{1, 0};
+// dW[g*mg + m, c, k] = sum over (n, o) of dy[n, g*mg + m, o] * x[n, g*cg + c, o*s + k*d - p]: a
+// convolution of x, its batch and channels swapped (channels-last [cg, in..., G*N]), by dy as the
+// kernel ([G*mg, N, out...]), with stride d, dilation s and x's pads, G groups; its channels-last
+// [cg, k..., G*mg] result transposed to W's layout. This is how XLA and cuDNN compute a weight
+// gradient: every backend runs it as a convolution (an implicit GEMM with K = N * out positions)
+// and no window tensor of x is materialized. x and dy are channels-last when `channels_last`.
+ValueId conv_weight_grad(GraphBuilder& b, ValueId x, ValueId dy, const WindowGeometry& w,
+                         bool channels_last) {
+  const int r = w.spatial_rank;
+  const int64_t n = w.batch, G = w.group, cg = w.in_channels / G, mg = w.out_channels / G;
+  std::vector<int64_t> split{n}, x_perm{channels_last ? r + 2 : 2}, merged{cg}, k_perm,
+      back{r + 1, 0};
+  std::vector<int64_t> pads = w.pad_begin, pad_end(r), axes, starts, ends;
+  bool crop = false;
   for (int i = 0; i < r; ++i) {
-    split.push_back(ys[2 + i]);
-    perm.push_back(3 + i);
+    split.push_back(w.in_size[i]);
+    merged.push_back(w.in_size[i]);
+    x_perm.push_back(channels_last ? 1 + i : 3 + i);
+    // Input rows past the forward's last window: dropped from the end padding, else cropped.
+    const int64_t span =
+        w.in_size[i] + w.pad_begin[i] + w.pad_end[i] - 1 - w.strides[i] * (w.out_size[i] - 1);
+    pad_end[i] = std::max<int64_t>(0, w.pad_end[i] - (span - w.dilations[i] * (w.kernel[i] - 1)));
+    crop = crop || (span - w.pad_end[i] + pad_end[i]) / w.dilations[i] + 1 != w.kernel[i];
+    axes.push_back(1 + i);
+    starts.push_back(0);
+    ends.push_back(w.kernel[i]);
   }
-  perm.push_back(2);
-  ValueId g = b.reshape(b.transpose(b.reshape(dy, Shape(split)), perm), Shape({G, rows, mg}));
-  ValueId dw = b.transpose(b.op(OpType::MatMul, {cols, g}), {0, 2, 1});  // [G, M/G, C/G * K]
-  std::vector<int64_t> wshape{G * mg, cg};
-  wshape.insert(wshape.end(), w.kernel.begin(), w.kernel.end());
-  return b.reshape(dw, Shape(wshape));
+  if (channels_last) {
+    split.insert(split.end(), {G, cg});
+    x_perm.insert(x_perm.end(), {r + 1, 0});
+    k_perm = {r + 1, 0};
+    for (int i = 0; i < r; ++i) k_perm.push_back(1 + i);
+  } else {
+    split.insert(split.begin() + 1, {G, cg});
+    x_perm.insert(x_perm.end(), {1, 0});
+    k_perm = {1, 0};
+    for (int i = 0; i < r; ++i) k_perm.push_back(2 + i);
+  }
+  merged.push_back(G * n);
+  pads.insert(pads.end(), pad_end.begin(), pad_end.end());
+  // One group: a 4-D transpose; more: through [cg, in..., G, N] (N and G adjacent, then merged).
+  ValueId x2 = G == 1 ? b.transpose(x, drop_group_axis(x_perm, channels_last ? r + 1 : 1))
+                      : b.reshape(b.transpose(b.reshape(x, Shape(split)), x_perm), Shape(merged));
+  Attributes at{{"strides", w.dilations},
+                {"dilations", w.strides},
+                {"pads", pads},
+                {"group", G},
+                {"layout", std::string("NHWC")}};
+  ValueId y2 = b.op(OpType::Conv, {x2, b.transpose(dy, k_perm)}, at);
+  if (crop) y2 = b.op(OpType::Slice, {y2, b.ints(starts), b.ints(ends), b.ints(axes)});
+  // [cg, k..., G*mg] is [cg * K, G*mg] row-major, and W's layout is its transpose: one 2-D
+  // transpose, with no small kernel dimensions in the minor position of a tensor.
+  std::vector<int64_t> w_shape{G * mg, cg};
+  w_shape.insert(w_shape.end(), w.kernel.begin(), w.kernel.end());
+  ValueId flat = b.reshape(y2, Shape({cg * w.kernel_volume(), G * mg}));
+  return b.reshape(b.transpose(flat, {1, 0}), Shape(w_shape));
 }
 
 void set_bias_grad(GradContext& c, const WindowGeometry& w) {
   if (!c.needs(2)) return;
   std::vector<int64_t> axes{0};
-  for (int i = 0; i < w.spatial_rank; ++i) axes.push_back(2 + i);
+  for (int i = 0; i < w.spatial_rank; ++i) axes.push_back(w.channels_last ? 1 + i : 2 + i);
   c.set(2, c.b.reduce_sum(c.dy(), axes, false));
 }
 
+// A channels-last Conv's data gradient goes through the channels-first ConvTranspose (dy moved
+// channels-first, dx moved back); its weight and bias gradients read x and dy as they are.
 void conv_rule(GradContext& c) {
-  if (is_channels_last(c.node())) return channels_first_grad(c, conv_rule);
-  WindowGeometry w = window_geometry(c.b.graph(), c.node());
-  if (c.needs(0)) c.set(0, conv_data_grad(c, w));
-  if (c.needs(1)) c.set(1, conv_weight_grad(c.b, c.x(0), c.dy(), w));
+  GraphBuilder& b = c.b;
+  const WindowGeometry w = window_geometry(b.graph(), c.node());
+  if (c.needs(1)) c.set(1, conv_weight_grad(b, c.x(0), c.dy(), w, w.channels_last));
   set_bias_grad(c, w);
+  if (!c.needs(0)) return;
+  if (!w.channels_last) return c.set(0, conv_data_grad(b, c.dy(), c.x(1), w));
+  const int rank = w.spatial_rank + 2;
+  std::vector<int64_t> to_first{0, rank - 1}, to_last{0};
+  for (int i = 1; i < rank - 1; ++i) to_first.push_back(i);
+  for (int i = 2; i < rank; ++i) to_last.push_back(i);
+  to_last.push_back(1);
+  ValueId dx = conv_data_grad(b, b.transpose(c.dy(), to_first), c.x(1), w);
+  c.set(0, b.transpose(dx, to_last));
 }
 
 // ConvTranspose is the adjoint of the Conv C(dy) with the same weights, strides, pads, dilations
@@ -166,7 +176,7 @@ void conv_transpose_rule(GradContext& c) {
     WindowGeometry adj = w;  // the geometry of C: from the output side back to the input side
     std::swap(adj.in_size, adj.out_size);
     std::swap(adj.in_channels, adj.out_channels);
-    c.set(1, conv_weight_grad(c.b, c.dy(), c.x(0), adj));
+    c.set(1, conv_weight_grad(c.b, c.dy(), c.x(0), adj, false));
   }
   set_bias_grad(c, w);
 }
