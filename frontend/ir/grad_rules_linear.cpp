@@ -86,23 +86,25 @@ ValueId conv_weight_grad(GraphBuilder& b, ValueId x, ValueId dy, const WindowGeo
                          bool channels_last) {
   const int r = w.spatial_rank;
   const int64_t n = w.batch, G = w.group, cg = w.in_channels / G, mg = w.out_channels / G;
-  std::vector<int64_t> split{n}, x_perm{channels_last ? r + 2 : 2}, merged{cg}, k_perm,
-      back{r + 1, 0};
-  std::vector<int64_t> pads = w.pad_begin, pad_end(r), axes, starts, ends;
+  std::vector<int64_t> split{n}, x_perm{channels_last ? r + 2 : 2}, merged{cg}, k_perm;
+  std::vector<int64_t> pads = w.pad_begin, pad_end(r), axes, ends;
   bool crop = false;
   for (int i = 0; i < r; ++i) {
-    split.push_back(w.in_size[i]);
-    merged.push_back(w.in_size[i]);
-    x_perm.push_back(channels_last ? 1 + i : 3 + i);
-    // Input rows past the forward's last window: dropped from the end padding, else cropped.
+    // Input rows past the forward's last window: dropped from the end padding, then from x.
     const int64_t span =
         w.in_size[i] + w.pad_begin[i] + w.pad_end[i] - 1 - w.strides[i] * (w.out_size[i] - 1);
-    pad_end[i] = std::max<int64_t>(0, w.pad_end[i] - (span - w.dilations[i] * (w.kernel[i] - 1)));
-    crop = crop || (span - w.pad_end[i] + pad_end[i]) / w.dilations[i] + 1 != w.kernel[i];
-    axes.push_back(1 + i);
-    starts.push_back(0);
-    ends.push_back(w.kernel[i]);
+    const int64_t unread = span - w.dilations[i] * (w.kernel[i] - 1);
+    pad_end[i] = std::max<int64_t>(0, w.pad_end[i] - unread);
+    const int64_t in = w.in_size[i] - std::max<int64_t>(0, unread - w.pad_end[i]);
+    crop = crop || in != w.in_size[i];
+    axes.push_back(channels_last ? 1 + i : 2 + i);
+    ends.push_back(in);
+    split.push_back(in);
+    merged.push_back(in);
+    x_perm.push_back(channels_last ? 1 + i : 3 + i);
   }
+  if (crop)
+    x = b.op(OpType::Slice, {x, b.ints(std::vector<int64_t>(r, 0)), b.ints(ends), b.ints(axes)});
   if (channels_last) {
     split.insert(split.end(), {G, cg});
     x_perm.insert(x_perm.end(), {r + 1, 0});
@@ -125,7 +127,6 @@ ValueId conv_weight_grad(GraphBuilder& b, ValueId x, ValueId dy, const WindowGeo
                 {"group", G},
                 {"layout", std::string("NHWC")}};
   ValueId y2 = b.op(OpType::Conv, {x2, b.transpose(dy, k_perm)}, at);
-  if (crop) y2 = b.op(OpType::Slice, {y2, b.ints(starts), b.ints(ends), b.ints(axes)});
   // [cg, k..., G*mg] is [cg * K, G*mg] row-major, and W's layout is its transpose: one 2-D
   // transpose, with no small kernel dimensions in the minor position of a tensor.
   std::vector<int64_t> w_shape{G * mg, cg};

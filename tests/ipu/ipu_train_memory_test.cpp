@@ -90,7 +90,7 @@ std::map<std::string, int64_t> message_bytes(const std::string& m) {
   return out;
 }
 
-constexpr int64_t kBatch = 192;  // does not fit one GC200 without accumulation or recomputation
+constexpr int64_t kBatch = 256;  // does not fit one GC200 without accumulation or recomputation
 
 TEST(IpuTrainMemory, OutOfMemoryNamesSavedActivations) {
   try {
@@ -125,7 +125,7 @@ TEST(IpuTrainMemory, AccumulationAndRecomputationMakeTheSameBatchFit) {
   EXPECT_EQ(p.at("memory.capacity_bytes"), kTileBytes);
   EXPECT_EQ(p.at("memory.gradient_accumulator_bytes"), 0);
 
-  // Accumulating 4 micro-batches of 16: the same effective batch, a quarter of the activations.
+  // Accumulating 4 micro-batches of 64: the same effective batch, a quarter of the activations.
   TrainStep acc = make_step(kBatch, train_options({{"gradient_accumulation", "4"}}));
   const auto& a = metrics(acc);
   EXPECT_EQ(a.at("out_of_memory"), 0);
