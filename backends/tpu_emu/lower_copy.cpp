@@ -115,17 +115,24 @@ std::pair<int64_t, int64_t> landing_range(int64_t in, int64_t stride, int64_t of
 
 int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in, int64_t hs,
                      int64_t ws) {
-  const std::vector<int64_t> dims{in.n, in.c, hs, ws}, os = contiguous(dims);
+  const bool last = in.channels_last;
+  const std::vector<int64_t> dims =
+      last ? std::vector<int64_t>{in.n, hs, ws, in.c} : std::vector<int64_t>{in.n, in.c, hs, ws};
+  const std::vector<int64_t> os = contiguous(dims);
   int32_t y = c.scratch(n.name + ".dilated", dims);
   copy_kernel(c, n, -1, y, dims, {}, 0, os, 0, false, 0.0f);
   auto [h0, h1] = landing_range(in.h, in.sh, in.ph, hs);
   auto [w0, w1] = landing_range(in.w, in.sw, in.pw, ws);
-  if (h1 > h0 && w1 > w0 && in.n * in.c > 0) {
-    const std::vector<int64_t> xs = contiguous({in.n, in.c, in.h, in.w});
-    copy_kernel(c, n, x, y, {in.n, in.c, h1 - h0, w1 - w0}, xs, h0 * in.w + w0,
-                {os[0], os[1], in.sh * ws, in.sw}, (h0 * in.sh + in.ph) * ws + w0 * in.sw + in.pw,
+  if (h1 <= h0 || w1 <= w0 || in.n * in.c == 0) return y;
+  const int64_t at = (h0 * in.sh + in.ph) * ws + w0 * in.sw + in.pw;  // first landing pixel
+  if (last) {  // pixels of C contiguous channels, every sh-th row and sw-th column
+    copy_kernel(c, n, x, y, {in.n, h1 - h0, w1 - w0, in.c}, contiguous({in.n, in.h, in.w, in.c}),
+                (h0 * in.w + w0) * in.c, {os[0], in.sh * ws * in.c, in.sw * in.c, 1}, at * in.c,
                 false);
+    return y;
   }
+  copy_kernel(c, n, x, y, {in.n, in.c, h1 - h0, w1 - w0}, contiguous({in.n, in.c, in.h, in.w}),
+              h0 * in.w + w0, {os[0], os[1], in.sh * ws, in.sw}, at, false);
   return y;
 }
 

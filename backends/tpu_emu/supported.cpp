@@ -218,9 +218,8 @@ bool conv_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
 
 // A stride-1 Conv over the dilated input (lower_matmul.cpp).
 bool conv_transpose_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
-  if (!window_2d(g, n) || !weights_ok(g, n) || g.value(n.inputs[0]).constant ||
-      ir::is_channels_last(n)) {
-    if (why) *why = "only 1-D and 2-D channels-first ConvTranspose with f32 weights";
+  if (!window_2d(g, n) || !weights_ok(g, n) || g.value(n.inputs[0]).constant) {
+    if (why) *why = "only 1-D and 2-D ConvTranspose with f32 weights";
     return false;
   }
   return true;

@@ -50,7 +50,7 @@ void gemm_rule(GradContext& c) {
   if (c.needs(2)) c.set(2, b.unbroadcast(beta == 1.0 ? g : b.scale(g, beta), c.x_shape(2)));
 }
 
-// dx of a channels-first Conv: the ConvTranspose of dy (channels-first) by the same weights.
+// dx of a Conv: the ConvTranspose of dy by the same weights, in the Conv's layout.
 ValueId conv_data_grad(GraphBuilder& b, ValueId dy, ValueId weights, const WindowGeometry& w) {
   std::vector<int64_t> pads = w.pad_begin, out_pad(w.spatial_rank);
   pads.insert(pads.end(), w.pad_end.begin(), w.pad_end.end());
@@ -64,6 +64,7 @@ ValueId conv_data_grad(GraphBuilder& b, ValueId dy, ValueId weights, const Windo
                 {"pads", pads},
                 {"group", w.group},
                 {"output_padding", out_pad}};
+  if (w.channels_last) at.set("layout", std::string("NHWC"));
   return b.op(OpType::ConvTranspose, {dy, weights}, at);
 }
 
@@ -142,22 +143,13 @@ void set_bias_grad(GradContext& c, const WindowGeometry& w) {
   c.set(2, c.b.reduce_sum(c.dy(), axes, false));
 }
 
-// A channels-last Conv's data gradient goes through the channels-first ConvTranspose (dy moved
-// channels-first, dx moved back); its weight and bias gradients read x and dy as they are.
+// Every gradient of a Conv reads x and dy in the Conv's own layout.
 void conv_rule(GradContext& c) {
   GraphBuilder& b = c.b;
   const WindowGeometry w = window_geometry(b.graph(), c.node());
+  if (c.needs(0)) c.set(0, conv_data_grad(b, c.dy(), c.x(1), w));
   if (c.needs(1)) c.set(1, conv_weight_grad(b, c.x(0), c.dy(), w, w.channels_last));
   set_bias_grad(c, w);
-  if (!c.needs(0)) return;
-  if (!w.channels_last) return c.set(0, conv_data_grad(b, c.dy(), c.x(1), w));
-  const int rank = w.spatial_rank + 2;
-  std::vector<int64_t> to_first{0, rank - 1}, to_last{0};
-  for (int i = 1; i < rank - 1; ++i) to_first.push_back(i);
-  for (int i = 2; i < rank; ++i) to_last.push_back(i);
-  to_last.push_back(1);
-  ValueId dx = conv_data_grad(b, b.transpose(c.dy(), to_first), c.x(1), w);
-  c.set(0, b.transpose(dx, to_last));
 }
 
 // ConvTranspose is the adjoint of the Conv C(dy) with the same weights, strides, pads, dilations
