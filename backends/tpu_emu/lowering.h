@@ -77,6 +77,7 @@ struct Context {
   uint64_t weight_bytes = 0;  // constants as stored for the matrix units
   std::vector<std::string> notes;
   int32_t current_op = -1;
+  int kernel_row_splits = 0;  // GEMMs whose reduction splits a wide kernel's rows (matmul_tiler.h)
   // Per value: loop fusion keeps it on chip (loop_fusion.h); empty when loop fusion is off.
   std::vector<bool> kept_on_chip;
 

@@ -248,6 +248,11 @@ void MatmulTiler::reserve(const CorePlan& cp, int core) {
 void MatmulTiler::run() {
   std::vector<CorePlan> plans;
   for (int64_t core = 0; core < c_.spec.cores; ++core) plans.push_back(plan_core(core));
+  for (const CorePlan& cp : plans)
+    if (!cp.empty() && conv_ && cp.kernel_rows < d_.conv.kh) {
+      ++c_.kernel_row_splits;
+      break;
+    }
   Emitter& em = *c_.em;
   em.begin_kernel(kernel_);
   for (int core = 0; core < c_.spec.cores; ++core)

@@ -664,6 +664,7 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   r.metrics["offchip_peak_bytes"] = static_cast<double>(c.offchip.peak());
   r.metrics["onchip_resident_peak_bytes"] = static_cast<double>(c.onchip.peak());
   r.metrics["fused_nodes"] = static_cast<double>(plan.fused_nodes);
+  r.metrics["kernel_row_splits"] = static_cast<double>(c.kernel_row_splits);
   r.metrics["loop_fused_values"] =
       static_cast<double>(std::count(c.kept_on_chip.begin(), c.kept_on_chip.end(), true));
   r.metrics["matrix_passes"] = static_cast<double>(p.passes);
