@@ -57,6 +57,18 @@ CompileOptions with_layout(const std::string& layout, const std::string& precisi
   return o;
 }
 
+// Every output of g on tpu-emu:v4 with layout assignment within 1e-4 of the cpu's.
+void expect_outputs_match_cpu(const ir::Graph& g) {
+  auto cpu = tpu_test::run(g, "cpu").outputs;
+  auto tpu = tpu_test::run(g, "tpu-emu:v4", with_layout("auto")).outputs;
+  ASSERT_EQ(tpu.size(), cpu.size());
+  for (size_t o = 0; o < cpu.size(); ++o) {
+    ASSERT_EQ(tpu[o].shape(), cpu[o].shape());
+    for (int64_t i = 0; i < cpu[o].numel(); ++i)
+      EXPECT_NEAR(tpu[o].data<float>()[i], cpu[o].data<float>()[i], 1e-4f) << o << " " << i;
+  }
+}
+
 TEST(TpuLayoutAssignment, MovesEveryWindowOpChannelsLastWithoutTransposesOnTheDevice) {
   auto a = backends::tpu_emu::assign_channels_last(small_cnn(false));
   EXPECT_EQ(a.channels_last, 6);  // conv1, conv2, se.pool, se.fc, pool, gap
@@ -95,14 +107,7 @@ TEST(TpuLayoutAssignment, TransposesWhereAChannelsFirstReaderNeedsTheValue) {
   EXPECT_EQ(a.channels_last, 1);
   EXPECT_EQ(a.transposes, 1);  // conv's result for the softmax; x arrives channels-last
   EXPECT_EQ(a.outputs_channels_last, (std::vector<bool>{true, false}));
-  ir::Graph g = conv_with_channels_first_reader();
-  auto cpu = tpu_test::run(g, "cpu").outputs;
-  auto tpu = tpu_test::run(g, "tpu-emu:v4", with_layout("auto")).outputs;
-  for (int o = 0; o < 2; ++o) {
-    ASSERT_EQ(tpu[o].shape(), cpu[o].shape());
-    for (int64_t i = 0; i < cpu[o].numel(); ++i)
-      EXPECT_NEAR(tpu[o].data<float>()[i], cpu[o].data<float>()[i], 1e-4f) << o << " " << i;
-  }
+  expect_outputs_match_cpu(conv_with_channels_first_reader());
 }
 
 // A train step's BatchNorm written with primitive ops after a conv: reductions over constant
@@ -139,14 +144,7 @@ TEST(TpuLayoutAssignment, ReductionsBroadcastsAndWhereFollowChannelsLast) {
   EXPECT_EQ(a.channels_last, 2);  // conv, pool
   EXPECT_EQ(a.transposes, 0);
   EXPECT_EQ(a.outputs_channels_last, (std::vector<bool>{false, true}));
-  ir::Graph g = conv_then_primitive_statistics();
-  auto cpu = tpu_test::run(g, "cpu").outputs;
-  auto tpu = tpu_test::run(g, "tpu-emu:v4", with_layout("auto")).outputs;
-  for (int o = 0; o < 2; ++o) {
-    ASSERT_EQ(tpu[o].shape(), cpu[o].shape());
-    for (int64_t i = 0; i < cpu[o].numel(); ++i)
-      EXPECT_NEAR(tpu[o].data<float>()[i], cpu[o].data<float>()[i], 1e-4f) << o << " " << i;
-  }
+  expect_outputs_match_cpu(conv_then_primitive_statistics());
 }
 
 TEST(TpuLayoutAssignment, LeavesChannelsLastGraphsAlone) {
