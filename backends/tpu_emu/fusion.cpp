@@ -21,8 +21,18 @@ bool is_depthwise(const ir::Graph& g, const ir::Node& n) {
   return group > 1 && group == c;
 }
 
+bool is_vector_conv_transpose(const ir::Graph& g, const ir::Node& n) {
+  if (n.op != OpType::ConvTranspose || !g.value(n.inputs[1]).constant) return false;
+  const ir::Shape& x = g.value(n.inputs[0]).type.shape;
+  const ir::Shape& w = g.value(n.inputs[1]).type.shape;
+  const int64_t group = n.attrs.get_int("group", 1);
+  return x.rank() == 4 && group > 1 && w[1] == 1 &&
+         (!n.has_input(2) || g.value(n.inputs[2]).constant) && !n.attrs.has("output_shape");
+}
+
 bool is_fusion_head(const ir::Graph& g, const ir::Node& n) {
-  if (n.op == OpType::MatMul || n.op == OpType::Gemm || n.op == OpType::ConvTranspose) return true;
+  if (n.op == OpType::ConvTranspose) return !is_vector_conv_transpose(g, n);
+  if (n.op == OpType::MatMul || n.op == OpType::Gemm) return true;
   return n.op == OpType::Conv && !is_depthwise(g, n);
 }
 

@@ -29,6 +29,10 @@ bool heads_group(const ir::Graph& g, const ir::Node& n);
 // Depthwise convolution: one input channel per group (runs on the vector unit).
 bool is_depthwise(const ir::Graph& g, const ir::Node& n);
 FusionPlan plan_fusion(const ir::Graph& g);
+// A 2-D ConvTranspose whose groups each have one output channel, with constant weights (a pooling
+// gradient's scatter, a depthwise transposed convolution): the vector unit runs it on bf16 chips
+// (lower_vector.cpp), as it runs depthwise convolutions; it heads no matrix-unit group.
+bool is_vector_conv_transpose(const ir::Graph& g, const ir::Node& n);
 
 // Elementwise functions of the vector unit for unary/activation nodes and binary nodes; false when
 // the op (or its parameters) has no vector-unit equivalent.

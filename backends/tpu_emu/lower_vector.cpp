@@ -332,10 +332,25 @@ VectorTiling row_tiling(Context& c, const VectorDesc& d, int64_t rows, double wo
   return t;
 }
 
+// A transposed window (conv_transpose_taps) reads its whole input once over all output rows, and
+// computes `work` taps per row, each the precision's products of bf16 parts as a convolution's.
+VectorTiling transposed_tiling(const Context& c, const VectorDesc& d, int64_t rows, double work,
+                               VectorTiling t) {
+  t.elements_per_row = work * static_cast<double>(vector_ops_per_element(d.func) * c.p.passes);
+  t.ops = 1;
+  for (size_t i = 0; i < t.inputs.size(); ++i)
+    if (t.inputs[i] == d.in[0])
+      t.input_bytes_per_row[i] =
+          static_cast<double>(c.tiled_elements(d.in[0]) * c.element_bytes(d.in[0])) /
+          static_cast<double>(std::max<int64_t>(rows, 1));
+  return t;
+}
+
 // row_tiling, with pooling and depthwise rows reading `stride` input rows per output row (window
 // halos ignored) of every channel, or of one with Window::channel_rows.
 VectorTiling window_tiling(Context& c, const VectorDesc& d, int64_t rows, double work) {
   VectorTiling t = row_tiling(c, d, rows, work);
+  if (d.func == VectorFunc::conv_transpose_taps) return transposed_tiling(c, d, rows, work, t);
   if (d.func != VectorFunc::max_pool && d.func != VectorFunc::avg_pool &&
       d.func != VectorFunc::depthwise_conv)
     return t;
@@ -653,6 +668,27 @@ void lower_depthwise_group(Context& c, const std::vector<int>& nodes) {
   emit_vector(c, head, d, d.window.n * d.window.oh, window_work(c, d), cur);
 }
 
+void lower_transposed_window(Context& c, const ir::Node& n) {
+  const ir::Graph& g = c.g;
+  VectorDesc d;
+  d.func = VectorFunc::conv_transpose_taps;
+  d.window = window_2d(ir::window_geometry(g, n), false);
+  const Window& w = d.window;
+  const int64_t kvol = w.kh * w.kw;
+  d.in = {c.tensor(n.inputs[0]),
+          c.add_constant(n.name + ".weights", {w.c, kvol}, constant_floats(g, n.inputs[1]), 4)};
+  if (n.has_input(2))
+    d.in.push_back(c.add_constant(n.name + ".bias", {w.m}, constant_floats(g, n.inputs[2]), 4));
+  // Taps per output row: each output reads the group's input channels at the taps that land on
+  // it, kh * kw / (sh * sw) of them on average.
+  const double taps = static_cast<double>((w.c / w.groups) * kvol) /
+                      static_cast<double>(std::max<int64_t>(1, w.sh * w.sw));
+  const double work =
+      static_cast<double>(round_up(w.ow, c.spec.vpu.sublanes) * round_up(w.m, c.spec.vpu.lanes)) *
+      taps;
+  emit_vector(c, n, d, w.n * w.oh, work, n.outputs[0]);
+}
+
 namespace {
 
 void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work,
@@ -673,12 +709,14 @@ void emit_vector_desc(Context& c, const ir::Node& n, VectorDesc d, int64_t rows,
                    (d.func >= VectorFunc::sum && d.func <= VectorFunc::log_sum_exp);
   if (work == 0) work = tiled_per_row(c, reads_all ? d.in[0] : d.out, rows);
   const bool window = d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool ||
-                      d.func == VectorFunc::depthwise_conv;
+                      d.func == VectorFunc::depthwise_conv ||
+                      d.func == VectorFunc::conv_transpose_taps;
   VectorTiling t = window_tiling(c, d, rows, work);
   if (window && !d.window.channels_last && working_set(c, t, 1) > c.em->half_bytes()) {
     // One output row of every channel does not fit (many channels of small NCHW planes, each
     // padded to (8, 128) tiles): rows of one channel each, same work in all.
-    const int64_t out_c = d.func == VectorFunc::depthwise_conv ? d.window.m : d.window.c;
+    const int64_t out_c =
+        d.func == VectorFunc::max_pool || d.func == VectorFunc::avg_pool ? d.window.c : d.window.m;
     Kernel& k = c.p.kernels[kid];
     k.vec.window.channel_rows = d.window.channel_rows = true;
     t = window_tiling(c, d, rows * out_c, work / static_cast<double>(out_c));

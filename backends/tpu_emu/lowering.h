@@ -135,6 +135,8 @@ struct Context {
 void lower_matmul_group(Context& c, const std::vector<int>& nodes);
 void lower_vector_node(Context& c, const ir::Node& n);
 void lower_depthwise_group(Context& c, const std::vector<int>& nodes);
+// A ConvTranspose with one output channel per group on the vector unit (is_vector_conv_transpose).
+void lower_transposed_window(Context& c, const ir::Node& n);
 void lower_copy_node(Context& c, const ir::Node& n);
 // ConvTranspose's input x [N, C, H, W] dilated by strides (sh, sw) (XLA's lhs_dilation) and
 // placed at offsets (ph, pw) of a zero scratch tensor [N, C, hs, ws] (negative offsets crop):

@@ -603,7 +603,9 @@ void emit_group(Context& c, const ir::Graph& g, const FusionPlan& plan, int i) {
       plan.group_of[i] >= 0 ? plan.groups[plan.group_of[i]] : std::vector<int>{i};
   c.p.ops.push_back(op_info(g, nodes));
   c.current_op = static_cast<int32_t>(c.p.ops.size() - 1);
-  if (is_fusion_head(g, g.node(nodes.front())))
+  if (is_vector_conv_transpose(g, n) && c.spec.numerics == MatrixNumerics::bf16)
+    lower_transposed_window(c, n);
+  else if (n.op == ir::OpType::ConvTranspose || is_fusion_head(g, g.node(nodes.front())))
     lower_matmul_group(c, nodes);
   else if (is_depthwise(g, g.node(nodes.front())))
     lower_depthwise_group(c, nodes);

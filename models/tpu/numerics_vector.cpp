@@ -466,6 +466,56 @@ void window_op(const VectorDesc& d, const float* x, const float* w, const float*
       window_row(d, x, w, bias, y, r / g.oh, r % g.oh, oc, parts);
 }
 
+// One output row (image, oh) of output channel oc of a ConvTranspose whose groups have one output
+// channel each (weights [C, 1, KH, KW]; a pooling gradient's scatter): y[oh, ow] sums, over the
+// group's input channels and the taps (i, j) with oh = ih * sh - ph + i * dh (and likewise ow),
+// x[ih, iw] * w[tap], each pass's products in fp32 and the passes summed low-order first.
+void transposed_row(const VectorDesc& d, const float* bias, float* y, int64_t img, int64_t oh,
+                    int64_t oc, const TapParts& parts) {
+  const Window& g = d.window;
+  const int64_t cg = g.c / g.groups, kvol = g.kh * g.kw;
+  for (int64_t ow = 0; ow < g.ow; ++ow) {
+    float pass_acc[6] = {0, 0, 0, 0, 0, 0};
+    for (int64_t ic = oc * cg; ic < (oc + 1) * cg; ++ic)
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t ty = oh + g.ph - i * g.dh;
+        if (ty < 0 || ty % g.sh != 0 || ty / g.sh >= g.h) continue;
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t tx = ow + g.pw - j * g.dw;
+          if (tx < 0 || tx % g.sw != 0 || tx / g.sw >= g.w) continue;
+          const int64_t ih = ty / g.sh, iw = tx / g.sw;
+          const int64_t at = g.channels_last ? ((img * g.h + ih) * g.w + iw) * g.c + ic
+                                             : ((img * g.c + ic) * g.h + ih) * g.w + iw;
+          const int64_t tap = ic * kvol + i * g.kw + j;
+          for (size_t p = 0; p < parts.passes.size(); ++p)
+            pass_acc[p] += parts.x[parts.passes[p].a][at] * parts.w[parts.passes[p].w][tap];
+        }
+      }
+    float acc = 0;
+    for (size_t p = 0; p < parts.passes.size(); ++p) acc += pass_acc[p];
+    if (bias) acc += bias[oc];
+    const int64_t at = g.channels_last ? ((img * g.oh + oh) * g.ow + ow) * g.m + oc
+                                       : ((img * g.m + oc) * g.oh + oh) * g.ow + ow;
+    y[at] = store(d.epi, acc);
+  }
+}
+
+// transposed_row over rows [r0, r1): image rows (n, oh) of every output channel, or
+// (n, channel, oh) with Window::channel_rows.
+void transposed_op(const VectorDesc& d, const float* bias, float* y, int64_t r0, int64_t r1,
+                   const TapParts& parts) {
+  const Window& g = d.window;
+  if (g.channel_rows) {
+#pragma omp parallel for if ((r1 - r0) * g.ow > 16384) schedule(static)
+    for (int64_t r = r0; r < r1; ++r)
+      transposed_row(d, bias, y, r / (g.m * g.oh), r % g.oh, (r / g.oh) % g.m, parts);
+    return;
+  }
+#pragma omp parallel for collapse(2) if ((r1 - r0) * g.ow * g.m > 16384) schedule(static)
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t oc = 0; oc < g.m; ++oc) transposed_row(d, bias, y, r / g.oh, r % g.oh, oc, parts);
+}
+
 // int8 chips: depthwise taps [M, kh*kw] quantized per output channel with the symmetric scale
 // max|w| / 127 (round half to even), as a matrix unit's weights are per output column.
 void quantize_taps(const Window& g, const float* w, std::vector<float>* q,
@@ -590,6 +640,17 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
       }
       window_op(d, inputs.at(0), inputs.at(1), inputs.size() > 2 ? inputs[2] : nullptr, y, r0, r1,
                 parts);
+      return;
+    }
+    case VectorFunc::conv_transpose_taps: {
+      // A convolution's numerics on a bf16 chip (the compiler lowers it there only).
+      TapParts parts;
+      parts.passes = passes_for(program_.passes);
+      for (const Pass& p : parts.passes) {
+        parts.x[p.a] = operand(d.in[0], p.a, false, nullptr);
+        parts.w[p.w] = operand(d.in[1], p.w, false, nullptr);
+      }
+      transposed_op(d, inputs.size() > 2 ? inputs[2] : nullptr, y, r0, r1, parts);
       return;
     }
     default:

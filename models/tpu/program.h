@@ -129,6 +129,7 @@ enum class Rounding : uint8_t {
   X(max_pool, 1) /* per window element */ \
   X(avg_pool, 1) /* per window element */ \
   X(depthwise_conv, 2) /* multiply + add per tap */ \
+  X(conv_transpose_taps, 2) /* ConvTranspose, one output channel per group: multiply + add per tap */ \
   X(matvec, 2) /* multiply + add per tap */ \
   X(copy, 1) \
   X(transpose, 1) \
