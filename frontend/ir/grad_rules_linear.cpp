@@ -119,7 +119,7 @@ ValueId conv_weight_grad(GraphBuilder& b, ValueId x, ValueId dy, const WindowGeo
   }
   merged.push_back(G * n);
   pads.insert(pads.end(), pad_end.begin(), pad_end.end());
-  // One group: a 4-D transpose; more: through [cg, in..., G, N] (N and G adjacent, then merged).
+  // One group: a single transpose; more: through [cg, in..., G, N] (G and N adjacent, merged).
   ValueId x2 = G == 1 ? b.transpose(x, drop_group_axis(x_perm, channels_last ? r + 1 : 1))
                       : b.reshape(b.transpose(b.reshape(x, Shape(split)), x_perm), Shape(merged));
   Attributes at{{"strides", w.dilations},
