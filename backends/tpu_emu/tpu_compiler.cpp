@@ -135,12 +135,6 @@ bool is_parameter_category(const std::string& category) {
          category == "buffers";
 }
 
-bool is_alias_op(ir::OpType op) {
-  using ir::OpType;
-  return op == OpType::Reshape || op == OpType::Flatten || op == OpType::Squeeze ||
-         op == OpType::Unsqueeze || op == OpType::Identity || op == OpType::Dropout;
-}
-
 }  // namespace
 
 std::vector<float> constant_as_floats(const ir::HostTensor& t, const std::string& name) {
@@ -193,7 +187,7 @@ Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions&
   for (ir::ValueId v = 0; v < g.num_values(); ++v) role_[v] = g.value(v).role;
   for (int i = g.num_nodes() - 1; i >= 0; --i) {
     const ir::Node& n = g.node(i);
-    if (!is_alias_op(n.op) || !n.has_input(0) || n.outputs.empty()) continue;
+    if (!ir::is_view_op(n.op) || !n.has_input(0) || n.outputs.empty()) continue;
     ir::ValueId in = n.inputs[0], out = n.outputs[0];
     if (role_[in] == ir::ValueRole::activation && g.value(in).producer >= 0) role_[in] = role_[out];
     if (read_by_backward_[out]) read_by_backward_[in] = true;
@@ -586,7 +580,7 @@ std::vector<std::vector<ir::ValueId>> deaths(const ir::Graph& g, const FusionPla
       if (v != ir::kNoValue && last_use[v] < 0) last_use[v] = plan.emit_at[i];
   for (int i = g.num_nodes() - 1; i >= 0; --i) {
     const ir::Node& n = g.node(i);
-    if (is_alias_op(n.op) && n.has_input(0))
+    if (ir::is_view_op(n.op) && n.has_input(0))
       last_use[n.inputs[0]] = std::max(last_use[n.inputs[0]], last_use[n.outputs[0]]);
   }
   std::vector<std::vector<ir::ValueId>> dies_after(g.num_nodes() + 1);
@@ -609,7 +603,7 @@ void emit_group(Context& c, const ir::Graph& g, const FusionPlan& plan, int i) {
     lower_matmul_group(c, nodes);
   else if (is_depthwise(g, g.node(nodes.front())))
     lower_depthwise_group(c, nodes);
-  else if (is_alias_op(n.op))
+  else if (ir::is_view_op(n.op))
     c.alias(n.outputs[0], c.tensor(n.inputs[0]));
   else if (is_copy_op(n.op))
     lower_copy_node(c, n);
