@@ -35,8 +35,10 @@ if sys.argv[3] == "ok-only":
     b = {k: v for k, v in b.items() if v["status"] == "ok"}
     a = {k: v for k, v in a.items() if k in b}
 if a != b or not a:
-    sys.exit(f"points differ: {len(a)} vs {len(b)}; first difference: "
-             f"{next((k for k in a if a.get(k) != b.get(k)), sorted(set(b) - set(a))[:1])}")
+    key = next((k for k in a if a.get(k) != b.get(k)), None)
+    fields = {f: (a[key].get(f), b[key].get(f)) for f in set(a[key]) | set(b.get(key) or {})
+              if a[key].get(f) != (b.get(key) or {}).get(f)} if key else sorted(set(b) - set(a))[:1]
+    sys.exit(f"points differ: {len(a)} vs {len(b)}; first difference: {key}: {fields}")
 PY
 }
 job_of() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['rounds'][int(sys.argv[2])]['job'])" "$1" "$2"; }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cstdio>
 
 #include <map>
@@ -31,7 +32,10 @@ void check_phases(const std::string& device) {
   TrainStep step(model, in, Device(device), o);
   ir::HostTensor x = Random(1).tensor(DType::f32, in.shape);
   ir::HostTensor y = Random(2).tensor(DType::i64, Shape({8}), 5);
-  std::string path = ::testing::TempDir() + "mimic_train_trace.db";
+  // One file per device: CTest runs the two cases at once, in two processes.
+  std::string file = "mimic_train_trace_" + device + ".db";
+  std::replace(file.begin(), file.end(), ':', '_');
+  std::string path = ::testing::TempDir() + file;
   std::remove(path.c_str());
   std::vector<int64_t> runs;
   {
