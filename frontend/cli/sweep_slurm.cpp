@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -264,6 +265,10 @@ void wait_for(SlurmSweep& sweep, Session& s, size_t pending, double poll_s) {
   progress.finish();
 }
 
+bool stopped_from_outside(const ProcessResult& r) {
+  return r.signal == SIGTERM || r.signal == SIGKILL || r.signal == SIGINT || r.signal == SIGHUP;
+}
+
 }  // namespace
 
 int run_slurm(const Args& given) {
@@ -346,6 +351,9 @@ int run_task(const std::string& round_dir_arg, int index) {
   int fd = open((tdir + "/results.jsonl").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw IoError(fmt::format("cannot write '{}/results.jsonl'", tdir));
   run_processes(self_executable(), lists, parallel, [&](size_t k, const ProcessResult& r) {
+    // A point stopped from outside (scancel, a time limit, a preemption signals the whole task)
+    // says nothing of the point: it is left without a result, so the next round runs it again.
+    if (stopped_from_outside(r)) return;
     // One write per line, synced: a task killed later keeps the points it finished.
     std::string line = outcome_to_json({keys[k], r, ""}).dump() + "\n";
     if (write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()) || fsync(fd) != 0)

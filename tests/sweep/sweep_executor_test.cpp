@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -92,6 +94,50 @@ TEST(SweepMerge, TaskTraceIsCopiedOnceWithItsEvents) {
             count(task, "SELECT COUNT(*) FROM op_summary"));
   EXPECT_EQ(count(main, "SELECT COUNT(*) FROM sweep_point WHERE run_id IS NOT NULL"), 2);
   EXPECT_THROW(store.record_from("s", temp("missing.db"), {{"a", "ok", "{}", 1}}), mimic::IoError);
+}
+
+// The pid of `parent`'s first child, once it has one (0 after ~20 s without).
+pid_t first_child(pid_t parent) {
+  for (int i = 0; i < 2000; ++i) {
+    std::ifstream f(fmt::format("/proc/{}/task/{}/children", parent, parent));
+    pid_t child = 0;
+    if (f >> child && child > 0) return child;
+    usleep(10000);
+  }
+  return 0;
+}
+
+// scancel signals every process of a task: a point process can die before the task does, and its
+// SIGTERM must not be recorded as the point's result (the retried task runs it again).
+TEST(SweepSlurm, APointStoppedFromOutsideIsLeftForTheNextRound) {
+  std::string out, dir = temp("round");
+  ASSERT_EQ(run(fmt::format("sweep {} --plan", kGrid), &out), 0) << out;
+  nlohmann::json round = nlohmann::json::parse(out);
+  round["points_per_task"] = 2;
+  // The first point runs for seconds, so that it is still running when it is stopped.
+  round["points"][0]["args"] = {
+      "run",     "--device", "tpu-emu:v4", "--batch",      "8",
+      "--model", "resnet50", "--json",     "--no-compare", "--timing-only"};
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/round.json") << round.dump();
+  pid_t task = fork();
+  if (task == 0) {
+    execl(MIMIC_BIN, MIMIC_BIN, "sweep", "task", dir.c_str(), "0", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  pid_t point = first_child(task);
+  ASSERT_GT(point, 0) << "the task started no point process";
+  kill(point, SIGTERM);
+  int status = 0;
+  waitpid(task, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  std::ifstream results(dir + "/task-0/results.jsonl");
+  std::vector<std::string> keys;
+  for (std::string line; std::getline(results, line);)
+    keys.push_back(nlohmann::json::parse(line).at("key"));
+  ASSERT_EQ(keys.size(), 1u) << "the stopped point has a result line";
+  EXPECT_EQ(keys[0], round["points"][1]["key"]);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SweepExecutors, PlanThenResultsRecordsWhatAnotherExecutorRan) {
