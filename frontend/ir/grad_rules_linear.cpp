@@ -30,8 +30,19 @@ void matmul_rule(GradContext& c) {
   ValueId g = c.dy();
   if (c.needs(0))
     c.set(0, b.unbroadcast(b.op(OpType::MatMul, {g, matrix_t(b, c.x(1))}), c.x_shape(0)));
-  if (c.needs(1))
-    c.set(1, b.unbroadcast(b.op(OpType::MatMul, {matrix_t(b, c.x(0)), g}), c.x_shape(1)));
+  if (!c.needs(1)) return;
+  const Shape &a = c.x_shape(0), &w = c.x_shape(1);
+  if (w.rank() == 2 && a.rank() > 2) {
+    // A weight [K, N] shared by every matrix of a batched x: one product over all rows,
+    // x[rows, K]^T dy[rows, N], as PyTorch computes it, instead of a product per matrix (a
+    // [batch, K, N] tensor) summed over the batch afterwards.
+    int64_t rows = a.numel() / a[a.rank() - 1];
+    ValueId x2 = b.reshape(c.x(0), Shape({rows, a[a.rank() - 1]}));
+    ValueId g2 = b.reshape(g, Shape({rows, w[1]}));
+    c.set(1, b.op(OpType::MatMul, {matrix_t(b, x2), g2}));
+    return;
+  }
+  c.set(1, b.unbroadcast(b.op(OpType::MatMul, {matrix_t(b, c.x(0)), g}), w));
 }
 
 ValueId gemm(GraphBuilder& b, ValueId a, ValueId m, double alpha, bool ta, bool tb) {

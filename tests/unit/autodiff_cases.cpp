@@ -250,6 +250,16 @@ std::vector<Case> linear_cases() {
        [](GraphBuilder& b, const std::vector<ValueId>& x) {
          return b.op(OpType::MatMul, {x[0], x[1]});
        }},
+      {"MatMul rank 4 by a shared matrix",
+       {{Shape({2, 2, 3, 4})}, {Shape({4, 5})}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         return b.op(OpType::MatMul, {x[0], x[1]});
+       }},
+      {"MatMul shared matrix by a batch",
+       {{Shape({3, 4})}, {Shape({2, 4, 5})}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         return b.op(OpType::MatMul, {x[0], x[1]});
+       }},
       gemm(false, false),
       gemm(true, false),
       gemm(false, true),
