@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/op_helpers.h"
 
 namespace mimic::backends::cpu::onednn {
 namespace {
@@ -362,6 +363,42 @@ Step build_softmax(const ir::Graph& g, const Group& grp) {
   return s;
 }
 
+// A Transpose as a oneDNN reorder: the output's row-major strides, given per input axis, make
+// the reorder write each input element at its transposed position (a blocked, vectorized copy).
+Step build_transpose(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  const ir::Shape& xs = g.value(n.inputs[0]).type.shape;
+  std::vector<int64_t> perm = ir::resolve_perm(n, xs.rank());
+  dims out_strides = row_major_strides(g.value(n.outputs[0]).type.shape.dims());
+  dims strides(xs.rank());
+  for (int j = 0; j < xs.rank(); ++j) strides[perm[j]] = out_strides[j];
+  memory::desc src = row_major(xs.dims());
+  memory::desc dst(xs.dims(), memory::data_type::f32, strides);
+  Step s;
+  s.group = grp;
+  s.prim = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst));
+  s.inputs.push_back(RuntimeArg{DNNL_ARG_FROM, n.inputs[0], src, src});
+  s.dst_md = s.user_dst_md = dst;
+  return s;
+}
+
+// A Gelu no product absorbed (training keeps its input for the gradient) as oneDNN's vectorized
+// eltwise primitive, erf or tanh form as the node says.
+Step build_gelu(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  memory::desc md = row_major(g.value(n.inputs[0]).type.shape.dims());
+  bool tanh = n.attrs.get_string("approximate", "none") == "tanh";
+  dnnl::eltwise_forward::desc d(
+      dnnl::prop_kind::forward_inference,
+      tanh ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf, md);
+  Step s;
+  s.group = grp;
+  s.prim = dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, cpu_engine()));
+  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], md, md});
+  s.dst_md = s.user_dst_md = md;
+  return s;
+}
+
 // Below this much work (well under 0.1 ms on one AVX-512 core) waking a second thread costs about
 // what the split saves. Measured at batch 1 on 2 cores (2 threads vs 1): a 16 MFLOP threshold keeps
 // MobileNetV2 at 1 thread's speed; 2 MFLOP makes the MLP 18% slower with OMP_WAIT_POLICY=passive;
@@ -388,9 +425,13 @@ int threads_for(double flops) {
 
 std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const LayoutOf& producer_md) {
   const ir::Node& n = g.node(grp.head);
-  // Softmax's work: about 8 flops per element (max, subtract, exp, sum, scale).
-  double work = n.op == OpType::Softmax ? 8.0 * g.value(n.inputs[0]).type.shape.numel()
-                                        : static_cast<double>(ir::node_flops(g, n));
+  // Softmax's work: about 8 flops per element (max, subtract, exp, sum, scale), Gelu's as many
+  // (a polynomial); a Transpose's,
+  // a copy of each element, is counted as 4 so that copies of a million elements split.
+  double numel = static_cast<double>(g.value(n.inputs[0]).type.shape.numel());
+  double work = n.op == OpType::Softmax || n.op == OpType::Gelu ? 8.0 * numel
+                : n.op == OpType::Transpose                     ? 4.0 * numel
+                                            : static_cast<double>(ir::node_flops(g, n));
   int threads = threads_for(work);
   ScopedThreads scope(threads);
   try {
@@ -405,6 +446,10 @@ std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const Layou
       s = build_gemm(g, grp);
     else if (n.op == OpType::Softmax)
       s = build_softmax(g, grp);
+    else if (n.op == OpType::Transpose)
+      s = build_transpose(g, grp);
+    else if (n.op == OpType::Gelu)
+      s = build_gelu(g, grp);
     else
       s = build_pool(g, grp, producer_md);
     s.threads = threads;

@@ -1,5 +1,6 @@
 #include "backends/cpu/onednn_plan.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
@@ -81,6 +82,11 @@ bool supports_head(const ir::Graph& g, const ir::Node& n) {
     // of cross entropy (tests/python/test_train.py, against PyTorch) grow that to 1e-3.
     case OpType::Softmax:
       return n.attrs.get_int("coerce_2d", 0) == 0 && g.value(n.inputs[0]).type.shape.rank() >= 1;
+    case OpType::Gelu:
+      return true;
+    case OpType::Transpose:
+      return g.value(n.inputs[0]).type.shape.rank() >= 2 &&
+             g.value(n.inputs[0]).type.shape.numel() > 0;
     default:
       return false;
   }
@@ -244,11 +250,17 @@ std::vector<Group> plan_groups(const ir::Graph& g) {
   Planner planner(g);
   std::vector<Group> groups;
   std::vector<bool> taken(g.num_nodes(), false);
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    if (taken[i] || !supports_head(g, g.node(i))) continue;
-    groups.push_back(planner.grow(i, taken));
-    for (int k : groups.back().nodes) taken[k] = true;
-  }
+  // Transposes last: a MatMul reads a transposed operand through strides when it can.
+  for (bool transposes : {false, true})
+    for (int i = 0; i < g.num_nodes(); ++i) {
+      if (taken[i] || (g.node(i).op == OpType::Transpose) != transposes ||
+          !supports_head(g, g.node(i)))
+        continue;
+      groups.push_back(planner.grow(i, taken));
+      for (int k : groups.back().nodes) taken[k] = true;
+    }
+  std::sort(groups.begin(), groups.end(),
+            [](const Group& a, const Group& b) { return a.head < b.head; });
   return groups;
 }
 

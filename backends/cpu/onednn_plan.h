@@ -1,11 +1,12 @@
 // Which nodes of a graph the cpu backend's oneDNN path runs, and which followers fuse into them.
 //
 // A group is a head (Conv, MatMul, Gemm, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool,
-// Softmax) plus the nodes that fold into it as oneDNN attributes or strides: for MatMul a
-// Transpose of an operand's last two axes (the backward pass's transposed products), for Conv a
-// BatchNormalization with constant parameters (folded into the weights and bias), for MatMul/Gemm
-// an Add of a constant [N] bias, then for both an Add of a same-shaped tensor (the "sum" post-op)
-// and a Relu, Clip or Gelu
+// Softmax; alone, a Gelu no product absorbed and a Transpose no MatMul reads through strides) plus
+// the nodes that fold into it as oneDNN attributes or strides: for MatMul a Transpose of an
+// operand's last two axes (the backward pass's transposed products), for Conv a BatchNormalization
+// with constant parameters (folded into the weights and bias), for MatMul/Gemm an Add of a constant
+// [N] bias, then for both an Add of a same-shaped tensor (the "sum" post-op) and a Relu, Clip or
+// Gelu
 // ("eltwise" post-op). A follower fuses only when the value it reads has no other consumer and is
 // no graph output. Everything here is IR-only: the primitives are built from a group in
 // onednn_ops.cpp.

@@ -3,6 +3,7 @@
 // residual Add and activations) and every zoo model run with kernels=onednn and kernels=reference,
 // outputs within f32 tolerance. Each case also checks that oneDNN really ran it (the compile
 // report's step count).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -237,6 +238,26 @@ TEST(CpuOnednn, SoftmaxesMatchTheReference) {
       pool_graph("softmax_axis1", OpType::Softmax, Shape({4, 9, 6}), {{"axis", int64_t{1}}}), 0, 1);
   // LogSoftmax stays on the reference kernel: no oneDNN step.
   expect_paths_agree(pool_graph("log_softmax", OpType::LogSoftmax, Shape({3, 40}), {}), 0, 0);
+}
+
+// A Transpose no MatMul reads through strides is a oneDNN reorder (exact); a Gelu no product
+// absorbs (training keeps its input) is oneDNN's eltwise primitive, within float rounding.
+TEST(CpuOnednn, TransposesAndGelusMatchTheReference) {
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> transposes = {
+      {Shape({4608, 512}), {1, 0}},           {Shape({8, 64, 14, 14}), {1, 2, 3, 0}},
+      {Shape({8, 64, 14, 14}), {1, 0, 2, 3}}, {Shape({9, 2, 16, 7, 7}), {1, 2, 0, 3, 4}},
+      {Shape({3, 5, 7}), {2, 0, 1}},          {Shape({2, 128, 12, 64}), {0, 2, 1, 3}}};
+  for (const auto& [shape, perm] : transposes) {
+    ir::Attributes attrs{{"perm", perm}};
+    ir::Graph g =
+        pool_graph(fmt::format("transpose_{}", shape.str()), OpType::Transpose, shape, attrs);
+    expect_paths_agree(g, 0, 1, 100, 0.0);
+  }
+  expect_paths_agree(pool_graph("gelu_erf", OpType::Gelu, Shape({8, 128, 300}), {}), 0, 1, 100,
+                     1e-6);
+  expect_paths_agree(pool_graph("gelu_tanh", OpType::Gelu, Shape({3, 1000}),
+                                {{"approximate", std::string("tanh")}}),
+                     0, 1, 100, 1e-6);
 }
 
 TEST(CpuOnednn, ZooModelsMatchTheReference) {
