@@ -88,6 +88,16 @@ void each(float* o, int64_t n, Fn fn) {
   for (int64_t j = 0; j < n; ++j) o[j] = fn(j);
 }
 
+// Writes n computed elements to `out` at `offset` (booleans from 0 and 1).
+void store(const float* r, ir::HostTensor& out, int64_t offset, int64_t n) {
+  if (out.dtype() == DType::boolean) {
+    bool* dst = out.data<bool>() + offset;
+    for (int64_t j = 0; j < n; ++j) dst[j] = r[j] != 0.0f;
+  } else {
+    std::memcpy(out.data<float>() + offset, r, n * sizeof(float));
+  }
+}
+
 // o = op(a, b, c) over n elements; booleans are 0 and 1.
 void eval(OpType op, const ir::UnaryAttrs& attrs, float* o, const float* a, const float* b,
           const float* c, int64_t n) {
@@ -142,7 +152,8 @@ LoopFusion::LoopFusion(const ir::Graph& g, const std::function<bool(int)>& avail
 }
 
 // Adds to the group of `root` every eligible producer of a member whose output has root's shape,
-// is no graph output and is read by members only; a group of one node is dropped.
+// is no graph output and is read by members or by nodes after root; a group of one node is
+// dropped.
 void LoopFusion::grow(int root) {
   const int id = static_cast<int>(groups_.size());
   const ir::Shape& shape = g_.value(g_.node(root).outputs[0]).type.shape;
@@ -156,9 +167,11 @@ void LoopFusion::grow(int root) {
       if (p < 0 || !eligible_[p] || group_of_[p] >= 0 || graph_output_[v] ||
           g_.value(v).type.shape != shape)
         continue;
-      bool read_inside = std::all_of(consumers_[v].begin(), consumers_[v].end(),
-                                     [&](int c) { return group_of_[c] == id; });
-      if (!read_inside) continue;
+      // A value read outside the group is written out as well (a multi-output fusion), when
+      // every such reader runs after the group: a reader before `root` could feed a member.
+      bool readers_ok = std::all_of(consumers_[v].begin(), consumers_[v].end(),
+                                    [&](int c) { return group_of_[c] == id || c > root; });
+      if (!readers_ok) continue;
       group_of_[p] = id;
       members.push_back(p);
       work.push_back(p);
@@ -197,6 +210,10 @@ void LoopFusion::compile(Group& grp) const {
     ins.out = next;
     slot[n.outputs[0]] = next++;
     grp.code.push_back(ins);
+    bool read_outside =
+        std::any_of(consumers_[n.outputs[0]].begin(), consumers_[n.outputs[0]].end(),
+                    [&](int c) { return group_of_[c] != group_of_[m]; });
+    if (read_outside || m == grp.nodes.back()) grp.outputs.push_back({ins.out, n.outputs[0]});
   }
 }
 
@@ -212,16 +229,17 @@ int LoopFusion::fused_nodes() const {
 
 void LoopFusion::run(int root, std::vector<ir::HostTensor>& values) const {
   const Group& grp = groups_[group_of_[root]];
-  const ir::Value& result = g_.value(g_.node(root).outputs[0]);
-  ir::HostTensor out(result.type.dtype, result.type.shape);
+  std::vector<ir::HostTensor> outs;
+  for (const auto& [slot, v] : grp.outputs)
+    outs.emplace_back(g_.value(v).type.dtype, g_.value(v).type.shape);
   std::vector<ir::Shape> shapes;
   for (ir::ValueId v : grp.inputs) shapes.push_back(values[v].shape());
-  const BroadcastPlan plan = plan_broadcast(out.shape(), shapes);
+  const BroadcastPlan plan = plan_broadcast(outs.back().shape(), shapes);
   const int64_t inner = plan.inner(), per_row = (inner + kBlock - 1) / kBlock;
   const int64_t work = plan.outer() * per_row;
   const int num_inputs = static_cast<int>(grp.inputs.size());
   const int slots = num_inputs + static_cast<int>(grp.code.size());
-#pragma omp parallel if (work > 1 && out.numel() > 32768)
+#pragma omp parallel if (work > 1 && outs.back().numel() > 32768)
   {
     std::vector<float> scratch(static_cast<size_t>(slots) * kBlock);
     std::vector<const float*> at(slots);
@@ -241,16 +259,11 @@ void LoopFusion::run(int root, std::vector<ir::HostTensor>& values) const {
         eval(ins.op, ins.attrs, o, arg(ins.in[0]), arg(ins.in[1]), arg(ins.in[2]), n);
         at[ins.out] = o;
       }
-      const float* r = at[slots - 1];
-      if (out.dtype() == DType::boolean) {
-        bool* dst = out.data<bool>() + off[0] + begin;
-        for (int64_t j = 0; j < n; ++j) dst[j] = r[j] != 0.0f;
-      } else {
-        std::memcpy(out.data<float>() + off[0] + begin, r, n * sizeof(float));
-      }
+      for (size_t k = 0; k < outs.size(); ++k)
+        store(at[grp.outputs[k].first], outs[k], off[0] + begin, n);
     }
   }
-  values[g_.node(root).outputs[0]] = std::move(out);
+  for (size_t k = 0; k < outs.size(); ++k) values[grp.outputs[k].second] = std::move(outs[k]);
 }
 
 }  // namespace mimic::backends::cpu

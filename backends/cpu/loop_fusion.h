@@ -1,13 +1,15 @@
 // Loop fusion on the cpu backend's fast path, as XLA's loop fusion: a group of elementwise nodes
 // (f32 unary maps, Add/Sub/Mul/Div, comparisons, Where, Cast from f32 or bool, Expand) that share
-// one output shape and whose intermediate values no node outside the group reads runs as one pass
-// over its output, a block of elements at a time, instead of one pass and one full tensor per
-// node. Training graphs are full of such chains (BatchNormalization's statistics and its
-// gradient, Relu's gradient mask). Each element gets the reference kernels' arithmetic, so results
-// are bitwise those of the unfused kernels.
+// one output shape runs as one pass over its output, a block of elements at a time, instead of
+// one pass and one full tensor per node. An intermediate value that a node after the group reads
+// is written out too (XLA's multi-output fusion); the others never leave the block. Training
+// graphs are full of such chains (BatchNormalization's statistics and its gradient, Relu's
+// gradient mask). Each element gets the reference kernels' arithmetic, so results are bitwise
+// those of the unfused kernels.
 #pragma once
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "frontend/ir/graph.h"
@@ -30,7 +32,8 @@ class LoopFusion {
   int num_groups() const { return static_cast<int>(groups_.size()); }
   int fused_nodes() const;
 
-  // Computes the output of the group whose last member is `root` from `values`.
+  // Computes the outputs of the group whose last member is `root` from `values`: the last
+  // member's and those of members that nodes outside the group read.
   void run(int root, std::vector<ir::HostTensor>& values) const;
 
  private:
@@ -45,6 +48,8 @@ class LoopFusion {
     std::vector<int> nodes;
     std::vector<ir::ValueId> inputs;
     std::vector<Instr> code;
+    // (slot, value) of the members read outside the group, the last member's last.
+    std::vector<std::pair<int, ir::ValueId>> outputs;
   };
 
   void grow(int root);

@@ -63,9 +63,11 @@ TEST(CpuLoopFusion, NormalizationChainsFuseBitwiseExact) {
       b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar(1e-5, DType::f32))})});
   ValueId y = b.add(b.mul(b.mul(centered, inv), gamma), b.scalar(0.25, DType::f32));
   g.add_output(b.op(OpType::Relu, {y}));
-  // centered has readers in two groups, so it stays a tensor; Mul, Mul, Add, Relu fuse, and so do
-  // the statistics' Add, Sqrt and Reciprocal.
-  expect_bitwise_reference(g, {2, 7});
+  // Sub and the Mul that squares its result fuse, and the group writes `centered` out too (a
+  // multi-output fusion): the normalization group reads it, after the variance. That group (Mul,
+  // Mul, Add, Relu) cannot take the Sub: the squaring Mul, before it, reads it and feeds it. The
+  // statistics' Add, Sqrt and Reciprocal fuse too.
+  expect_bitwise_reference(g, {3, 9});
 }
 
 // Relu's gradient: dy * cast(x > 0) with the mask a bool inside the group, and a Where.
