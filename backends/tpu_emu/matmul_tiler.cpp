@@ -145,6 +145,12 @@ void MatmulTiler::choose_k_chunks(CorePlan& cp, int64_t split_rows, int64_t min_
         cp.chunk_channels > 16 ? round_up(cp.chunk_channels / 2, 8) : cp.chunk_channels / 2;
   const bool wide_kernel = conv_ && d_.conv.kh * d_.conv.kw > d_.conv.oh * d_.conv.ow;
   const int64_t rows = wide_kernel ? split_rows : min_rows;
+  // A plain product with a long reduction (a weight gradient: K = batch x sequence) splits K until
+  // a tile of `split_rows` rows fits, as it would a wide kernel: few rows per weight load would
+  // leave the matrix units loading weights most of the time.
+  while (!conv_ && a_slot_needed_ && cp.chunk_channels > cols_pe &&
+         2 * tile_bytes(cp, split_rows, cols_pe).a > half_ / 2)
+    cp.chunk_channels = round_up(cp.chunk_channels / 2, cols_pe);
   while (a_slot_needed_ && cp.kernel_rows > 1 && 2 * tile_bytes(cp, rows, cols_pe).a > half_ / 2)
     cp.kernel_rows = ceil_div(cp.kernel_rows, 2);
 }
