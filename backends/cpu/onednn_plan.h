@@ -12,6 +12,7 @@
 // onednn_ops.cpp.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "frontend/ir/graph.h"
@@ -32,7 +33,9 @@ struct Group {
   // MatMul only: per operand, a Transpose of the last two axes that feeds only this MatMul and is
   // read through swapped strides instead of being copied (a member, after the head), or -1.
   int transposed[2] = {-1, -1};
-  int last() const { return nodes.back(); }
+  // The member that comes last in the graph, where the group runs: a transposed operand sits
+  // right after the head in `nodes` but before it in the graph.
+  int last() const { return *std::max_element(nodes.begin(), nodes.end()); }
 };
 
 // True when oneDNN can run node `n` as a group head (f32, windows oneDNN supports, ...).

@@ -317,6 +317,15 @@ TEST(CpuOnednn, TransposedMatMulOperandsAreReadInPlace) {
   batched.add_output(batched.add_node(OpType::MatMul, "mm", {at, bt})[0]);
   check(batched, 2);
 
+  // The other operand is computed after the Transpose: the group runs at its MatMul.
+  ir::Graph late("late_operand");
+  ir::ValueId p = late.add_input("p", ir::DType::f32, Shape({4, 6}));
+  ir::ValueId q = late.add_input("q", ir::DType::f32, Shape({4, 5}));
+  ir::ValueId pt = late.add_node(OpType::Transpose, "pt", {p})[0];
+  ir::ValueId r = late.add_node(OpType::Relu, "relu", {q})[0];
+  late.add_output(late.add_node(OpType::MatMul, "mm", {pt, r})[0]);
+  check(late, 1);
+
   ir::Graph square("square");
   ir::ValueId img = square.add_input("img", ir::DType::f32, Shape({1, 8, 6, 6}));
   Random rng(4);
