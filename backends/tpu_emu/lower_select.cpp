@@ -3,8 +3,8 @@
 // runtime bounds (selects), variadic Sum/Mean/Max/Min (one loop fusion over all operands, as XLA
 // fuses the chain of binary ops), Cast (bf16 rounding on store, truncation toward zero for integer
 // targets, != 0 for bool), ArgMax/ArgMin (a reduction that carries the index, XLA's variadic
-// reduce), Mod, IsNaN/IsInf/Not, LayerNormalization's Mean and InvStdDev outputs, and Gather
-// (embedding lookups: one DMA per gathered row, XLA's dynamic-slice gather on TPU).
+// reduce), Mod, IsNaN/IsInf/Not, LayerNormalization's Mean and InvStdDev outputs, ScatterND of rows
+// and Gather (embedding lookups: one DMA per gathered row, XLA's dynamic-slice gather on TPU).
 //
 // Integer values (indices, casts, ArgMax results) live in fp32 lanes and are exact up to 2^24
 // (kExactIntegerLimit); supports_node() only admits integer data where that holds by construction
@@ -144,6 +144,41 @@ void lower_gather(Context& c, const ir::Node& n) {
   emit_vector_kernel(c, n, kid, t);
 }
 
+// ScatterND of rows (indices [count, 1]) over data [axis, inner], written or added: each output row
+// is data's row, then the update rows aimed at it. Modeled: the output streams once; the indices
+// are loaded whole; the update rows are spread over the output rows (their average share each).
+void lower_scatter_nd(Context& c, const ir::Node& n) {
+  VectorDesc d;
+  d.func = VectorFunc::scatter;
+  d.in = {c.tensor(n.inputs[0]), c.tensor(n.inputs[1]), c.tensor(n.inputs[2])};
+  const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
+  d.axis = x[0];
+  d.inner = product(x, 1, x.size());
+  const int64_t count = c.p.tensors[d.in[1]].numel();
+  d.p0 = static_cast<float>(count);
+  d.p1 = n.attrs.get_string("reduction", "none") == "add" ? 1.0f : 0.0f;
+  d.out = c.produce(n.outputs[0]);
+  d.epi.store = c.store_rounding(n.outputs[0]);
+  int32_t kid = c.add_kernel([&] {
+    Kernel k;
+    k.kind = KernelKind::vector;
+    k.vec = d;
+    return k;
+  }());
+  VectorTiling t;
+  t.rows = std::max<int64_t>(d.axis, 1);
+  t.output = d.out;
+  const double row_bytes = static_cast<double>(
+      round_up(std::max<int64_t>(d.inner, 1), c.spec.vpu.lanes) * c.element_bytes(d.out));
+  const double share = static_cast<double>(count) / static_cast<double>(t.rows);
+  t.output_bytes_per_row = row_bytes;
+  t.inputs = {d.in[0], d.in[2]};
+  t.input_bytes_per_row = {row_bytes, row_bytes * share};
+  t.whole_inputs = {d.in[1]};
+  t.elements_per_row = static_cast<double>(d.inner) * (1.0 + share);
+  emit_vector_kernel(c, n, kid, t);
+}
+
 // Variadic Sum/Mean/Max/Min: one fused loop over all operands (Mean scales by 1/k on store).
 void lower_variadic(Context& c, const ir::Node& n) {
   std::vector<int32_t> in;
@@ -246,6 +281,9 @@ bool lower_select_node(Context& c, const ir::Node& n) {
       return true;
     case OpType::Gather:
       lower_gather(c, n);
+      return true;
+    case OpType::ScatterND:
+      lower_scatter_nd(c, n);
       return true;
     default:
       return false;

@@ -157,8 +157,9 @@ bool input_ok(const ir::Node& n, int i, ir::DType t) {
     return is_logical(n.op) || is_movement(n.op) || n.op == OpType::Cast ||
            (n.op == OpType::Where && i == 0);
   if (t == ir::DType::i32 || t == ir::DType::i64)
-    return (n.op == OpType::Gather && i == 1) || is_comparison(n.op) || is_movement(n.op) ||
-           (n.op == OpType::Where && i > 0) || n.op == OpType::Add || n.op == OpType::Sub;
+    return ((n.op == OpType::Gather || n.op == OpType::ScatterND) && i == 1) ||
+           is_comparison(n.op) || is_movement(n.op) || (n.op == OpType::Where && i > 0) ||
+           n.op == OpType::Add || n.op == OpType::Sub;
   return false;
 }
 
@@ -257,6 +258,17 @@ bool reduction_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
   return false;
 }
 
+// ScatterND of whole rows (indices [count, 1]) that writes or adds float data (lower_select.cpp).
+bool scatter_nd_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+  const ir::Shape& ids = g.value(n.inputs[1]).type.shape;
+  std::string reduction = n.attrs.get_string("reduction", "none");
+  bool ok = ids.rank() == 2 && ids[1] == 1 && ids.numel() < kExactIntegerLimit &&
+            (reduction == "none" || reduction == "add") &&
+            is_float(g.value(n.inputs[0]).type.dtype) && is_float(g.value(n.inputs[2]).type.dtype);
+  if (!ok && why) *why = "ScatterND other than whole rows of float data written or added";
+  return ok;
+}
+
 // Ops the TPU lowers whatever their attributes (Cast: dtypes_ok admitted the pair).
 bool always_supported(OpType op) {
   static const std::set<OpType> ops{OpType::Softmax,     OpType::LogSoftmax, OpType::Reshape,
@@ -320,6 +332,8 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
       return all_float_data(g, n);
     case OpType::Gather:
       return g.value(n.inputs[1]).type.shape.numel() < kExactIntegerLimit;
+    case OpType::ScatterND:
+      return scatter_nd_ok(g, n, why);
     default:
       if (binary_func(n.op, &f)) return n.num_inputs() == 2;
       if (unary_func(g, n, &f, &p0, &p1)) return true;

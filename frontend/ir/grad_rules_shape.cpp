@@ -1,7 +1,7 @@
 // Gradient rules of data-movement ops: views reshape the gradient back, Transpose applies the
 // inverse permutation, Concat/Split/Slice/Pad exchange slices for pads (a strided Slice spreads
-// the gradient with zeros between), and Gather/GatherElements scatter-add through one-hot
-// products.
+// the gradient with zeros between), Gather is a ScatterND that adds, and GatherElements adds
+// through one-hot products.
 #include <algorithm>
 #include <cstdint>
 
@@ -111,9 +111,10 @@ ValueId one_hot(GraphBuilder& b, ValueId ids, int64_t n, DType dtype) {
   return b.cast(b.op(OpType::Equal, {ids, b.ints(classes)}), dtype);
 }
 
-// Gather on axis a of data [pre, n, post] with `rows` indices gives dy [pre, rows, post]:
-// d data = onehot(ids)^T @ dy per (pre, post), so rows of ids that repeat accumulate, as an
-// embedding's scatter-add does, on the matrix unit of every backend.
+// Gather on axis a of data [pre, n, post] with `rows` indices gives dy [pre, rows, post]: the
+// gradient is zeros with each dy row added at its index (ScatterND, reduction add: repeated ids
+// accumulate, as an embedding's gradient does in PyTorch's embedding_dense_backward and ONNX
+// Runtime's GatherGrad). The axis is moved first for the scatter and back after.
 void gather_rule(GradContext& c) {
   auto& b = c.b;
   if (c.needs(1)) c.unsupported("indices have no gradient");
@@ -121,12 +122,13 @@ void gather_rule(GradContext& c) {
   int axis = normalize_axis(c.attrs().get_int("axis", 0), data.rank(), "Gather axis");
   int64_t n = data[axis], rows = c.x_shape(1).numel(), pre = data.product(0, axis),
           post = data.product(axis + 1, data.rank());
-  ValueId onehot = one_hot(b, c.x(1), n, b.dtype(c.x(0)));  // [rows, n]
+  ValueId ids = b.reshape(b.cast(c.x(1), DType::i64), Shape({rows, 1}));
   ValueId g = b.reshape(c.dy(), Shape({pre, rows, post}));
   if (pre > 1) g = b.transpose(g, {1, 0, 2});
-  g = b.reshape(g, Shape({rows, pre * post}));
-  ValueId dt = b.op(OpType::MatMul, {b.transpose(onehot, {1, 0}), g});  // [n, pre * post]
-  if (pre > 1) dt = b.transpose(b.reshape(dt, Shape({n, pre, post})), {1, 0, 2});
+  ValueId zeros = b.expand(b.scalar_like(0.0, c.x(0)), Shape({n, pre, post}));
+  ValueId dt = b.op(OpType::ScatterND, {zeros, ids, b.reshape(g, Shape({rows, pre, post}))},
+                    {{"reduction", std::string("add")}});  // [n, pre, post]
+  if (pre > 1) dt = b.transpose(dt, {1, 0, 2});
   c.set(0, b.reshape(dt, data));
 }
 

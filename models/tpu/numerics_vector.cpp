@@ -552,6 +552,28 @@ void gather(const VectorDesc& d, const float* x, const float* idx, float* y, int
   }
 }
 
+// ScatterND of rows over [axis, inner]: output rows [r0, r1) start as data's, then every update
+// row j whose index falls among them is written, or added (p1 != 0), in update order, so repeated
+// indices accumulate in the order the cpu reference applies them.
+void scatter(const VectorDesc& d, const float* x, const float* idx, const float* upd, float* y,
+             int64_t r0, int64_t r1) {
+  const int64_t count = static_cast<int64_t>(d.p0);
+  for (int64_t k = r0 * d.inner; k < r1 * d.inner; ++k) y[k] = store(d.epi, x[k]);
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t i = static_cast<int64_t>(idx[j]);
+    if (i < 0) i += d.axis;
+    if (i < 0 || i >= d.axis)
+      throw std::out_of_range("scatter index " + std::to_string(static_cast<int64_t>(idx[j])) +
+                              " is outside [-" + std::to_string(d.axis) + ", " +
+                              std::to_string(d.axis) + ")");
+    if (i < r0 || i >= r1) continue;
+    float* dst = y + i * d.inner;
+    const float* src = upd + j * d.inner;
+    for (int64_t k = 0; k < d.inner; ++k)
+      dst[k] = store(d.epi, d.p1 != 0 ? dst[k] + src[k] : src[k]);
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -603,6 +625,9 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
       return;
     case VectorFunc::gather:
       gather(d, inputs.at(0), inputs.at(1), y, r0, r1);
+      return;
+    case VectorFunc::scatter:
+      scatter(d, inputs.at(0), inputs.at(1), inputs.at(2), y, r0, r1);
       return;
     case VectorFunc::softmax:
     case VectorFunc::log_softmax:

@@ -133,7 +133,9 @@ enum class Rounding : uint8_t {
   X(matvec, 2) /* multiply + add per tap */ \
   X(copy, 1) \
   X(transpose, 1) \
-  X(gather, 1) /* rows of in0 picked by indices in1 over [outer, axis, inner]; p0 = indices */
+  X(gather, 1) /* rows of in0 picked by indices in1 over [outer, axis, inner]; p0 = indices */ \
+  X(scatter, 1) /* rows of in0, with rows of in2 written (p1 = 0) or added (p1 = 1) at indices in1 \
+                   over [axis, inner]; p0 = indices */
 // clang-format on
 
 enum class VectorFunc : uint8_t {

@@ -136,6 +136,15 @@ void gather_pad_cases(std::vector<OpCase>& out) {
     out.push_back(b.data_movement().done());
   }
   {
+    // An embedding's gradient: rows added at repeated and negative indices (-1 is row 5).
+    CaseBuilder b("ScatterND/rows_add_repeated");
+    b.op(OpType::ScatterND,
+         {b.in(DType::f32, Shape({6, 4})), b.constant(i64_tensor(Shape({5, 1}), {5, 0, -1, 2, 0})),
+          b.in(DType::f32, Shape({5, 4}))},
+         {{"reduction", std::string("add")}});
+    out.push_back(b.data_movement().done());
+  }
+  {
     // Repeated element indices with reduction=add: both updates land on element (1, 2).
     CaseBuilder b("ScatterND/elements_add_repeated");
     b.op(
