@@ -7,6 +7,7 @@
 // emulators are compared against.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "frontend/ir/graph.h"
@@ -43,6 +44,14 @@ void instance_norm_kernel(const KernelArgs& a);
 void lrn_kernel(const KernelArgs& a);
 void softmax_kernel(const KernelArgs& a);
 void reduce_kernel(const KernelArgs& a);
+// The values of `n` consecutive input elements from flat offset `at`: a pointer into the input,
+// or into `scratch` when they are computed (loop fusion); called from several threads at once.
+using RunSource = std::function<const float*(int64_t at, int64_t n, std::vector<float>& scratch)>;
+// ReduceSum/ReduceMean of f32 over `reduced` axes of `shape` without moving them, in the order
+// and precision (double accumulators) every cpu path shares, so a fused reduction is bitwise the
+// reference kernel's.
+void sum_in_place(ir::OpType op, const ir::Shape& shape, const std::vector<bool>& reduced,
+                  const RunSource& source, float* y);
 void arg_reduce_kernel(const KernelArgs& a);
 void cumsum_kernel(const KernelArgs& a);
 void view_kernel(const KernelArgs& a);

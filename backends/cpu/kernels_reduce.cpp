@@ -174,13 +174,14 @@ double sum_run(const float* row, int64_t n) {
   return (a0 + a1) + (a2 + a3);
 }
 
-// ReduceSum/ReduceMean of f32 without moving the reduced axes: each output accumulates in double
-// over the reduced combinations in the order the row path uses; the innermost contiguous run is
-// one loop (summed by sum_run into one output when it is reduced, added across a row of outputs
-// when it is kept).
-void sum_in_place(OpType op, const ir::HostTensor& in, const std::vector<bool>& reduced, float* y) {
-  std::vector<Axis> axes = merged_axes(in.shape(), reduced);
-  const float* x = in.data<float>();
+}  // namespace
+
+// Each output accumulates in double over the reduced combinations in the order the row path uses;
+// the innermost contiguous run is one loop (summed by sum_run into one output when it is reduced,
+// added across a row of outputs when it is kept).
+void sum_in_place(OpType op, const ir::Shape& shape, const std::vector<bool>& reduced,
+                  const RunSource& source, float* y) {
+  std::vector<Axis> axes = merged_axes(shape, reduced);
   const bool last_reduced = !axes.empty() && axes.back().reduced;
   const int64_t run = axes.empty() ? 1 : axes.back().size;
   std::vector<int64_t> kept = combination_offsets(axes, false, !last_reduced);
@@ -188,17 +189,18 @@ void sum_in_place(OpType op, const ir::HostTensor& in, const std::vector<bool>& 
   const int64_t count = static_cast<int64_t>(over.size()) * (last_reduced ? run : 1);
   const bool mean = op == OpType::ReduceMean;
   const int64_t rows = static_cast<int64_t>(kept.size());
-#pragma omp parallel for if (in.numel() > 65536)
+#pragma omp parallel for if (shape.numel() > 65536)
   for (int64_t k = 0; k < rows; ++k) {
+    std::vector<float> scratch;
     if (last_reduced) {
       double acc = 0;
-      for (int64_t off : over) acc += sum_run(x + kept[k] + off, run);
+      for (int64_t off : over) acc += sum_run(source(kept[k] + off, run, scratch), run);
       y[k] = static_cast<float>(mean ? acc / count : acc);
       continue;
     }
     std::vector<double> acc(run, 0.0);
     for (int64_t off : over) {
-      const float* row = x + kept[k] + off;
+      const float* row = source(kept[k] + off, run, scratch);
       for (int64_t j = 0; j < run; ++j) acc[j] += row[j];
     }
     for (int64_t j = 0; j < run; ++j)
@@ -206,15 +208,16 @@ void sum_in_place(OpType op, const ir::HostTensor& in, const std::vector<bool>& 
   }
 }
 
-}  // namespace
-
 void reduce_kernel(const KernelArgs& a) {
   std::vector<bool> reduced = ir::resolve_reduce_axes(a.graph, a.node);
   OpType op = a.node.op;
   ir::HostTensor& out = a.output(0);
   if (out.dtype() == ir::DType::f32 && a.input(0).numel() > 0 &&
       (op == OpType::ReduceSum || op == OpType::ReduceMean))
-    return sum_in_place(op, a.input(0), reduced, out.data<float>());
+    return sum_in_place(
+        op, a.input(0).shape(), reduced,
+        [x = a.input(0).data<float>()](int64_t at, int64_t, std::vector<float>&) { return x + at; },
+        out.data<float>());
   Rows r = rows_with_axes_last(a.input(0), reduced);
   switch (out.dtype()) {
     case ir::DType::f32: {

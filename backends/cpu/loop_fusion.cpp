@@ -5,7 +5,9 @@
 #include <map>
 #include <set>
 
+#include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
+#include "frontend/ir/op_helpers.h"
 
 namespace mimic::backends::cpu {
 namespace {
@@ -57,9 +59,19 @@ bool fusable(const ir::Graph& g, const ir::Node& n) {
   }
 }
 
-// The inputs a member reads elementwise (Expand's target shape is not one).
+// ReduceSum/ReduceMean of a non-empty f32 tensor: the reference kernel's sum_in_place, which a
+// group can feed with computed values instead of a stored tensor.
+bool fusable_reduction(const ir::Graph& g, const ir::Node& n) {
+  if ((n.op != OpType::ReduceSum && n.op != OpType::ReduceMean) || n.outputs.size() != 1)
+    return false;
+  const ir::Value &in = g.value(n.inputs[0]), &out = g.value(n.outputs[0]);
+  return in.typed && out.typed && in.type.dtype == DType::f32 && out.type.dtype == DType::f32 &&
+         !in.type.shape.is_symbolic() && in.type.shape.numel() > 0;
+}
+
+// The inputs a member reads elementwise (Expand's target shape and a reduction's axes are not).
 std::vector<ir::ValueId> data_inputs(const ir::Node& n) {
-  if (n.op == OpType::Expand) return {n.inputs[0]};
+  if (n.op == OpType::Expand || ir::is_reduce(n.op)) return {n.inputs[0]};
   return n.inputs;
 }
 
@@ -142,21 +154,24 @@ LoopFusion::LoopFusion(const ir::Graph& g, const std::function<bool(int)>& avail
       consumers_(g.num_values()),
       graph_output_(g.num_values(), false) {
   for (ir::ValueId v : g.outputs()) graph_output_[v] = true;
+  std::vector<bool> reduction_root(g.num_nodes(), false);
   for (int i = 0; i < g.num_nodes(); ++i) {
     eligible_.push_back(available(i) && fusable(g, g.node(i)));
+    reduction_root[i] = available(i) && fusable_reduction(g, g.node(i));
     for (ir::ValueId v : g.node(i).inputs)
       if (v != ir::kNoValue) consumers_[v].push_back(i);
   }
   for (int i = g.num_nodes() - 1; i >= 0; --i)
-    if (eligible_[i] && group_of_[i] < 0) grow(i);
+    if ((eligible_[i] || reduction_root[i]) && group_of_[i] < 0) grow(i);
 }
 
-// Adds to the group of `root` every eligible producer of a member whose output has root's shape,
-// is no graph output and is read by members or by nodes after root; a group of one node is
-// dropped.
+// Adds to the group of `root` every eligible producer of a member whose output has the group's
+// shape (root's output, or a reduction root's input), is no graph output and is read by members
+// or by nodes after root; a group of one node is dropped.
 void LoopFusion::grow(int root) {
   const int id = static_cast<int>(groups_.size());
-  const ir::Shape& shape = g_.value(g_.node(root).outputs[0]).type.shape;
+  const ir::Node& r = g_.node(root);
+  const ir::Shape& shape = g_.value(ir::is_reduce(r.op) ? r.inputs[0] : r.outputs[0]).type.shape;
   std::vector<int> members{root}, work{root};
   group_of_[root] = id;
   while (!work.empty()) {
@@ -202,6 +217,12 @@ void LoopFusion::compile(Group& grp) const {
   int next = static_cast<int>(grp.inputs.size());
   for (int m : grp.nodes) {
     const ir::Node& n = g_.node(m);
+    if (ir::is_reduce(n.op)) {  // the root: it sums the slot of its input
+      grp.reduction = m;
+      grp.reduced_slot = slot.at(n.inputs[0]);
+      grp.reduced_axes = ir::resolve_reduce_axes(g_, n);
+      continue;
+    }
     Instr ins;
     ins.op = n.op;
     std::vector<ir::ValueId> in = data_inputs(n);
@@ -213,7 +234,8 @@ void LoopFusion::compile(Group& grp) const {
     bool read_outside =
         std::any_of(consumers_[n.outputs[0]].begin(), consumers_[n.outputs[0]].end(),
                     [&](int c) { return group_of_[c] != group_of_[m]; });
-    if (read_outside || m == grp.nodes.back()) grp.outputs.push_back({ins.out, n.outputs[0]});
+    if (read_outside || (m == grp.nodes.back() && grp.reduction < 0))
+      grp.outputs.push_back({ins.out, n.outputs[0]});
   }
 }
 
@@ -227,6 +249,34 @@ int LoopFusion::fused_nodes() const {
   return n;
 }
 
+const ir::Shape& LoopFusion::shape_of(const Group& grp) const {
+  const ir::Node& root = g_.node(grp.nodes.back());
+  return g_.value(grp.reduction >= 0 ? root.inputs[0] : root.outputs[0]).type.shape;
+}
+
+LoopFusion::Cursor::Cursor(size_t slots) : scratch(slots * kBlock), at(slots) {}
+
+// Computes elements [begin, begin + n) of broadcast row `row` (n <= kBlock) into the cursor's
+// slots and writes those of the members read outside the group to `outs`.
+void LoopFusion::evaluate(const Group& grp, const std::vector<ir::HostTensor>& values,
+                          const BroadcastPlan& plan, int64_t row, int64_t begin, int64_t n,
+                          Cursor& c, std::vector<ir::HostTensor>& outs) const {
+  plan.offsets(row, c.off);
+  for (size_t k = 0; k < grp.inputs.size(); ++k) {
+    int64_t stride = plan.strides[k + 1].back();
+    c.at[k] = load(values[grp.inputs[k]], c.off[k + 1] + begin * stride, stride, n,
+                   c.scratch.data() + k * kBlock);
+  }
+  for (const Instr& ins : grp.code) {
+    float* o = c.scratch.data() + ins.out * kBlock;
+    auto arg = [&](int i) { return i < 0 ? nullptr : c.at[i]; };
+    eval(ins.op, ins.attrs, o, arg(ins.in[0]), arg(ins.in[1]), arg(ins.in[2]), n);
+    c.at[ins.out] = o;
+  }
+  for (size_t k = 0; k < outs.size(); ++k)
+    store(c.at[grp.outputs[k].first], outs[k], c.off[0] + begin, n);
+}
+
 void LoopFusion::run(int root, std::vector<ir::HostTensor>& values) const {
   const Group& grp = groups_[group_of_[root]];
   std::vector<ir::HostTensor> outs;
@@ -234,36 +284,46 @@ void LoopFusion::run(int root, std::vector<ir::HostTensor>& values) const {
     outs.emplace_back(g_.value(v).type.dtype, g_.value(v).type.shape);
   std::vector<ir::Shape> shapes;
   for (ir::ValueId v : grp.inputs) shapes.push_back(values[v].shape());
-  const BroadcastPlan plan = plan_broadcast(outs.back().shape(), shapes);
-  const int64_t inner = plan.inner(), per_row = (inner + kBlock - 1) / kBlock;
-  const int64_t work = plan.outer() * per_row;
-  const int num_inputs = static_cast<int>(grp.inputs.size());
-  const int slots = num_inputs + static_cast<int>(grp.code.size());
+  const BroadcastPlan plan = plan_broadcast(shape_of(grp), shapes);
+  const size_t slots = grp.inputs.size() + grp.code.size();
+  if (grp.reduction >= 0) {
+    run_reduction(grp, values, plan, outs);
+  } else {
+    const int64_t inner = plan.inner(), per_row = (inner + kBlock - 1) / kBlock;
+    const int64_t work = plan.outer() * per_row;
 #pragma omp parallel if (work > 1 && outs.back().numel() > 32768)
-  {
-    std::vector<float> scratch(static_cast<size_t>(slots) * kBlock);
-    std::vector<const float*> at(slots);
-    std::vector<int64_t> off;
+    {
+      Cursor c(slots);
 #pragma omp for schedule(static)
-    for (int64_t w = 0; w < work; ++w) {
-      plan.offsets(w / per_row, off);
-      const int64_t begin = w % per_row * kBlock, n = std::min(kBlock, inner - begin);
-      for (int k = 0; k < num_inputs; ++k) {
-        int64_t stride = plan.strides[k + 1].back();
-        at[k] = load(values[grp.inputs[k]], off[k + 1] + begin * stride, stride, n,
-                     scratch.data() + k * kBlock);
-      }
-      for (const Instr& ins : grp.code) {
-        float* o = scratch.data() + ins.out * kBlock;
-        auto arg = [&](int i) { return i < 0 ? nullptr : at[i]; };
-        eval(ins.op, ins.attrs, o, arg(ins.in[0]), arg(ins.in[1]), arg(ins.in[2]), n);
-        at[ins.out] = o;
-      }
-      for (size_t k = 0; k < outs.size(); ++k)
-        store(at[grp.outputs[k].first], outs[k], off[0] + begin, n);
+      for (int64_t w = 0; w < work; ++w)
+        evaluate(grp, values, plan, w / per_row, w % per_row * kBlock,
+                 std::min(kBlock, inner - w % per_row * kBlock), c, outs);
     }
   }
   for (size_t k = 0; k < outs.size(); ++k) values[grp.outputs[k].second] = std::move(outs[k]);
+}
+
+// The root reduction sums the group's values as sum_in_place visits them (each element once), so
+// the summed value is never stored and the result is bitwise the reference kernel's.
+void LoopFusion::run_reduction(const Group& grp, std::vector<ir::HostTensor>& values,
+                               const BroadcastPlan& plan, std::vector<ir::HostTensor>& outs) const {
+  const ir::Node& r = g_.node(grp.reduction);
+  ir::HostTensor result(DType::f32, g_.value(r.outputs[0]).type.shape);
+  const int64_t inner = plan.inner();
+  const size_t slots = grp.inputs.size() + grp.code.size();
+  RunSource source = [&](int64_t at, int64_t n, std::vector<float>& scratch) {
+    Cursor c(slots);
+    scratch.resize(static_cast<size_t>(n));
+    for (int64_t p = at; p < at + n;) {
+      const int64_t begin = p % inner, m = std::min({kBlock, inner - begin, at + n - p});
+      evaluate(grp, values, plan, p / inner, begin, m, c, outs);
+      std::memcpy(scratch.data() + (p - at), c.at[grp.reduced_slot], m * sizeof(float));
+      p += m;
+    }
+    return static_cast<const float*>(scratch.data());
+  };
+  sum_in_place(r.op, shape_of(grp), grp.reduced_axes, source, result.data<float>());
+  values[r.outputs[0]] = std::move(result);
 }
 
 }  // namespace mimic::backends::cpu

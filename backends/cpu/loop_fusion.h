@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/tensor_iter.h"
 #include "frontend/ir/graph.h"
 #include "frontend/ir/unary_math.h"
 
@@ -48,12 +49,29 @@ class LoopFusion {
     std::vector<int> nodes;
     std::vector<ir::ValueId> inputs;
     std::vector<Instr> code;
-    // (slot, value) of the members read outside the group, the last member's last.
+    // (slot, value) of the members read outside the group, the last member's last (unless the
+    // root is a reduction).
     std::vector<std::pair<int, ir::ValueId>> outputs;
+    int reduction = -1;  // the root, when it is a ReduceSum/ReduceMean of the slot below
+    int reduced_slot = -1;
+    std::vector<bool> reduced_axes;
+  };
+  // One thread's slots of a pass over a group.
+  struct Cursor {
+    explicit Cursor(size_t slots);
+    std::vector<float> scratch;
+    std::vector<const float*> at;
+    std::vector<int64_t> off;
   };
 
   void grow(int root);
   void compile(Group& grp) const;
+  const ir::Shape& shape_of(const Group& grp) const;
+  void evaluate(const Group& grp, const std::vector<ir::HostTensor>& values,
+                const BroadcastPlan& plan, int64_t row, int64_t begin, int64_t n, Cursor& c,
+                std::vector<ir::HostTensor>& outs) const;
+  void run_reduction(const Group& grp, std::vector<ir::HostTensor>& values,
+                     const BroadcastPlan& plan, std::vector<ir::HostTensor>& outs) const;
 
   const ir::Graph& g_;
   std::vector<int> group_of_;

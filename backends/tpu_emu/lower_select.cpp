@@ -145,8 +145,8 @@ void lower_gather(Context& c, const ir::Node& n) {
 }
 
 // ScatterND of rows (indices [count, 1]) over data [axis, inner], written or added: each output row
-// is data's row, then the update rows aimed at it. Modeled: the output streams once; the indices
-// are loaded whole; the update rows are spread over the output rows (their average share each).
+// is data's row, then the update rows aimed at it. Modeled: data and output stream once; the
+// indices and update rows are spread over the output rows (their average share each).
 void lower_scatter_nd(Context& c, const ir::Node& n) {
   VectorDesc d;
   d.func = VectorFunc::scatter;
@@ -172,9 +172,8 @@ void lower_scatter_nd(Context& c, const ir::Node& n) {
       round_up(std::max<int64_t>(d.inner, 1), c.spec.vpu.lanes) * c.element_bytes(d.out));
   const double share = static_cast<double>(count) / static_cast<double>(t.rows);
   t.output_bytes_per_row = row_bytes;
-  t.inputs = {d.in[0], d.in[2]};
-  t.input_bytes_per_row = {row_bytes, row_bytes * share};
-  t.whole_inputs = {d.in[1]};
+  t.inputs = {d.in[0], d.in[1], d.in[2]};
+  t.input_bytes_per_row = {row_bytes, c.element_bytes(d.in[1]) * share, row_bytes * share};
   t.elements_per_row = static_cast<double>(d.inner) * (1.0 + share);
   emit_vector_kernel(c, n, kid, t);
 }

@@ -63,11 +63,43 @@ TEST(CpuLoopFusion, NormalizationChainsFuseBitwiseExact) {
       b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar(1e-5, DType::f32))})});
   ValueId y = b.add(b.mul(b.mul(centered, inv), gamma), b.scalar(0.25, DType::f32));
   g.add_output(b.op(OpType::Relu, {y}));
-  // Sub and the Mul that squares its result fuse, and the group writes `centered` out too (a
-  // multi-output fusion): the normalization group reads it, after the variance. That group (Mul,
-  // Mul, Add, Relu) cannot take the Sub: the squaring Mul, before it, reads it and feeds it. The
-  // statistics' Add, Sqrt and Reciprocal fuse too.
-  expect_bitwise_reference(g, {3, 9});
+  // The variance's ReduceMean sums the squares as its group (Sub, Mul) computes them, and the
+  // group writes `centered` out too (a multi-output fusion): the normalization group reads it,
+  // after the variance. That group (Mul, Mul, Add, Relu) cannot take the Sub: the variance,
+  // before it, reads it and feeds it. The statistics' Add, Sqrt and Reciprocal fuse too. The
+  // mean's ReduceMean reads an input: nothing to fuse.
+  expect_bitwise_reference(g, {3, 10});
+}
+
+// A ReduceSum/ReduceMean at the end of a group sums the values as they are computed: reduced
+// axes last, first, in the middle and all of them, kept or not, broadcast operands, a member read
+// after the group; every result bitwise the reference kernels'.
+TEST(CpuLoopFusion, ReductionsSumTheGroupsValuesBitwiseExact) {
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> axes;
+    bool keepdims, mean;
+  };
+  for (const Case& c :
+       {Case{Shape({8, 16, 7, 9}), {0, 2, 3}, true, false},
+        Case{Shape({8, 16, 7, 9}), {0, 2, 3}, true, true}, Case{Shape({6, 1500}), {1}, false, true},
+        Case{Shape({6, 1500}), {0}, true, false}, Case{Shape({4, 5, 300}), {1}, false, false},
+        Case{Shape({3, 2050}), {0, 1}, false, false}}) {
+    ir::Graph g("reduce_" + c.shape.str());
+    ValueId x = g.add_input("x", DType::f32, c.shape);
+    ValueId y = g.add_input("y", DType::f32, c.shape);
+    std::vector<int64_t> row(c.shape.rank(), 1);
+    row.back() = c.shape.dims().back();
+    ValueId r = g.add_input("r", DType::f32, Shape(row));
+    GraphBuilder b(g, "t");
+    ValueId prod = b.mul(b.sub(x, r), y);
+    ValueId sq = b.op(OpType::Exp, {b.mul(prod, b.scalar(0.1, DType::f32))});
+    ValueId red =
+        c.mean ? b.reduce_mean(sq, c.axes, c.keepdims) : b.reduce_sum(sq, c.axes, c.keepdims);
+    g.add_output(red);
+    g.add_output(b.op(OpType::Tanh, {prod}));  // prod is read after the reduction: written out
+    expect_bitwise_reference(g, {1, 5});
+  }
 }
 
 // Relu's gradient: dy * cast(x > 0) with the mask a bool inside the group, and a Where.
