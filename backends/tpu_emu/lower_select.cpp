@@ -125,12 +125,7 @@ void lower_gather(Context& c, const ir::Node& n) {
   d.p0 = static_cast<float>(count);
   d.out = c.produce(n.outputs[0]);
   d.epi.store = c.store_rounding(n.outputs[0]);
-  int32_t kid = c.add_kernel([&] {
-    Kernel k;
-    k.kind = KernelKind::vector;
-    k.vec = d;
-    return k;
-  }());
+  int32_t kid = c.add_kernel(vector_kernel(d));
   VectorTiling t;
   t.rows = d.outer * count;
   t.output = d.out;
@@ -159,12 +154,7 @@ void lower_scatter_nd(Context& c, const ir::Node& n) {
   d.p1 = n.attrs.get_string("reduction", "none") == "add" ? 1.0f : 0.0f;
   d.out = c.produce(n.outputs[0]);
   d.epi.store = c.store_rounding(n.outputs[0]);
-  int32_t kid = c.add_kernel([&] {
-    Kernel k;
-    k.kind = KernelKind::vector;
-    k.vec = d;
-    return k;
-  }());
+  int32_t kid = c.add_kernel(vector_kernel(d));
   VectorTiling t;
   t.rows = std::max<int64_t>(d.axis, 1);
   t.output = d.out;

@@ -43,13 +43,6 @@ double bytes_per_row(const Context& c, int32_t t, int64_t rows) {
   return static_cast<double>(c.tiled_elements(t) * c.element_bytes(t)) / std::max<int64_t>(rows, 1);
 }
 
-Kernel vector_kernel(const VectorDesc& d) {
-  Kernel k;
-  k.kind = KernelKind::vector;
-  k.vec = d;
-  return k;
-}
-
 Window pool_window(const ir::Graph& g, const ir::Node& n) {
   return window_2d(ir::window_geometry(g, n), n.attrs.get_int("count_include_pad", 0) != 0);
 }
@@ -699,6 +692,13 @@ void emit_vector(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, doub
 }
 
 }  // namespace
+
+Kernel vector_kernel(const VectorDesc& d) {
+  Kernel k;
+  k.kind = KernelKind::vector;
+  k.vec = d;
+  return k;
+}
 
 void emit_vector_desc(Context& c, const ir::Node& n, VectorDesc d, int64_t rows, double work) {
   int32_t kid = c.add_kernel(vector_kernel(d));

@@ -172,6 +172,8 @@ struct VectorTiling {
   double runs_per_row = 0;         // data movement: contiguous pieces per row (strided DMA)
 };
 void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& t);
+// The vector-unit kernel of `d`.
+models::tpu::Kernel vector_kernel(const models::tpu::VectorDesc& d);
 
 // Adds the kernel of `d` (d.out already produced, d.epi.store set) and tiles it by `rows`; `work`
 // is the tiled elements per row (0: the output's, or the first input's for reductions).

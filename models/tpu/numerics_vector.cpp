@@ -533,6 +533,17 @@ void quantize_taps(const Window& g, const float* w, std::vector<float>* q,
   }
 }
 
+// Index `v` of an axis of d.axis rows; negative ones count from the end, as ONNX says.
+int64_t row_index(const VectorDesc& d, float v, const char* op) {
+  int64_t i = static_cast<int64_t>(v);
+  if (i < 0) i += d.axis;
+  if (i < 0 || i >= d.axis)
+    throw std::out_of_range(std::string(op) + " index " + std::to_string(static_cast<int64_t>(v)) +
+                            " is outside [-" + std::to_string(d.axis) + ", " +
+                            std::to_string(d.axis) + ")");
+  return i;
+}
+
 // Gather over [outer, axis, inner]: output rows (o, j) in [r0, r1) copy row idx[j] of outer o
 // (p0 indices; negative ones count from the end, as ONNX says).
 void gather(const VectorDesc& d, const float* x, const float* idx, float* y, int64_t r0,
@@ -540,12 +551,7 @@ void gather(const VectorDesc& d, const float* x, const float* idx, float* y, int
   const int64_t count = static_cast<int64_t>(d.p0);
   for (int64_t r = r0; r < r1; ++r) {
     int64_t o = r / count, j = r % count;
-    int64_t i = static_cast<int64_t>(idx[j]);
-    if (i < 0) i += d.axis;
-    if (i < 0 || i >= d.axis)
-      throw std::out_of_range("gather index " + std::to_string(static_cast<int64_t>(idx[j])) +
-                              " is outside [-" + std::to_string(d.axis) + ", " +
-                              std::to_string(d.axis) + ")");
+    const int64_t i = row_index(d, idx[j], "gather");
     const float* src = x + (o * d.axis + i) * d.inner;
     float* dst = y + r * d.inner;
     for (int64_t k = 0; k < d.inner; ++k) dst[k] = store(d.epi, src[k]);
@@ -560,12 +566,7 @@ void scatter(const VectorDesc& d, const float* x, const float* idx, const float*
   const int64_t count = static_cast<int64_t>(d.p0);
   for (int64_t k = r0 * d.inner; k < r1 * d.inner; ++k) y[k] = store(d.epi, x[k]);
   for (int64_t j = 0; j < count; ++j) {
-    int64_t i = static_cast<int64_t>(idx[j]);
-    if (i < 0) i += d.axis;
-    if (i < 0 || i >= d.axis)
-      throw std::out_of_range("scatter index " + std::to_string(static_cast<int64_t>(idx[j])) +
-                              " is outside [-" + std::to_string(d.axis) + ", " +
-                              std::to_string(d.axis) + ")");
+    const int64_t i = row_index(d, idx[j], "scatter");
     if (i < r0 || i >= r1) continue;
     float* dst = y + i * d.inner;
     const float* src = upd + j * d.inner;
@@ -621,18 +622,14 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
     case VectorFunc::arg_min:
     case VectorFunc::inv_std_dev:
     case VectorFunc::log_sum_exp:
-      reduce(d, inputs.at(0), y, r0, r1);
-      return;
+      return reduce(d, inputs.at(0), y, r0, r1);
     case VectorFunc::gather:
-      gather(d, inputs.at(0), inputs.at(1), y, r0, r1);
-      return;
+      return gather(d, inputs.at(0), inputs.at(1), y, r0, r1);
     case VectorFunc::scatter:
-      scatter(d, inputs.at(0), inputs.at(1), inputs.at(2), y, r0, r1);
-      return;
+      return scatter(d, inputs.at(0), inputs.at(1), inputs.at(2), y, r0, r1);
     case VectorFunc::softmax:
     case VectorFunc::log_softmax:
-      softmax(d, inputs.at(0), y, r0, r1);
-      return;
+      return softmax(d, inputs.at(0), y, r0, r1);
     case VectorFunc::layer_norm:
       layer_norm(d, inputs.at(0), inputs.size() > 1 ? inputs[1] : nullptr,
                  inputs.size() > 2 ? inputs[2] : nullptr, y, r0, r1);
@@ -643,8 +640,7 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
       return;
     case VectorFunc::max_pool:
     case VectorFunc::avg_pool:
-      window_op(d, inputs.at(0), nullptr, nullptr, y, r0, r1, TapParts{});
-      return;
+      return window_op(d, inputs.at(0), nullptr, nullptr, y, r0, r1, TapParts{});
     case VectorFunc::depthwise_conv: {
       // The chip's convolution numerics (numerics.h): bf16 passes, or int8 operands.
       TapParts parts;
