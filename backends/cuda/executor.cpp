@@ -64,6 +64,9 @@ struct Enqueue {
   void operator()(const GatherInstr& i) const {
     launch_gather(i.p, b.ptr(i.data), b.ptr(i.indices), b.ptr(i.y), b.error, s);
   }
+  void operator()(const ScatterRowsInstr& i) const {
+    launch_scatter_rows(i.p, b.ptr(i.indices), b.ptr(i.updates), b.ptr(i.y), b.error, s);
+  }
   void operator()(const GatherElementsInstr& i) const {
     launch_gather_elements(i.p, b.ptr(i.data), b.ptr(i.indices), b.ptr(i.y), b.error, s);
   }

@@ -21,18 +21,19 @@ constexpr int64_t kArenaAlignment = 256;
 
 const char* instr_name(const Instr& instr) {
   static const char* const kNames[] = {
-      "gemm",   "unary",      "binary",     "variadic", "where",
-      "cast",   "copy",       "copy2d",     "gather",   "gather_elements",
-      "pad",    "trilu",      "im2col",     "col2im",   "depthwise",
-      "bias",   "pool",       "batch_norm", "bn_prep",  "lrn",
-      "reduce", "arg_reduce", "softmax",    "row_norm", "cumsum"};
+      "gemm",        "unary",      "binary",     "variadic", "where",
+      "cast",        "copy",       "copy2d",     "gather",   "gather_elements",
+      "pad",         "trilu",      "im2col",     "col2im",   "depthwise",
+      "bias",        "pool",       "batch_norm", "bn_prep",  "lrn",
+      "reduce",      "arg_reduce", "softmax",    "row_norm", "cumsum",
+      "scatter_rows"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == std::variant_size_v<Instr>,
                 "one name per instruction");
   return kNames[instr.index()];
 }
 
-// The op table's classes map onto the lowering files; ScatterND has no cuda kernel and recurrent
-// layers run unrolled (unsupported_reason).
+// The op table's classes map onto the lowering files; recurrent layers run unrolled
+// (unsupported_reason).
 Family family_of(ir::OpType op) {
   using ir::OpClass;
   if (ir::is_view_op(op)) return Family::data;
@@ -52,7 +53,7 @@ Family family_of(ir::OpType op) {
     case OpClass::scan:
       return Family::nn;
     case OpClass::data:
-      return op == ir::OpType::ScatterND ? Family::none : Family::data;
+      return Family::data;
     case OpClass::recurrent:
       return Family::none;
   }

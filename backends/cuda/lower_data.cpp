@@ -1,7 +1,8 @@
 // Lowering of data movement: views alias their input's storage; transposes, slices, expands, tiles
-// and space/depth moves are one strided copy; Concat/Split are 2-D block copies; Gather, Pad and
-// Trilu have their own kernels. Shape queries and constant generators are evaluated on the host at
-// compile time (they do not depend on tensor data) and uploaded as constants.
+// and space/depth moves are one strided copy; Concat/Split are 2-D block copies; Gather, ScatterND
+// of whole rows, Pad and Trilu have their own kernels. Shape queries and constant generators are
+// evaluated on the host at compile time (they do not depend on tensor data) and uploaded as
+// constants.
 #include <fmt/format.h>
 #include <cstring>
 
@@ -151,6 +152,22 @@ void lower_gather(Lowerer& l, const ir::Node& n) {
   l.emit(GatherInstr{p, data, idx, l.out(n, 0)});
 }
 
+// ScatterND of whole rows: the data copied into the output, then the scatter_rows kernel.
+void lower_scatter_nd(Lowerer& l, const ir::Node& n) {
+  const ir::Shape& s = l.in_type(n, 0).shape;
+  ScatterRowsParams p{};
+  p.index_dt = to_dt(l.in_type(n, 1).dtype);
+  p.add = n.attrs.get_string("reduction", "none") == "add" ? 1 : 0;
+  p.rows = s[0];
+  p.count = l.in_type(n, 1).shape.numel();
+  p.inner = s.product(1, s.rank());
+  p.node = static_cast<int32_t>(&n - &l.graph().nodes()[0]);
+  BufRef y = l.out(n, 0);
+  const int64_t bytes = s.numel() * esize_of(l.in_type(n, 0).dtype);
+  l.emit(Copy2dInstr{{1, bytes, bytes, bytes}, l.in(n, 0), y});
+  l.emit(ScatterRowsInstr{p, l.in(n, 1), l.in(n, 2), y});
+}
+
 void lower_gather_elements(Lowerer& l, const ir::Node& n) {
   const ir::Shape& ds = l.in_type(n, 0).shape;
   const ir::Shape& is = l.in_type(n, 1).shape;
@@ -234,6 +251,13 @@ std::string check_data(const ir::Graph& g, const ir::Node& n) {
         return "rank above 8";
       return "";
     }
+    case OpType::ScatterND: {
+      const ir::Shape& ids = g.value(n.inputs[1]).type.shape;
+      std::string reduction = n.attrs.get_string("reduction", "none");
+      bool rows = ids.rank() == 2 && ids[1] == 1 && (reduction == "none" || reduction == "add");
+      bool f32 = g.value(n.inputs[0]).type.dtype == DType::f32;
+      return rows && f32 ? "" : "ScatterND other than whole rows of f32 written or added";
+    }
     case OpType::Pad: {
       if (g.value(n.outputs[0]).type.shape.rank() > kMaxDims) return "rank above 8";
       if (n.has_input(2) && !g.value(n.inputs[2]).constant)
@@ -265,6 +289,8 @@ void lower_data(Lowerer& l, const ir::Node& n) {
       return lower_gather(l, n);
     case OpType::GatherElements:
       return lower_gather_elements(l, n);
+    case OpType::ScatterND:
+      return lower_scatter_nd(l, n);
     case OpType::Pad:
       return lower_pad(l, n);
     case OpType::Trilu:

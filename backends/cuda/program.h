@@ -77,6 +77,10 @@ struct GatherInstr {
   GatherParams p;
   BufRef data, indices, y;
 };
+struct ScatterRowsInstr {
+  ScatterRowsParams p;
+  BufRef indices, updates, y;
+};
 struct GatherElementsInstr {
   GatherElementsParams p;
   BufRef data, indices, y;
@@ -142,11 +146,12 @@ struct CumSumInstr {
   BufRef x, y;
 };
 
-using Instr = std::variant<GemmInstr, UnaryInstr, BinaryInstr, VariadicInstr, WhereInstr, CastInstr,
-                           CopyInstr, Copy2dInstr, GatherInstr, GatherElementsInstr, PadInstr,
-                           TriluInstr, Im2colInstr, Col2imInstr, DepthwiseInstr, BiasInstr,
-                           PoolInstr, BatchNormInstr, BnPrepInstr, LrnInstr, ReduceInstr,
-                           ArgReduceInstr, SoftmaxInstr, RowNormInstr, CumSumInstr>;
+using Instr =
+    std::variant<GemmInstr, UnaryInstr, BinaryInstr, VariadicInstr, WhereInstr, CastInstr,
+                 CopyInstr, Copy2dInstr, GatherInstr, GatherElementsInstr, PadInstr, TriluInstr,
+                 Im2colInstr, Col2imInstr, DepthwiseInstr, BiasInstr, PoolInstr, BatchNormInstr,
+                 BnPrepInstr, LrnInstr, ReduceInstr, ArgReduceInstr, SoftmaxInstr, RowNormInstr,
+                 CumSumInstr, ScatterRowsInstr>;
 
 // Short name of an instruction's kind ("gemm", "im2col", ...).
 const char* instr_name(const Instr& instr);

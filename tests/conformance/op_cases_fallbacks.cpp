@@ -102,11 +102,10 @@ std::vector<ExpectedFallback> ipu_fallbacks() {
 
 const std::vector<ExpectedFallback>& expected_fallbacks() {
   static const std::vector<ExpectedFallback> list = [] {
-    std::vector<ExpectedFallback> out = {
-        {"cuda",
-         {OpType::ScatterND},
-         "*",
-         "no CUDA kernel yet (reduction=add with repeated indices needs atomics)"}};
+    std::vector<ExpectedFallback> out = {{"cuda",
+                                          {OpType::ScatterND},
+                                          "ScatterND/elements_*",
+                                          "ScatterND of elements, not whole rows"}};
     for (std::vector<ExpectedFallback> part : {tpu_fallbacks(), ipu_fallbacks()})
       out.insert(out.end(), part.begin(), part.end());
     return out;

@@ -100,6 +100,11 @@ struct Emulate {
       gather_body(i.p, m.ptr(i.data), m.ptr(i.indices), m.ptr(i.y), &m.error, k);
     });
   }
+  void operator()(const ScatterRowsInstr& i) const {
+    each(i.p.inner, [&](int64_t k) {
+      scatter_rows_body(i.p, m.ptr(i.indices), m.ptr(i.updates), m.ptr(i.y), &m.error, k);
+    });
+  }
   void operator()(const GatherElementsInstr& i) const {
     each(i.p.n, [&](int64_t k) {
       gather_elements_body(i.p, m.ptr(i.data), m.ptr(i.indices), m.ptr(i.y), &m.error, k);

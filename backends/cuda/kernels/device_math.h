@@ -548,6 +548,23 @@ MIMIC_HD void gather_body(const GatherParams& p, const void* data, const void* i
   copy_bytes(y, i, data, (o * p.dim + k) * p.inner + in, p.esize);
 }
 
+// Column k of a ScatterND of whole rows, every update in order (one thread per column: the sums
+// are the cpu reference's, without atomics).
+MIMIC_HD void scatter_rows_body(const ScatterRowsParams& p, const void* idx, const void* upd,
+                                void* y, ErrorSlot* err, int64_t k) {
+  float* out = static_cast<float*>(y);
+  const float* u = static_cast<const float*>(upd);
+  for (int64_t j = 0; j < p.count; ++j) {
+    int64_t raw = load_i(idx, p.index_dt, j), r = raw < 0 ? raw + p.rows : raw;
+    if (r < 0 || r >= p.rows) {
+      report_bad_index(err, p.node, raw);
+      return;
+    }
+    float v = u[j * p.inner + k];
+    out[r * p.inner + k] = p.add ? out[r * p.inner + k] + v : v;
+  }
+}
+
 MIMIC_HD void gather_elements_body(const GatherElementsParams& p, const void* data, const void* idx,
                                    void* y, ErrorSlot* err, int64_t i) {
   int64_t rem = i, off = 0;

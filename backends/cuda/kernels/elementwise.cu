@@ -75,6 +75,14 @@ struct GatherF {
   __device__ void operator()(int64_t i) const { gather_body(p, data, idx, y, err, i); }
 };
 
+struct ScatterRowsF {
+  ScatterRowsParams p;
+  const void *idx, *upd;
+  void* y;
+  ErrorSlot* err;
+  __device__ void operator()(int64_t k) const { scatter_rows_body(p, idx, upd, y, err, k); }
+};
+
 struct GatherElementsF {
   GatherElementsParams p;
   const void *data, *idx;
@@ -199,6 +207,11 @@ void launch_copy(const CopyParams& p, const void* x, void* y, cudaStream_t s) {
 void launch_gather(const GatherParams& p, const void* data, const void* idx, void* y,
                    ErrorSlot* err, cudaStream_t s) {
   launch_each(p.outer * p.count * p.inner, GatherF{p, data, idx, y, err}, s);
+}
+
+void launch_scatter_rows(const ScatterRowsParams& p, const void* idx, const void* upd, void* y,
+                         ErrorSlot* err, cudaStream_t s) {
+  launch_each(p.inner, ScatterRowsF{p, idx, upd, y, err}, s);
 }
 
 void launch_gather_elements(const GatherElementsParams& p, const void* data, const void* idx,

@@ -19,6 +19,8 @@ void launch_cast(const CastParams& p, const void* x, void* y, cudaStream_t strea
 void launch_copy(const CopyParams& p, const void* x, void* y, cudaStream_t stream);
 void launch_gather(const GatherParams& p, const void* data, const void* indices, void* y,
                    ErrorSlot* err, cudaStream_t stream);
+void launch_scatter_rows(const ScatterRowsParams& p, const void* indices, const void* updates,
+                         void* y, ErrorSlot* err, cudaStream_t stream);
 void launch_gather_elements(const GatherElementsParams& p, const void* data, const void* indices,
                             void* y, ErrorSlot* err, cudaStream_t stream);
 void launch_pad(const PadParams& p, const void* x, void* y, cudaStream_t stream);

@@ -86,6 +86,15 @@ struct GatherParams {
   int32_t node;  // reported with a bad index
 };
 
+// ScatterND of whole f32 rows: row j of the updates written (add = 0) or added at row idx[j] of
+// the output [rows, inner], which already holds the data; updates apply in order.
+struct ScatterRowsParams {
+  DT index_dt;
+  int32_t add;
+  int64_t rows, count, inner;
+  int32_t node;  // reported with a bad index
+};
+
 struct GatherElementsParams {
   int32_t esize;
   DT index_dt;
