@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/activations.h"
+#include "base/error.h"
 #include "base/numeric_formats.h"
 #include "models/tpu/numerics.h"
 
@@ -575,6 +576,20 @@ void scatter(const VectorDesc& d, const float* x, const float* idx, const float*
   }
 }
 
+// Gather or ScatterND rows [r0, r1); an index outside the table is the run's error, naming the
+// node as the cpu reference kernel does.
+void indexed(const OpInfo& op, const VectorDesc& d, const std::vector<const float*>& in, float* y,
+             int64_t r0, int64_t r1) {
+  try {
+    if (d.func == VectorFunc::gather)
+      gather(d, in.at(0), in.at(1), y, r0, r1);
+    else
+      scatter(d, in.at(0), in.at(1), in.at(2), y, r0, r1);
+  } catch (const std::out_of_range& e) {
+    throw RuntimeError(op.op_type + " '" + op.node + "': " + e.what());
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -624,9 +639,8 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
     case VectorFunc::log_sum_exp:
       return reduce(d, inputs.at(0), y, r0, r1);
     case VectorFunc::gather:
-      return gather(d, inputs.at(0), inputs.at(1), y, r0, r1);
     case VectorFunc::scatter:
-      return scatter(d, inputs.at(0), inputs.at(1), inputs.at(2), y, r0, r1);
+      return indexed(program_.ops.at(k.op), d, inputs, y, r0, r1);
     case VectorFunc::softmax:
     case VectorFunc::log_softmax:
       return softmax(d, inputs.at(0), y, r0, r1);

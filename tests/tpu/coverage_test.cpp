@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "base/error.h"
 #include "tpu_test_util.h"
 
 namespace mimic {
@@ -206,6 +207,18 @@ TEST(TpuCoverage, ScatterNDAddsRowsOnTheChip) {
   expect_on_chip(
       g, 0,
       {tpu_test::random_tensor(Shape({9, 5}), 1), i, tpu_test::random_tensor(Shape({7, 5}), 2)});
+  // An index past the table is the run's one-line error, naming the node and the index.
+  i.data<int64_t>()[4] = 9;
+  Executable bad = compile(g, Device("tpu-emu:v4"));
+  try {
+    bad.run(
+        {tpu_test::random_tensor(Shape({9, 5}), 1), i, tpu_test::random_tensor(Shape({7, 5}), 2)});
+    ADD_FAILURE() << "no error for index 9 of 9 rows";
+  } catch (const mimic::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("scatter index 9 is outside [-9, 9)"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("'scatter'"), std::string::npos) << e.what();
+  }
   Executable big = compile(scatter_graph(30522, 768, 4096), Device("tpu-emu:v4"),
                            tpu_test::options({}, "default", true));
   RunOutput out = big.run(random_inputs(big.graph(), 3, 30522));
