@@ -3,6 +3,8 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -322,8 +324,11 @@ void LoopFusion::run_reduction(const Group& grp, std::vector<ir::HostTensor>& va
   ir::HostTensor result(DType::f32, g_.value(r.outputs[0]).type.shape);
   const int64_t inner = plan.inner();
   const size_t slots = grp.inputs.size() + grp.code.size();
+  // One cursor per thread, made once: the source runs once per reduced run of elements (per
+  // image and channel of a BatchNorm's statistics), often a few dozen elements.
+  std::vector<Cursor> cursors(static_cast<size_t>(omp_get_max_threads()), Cursor(slots));
   RunSource source = [&](int64_t at, int64_t n, std::vector<float>& scratch) {
-    Cursor c(slots);
+    Cursor& c = cursors.at(static_cast<size_t>(omp_get_thread_num()));
     scratch.resize(static_cast<size_t>(n));
     for (int64_t p = at; p < at + n;) {
       const int64_t begin = p % inner, m = std::min({kBlock, inner - begin, at + n - p});
