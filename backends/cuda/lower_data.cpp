@@ -162,10 +162,10 @@ void lower_scatter_nd(Lowerer& l, const ir::Node& n) {
   p.count = l.in_type(n, 1).shape.numel();
   p.inner = s.product(1, s.rank());
   p.node = static_cast<int32_t>(&n - &l.graph().nodes()[0]);
-  BufRef y = l.out(n, 0);
+  BufRef data = l.in(n, 0), idx = l.in(n, 1), upd = l.in(n, 2), y = l.out(n, 0);
   const int64_t bytes = s.numel() * esize_of(l.in_type(n, 0).dtype);
-  l.emit(Copy2dInstr{{1, bytes, bytes, bytes}, l.in(n, 0), y});
-  l.emit(ScatterRowsInstr{p, l.in(n, 1), l.in(n, 2), y});
+  l.emit(Copy2dInstr{{1, bytes, bytes, bytes}, data, y});
+  l.emit(ScatterRowsInstr{p, idx, upd, y});
 }
 
 void lower_gather_elements(Lowerer& l, const ir::Node& n) {
