@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/op_helpers.h"
@@ -348,19 +349,27 @@ Step build_gemm(const ir::Graph& g, const Group& grp) {
   return finish_matmul(g, group, n.inputs[0], n.inputs[1], a_md, b_md, bias_md, bias);
 }
 
+// A step of one primitive reading `value` as `src` (plain, row-major) and writing a plain `dst`.
+Step one_input_step(const Group& grp, dnnl::primitive prim, int arg, ir::ValueId value,
+                    const memory::desc& src, const memory::desc& dst) {
+  Step s;
+  s.group = grp;
+  s.prim = std::move(prim);
+  s.inputs.push_back(RuntimeArg{arg, value, src, src});
+  s.dst_md = s.user_dst_md = dst;
+  return s;
+}
+
 // Softmax along one axis of a row-major tensor (ONNX opset 13 semantics).
 Step build_softmax(const ir::Graph& g, const Group& grp) {
   const ir::Node& n = g.node(grp.head);
   const ir::Shape& xs = g.value(n.inputs[0]).type.shape;
   memory::desc md = row_major(xs.dims());
   int axis = ir::normalize_axis(n.attrs.get_int("axis", -1), xs.rank(), "axis");
-  Step s;
-  s.group = grp;
   dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, axis);
-  s.prim = dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, cpu_engine()));
-  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], md, md});
-  s.dst_md = s.user_dst_md = md;
-  return s;
+  return one_input_step(
+      grp, dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, cpu_engine())),
+      DNNL_ARG_SRC, n.inputs[0], md, md);
 }
 
 // A Transpose as a oneDNN reorder: the output's row-major strides, given per input axis, make
@@ -374,12 +383,9 @@ Step build_transpose(const ir::Graph& g, const Group& grp) {
   for (int j = 0; j < xs.rank(); ++j) strides[perm[j]] = out_strides[j];
   memory::desc src = row_major(xs.dims());
   memory::desc dst(xs.dims(), memory::data_type::f32, strides);
-  Step s;
-  s.group = grp;
-  s.prim = dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst));
-  s.inputs.push_back(RuntimeArg{DNNL_ARG_FROM, n.inputs[0], src, src});
-  s.dst_md = s.user_dst_md = dst;
-  return s;
+  return one_input_step(
+      grp, dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), src, cpu_engine(), dst)),
+      DNNL_ARG_FROM, n.inputs[0], src, dst);
 }
 
 // A Gelu no product absorbed (training keeps its input for the gradient) as oneDNN's vectorized
@@ -391,12 +397,9 @@ Step build_gelu(const ir::Graph& g, const Group& grp) {
   dnnl::eltwise_forward::desc d(
       dnnl::prop_kind::forward_inference,
       tanh ? dnnl::algorithm::eltwise_gelu_tanh : dnnl::algorithm::eltwise_gelu_erf, md);
-  Step s;
-  s.group = grp;
-  s.prim = dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, cpu_engine()));
-  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, n.inputs[0], md, md});
-  s.dst_md = s.user_dst_md = md;
-  return s;
+  return one_input_step(
+      grp, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, cpu_engine())),
+      DNNL_ARG_SRC, n.inputs[0], md, md);
 }
 
 // Below this much work (well under 0.1 ms on one AVX-512 core) waking a second thread costs about
@@ -426,8 +429,8 @@ int threads_for(double flops) {
 std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const LayoutOf& producer_md) {
   const ir::Node& n = g.node(grp.head);
   // Softmax's work: about 8 flops per element (max, subtract, exp, sum, scale), Gelu's as many
-  // (a polynomial); a Transpose's,
-  // a copy of each element, is counted as 4 so that copies of a million elements split.
+  // (a polynomial); a Transpose's copy of each element counts 4, so that copies of a million
+  // elements split across threads.
   double numel = static_cast<double>(g.value(n.inputs[0]).type.shape.numel());
   double work = n.op == OpType::Softmax || n.op == OpType::Gelu ? 8.0 * numel
                 : n.op == OpType::Transpose                     ? 4.0 * numel
