@@ -115,11 +115,13 @@ class CpuExecutable final : public Executable {
     report_.device = "cpu";
     if (path == KernelPath::onednn) build_fast_path(loop_fusion);
     report_.notes.push_back(
-        program_ ? fmt::format("kernels=onednn: {} oneDNN steps, {} loop-fused groups of {} nodes, "
-                               "{} transposes read in place",
-                               program_->num_groups(), fusion_->num_groups(),
-                               fusion_->fused_nodes(), program_->transposes_read_in_place())
-                 : "kernels=reference");
+        program_
+            ? fmt::format("kernels=onednn: {} oneDNN steps, {} loop-fused groups of {} nodes, "
+                          "{} transposes read in place, {} weight gradients as "
+                          "backward-weights convolutions",
+                          program_->num_groups(), fusion_->num_groups(), fusion_->fused_nodes(),
+                          program_->transposes_read_in_place(), program_->weight_gradients())
+            : "kernels=reference");
     last_use_.assign(g.num_values(), -1);
     for (int i = 0; i < g.num_nodes(); ++i)
       for (ir::ValueId v : g.node(i).inputs)

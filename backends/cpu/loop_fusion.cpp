@@ -294,7 +294,7 @@ void LoopFusion::run(int root, std::vector<ir::HostTensor>& values) const {
   const Group& grp = groups_[group_of_[root]];
   std::vector<ir::HostTensor> outs;
   for (const auto& [slot, v] : grp.outputs)
-    outs.emplace_back(g_.value(v).type.dtype, g_.value(v).type.shape);
+    outs.push_back(ir::HostTensor::uninitialized(g_.value(v).type.dtype, g_.value(v).type.shape));
   std::vector<ir::Shape> shapes;
   for (ir::ValueId v : grp.inputs) shapes.push_back(values[v].shape());
   const BroadcastPlan plan = plan_broadcast(shape_of(grp), shapes);
@@ -321,7 +321,8 @@ void LoopFusion::run(int root, std::vector<ir::HostTensor>& values) const {
 void LoopFusion::run_reduction(const Group& grp, std::vector<ir::HostTensor>& values,
                                const BroadcastPlan& plan, std::vector<ir::HostTensor>& outs) const {
   const ir::Node& r = g_.node(grp.reduction);
-  ir::HostTensor result(DType::f32, g_.value(r.outputs[0]).type.shape);
+  ir::HostTensor result =
+      ir::HostTensor::uninitialized(DType::f32, g_.value(r.outputs[0]).type.shape);
   const int64_t inner = plan.inner();
   const size_t slots = grp.inputs.size() + grp.code.size();
   // One cursor per thread, made once: the source runs once per reduced run of elements (per

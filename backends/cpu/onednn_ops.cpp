@@ -158,6 +158,46 @@ Step build_conv(const ir::Graph& g, const Group& grp) {
   return s;
 }
 
+// The weight gradient of a convolution (Group::wgrad_src): the head Conv's geometry is the
+// forward's with strides and dilations swapped, its input [C, in..., N] and its kernel dy, whose
+// pads already leave out input rows past the forward's last window.
+Step build_conv_weight_grad(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  const ir::WindowGeometry wg = ir::window_geometry(g, n);
+  const bool last = grp.wgrad_channels_last;
+  memory::desc src_user = activation_md(g.value(grp.wgrad_src).type.shape, last);
+  memory::desc dy_user = activation_md(g.value(grp.wgrad_diff_dst).type.shape, last);
+  dims w_dims{dy_user.dims()[1], src_user.dims()[1]};
+  for (int64_t k : wg.out_size) w_dims.push_back(k);
+  memory::desc w_user = row_major(w_dims);
+  dims strides(wg.dilations.begin(), wg.dilations.end()), dil;
+  for (int64_t s : wg.strides) dil.push_back(s - 1);
+  dims pad_l(wg.pad_begin.begin(), wg.pad_begin.end()), pad_r(wg.pad_end.begin(), wg.pad_end.end());
+  auto any = [](const memory::desc& md) {
+    return memory::desc(md.dims(), memory::data_type::f32, tag::any);
+  };
+  dnnl::convolution_forward::primitive_desc hint(
+      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                      dnnl::algorithm::convolution_direct, any(src_user),
+                                      any(w_user), any(dy_user), strides, dil, pad_l, pad_r),
+      cpu_engine());
+  dnnl::convolution_backward_weights::primitive_desc pd(
+      dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, any(src_user),
+                                               any(w_user), any(dy_user), strides, dil, pad_l,
+                                               pad_r),
+      cpu_engine(), hint);
+  Step s;
+  s.group = grp;
+  s.prim = dnnl::convolution_backward_weights(pd);
+  s.inputs.push_back(RuntimeArg{DNNL_ARG_SRC, grp.wgrad_src, src_user, pd.src_desc()});
+  s.inputs.push_back(
+      RuntimeArg{DNNL_ARG_DIFF_DST, grp.wgrad_diff_dst, dy_user, pd.diff_dst_desc()});
+  s.dst_md = pd.diff_weights_desc();
+  s.user_dst_md = w_user;
+  s.dst_arg = DNNL_ARG_DIFF_WEIGHTS;
+  return s;
+}
+
 // ONNX ConvTranspose weights [C_in, C_out/group, k...] in oneDNN's logical deconvolution order
 // ({OC, IC, k...}, or {G, OC/G, IC/G, k...}), as strides over the ONNX layout.
 memory::desc deconv_weights_md(const ir::WindowGeometry& wg) {
@@ -439,7 +479,9 @@ std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const Layou
   ScopedThreads scope(threads);
   try {
     Step s;
-    if (n.op == OpType::Conv)
+    if (n.op == OpType::Conv && grp.wgrad_src != ir::kNoValue)
+      s = build_conv_weight_grad(g, grp);
+    else if (n.op == OpType::Conv)
       s = build_conv(g, grp);
     else if (n.op == OpType::ConvTranspose)
       s = build_deconv(g, grp);

@@ -32,6 +32,7 @@ struct Step {
   std::unordered_map<int, dnnl::memory> constants;  // reordered weights, bias
   dnnl::memory::desc dst_md, user_dst_md;           // as computed; plain row-major in logical dims
   std::optional<RuntimeArg> residual;               // copied into dst before a "sum" post-op
+  int dst_arg = DNNL_ARG_DST;                       // DNNL_ARG_DIFF_WEIGHTS for a weight gradient
   int threads = 1;
 };
 

@@ -112,6 +112,7 @@ class Planner {
     grp.output = g_.node(head).outputs[0];
     OpType op = g_.node(head).op;
     if (op != OpType::Conv && op != OpType::MatMul && op != OpType::Gemm) return grp;
+    if (op == OpType::Conv && try_weight_gradient(grp)) return grp;
     if (op == OpType::Conv) try_batch_norm(grp);
     if (op == OpType::MatMul || (op == OpType::Gemm && !g_.node(head).has_input(2))) try_bias(grp);
     bool gemm_sum = op == OpType::Gemm && g_.node(head).has_input(2) &&
@@ -224,6 +225,65 @@ class Planner {
       grp.transposed[k] = t;
       grp.nodes.insert(grp.nodes.begin() + 1, t);
     }
+  }
+
+  // The Transpose that makes `v`, with its permutation, when no earlier group took it.
+  int transpose_of(ir::ValueId v, std::vector<int64_t>* perm) const {
+    int t = g_.value(v).producer;
+    if (t < 0 || (*taken_)[t] || g_.node(t).op != OpType::Transpose || !all_f32(g_, g_.node(t)))
+      return -1;
+    *perm = ir::resolve_perm(g_.node(t), g_.value(v).type.shape.rank());
+    return t;
+  }
+
+  // The sole consumer of `v` when it is a node of kind `op` not yet taken, else -1.
+  int sole(ir::ValueId v, OpType op) const {
+    if (uses_[v] != 1) return -1;
+    for (int i = g_.value(v).producer + 1; i < g_.num_nodes(); ++i)
+      for (ir::ValueId in : g_.node(i).inputs)
+        if (in == v) return (*taken_)[i] || g_.node(i).op != op ? -1 : i;
+    return -1;
+  }
+
+  // A Conv as conv_weight_grad (grad_rules_linear.cpp) writes it for one group: x transposed to
+  // [C, spatial..., N] and dy to [M, N, out...] (from channels-first or channels-last layouts), its
+  // [C, k..., M] result reshaped to [C*K, M], transposed and reshaped to W's [M, C, k...]. It runs
+  // as oneDNN's backward-weights convolution of x by dy, straight into W's layout, as XLA's GPU
+  // backend turns such a convolution into cuDNN's backward-filter call.
+  bool try_weight_gradient(Group& grp) {
+    const ir::Node& conv = g_.node(grp.head);
+    if (conv.num_inputs() != 2 || !ir::is_channels_last(conv) ||
+        conv.attrs.get_int("group", 1) != 1)
+      return false;
+    const int rank = g_.value(conv.inputs[0]).type.shape.rank(), r = rank - 2;
+    std::vector<int64_t> px, pdy, first_x{1}, first_dy{1, 0}, last_x{r + 1}, last_dy{r + 1, 0};
+    for (int i = 0; i < r; ++i) {
+      first_x.push_back(2 + i);
+      first_dy.push_back(2 + i);
+      last_x.push_back(1 + i);
+      last_dy.push_back(1 + i);
+    }
+    first_x.push_back(0);
+    last_x.push_back(0);
+    const int tx = transpose_of(conv.inputs[0], &px), tdy = transpose_of(conv.inputs[1], &pdy);
+    const bool first = px == first_x && pdy == first_dy, last = px == last_x && pdy == last_dy;
+    if (tx < 0 || tdy < 0 || !(first || last)) return false;
+    const int r1 = sole(grp.output, OpType::Reshape);
+    const int t = r1 < 0 ? -1 : sole(g_.node(r1).outputs[0], OpType::Transpose);
+    const int r2 = t < 0 ? -1 : sole(g_.node(t).outputs[0], OpType::Reshape);
+    if (r2 < 0 || ir::resolve_perm(g_.node(t), 2) != std::vector<int64_t>{1, 0}) return false;
+    const ir::Shape &y = g_.value(grp.output).type.shape,
+                    &w = g_.value(g_.node(r2).outputs[0]).type.shape;
+    if (w.rank() != rank || w[0] != y.dim(-1) || w[1] != y[0]) return false;
+    for (int i = 0; i < r; ++i)
+      if (w[2 + i] != y[1 + i]) return false;
+    grp.wgrad_src = g_.node(tx).inputs[0];
+    grp.wgrad_diff_dst = g_.node(tdy).inputs[0];
+    grp.wgrad_channels_last = last;
+    for (int k : {tx, tdy})
+      if (uses_[g_.node(k).outputs[0]] == 1) grp.nodes.insert(grp.nodes.begin() + 1, k);
+    for (int k : {r1, t, r2}) append(grp, k);
+    return true;
   }
 
   bool clip_bounds(const ir::Node& n, Group& grp) const {

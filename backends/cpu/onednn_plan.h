@@ -6,10 +6,10 @@
 // operand's last two axes (the backward pass's transposed products), for Conv a BatchNormalization
 // with constant parameters (folded into the weights and bias), for MatMul/Gemm an Add of a constant
 // [N] bias, then for both an Add of a same-shaped tensor (the "sum" post-op) and a Relu, Clip or
-// Gelu
-// ("eltwise" post-op). A follower fuses only when the value it reads has no other consumer and is
-// no graph output. Everything here is IR-only: the primitives are built from a group in
-// onednn_ops.cpp.
+// Gelu ("eltwise" post-op); a Conv that computes a weight gradient takes the transposes and
+// reshapes around it instead (see Group::wgrad_src). A follower fuses only when the value it reads
+// has no other consumer and is no graph output. Everything here is IR-only: the primitives are
+// built from a group in onednn_ops.cpp.
 #pragma once
 
 #include <algorithm>
@@ -33,6 +33,13 @@ struct Group {
   // MatMul only: per operand, a Transpose of the last two axes that feeds only this MatMul and is
   // read through swapped strides instead of being copied (a member, after the head), or -1.
   int transposed[2] = {-1, -1};
+  // Conv only: the head is the weight gradient conv_weight_grad (grad_rules_linear.cpp) writes,
+  // run as oneDNN's backward-weights convolution of `wgrad_src` (the forward's input) by
+  // `wgrad_diff_dst` (its output gradient), channels last when `wgrad_channels_last`, straight
+  // into the weights' layout: the operands' Transposes and the Reshape, Transpose, Reshape after
+  // the head are members.
+  ir::ValueId wgrad_src = ir::kNoValue, wgrad_diff_dst = ir::kNoValue;
+  bool wgrad_channels_last = false;
   // The member that comes last in the graph, where the group runs: a transposed operand sits
   // right after the head in `nodes` but before it in the graph.
   int last() const { return *std::max_element(nodes.begin(), nodes.end()); }

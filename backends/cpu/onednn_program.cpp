@@ -99,6 +99,12 @@ int Program::transposes_read_in_place() const {
   return n;
 }
 
+int Program::weight_gradients() const {
+  return static_cast<int>(std::count_if(steps_.begin(), steps_.end(), [](const Step& s) {
+    return s.group.wgrad_src != ir::kNoValue;
+  }));
+}
+
 int Program::run_index(int node) const {
   int s = step_of_node_[node];
   return s < 0 ? node : steps_[s].group.last();
@@ -114,7 +120,7 @@ RunState::RunState(std::vector<ir::HostTensor>& plain_values, int num_values)
 
 void Program::ensure_plain(ir::ValueId v, RunState& run) const {
   if (run.values[v].defined() || !run.blocked[v]) return;
-  run.values[v] = ir::HostTensor(ir::DType::f32, g_.value(v).type.shape);
+  run.values[v] = ir::HostTensor::uninitialized(ir::DType::f32, g_.value(v).type.shape);
   memory dst = wrap(plain_md_[v], run.values[v]);
   to_plain_[v]->execute(run.stream, run.blocked[v], dst);
   run.stream.wait();
@@ -146,7 +152,7 @@ memory Program::destination(int step, RunState& run) const {
   memory dst;
   if (s.dst_md == s.user_dst_md) {
     ir::HostTensor& out = run.values[s.group.output];
-    out = ir::HostTensor(ir::DType::f32, g_.value(s.group.output).type.shape);
+    out = ir::HostTensor::uninitialized(ir::DType::f32, g_.value(s.group.output).type.shape);
     dst = wrap(s.dst_md, out);
   } else {
     dst = memory(s.dst_md, cpu_engine());
@@ -168,7 +174,7 @@ void Program::run_group(int node, RunState& run) const {
   for (size_t k = 0; k < s.inputs.size(); ++k)
     args[s.inputs[k].arg] = source(s.inputs[k], prepared_[index].inputs[k], run);
   memory dst = destination(index, run);
-  args[DNNL_ARG_DST] = dst;
+  args[s.dst_arg] = dst;
   {
     ScopedThreads threads(s.threads);
     s.prim.execute(run.stream, args);

@@ -36,6 +36,8 @@ class Program {
   int num_groups() const { return static_cast<int>(steps_.size()); }
   // MatMul operands read through swapped strides instead of a Transpose's copy.
   int transposes_read_in_place() const;
+  // Convolution weight gradients run as oneDNN's backward-weights primitive (Group::wgrad_src).
+  int weight_gradients() const;
 
   // Runs the group whose last member is `node`.
   void run_group(int node, RunState& run) const;

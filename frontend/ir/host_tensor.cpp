@@ -1,9 +1,9 @@
 #include "frontend/ir/host_tensor.h"
 
 #include <fmt/format.h>
-#include <cstdlib>
 
 #include "base/error.h"
+#include "frontend/ir/host_memory.h"
 
 namespace mimic::ir {
 
@@ -12,14 +12,18 @@ std::string TensorType::str() const {
 }
 
 HostTensor::HostTensor(DType dtype, Shape shape)
-    : dtype_(dtype), shape_(std::move(shape)), numel_(shape_.numel()) {
-  size_t bytes = nbytes();
-  size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (!p) throw RuntimeError(fmt::format("out of host memory allocating {} bytes", bytes));
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
-  owner_ = std::shared_ptr<void>(p, std::free);
-  data_ = p;
+    : HostTensor(uninitialized(dtype, std::move(shape))) {
+  std::memset(data_, 0, nbytes());
+}
+
+HostTensor HostTensor::uninitialized(DType dtype, Shape shape) {
+  HostTensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.numel_ = t.shape_.numel();
+  t.owner_ = allocate_host(t.nbytes());
+  t.data_ = t.owner_.get();
+  return t;
 }
 
 HostTensor HostTensor::wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner) {
@@ -42,7 +46,7 @@ HostTensor HostTensor::reshaped(Shape shape) const {
 }
 
 HostTensor HostTensor::clone() const {
-  HostTensor t(dtype_, shape_);
+  HostTensor t = uninitialized(dtype_, shape_);
   if (nbytes()) std::memcpy(t.data_, data_, nbytes());
   return t;
 }

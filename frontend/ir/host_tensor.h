@@ -25,6 +25,9 @@ class HostTensor {
   HostTensor() = default;
   // Allocates zero-filled storage. The shape must be concrete.
   HostTensor(DType dtype, Shape shape);
+  // Storage left as it was (recycled host memory, see host_memory.h), for a kernel that writes
+  // every element.
+  static HostTensor uninitialized(DType dtype, Shape shape);
   // Wraps memory owned elsewhere (numpy arrays, shared memory); `owner` keeps it alive.
   static HostTensor wrap(DType dtype, Shape shape, void* data, std::shared_ptr<void> owner);
   // Typed constructors for tests and builders.
