@@ -174,11 +174,40 @@ double sum_run(const float* row, int64_t n) {
   return (a0 + a1) + (a2 + a3);
 }
 
+// Kept axes innermost (a channels-last reduction over the batch and spatial axes): the reduced
+// combinations split into a fixed number of chunks, each summed in double into its own row of
+// partial sums, the chunks then added in order. The chunk count depends on the shape alone, so the
+// result is the same on any number of threads.
+void sum_kept_inner(const std::vector<int64_t>& kept, const std::vector<int64_t>& over, int64_t run,
+                    double divisor, const RunSource& source, float* y) {
+  const int64_t rows = static_cast<int64_t>(kept.size()),
+                combos = static_cast<int64_t>(over.size());
+  const int64_t chunks = rows * combos * run > 65536 ? std::min<int64_t>(combos, 16) : 1;
+  const int64_t per = (combos + chunks - 1) / chunks;
+  std::vector<double> partial(static_cast<size_t>(rows * chunks * run), 0.0);
+#pragma omp parallel for collapse(2) if (chunks > 1 || rows * combos * run > 65536)
+  for (int64_t k = 0; k < rows; ++k)
+    for (int64_t c = 0; c < chunks; ++c) {
+      std::vector<float> scratch;
+      double* acc = partial.data() + (k * chunks + c) * run;
+      for (int64_t o = c * per; o < std::min(combos, (c + 1) * per); ++o) {
+        const float* row = source(kept[k] + over[o], run, scratch);
+        for (int64_t j = 0; j < run; ++j) acc[j] += row[j];
+      }
+    }
+  for (int64_t k = 0; k < rows; ++k)
+    for (int64_t j = 0; j < run; ++j) {
+      double sum = 0;
+      for (int64_t c = 0; c < chunks; ++c) sum += partial[(k * chunks + c) * run + j];
+      y[k * run + j] = static_cast<float>(sum / divisor);
+    }
+}
+
 }  // namespace
 
-// Each output accumulates in double over the reduced combinations in the order the row path uses;
-// the innermost contiguous run is one loop (summed by sum_run into one output when it is reduced,
-// added across a row of outputs when it is kept).
+// Each output accumulates in double over the reduced combinations; the innermost contiguous run is
+// one loop (summed by sum_run into one output when it is reduced, added across a row of outputs
+// when it is kept, see sum_kept_inner).
 void sum_in_place(OpType op, const ir::Shape& shape, const std::vector<bool>& reduced,
                   const RunSource& source, float* y) {
   std::vector<Axis> axes = merged_axes(shape, reduced);
@@ -187,24 +216,15 @@ void sum_in_place(OpType op, const ir::Shape& shape, const std::vector<bool>& re
   std::vector<int64_t> kept = combination_offsets(axes, false, !last_reduced);
   std::vector<int64_t> over = combination_offsets(axes, true, last_reduced);
   const int64_t count = static_cast<int64_t>(over.size()) * (last_reduced ? run : 1);
-  const bool mean = op == OpType::ReduceMean;
+  const double divisor = op == OpType::ReduceMean ? static_cast<double>(count) : 1.0;
+  if (!last_reduced) return sum_kept_inner(kept, over, run, divisor, source, y);
   const int64_t rows = static_cast<int64_t>(kept.size());
 #pragma omp parallel for if (shape.numel() > 65536)
   for (int64_t k = 0; k < rows; ++k) {
     std::vector<float> scratch;
-    if (last_reduced) {
-      double acc = 0;
-      for (int64_t off : over) acc += sum_run(source(kept[k] + off, run, scratch), run);
-      y[k] = static_cast<float>(mean ? acc / count : acc);
-      continue;
-    }
-    std::vector<double> acc(run, 0.0);
-    for (int64_t off : over) {
-      const float* row = source(kept[k] + off, run, scratch);
-      for (int64_t j = 0; j < run; ++j) acc[j] += row[j];
-    }
-    for (int64_t j = 0; j < run; ++j)
-      y[k * run + j] = static_cast<float>(mean ? acc[j] / count : acc[j]);
+    double acc = 0;
+    for (int64_t off : over) acc += sum_run(source(kept[k] + off, run, scratch), run);
+    y[k] = static_cast<float>(acc / divisor);
   }
 }
 

@@ -1,5 +1,7 @@
 // Elementwise, linear algebra, normalization, reduction and data-movement kernels of the cpu
 // backend against direct loop references.
+#include <omp.h>
+
 #include "base/error.h"
 #include "base/numeric_formats.h"
 #include "tests/unit/cpu_test_util.h"
@@ -255,6 +257,25 @@ TEST(Reduce, SumAndMeanOverEveryAxisSubsetAreExactInDouble) {
       }
     }
   }
+}
+
+// A channels-last reduction over batch and spatial axes (a BatchNorm's statistics in NHWC) splits
+// its rows across threads in chunks fixed by the shape: the sums are exact in double and the same
+// on one thread as on two.
+TEST(Reduce, ChannelsLastStatisticsSplitAcrossThreadsIndependentlyOfTheirCount) {
+  const Shape shape({4, 24, 24, 48});
+  ir::HostTensor x = random_tensor(shape, 77);
+  std::vector<double> acc(48, 0.0);
+  for (int64_t i = 0; i < x.numel(); ++i) acc[i % 48] += x.data<float>()[i];
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    ir::HostTensor y = run1(OpType::ReduceSum, {{x}, constant_ints({0, 1, 2})});
+    results.push_back(values(y));
+  }
+  omp_set_num_threads(omp_get_num_procs());
+  EXPECT_EQ(results[0], results[1]);
+  for (int c = 0; c < 48; ++c) EXPECT_EQ(results[0][c], static_cast<float>(acc[c])) << c;
 }
 
 TEST(DataMovement, TransposeSliceConcatSplit) {
