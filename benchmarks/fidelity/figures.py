@@ -173,4 +173,36 @@ def _tpu_training_rows():
                            "samples/s (no all-reduce between chips, evaluation or input time)"}]
 
 
-FIGURES = _tpuv1_rows() + _edge_rows() + _tpuv3_rows() + _training_rows() + _tpu_training_rows()
+MLPERF_TRAIN_10_V4 = ("MLPerf Training v1.0, closed division, preview, Google tpu-v4-128-TF (16 hosts x 4 "
+                      "chips = 64 TPU v4 chips), ResNet-50: raw logs results/tpu-v4-128-TF/resnet/"
+                      "result_0..4.txt (github.com/mlcommons/training_results_v1.0 at 50619b5)")
+# The same set-up as the v3 row, on one v4 chip: its two TensorCores are one megacore device, at the
+# submission's 128 images per chip (global batch 8,192 over 64 chips) or the largest below that fits.
+TPU_V4_TRAIN = dict(TPU_TRAIN, options={})
+
+
+def _tpu_v4_training_rows():
+    rn50 = ("ResNet-50 v1.5, 224x224, ImageNet, bf16, LARS, global batch 8,192 on 64 TPU v4 chips, "
+            "TensorFlow")
+    # Each log's blocks of "epoch_count": 4 epochs take 23.19-23.23 s after the first (23.2 s, with
+    # one evaluation of the 50,000 validation images each); the runs take 4.300-4.302 minutes and
+    # reach 75.9% top-1 at the evaluation after epoch 42 (zero-based): 43 epochs.
+    return [{"id": "mlperf-tpuv4-64-resnet50-train", "chip": "TPU v4 x 64", "device": "tpu-emu:v4",
+             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+             "published": round(4 * IMAGENET_TRAIN_IMAGES / 23.2 / 64), "tag": "D",
+             "source": MLPERF_TRAIN_10_V4, "train": TPU_V4_TRAIN,
+             "conditions": f"{rn50}: 4 epochs of 1,281,167 images per 23.2 s block (the logs' "
+                           "steady blocks, evaluation included) / 64 chips; emulated: one chip's "
+                           "step, NHWC, f32 activations"},
+            {"id": "mlperf-tpuv4-64-resnet50-time-to-train", "chip": "TPU v4 x 64",
+             "device": "tpu-emu:v4", "workload": "zoo:resnet50", "batch": 0, "metric": "minutes",
+             "scope": "end_to_end", "published": 4.301, "tag": "M", "source": MLPERF_TRAIN_10_V4,
+             "train": TPU_V4_TRAIN, "chips": 64, "epochs": 43,
+             "conditions": f"{rn50}; run_stop - run_start of the five logs (4.300-4.302 min), 43 "
+                           "epochs to 75.9% top-1; emulated: 43 epochs of 1,281,167 images at 64 x "
+                           "one chip's samples/s (no all-reduce between chips, evaluation or input "
+                           "time)"}]
+
+
+FIGURES = (_tpuv1_rows() + _edge_rows() + _tpuv3_rows() + _training_rows() + _tpu_training_rows() +
+           _tpu_v4_training_rows())
