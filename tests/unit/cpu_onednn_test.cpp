@@ -23,9 +23,10 @@ namespace {
 using ir::OpType;
 using ir::Shape;
 
-int transposes_in_place(const Executable& exe) {
+// The count before `what` in the compile report's kernels note ("... 3 transposes read in place").
+int note_count(const Executable& exe, const std::string& what) {
   for (const std::string& note : exe.compile_report().notes) {
-    size_t at = note.find(" transposes read in place");
+    size_t at = note.find(what);
     if (at == std::string::npos) continue;
     size_t from = note.rfind(' ', at - 1);
     return std::stoi(note.substr(from + 1, at - from - 1));
@@ -33,14 +34,12 @@ int transposes_in_place(const Executable& exe) {
   return -1;
 }
 
+int transposes_in_place(const Executable& exe) {
+  return note_count(exe, " transposes read in place");
+}
+
 int weight_gradients(const Executable& exe) {
-  for (const std::string& note : exe.compile_report().notes) {
-    size_t at = note.find(" weight gradients as backward-weights convolutions");
-    if (at == std::string::npos) continue;
-    size_t from = note.rfind(' ', at - 1);
-    return std::stoi(note.substr(from + 1, at - from - 1));
-  }
-  return -1;
+  return note_count(exe, " weight gradients as backward-weights convolutions");
 }
 
 int onednn_steps(const Executable& exe) {
