@@ -16,7 +16,15 @@ namespace {
 constexpr size_t kMinCached = size_t{256} << 10;
 constexpr size_t kPage = 4096;
 
+// GCC defines __SANITIZE_ADDRESS__ under -fsanitize=address; clang answers __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
+#define MIMIC_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MIMIC_ADDRESS_SANITIZER 1
+#endif
+#endif
+#ifdef MIMIC_ADDRESS_SANITIZER
 constexpr bool kSanitized = true;
 #else
 constexpr bool kSanitized = false;
