@@ -75,7 +75,8 @@ class HostCache {
     return stats_;
   }
 
-  explicit HostCache(int64_t limit) { stats_.limit_bytes = limit; }
+  explicit HostCache(int64_t limit) : limit_(limit) { stats_.limit_bytes = limit; }
+  int64_t limit() const { return limit_; }  // fixed at start: read without the lock
 
  private:
   struct Kept {
@@ -88,6 +89,7 @@ class HostCache {
     kept_.pop_front();
   }
 
+  const int64_t limit_;
   std::mutex mu_;
   std::list<Kept> kept_;
   HostCacheStats stats_;
@@ -112,7 +114,7 @@ void* allocate_aligned(size_t bytes) {
 }  // namespace
 
 std::shared_ptr<void> allocate_host(size_t bytes) {
-  if (bytes < kMinCached || cache().stats().limit_bytes == 0)
+  if (bytes < kMinCached || cache().limit() == 0)
     return std::shared_ptr<void>(allocate_aligned((std::max<size_t>(bytes, 1) + 63) / 64 * 64),
                                  std::free);
   const size_t rounded = (bytes + kPage - 1) / kPage * kPage;
