@@ -227,15 +227,6 @@ class Planner {
     }
   }
 
-  // The Transpose that makes `v`, with its permutation, when no earlier group took it.
-  int transpose_of(ir::ValueId v, std::vector<int64_t>* perm) const {
-    int t = g_.value(v).producer;
-    if (t < 0 || (*taken_)[t] || g_.node(t).op != OpType::Transpose || !all_f32(g_, g_.node(t)))
-      return -1;
-    *perm = ir::resolve_perm(g_.node(t), g_.value(v).type.shape.rank());
-    return t;
-  }
-
   // The sole consumer of `v` when it is a node of kind `op` not yet taken, else -1.
   int sole(ir::ValueId v, OpType op) const {
     if (uses_[v] != 1) return -1;
@@ -252,22 +243,11 @@ class Planner {
   // backend turns such a convolution into cuDNN's backward-filter call.
   bool try_weight_gradient(Group& grp) {
     const ir::Node& conv = g_.node(grp.head);
-    if (conv.num_inputs() != 2 || !ir::is_channels_last(conv) ||
-        conv.attrs.get_int("group", 1) != 1)
-      return false;
-    const int rank = g_.value(conv.inputs[0]).type.shape.rank(), r = rank - 2;
-    std::vector<int64_t> px, pdy, first_x{1}, first_dy{1, 0}, last_x{r + 1}, last_dy{r + 1, 0};
-    for (int i = 0; i < r; ++i) {
-      first_x.push_back(2 + i);
-      first_dy.push_back(2 + i);
-      last_x.push_back(1 + i);
-      last_dy.push_back(1 + i);
-    }
-    first_x.push_back(0);
-    last_x.push_back(0);
-    const int tx = transpose_of(conv.inputs[0], &px), tdy = transpose_of(conv.inputs[1], &pdy);
-    const bool first = px == first_x && pdy == first_dy, last = px == last_x && pdy == last_dy;
-    if (tx < 0 || tdy < 0 || !(first || last)) return false;
+    ir::WeightGradientConv m;
+    if (!ir::match_weight_gradient_conv(g_, conv, &m)) return false;
+    const int tx = m.x_transpose, tdy = m.dy_transpose, rank = g_.value(m.x).type.shape.rank();
+    for (int t : {tx, tdy})
+      if ((*taken_)[t] || !all_f32(g_, g_.node(t))) return false;
     const int r1 = sole(grp.output, OpType::Reshape);
     const int t = r1 < 0 ? -1 : sole(g_.node(r1).outputs[0], OpType::Transpose);
     const int r2 = t < 0 ? -1 : sole(g_.node(t).outputs[0], OpType::Reshape);
@@ -275,11 +255,11 @@ class Planner {
     const ir::Shape &y = g_.value(grp.output).type.shape,
                     &w = g_.value(g_.node(r2).outputs[0]).type.shape;
     if (w.rank() != rank || w[0] != y.dim(-1) || w[1] != y[0]) return false;
-    for (int i = 0; i < r; ++i)
+    for (int i = 0; i + 2 < rank; ++i)
       if (w[2 + i] != y[1 + i]) return false;
-    grp.wgrad_src = g_.node(tx).inputs[0];
-    grp.wgrad_diff_dst = g_.node(tdy).inputs[0];
-    grp.wgrad_channels_last = last;
+    grp.wgrad_src = m.x;
+    grp.wgrad_diff_dst = m.dy;
+    grp.wgrad_channels_last = m.channels_last;
     for (int k : {tx, tdy})
       if (uses_[g_.node(k).outputs[0]] == 1) grp.nodes.insert(grp.nodes.begin() + 1, k);
     for (int k : {r1, t, r2}) append(grp, k);

@@ -188,12 +188,29 @@ bool is_activation(const ir::Graph& g, const ir::Node& n) {
   return ir::is_epilogue_activation(n.op) && unary_func(g, n, &f, &p0, &p1);
 }
 
+// Plans Conv node i as a weight gradient read in place when its operands' Transposes (and x's
+// crop) feed nothing else: they are then emitted with it and never run.
+void plan_weight_grad(const ir::Graph& g, int i, const std::vector<int>& consumers,
+                      FusionPlan& plan) {
+  ir::WeightGradientConv m;
+  if (!ir::match_weight_gradient_conv(g, g.node(i), &m) || !m.channels_last ||
+      m.forward.spatial_rank > 2)
+    return;
+  std::vector<int> absorbed{m.x_transpose, m.dy_transpose};
+  if (m.crop >= 0) absorbed.push_back(m.crop);
+  for (int t : absorbed)
+    if (consumers[g.node(t).outputs[0]] != 1 || plan.group_of[t] >= 0) return;
+  for (int t : absorbed) plan.emit_at[t] = i;
+  plan.weight_grad_in_place[i] = true;
+}
+
 }  // namespace
 
-FusionPlan plan_fusion(const ir::Graph& g) {
+FusionPlan plan_fusion(const ir::Graph& g, bool in_place_weight_grads) {
   FusionPlan plan;
   const int nn = g.num_nodes();
   plan.group_of.assign(nn, -1);
+  plan.weight_grad_in_place.assign(nn, false);
   plan.emit_at.resize(nn);
   for (int i = 0; i < nn; ++i) plan.emit_at[i] = i;
   std::vector<int> consumers(g.num_values(), 0), consumer(g.num_values(), -1);
@@ -211,6 +228,7 @@ FusionPlan plan_fusion(const ir::Graph& g) {
     const ir::Node& head = g.node(i);
     if (plan.group_of[i] >= 0 || is_folded(g, head) || !heads_group(g, head)) continue;
     const bool depthwise = is_depthwise(g, head);
+    if (in_place_weight_grads && head.op == OpType::Conv) plan_weight_grad(g, i, consumers, plan);
     std::vector<int> group{i};
     ir::ValueId cur = head.outputs[0];
     const ir::Shape& out = g.value(cur).type.shape;

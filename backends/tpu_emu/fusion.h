@@ -20,6 +20,10 @@ struct FusionPlan {
   std::vector<int> group_of;             // per node: group index or -1
   std::vector<int> emit_at;              // per node: index of the node at which it is emitted
   int fused_nodes = 0;                   // followers folded into heads
+  // Per node: a weight gradient's Conv (ir::match_weight_gradient_conv) that reads x and dy where
+  // they are (lower_matmul.cpp). The Transposes (and the crop) that made its operands are read by
+  // it alone, are emitted with it (emit_at) and never run.
+  std::vector<bool> weight_grad_in_place;
 };
 
 // A node that heads a matmul group: Conv (not depthwise), MatMul, Gemm.
@@ -28,7 +32,8 @@ bool is_fusion_head(const ir::Graph& g, const ir::Node& n);
 bool heads_group(const ir::Graph& g, const ir::Node& n);
 // Depthwise convolution: one input channel per group (runs on the vector unit).
 bool is_depthwise(const ir::Graph& g, const ir::Node& n);
-FusionPlan plan_fusion(const ir::Graph& g);
+// `in_place_weight_grads`: plan weight gradients that read their operands in place (bf16 chips).
+FusionPlan plan_fusion(const ir::Graph& g, bool in_place_weight_grads);
 // A 2-D ConvTranspose whose groups each have one output channel, with constant weights (a pooling
 // gradient's scatter, a depthwise transposed convolution): the vector unit runs it on bf16 chips
 // (lower_vector.cpp), as it runs depthwise convolutions; it heads no matrix-unit group.

@@ -38,7 +38,8 @@ struct Lowered {
   int32_t w_tensor = -1;  // runtime conv weights relaid as [batch][K][N] (scratch)
   std::string name;
   int32_t a_scratch = -1;  // ConvTranspose/Conv3d: the scratch input the GEMM reads instead
-  int32_t y_scratch = -1;  // Conv3d: the GEMM's output before it moves to the node's
+  ir::ValueId a_value = ir::kNoValue;  // a weight gradient: x, read in place of the head's input
+  int32_t y_scratch = -1;              // Conv3d: the GEMM's output before it moves to the node's
   ir::WindowGeometry geometry;
 };
 
@@ -83,6 +84,26 @@ void lower_conv(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
         }
   }
   if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
+}
+
+// A weight gradient as one GEMM that reads x and dy where they are, as XLA's convolution with
+// dimension numbers does: rows (c, kh, kw) of the forward's input windows, K = the forward's
+// output positions (n, oh, ow), columns = its output channels, with dy ([N*OH*OW, M], channels
+// last) as the weights, streamed through the weight port. The [C, KH, KW, M] result is the Conv's
+// own output. x's crop is not needed: no window reads the rows it drops.
+void lower_conv_weight_grad(const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  ir::WeightGradientConv m;
+  if (!ir::match_weight_gradient_conv(g, n, &m))
+    throw CompileError(fmt::format("tpu_emu.compile: Conv '{}' is no weight gradient", n.name));
+  L.d.a_view = GemmDesc::AView::filter;
+  L.d.conv = window_2d(m.forward, false);
+  const Window& w = L.d.conv;
+  L.d.m = w.c * w.kh * w.kw;
+  L.d.k = w.n * w.oh * w.ow;
+  L.d.n = w.m;
+  L.w_constant = false;
+  L.w_value = m.dy;
+  L.a_value = m.x_full;
 }
 
 // ConvTranspose as XLA lowers it: a stride-1 convolution, with the kernel flipped and its in/out
@@ -305,15 +326,11 @@ int32_t broadcast_c(Context& c, const ir::Node& head, const Lowered& L) {
   return out;
 }
 
-}  // namespace
-
-void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
+void lower_head(Context& c, const ir::Node& head, bool weight_grad_in_place, Lowered& L) {
   const ir::Graph& g = c.g;
-  const TpuSpec& spec = c.spec;
-  const ir::Node& head = g.node(nodes.front());
-  Lowered L;
-  L.name = head.name;
-  if (head.op == OpType::Conv && g.value(head.inputs[0]).type.shape.rank() == 5)
+  if (weight_grad_in_place)
+    lower_conv_weight_grad(g, head, L);
+  else if (head.op == OpType::Conv && g.value(head.inputs[0]).type.shape.rank() == 5)
     lower_conv_3d(c, g, head, L);
   else if (head.op == OpType::Conv)
     lower_conv(c, g, head, L);
@@ -323,6 +340,17 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
     lower_matmul_node(g, head, L);
   else
     lower_gemm_node(g, head, L);
+}
+
+}  // namespace
+
+void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_grad_in_place) {
+  const ir::Graph& g = c.g;
+  const TpuSpec& spec = c.spec;
+  const ir::Node& head = g.node(nodes.front());
+  Lowered L;
+  L.name = head.name;
+  lower_head(c, head, weight_grad_in_place, L);
   ir::ValueId cur = head.outputs[0];
   for (size_t i = 1; i < nodes.size(); ++i) {
     const ir::Node& n = g.node(nodes[i]);
@@ -345,13 +373,14 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes) {
   }
   L.out = cur;
   GemmDesc& d = L.d;
-  const bool conv = d.a_view == GemmDesc::AView::conv;
   // Matrix-vector products run on the vector unit in fp32 (jax#16349), when the vector's matrix
   // fits a quarter of on-chip memory; larger ones stream through the matrix units.
   d.on_vpu =
-      !conv && (d.m == 1 || d.n == 1) && d.batch == 1 &&
+      d.a_view == GemmDesc::AView::matrix && (d.m == 1 || d.n == 1) && d.batch == 1 &&
       static_cast<uint64_t>(tiled_elements(d.k, d.n, spec.vpu) * 4) <= c.em->half_bytes() / 2;
-  d.a = L.a_scratch >= 0 ? L.a_scratch : c.tensor(head.inputs[0]);
+  d.a = L.a_scratch >= 0            ? L.a_scratch
+        : L.a_value != ir::kNoValue ? c.tensor(L.a_value)
+                                    : c.tensor(head.inputs[0]);
   const int64_t parts = c.p.passes >= 6 ? 3 : c.p.passes >= 3 ? 2 : 1;
   const int64_t w_eb = d.on_vpu ? 4 : spec.matrix_element_bytes() * parts;
   d.w = L.w_constant

@@ -131,8 +131,9 @@ struct Context {
   std::unordered_set<int32_t> fused_;                 // loop fusion's on-chip tensors (no storage)
 };
 
-// Lowering entry points. `nodes` is a fused group (matmul-like node first).
-void lower_matmul_group(Context& c, const std::vector<int>& nodes);
+// Lowering entry points. `nodes` is a fused group (matmul-like node first); `weight_grad_in_place`:
+// the head is a weight gradient's Conv that reads x and dy in place (FusionPlan).
+void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_grad_in_place);
 void lower_vector_node(Context& c, const ir::Node& n);
 void lower_depthwise_group(Context& c, const std::vector<int>& nodes);
 // A ConvTranspose with one output channel per group on the vector unit (is_vector_conv_transpose).

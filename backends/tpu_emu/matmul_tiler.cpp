@@ -27,8 +27,9 @@ MatmulTiler::MatmulTiler(Context& c, const ir::Node& head, const GemmDesc& d, in
   y_eb_ = c.element_bytes(d.y);
   r_eb_ = d.epi.residual >= 0 ? c.element_bytes(d.epi.residual) : 4;
   conv_ = d.a_view == GemmDesc::AView::conv;
+  filter_ = d.a_view == GemmDesc::AView::filter;
   nchw_ = conv_ && !d.conv.channels_last;
-  a_slot_needed_ = a_home_ != Level::onchip || nchw_;
+  a_slot_needed_ = a_home_ != Level::onchip || nchw_ || filter_;
   half_ = c.em->half_bytes();
   acc_rows_ = std::max<int64_t>(8, c.spec.mxu.accumulator_bytes / (c.spec.mxu.cols * 4 * 2));
   epilogue_ops_ =
@@ -51,6 +52,10 @@ int64_t MatmulTiler::a_bytes(int64_t r0, int64_t r1, int64_t channels, int64_t* 
     if (footprint) w.channels_last = true;
     if (kernel_rows > 0) w.kh = kernel_rows;
     return conv_input_tile_bytes(w, r0, r1, channels, a_eb_, c_.spec.vpu, runs);
+  }
+  if (filter_) {  // x's rows under `channels` output positions, for the rows' input channels
+    const int64_t taps = d_.conv.kh * d_.conv.kw, x_channels = (r1 - 1) / taps - r0 / taps + 1;
+    return conv_input_tile_bytes(d_.conv, 0, channels, x_channels, a_eb_, c_.spec.vpu, runs);
   }
   *runs = d_.a_transposed ? channels : (channels < d_.k ? r1 - r0 : 1);
   return (d_.a_transposed ? tiled_elements(channels, r1 - r0, c_.spec.vpu)
@@ -118,6 +123,8 @@ MatmulTiler::TileBytes MatmulTiler::tile_bytes(const CorePlan& cp, int64_t tm, i
                               a_bytes(r0, r1, cp.chunk_channels, &runs, true, cp.kernel_rows)));
     if (d_.epi.residual >= 0 && r_home_ != Level::onchip)
       t.r = std::max(t.r, static_cast<uint64_t>(y_bytes(r0, r1, tn, r_eb_, &runs, true)));
+    if (split_reduction_across_cores())  // the partial sums of the core above
+      t.r = std::max(t.r, static_cast<uint64_t>(y_bytes(r0, r1, tn, 4, &runs, true)));
     if (y_home_ != Level::onchip)
       t.y = std::max(t.y, static_cast<uint64_t>(y_bytes(r0, r1, tn, y_eb_, &runs, true)));
   }
@@ -137,7 +144,7 @@ uint64_t MatmulTiler::working_set(const CorePlan& cp, int64_t tm, int64_t tn, bo
 // accumulators), so that the matrix units stream many rows per weight load instead of one.
 void MatmulTiler::choose_k_chunks(CorePlan& cp, int64_t split_rows, int64_t min_rows) const {
   const int64_t cols_pe = c_.spec.mxu.cols;
-  cp.chunk_channels = full_channels();
+  cp.chunk_channels = cp.k1 - cp.k0;
   cp.kernel_rows = conv_ ? d_.conv.kh : 0;
   while (a_slot_needed_ && cp.chunk_channels > 1 &&
          2 * tile_bytes(cp, min_rows, cols_pe).a > half_ / 2)
@@ -155,12 +162,24 @@ void MatmulTiler::choose_k_chunks(CorePlan& cp, int64_t split_rows, int64_t min_
     cp.kernel_rows = ceil_div(cp.kernel_rows, 2);
 }
 
+bool MatmulTiler::split_reduction_across_cores() const {
+  return filter_ && c_.spec.cores > 1 && d_.conv.n >= c_.spec.cores;
+}
+
 MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
   const TpuSpec& spec = c_.spec;
   const int64_t cores = spec.cores, cols_pe = spec.mxu.cols,
                 mxus = d_.on_vpu ? 1 : spec.mxu.per_core;
   CorePlan cp;
-  if (cores == 1 || d_.m >= cores * 8) {
+  cp.k0 = 0;
+  cp.k1 = full_channels();
+  if (split_reduction_across_cores()) {
+    const int64_t positions = d_.conv.oh * d_.conv.ow, n = d_.conv.n;
+    cp.k0 = n * core / cores * positions;
+    cp.k1 = n * (core + 1) / cores * positions;
+    cp.r1 = d_.m;
+    cp.c1 = d_.n;
+  } else if (cores == 1 || d_.m >= cores * 8) {
     // Convolutions split at image boundaries (or output rows when there are fewer images).
     int64_t align = !conv_ ? 8 : d_.conv.n >= cores ? d_.conv.oh * d_.conv.ow : d_.conv.ow;
     cp.r0 = std::min(d_.m, round_up(d_.m * core / cores, align));
@@ -260,15 +279,21 @@ void MatmulTiler::run() {
       break;
     }
   Emitter& em = *c_.em;
+  if (split_reduction_across_cores()) partial_ = c_.scratch(head_.name + ".partial", {d_.m, d_.n});
   em.begin_kernel(kernel_);
   for (int core = 0; core < c_.spec.cores; ++core)
     if (!plans[core].empty()) reserve(plans[core], core);
+  // Cores that pass partial sums down run first in program order, so that each reads the sums
+  // of the core above after they are written.
   for (int64_t b = 0; b < d_.batch; ++b)
-    for (int core = 0; core < c_.spec.cores; ++core)
+    for (int k = 0; k < c_.spec.cores; ++k) {
+      const int core = partial_ >= 0 ? static_cast<int>(c_.spec.cores) - 1 - k : k;
       if (!plans[core].empty()) emit_core(b, core, plans[core]);
+    }
   std::vector<int32_t> inputs{d_.a, d_.w};
   if (d_.epi.residual >= 0) inputs.push_back(d_.epi.residual);
   em.end_kernel(inputs, {d_.y});
+  if (partial_ >= 0) c_.release(partial_);
 }
 
 std::vector<int64_t> MatmulTiler::load_input(int core, int64_t r0, int64_t r1, int64_t channels,
@@ -284,7 +309,9 @@ std::vector<int64_t> MatmulTiler::load_input(int core, int64_t r0, int64_t r1, i
     in.dst_bytes = static_cast<uint64_t>(on_chip);  // relaid channels-minor as it lands
     em.emit(in, {d_.a}, {as.resource});
   }
-  if (nchw_) {  // NCHW planes -> channels-minor rows for the matrix units (transpose path)
+  // NCHW planes -> channels-minor rows for the matrix units; a weight gradient's x rows ->
+  // positions along the lanes (the transpose path, as XLA's TPU backend transposes in vregs).
+  if (nchw_ || filter_) {
     Instruction v;
     v.opcode = Opcode::vector;
     v.core = static_cast<uint8_t>(core);
@@ -309,8 +336,7 @@ void MatmulTiler::emit_core(int64_t b, int core, const CorePlan& cp) {
     w_source = Level::onchip;
     w_read = ws.resource;
   }
-  const bool split_k =
-      cp.chunk_channels < full_channels() || (conv_ && cp.kernel_rows < d_.conv.kh);
+  const bool split_k = cp.chunk_channels < cp.k1 - cp.k0 || (conv_ && cp.kernel_rows < d_.conv.kh);
   for (const auto& [r0, r1] : row_tiles(cp, cp.tile_rows)) {
     std::vector<int64_t> a_read;
     if (!split_k) a_read = load_input(core, r0, r1, cp.chunk_channels, cp.kernel_rows);
@@ -322,45 +348,47 @@ void MatmulTiler::emit_core(int64_t b, int core, const CorePlan& cp) {
 
 // The residual's rows of this tile, streamed on chip unless they live there (an epilogue read).
 void MatmulTiler::load_residual(int core, int par, int64_t r0, int64_t r1, int64_t ncols,
+                                int32_t tensor, Level home, int64_t eb,
                                 std::vector<int64_t>& epi_reads) {
   Emitter& em = *c_.em;
-  if (r_home_ != Level::onchip) {
+  if (home != Level::onchip) {
     auto rs = em.slot(core, kR0 + par);
-    int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, r_eb_, &runs);
-    Instruction in = dma(core, 0, r_home_, Level::onchip, bytes, runs,
-                         c_.p.tensors[d_.epi.residual].address, rs.address);
-    in.dst_bytes = static_cast<uint64_t>(y_bytes(r0, r1, ncols, r_eb_, &runs, true));
-    em.emit(in, {d_.epi.residual}, {rs.resource});
+    int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, eb, &runs);
+    Instruction in =
+        dma(core, 0, home, Level::onchip, bytes, runs, c_.p.tensors[tensor].address, rs.address);
+    in.dst_bytes = static_cast<uint64_t>(y_bytes(r0, r1, ncols, eb, &runs, true));
+    em.emit(in, {tensor}, {rs.resource});
     epi_reads.push_back(rs.resource);
   } else {
-    epi_reads.push_back(d_.epi.residual);
+    epi_reads.push_back(tensor);
   }
 }
 
 // The epilogue on the vector unit (bias, residual, activation, relayout, requantization), then
 // the store of the tile to the output's home.
 void MatmulTiler::emit_epilogue(int core, int par, int64_t r0, int64_t r1, int64_t ncols,
-                                const std::vector<int64_t>& epi_reads) {
+                                uint32_t extra_ops, const std::vector<int64_t>& epi_reads) {
   Emitter& em = *c_.em;
   const TpuSpec& spec = c_.spec;
   Instruction v;
   v.opcode = Opcode::vector;
   v.core = static_cast<uint8_t>(core);
   v.elements = static_cast<uint64_t>(tiled_elements(r1 - r0, ncols, spec.vpu));
-  v.ops_per_element = epilogue_ops_;
-  if (y_home_ == Level::onchip) {
+  v.ops_per_element = epilogue_ops_ + extra_ops;
+  const int32_t out = partial_ >= 0 && core > 0 ? partial_ : d_.y;
+  if (y_home_ == Level::onchip && out == d_.y) {
     em.emit(v, epi_reads, {d_.y});
     return;
   }
   auto os = em.slot(core, kO0 + par);
   em.emit(v, epi_reads, {os.resource});
   int64_t runs = 1, bytes = y_bytes(r0, r1, ncols, y_eb_, &runs);
-  Instruction out = dma(core, 1, Level::onchip, y_home_,
-                        static_cast<uint64_t>(y_bytes(r0, r1, ncols, y_eb_, &runs, true)), 1,
-                        os.address, c_.p.tensors[d_.y].address);
-  out.dst_bytes = static_cast<uint64_t>(bytes);
-  out.runs = static_cast<uint64_t>(std::max<int64_t>(runs, 1));
-  em.emit(out, {os.resource}, {d_.y});
+  Instruction store = dma(core, 1, Level::onchip, out == d_.y ? y_home_ : Level::offchip,
+                          static_cast<uint64_t>(y_bytes(r0, r1, ncols, y_eb_, &runs, true)), 1,
+                          os.address, c_.p.tensors[out].address);
+  store.dst_bytes = static_cast<uint64_t>(bytes);
+  store.runs = static_cast<uint64_t>(std::max<int64_t>(runs, 1));
+  em.emit(store, {os.resource}, {out});
 }
 
 void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int64_t r0, int64_t r1,
@@ -371,16 +399,20 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
   const int par = static_cast<int>(col_parity_[core]++ % 2);
   const int64_t ncols = c1 - c0, cols_pe = spec.mxu.cols;
   std::vector<int64_t> epi_reads;
-  if (d_.epi.residual >= 0) load_residual(core, par, r0, r1, ncols, epi_reads);
+  if (d_.epi.residual >= 0)
+    load_residual(core, par, r0, r1, ncols, d_.epi.residual, r_home_, r_eb_, epi_reads);
+  const bool adds_partial = partial_ >= 0 && core + 1 < c_.spec.cores;
+  if (adds_partial) load_residual(core, par, r0, r1, ncols, partial_, Level::offchip, 4, epi_reads);
   const int64_t units = d_.on_vpu ? 1 : spec.mxu.per_core, chunks = ceil_div(ncols, cols_pe);
-  const int64_t all = full_channels();
   std::vector<bool> used(units, false);
   const int64_t kh = conv_ ? d_.conv.kh : 1, kernel_rows = conv_ ? cp.kernel_rows : 1;
   for (int64_t kr0 = 0; kr0 < kh; kr0 += kernel_rows)
-    for (int64_t ch0 = 0; ch0 < all; ch0 += cp.chunk_channels) {
-      const int64_t ch1 = std::min(all, ch0 + cp.chunk_channels),
+    for (int64_t ch0 = cp.k0; ch0 < cp.k1; ch0 += cp.chunk_channels) {
+      const int64_t ch1 = std::min(cp.k1, ch0 + cp.chunk_channels),
                     kr1 = std::min(kh, kr0 + kernel_rows);
-      const bool last_chunk = ch1 == all && kr1 == kh;
+      // The block's numerics (one GEMM over the whole K range) go with the chunk that completes
+      // it: on core 0 when the cores share the reduction.
+      const bool last_chunk = ch1 == cp.k1 && kr1 == kh && (partial_ < 0 || core == 0);
       std::vector<int64_t> chunk_read =
           a_read ? *a_read : load_input(core, r0, r1, ch1 - ch0, conv_ ? kr1 - kr0 : 0);
       for (int64_t j = 0; j < units; ++j) {
@@ -395,7 +427,7 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
         if (mr1 <= mr0 || mc1 <= mc0) continue;
         Instruction in;
         in.core = static_cast<uint8_t>(core);
-        in.computes = last_chunk;  // the block's numerics: one GEMM over the whole K range
+        in.computes = last_chunk;
         in.batch = b;
         in.r0 = mr0;
         in.r1 = mr1;
@@ -423,7 +455,7 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
         used[j] = true;
       }
     }
-  emit_epilogue(core, par, r0, r1, ncols, epi_reads);
+  emit_epilogue(core, par, r0, r1, ncols, adds_partial ? 1 : 0, epi_reads);
 }
 
 }  // namespace mimic::backends::tpu_emu

@@ -13,7 +13,10 @@
 // then attached to the chunk that completes the sum (one GEMM over the whole K range). Inside a
 // tile the core's matrix units share the columns (in array-width chunks) or the rows, whichever
 // the dataflow formula says is faster. NCHW costs bytes (tiles padded along W), relayout work on
-// the vector unit and the minor-dimension granularity of DMA, not on-chip capacity.
+// the vector unit and the minor-dimension granularity of DMA, not on-chip capacity. A weight
+// gradient read in place (GemmDesc::AView::filter) tiles as a product with a long reduction: each
+// input tile is the x rows under a chunk of the forward's output positions, transposed on the
+// vector unit, and dy streams through the weight port.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,7 @@ class MatmulTiler {
     int64_t tile_rows = 0, tile_cols = 0;
     int64_t chunk_channels = 0;  // input channels (conv) or K columns (matrix) per input tile
     int64_t kernel_rows = 0;     // conv: kernel rows per input tile (all of kh unless K splits)
+    int64_t k0 = 0, k1 = 0;      // the core's share of the reduction (channels or K columns)
     bool split_columns = false;  // across matrix units
     bool stage_weights = false;  // DMA the core's weights into on-chip memory once per batch
     bool empty() const { return r1 <= r0 || c1 <= c0; }
@@ -44,6 +48,10 @@ class MatmulTiler {
     uint64_t a = 0, r = 0, y = 0;  // input, residual and output slots
   };
   CorePlan plan_core(int64_t core) const;
+  // A weight gradient with images for every core splits its reduction (the forward's images)
+  // across the cores, as a data-parallel step does; each core's partial sums join the next
+  // lower core's in its epilogue (through `partial_`), and core 0 writes Y.
+  bool split_reduction_across_cores() const;
   // Splits the reduction of a tile (input channels, then a wide kernel's rows) to fit on chip.
   void choose_k_chunks(CorePlan& cp, int64_t split_rows, int64_t min_rows) const;
   TileBytes tile_bytes(const CorePlan& cp, int64_t tm, int64_t tn) const;
@@ -69,9 +77,11 @@ class MatmulTiler {
   // Loads an input tile (and relayouts NCHW); returns what the matrix units read.
   std::vector<int64_t> load_input(int core, int64_t r0, int64_t r1, int64_t channels,
                                   int64_t kernel_rows);
-  void load_residual(int core, int par, int64_t r0, int64_t r1, int64_t ncols,
-                     std::vector<int64_t>& epi_reads);
-  void emit_epilogue(int core, int par, int64_t r0, int64_t r1, int64_t ncols,
+  // Streams rows [r0, r1) x ncols of `tensor` (the residual, or partial sums) for the epilogue.
+  void load_residual(int core, int par, int64_t r0, int64_t r1, int64_t ncols, int32_t tensor,
+                     models::tpu::Level home, int64_t eb, std::vector<int64_t>& epi_reads);
+  // `extra_ops`: vector ops per element on top of the kernel's epilogue (adding partial sums).
+  void emit_epilogue(int core, int par, int64_t r0, int64_t r1, int64_t ncols, uint32_t extra_ops,
                      const std::vector<int64_t>& epi_reads);
   void emit_column_tile(int64_t batch, int core, const CorePlan& cp, int64_t r0, int64_t r1,
                         int64_t c0, int64_t c1, const std::vector<int64_t>* a_read, int64_t w_read,
@@ -87,11 +97,12 @@ class MatmulTiler {
   int64_t w_eb_;
   models::tpu::Level a_home_, y_home_, w_home_, r_home_;
   int64_t a_eb_, y_eb_, r_eb_;
-  bool conv_, nchw_, a_slot_needed_;
+  bool conv_, filter_, nchw_, a_slot_needed_;
   uint64_t half_;
   int64_t acc_rows_;
   uint32_t epilogue_ops_;
   std::vector<int64_t> row_parity_, col_parity_;
+  int32_t partial_ = -1;  // split_reduction_across_cores(): the partial sums passed down
 };
 
 }  // namespace mimic::backends::tpu_emu

@@ -600,7 +600,7 @@ void emit_group(Context& c, const ir::Graph& g, const FusionPlan& plan, int i) {
   if (is_vector_conv_transpose(g, n) && c.spec.numerics == MatrixNumerics::bf16)
     lower_transposed_window(c, n);
   else if (n.op == ir::OpType::ConvTranspose || is_fusion_head(g, g.node(nodes.front())))
-    lower_matmul_group(c, nodes);
+    lower_matmul_group(c, nodes, plan.weight_grad_in_place[nodes.front()]);
   else if (is_depthwise(g, g.node(nodes.front())))
     lower_depthwise_group(c, nodes);
   else if (ir::is_view_op(n.op))
@@ -624,7 +624,7 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   p.passes = precision_passes(options.precision, spec);
   p.numerics = spec.numerics;
   Context c(g, spec, options, p, out.constants, device);
-  FusionPlan plan = plan_fusion(g);
+  FusionPlan plan = plan_fusion(g, spec.numerics == MatrixNumerics::bf16);
   if (program.loop_fusion && !spec.activations_on_chip && spec.offchip.bytes > 0)
     c.kept_on_chip = plan_loop_fusion(g, plan);
   std::vector<std::vector<ir::ValueId>> dies_after = deaths(g, plan);
@@ -661,6 +661,8 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   r.metrics["onchip_resident_peak_bytes"] = static_cast<double>(c.onchip.peak());
   r.metrics["fused_nodes"] = static_cast<double>(plan.fused_nodes);
   r.metrics["kernel_row_splits"] = static_cast<double>(c.kernel_row_splits);
+  r.metrics["weight_gradients_in_place"] = static_cast<double>(
+      std::count(plan.weight_grad_in_place.begin(), plan.weight_grad_in_place.end(), true));
   r.metrics["loop_fused_values"] =
       static_cast<double>(std::count(c.kept_on_chip.begin(), c.kept_on_chip.end(), true));
   r.metrics["matrix_passes"] = static_cast<double>(p.passes);

@@ -1,8 +1,10 @@
 #include "frontend/ir/nn_geometry.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 
 #include "base/error.h"
+#include "frontend/ir/op_helpers.h"
 
 namespace mimic::ir {
 namespace {
@@ -225,6 +227,88 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
   window_steps(g, n, x, first_spatial);
   output_sizes(g, n, x, kind);
   return g;
+}
+
+namespace {
+
+// The Transpose node that makes `v` (its permutation in `perm`), or -1.
+int transpose_making(const Graph& g, ValueId v, std::vector<int64_t>* perm) {
+  const int t = g.value(v).producer;
+  if (t < 0 || g.node(t).op != OpType::Transpose) return -1;
+  *perm = resolve_perm(g.node(t), g.value(v).type.shape.rank());
+  return t;
+}
+
+// Finds the Slice that crops x's spatial ends (starts 0, steps 1, batch and channels whole).
+void find_crop(const Graph& g, WeightGradientConv& m) {
+  m.x_full = m.x;
+  const int s = g.value(m.x).producer;
+  if (s < 0 || g.node(s).op != OpType::Slice) return;
+  const SliceSpec spec = resolve_slice(g, g.node(s));
+  const Shape &full = g.value(g.node(s).inputs[0]).type.shape, &x = g.value(m.x).type.shape;
+  const int channel_axis = m.channels_last ? x.rank() - 1 : 1;
+  for (int a = 0; a < x.rank(); ++a) {
+    const bool spatial = a != 0 && a != channel_axis;
+    if (spec.start[a] != 0 || spec.step[a] != 1 || (!spatial && full[a] != x[a])) return;
+  }
+  m.crop = s;
+  m.x_full = g.node(s).inputs[0];
+}
+
+// The forward's geometry from the weight gradient's: x2 = [C, in..., N] convolved by
+// dy2 = [M, N, out...] into [C, k..., M] with the forward's strides and dilations swapped.
+WindowGeometry forward_geometry(const Graph& g, const Node& conv, const WeightGradientConv& m) {
+  const WindowGeometry w = window_geometry(g, conv);
+  const Shape& x = g.value(m.x_full).type.shape;
+  WindowGeometry f;
+  f.spatial_rank = w.spatial_rank;
+  f.channels_last = m.channels_last;
+  f.batch = w.in_channels;
+  f.in_channels = w.batch;
+  f.out_channels = w.out_channels;
+  f.out_size = w.kernel;
+  f.kernel = w.out_size;
+  f.strides = w.dilations;
+  f.dilations = w.strides;
+  f.pad_begin = w.pad_begin;
+  for (int i = 0; i < f.spatial_rank; ++i) {
+    f.in_size.push_back(x[m.channels_last ? 1 + i : 2 + i]);
+    const int64_t reach =
+        (f.out_size[i] - 1) * f.strides[i] + f.dilations[i] * (f.kernel[i] - 1) + 1;
+    f.pad_end.push_back(std::max<int64_t>(0, reach - f.in_size[i] - f.pad_begin[i]));
+  }
+  return f;
+}
+
+}  // namespace
+
+bool match_weight_gradient_conv(const Graph& g, const Node& conv, WeightGradientConv* out) {
+  if (conv.op != OpType::Conv || conv.num_inputs() != 2 || !is_channels_last(conv) ||
+      conv.attrs.get_int("group", 1) != 1)
+    return false;
+  const int rank = g.value(conv.inputs[0]).type.shape.rank(), r = rank - 2;
+  std::vector<int64_t> first_x{1}, first_dy{1, 0}, last_x{r + 1}, last_dy{r + 1, 0};
+  for (int i = 0; i < r; ++i) {
+    first_x.push_back(2 + i);
+    first_dy.push_back(2 + i);
+    last_x.push_back(1 + i);
+    last_dy.push_back(1 + i);
+  }
+  first_x.push_back(0);
+  last_x.push_back(0);
+  WeightGradientConv m;
+  std::vector<int64_t> px, pdy;
+  m.x_transpose = transpose_making(g, conv.inputs[0], &px);
+  m.dy_transpose = transpose_making(g, conv.inputs[1], &pdy);
+  const bool first = px == first_x && pdy == first_dy, last = px == last_x && pdy == last_dy;
+  if (m.x_transpose < 0 || m.dy_transpose < 0 || !(first || last)) return false;
+  m.x = g.node(m.x_transpose).inputs[0];
+  m.dy = g.node(m.dy_transpose).inputs[0];
+  m.channels_last = last;
+  find_crop(g, m);
+  m.forward = forward_geometry(g, conv, m);
+  *out = std::move(m);
+  return true;
 }
 
 }  // namespace mimic::ir

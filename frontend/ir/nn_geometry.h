@@ -32,4 +32,23 @@ WindowGeometry window_geometry(const Node& n, const Shape& x, const Shape* w, Wi
 // True when the node's `layout` attribute asks for channels last (NHWC, NWC, NDHWC, ...).
 bool is_channels_last(const Node& n);
 
+// A Conv as conv_weight_grad (grad_rules_linear.cpp) writes a one-group weight gradient: x (the
+// forward's input, possibly cropped of rows no window reads by a Slice) transposed to
+// [C, spatial..., N], dy (the forward's output gradient) transposed to [M, N, out...], both from
+// the forward's layout; the Conv's channels-last result is [C, k..., M]. Backends read x and dy
+// in place instead, as XLA's convolution dimension numbers and cuDNN's backward-filter call do.
+struct WeightGradientConv {
+  int x_transpose = -1, dy_transpose = -1;  // node indices of the operands' Transposes
+  ValueId x = kNoValue;                     // the Transpose's input (cropped when `crop` >= 0)
+  ValueId x_full = kNoValue;                // x before the crop (x itself without one)
+  int crop = -1;                            // the Slice node that crops x, or -1
+  ValueId dy = kNoValue;
+  bool channels_last = false;  // the forward's layout, of x and dy
+  WindowGeometry forward;      // the forward convolution's geometry over x_full
+};
+
+// The match for Conv node `conv`, or false. Only the pattern is checked (and the forward's
+// geometry recovered): whether the transposes have other readers is the caller's business.
+bool match_weight_gradient_conv(const Graph& g, const Node& conv, WeightGradientConv* out);
+
 }  // namespace mimic::ir

@@ -304,6 +304,41 @@ struct GemmBlock {
       assign(am.transpose(), wm.transpose(), first);
   }
 
+  // A weight gradient (GemmDesc::AView::filter), one pass: acc[(c, kh, kw), m] (+)= the sum over
+  // the forward's output positions (n, oh, ow) of x[n, oh*sh + kh*dh - ph, ow*sw + kw*dw - pw, c]
+  // x dy[n, oh, ow, m], both channels last; taps over padding add nothing. Per tap, one product
+  // of [positions x channels]^T by [positions x columns] per output row.
+  void filter(int part_a, int part_w, bool first) {
+    const Window& w = g.conv;
+    const int64_t taps = w.kh * w.kw, c_lo = r0 / taps, cc = (in.r1 - 1) / taps + 1 - c_lo;
+    const float* x = n.operand(g.a, part_a, false, nullptr);
+    const float* dy = n.operand(g.w, part_w, false, nullptr);
+    if (first) acc.setZero();
+    RowMat tap(cc, cols);
+    for (int64_t kh = 0; kh < w.kh; ++kh)
+      for (int64_t kw = 0; kw < w.kw; ++kw) {
+        tap.setZero();
+        const int64_t off = kw * w.dw - w.pw;  // input column of output column 0
+        const int64_t ow0 = off >= 0 ? 0 : (-off + w.sw - 1) / w.sw;
+        const int64_t ow1 = w.w - 1 - off < 0 ? -1 : std::min(w.ow - 1, (w.w - 1 - off) / w.sw);
+        if (ow1 < ow0) continue;
+        for (int64_t img = 0; img < w.n; ++img)
+          for (int64_t oh = 0; oh < w.oh; ++oh) {
+            const int64_t ih = oh * w.sh + kh * w.dh - w.ph;
+            if (ih < 0 || ih >= w.h) continue;
+            ConstMap xm(x + ((img * w.h + ih) * w.w + ow0 * w.sw + off) * w.c + c_lo, ow1 - ow0 + 1,
+                        cc, Eigen::OuterStride<>(w.sw * w.c));
+            ConstMap dm(dy + ((img * w.oh + oh) * w.ow + ow0) * w.m + c0, ow1 - ow0 + 1, cols,
+                        Eigen::OuterStride<>(w.m));
+            tap.noalias() += xm.transpose() * dm;
+          }
+        for (int64_t ch = 0; ch < cc; ++ch) {
+          const int64_t row = (c_lo + ch) * taps + kh * w.kw + kw;
+          if (row >= r0 && row < in.r1) acc.row(row - r0) += tap.row(ch);
+        }
+      }
+  }
+
   // int8 chips: integer products (in double when a partial sum could exceed 2^24), then the
   // activation and weight scales.
   void run_int8() {
@@ -364,7 +399,13 @@ void Numerics::run_gemm(const Instruction& in, const Kernel& kernel) {
   const GemmDesc& g = kernel.gemm;
   if (in.r1 <= in.r0 || in.c1 <= in.c0) return;
   GemmBlock block(*this, in, g);
-  if (program_.numerics == MatrixNumerics::int8 && !g.on_vpu) {
+  if (g.a_view == GemmDesc::AView::filter) {
+    bool first = true;
+    for (const Pass& p : passes_for(program_.passes)) {
+      block.filter(p.a, p.w, first);
+      first = false;
+    }
+  } else if (program_.numerics == MatrixNumerics::int8 && !g.on_vpu) {
     block.run_int8();
   } else {
     bool first = true;

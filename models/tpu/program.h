@@ -182,7 +182,10 @@ struct Epilogue {
 
 // Y = A x W (per batch) with the epilogue, as a GEMM of [batch][M x K] x [K x N].
 struct GemmDesc {
-  enum class AView : uint8_t { matrix, conv };
+  // filter: a weight gradient read in place. `conv` is the forward convolution (channels last,
+  // one group); A's rows are (c, kh, kw), its K the forward's output positions (n, oh, ow), each
+  // element the input x under that tap; W is dy as stored ([N*OH*OW, M]); Y is [C*KH*KW, M].
+  enum class AView : uint8_t { matrix, conv, filter };
   int32_t a = -1, w = -1, y = -1;
   AView a_view = AView::matrix;
   bool a_transposed = false, w_transposed = false;  // matrix views: stored [.., K, M] / [.., N, K]
