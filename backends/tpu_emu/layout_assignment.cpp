@@ -18,9 +18,9 @@ const std::vector<int64_t> kToChannelsLast{0, 2, 3, 1};
 const std::vector<int64_t> kToChannelsFirst{0, 3, 1, 2};
 
 bool is_window_op(OpType op) {
-  return op == OpType::Conv || op == OpType::MaxPool || op == OpType::AveragePool ||
-         op == OpType::GlobalAveragePool || op == OpType::GlobalMaxPool ||
-         op == OpType::BatchNormalization;
+  return op == OpType::Conv || op == OpType::ConvTranspose || op == OpType::MaxPool ||
+         op == OpType::AveragePool || op == OpType::GlobalAveragePool ||
+         op == OpType::GlobalMaxPool || op == OpType::BatchNormalization;
 }
 
 // Copies rank-4 data of shape `s` into the order `perm` (any dtype).
@@ -70,7 +70,7 @@ class Rewriter {
       if (is_folded(n)) continue;
       phase_ = n.phase;
       if (!rewrite_window(n) && !rewrite_elementwise(n) && !rewrite_concat(n) &&
-          !rewrite_reduce(n) && !rewrite_expand(n))
+          !rewrite_reduce(n) && !rewrite_expand(n) && !rewrite_transpose(n) && !rewrite_slice(n))
         copy(n);
     }
     for (ValueId v : g_.outputs()) {
@@ -172,6 +172,43 @@ class Rewriter {
     std::vector<ValueId> inputs;
     for (ValueId v : n.inputs) inputs.push_back(input(v, false));
     emit(n, std::move(inputs), n.attrs, false);
+  }
+
+  // A Transpose of a value that exists channels-last reads that version, its permutation composed
+  // with the relayout (a weight gradient's transposes of x and dy then read the layout their
+  // producers wrote, and the gradient reads them in place); the result is as the graph wrote it.
+  bool rewrite_transpose(const ir::Node& n) {
+    if (n.op != OpType::Transpose || rank(n.inputs[0]) != 4 || !has_channels_last(n.inputs[0]))
+      return false;
+    std::vector<int64_t> perm = ir::resolve_perm(n, 4);
+    for (int64_t& p : perm) p = kToChannelsFirst[p];
+    ir::Attributes attrs = n.attrs;
+    attrs.set("perm", perm);
+    emit(n, {channels_last(n.inputs[0])}, std::move(attrs), false);
+    return true;
+  }
+
+  // A Slice with constant bounds of a value that exists channels-last slices that version (its
+  // axes renumbered; a weight gradient's crop of x); the result is channels-last too.
+  bool rewrite_slice(const ir::Node& n) {
+    if (n.op != OpType::Slice || rank(n.inputs[0]) != 4 || !has_channels_last(n.inputs[0]) ||
+        !n.has_input(3))
+      return false;
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      if (n.has_input(static_cast<int>(i)) && !is_constant(n.inputs[i])) return false;
+    ir::HostTensor axes = g_.value(n.inputs[3]).constant->clone();
+    if (axes.dtype() != ir::DType::i64) return false;
+    const int64_t to_last[4] = {0, 3, 1, 2};  // NCHW axis -> its NHWC position
+    for (int64_t i = 0; i < axes.numel(); ++i) {
+      int64_t& a = axes.data<int64_t>()[i];
+      a = to_last[a < 0 ? a + 4 : a];
+    }
+    std::vector<ValueId> inputs{channels_last(n.inputs[0])};
+    for (size_t i = 1; i < n.inputs.size(); ++i)
+      inputs.push_back(i == 3 ? out_.add_constant(g_.value(n.inputs[3]).name + ".nhwc", axes)
+                              : input(n.inputs[i], false));
+    emit(n, std::move(inputs), n.attrs, true);
+    return true;
   }
 
   bool rewrite_window(const ir::Node& n) {

@@ -10,7 +10,8 @@
 // ops, Concats on the channel axis and per-channel constants between them follow, so consecutive
 // layers exchange channels-last tensors and a Transpose appears only where a channels-first
 // consumer (or a graph output) needs the tensor. Values are unchanged; only the device program's
-// layout is.
+// layout is. A Transpose or a constant-bound Slice of a value that exists channels-last reads
+// that version (a weight gradient's operands then stay where their producers wrote them).
 //
 // Graph inputs read only channels-last are delivered channels-last and outputs produced only
 // channels-last are returned so: the executable relays them out on the host while staging the

@@ -18,8 +18,9 @@ using V = std::vector<int64_t>;
 
 struct Geometry {
   const char* name;
-  ir::Shape x, w;
+  ir::Shape x, w;  // x channels last unless `channels_first`
   ir::Attributes attrs;
+  bool channels_first = false;
 };
 
 // loss = sum(Conv(x, w)^2 * r), so that dy is computed (a constant dy's transpose would fold);
@@ -30,7 +31,7 @@ ir::Graph weight_gradient_graph(const Geometry& c) {
   ir::ValueId w = g.add_input("w", ir::DType::f32, c.w);
   ir::GraphBuilder b(g, "fwd");
   ir::Attributes at = c.attrs;
-  at.set("layout", std::string("NHWC"));
+  if (!c.channels_first) at.set("layout", std::string("NHWC"));
   ir::ValueId y = b.op(ir::OpType::Conv, {x, w}, at);
   ir::ValueId r = g.add_constant("r", tpu_test::random_tensor(b.shape(y), 11));
   V all(b.shape(y).rank());
@@ -64,6 +65,18 @@ std::vector<Geometry> geometries() {
        ir::Shape({2, 11, 4}),
        ir::Shape({3, 4, 3}),
        {{"strides", V{2}}, {"pads", V{1, 1}}}},
+      // Written channels-first: layout assignment runs the convolutions channels-last, and the
+      // transposes (and the crop) read the channels-last versions of x and dy.
+      {"NCHW 3x3 pad 1",
+       ir::Shape({2, 5, 9, 9}),
+       ir::Shape({6, 5, 3, 3}),
+       {{"pads", V{1, 1, 1, 1}}},
+       true},
+      {"NCHW 1x1 stride 2, x cropped",
+       ir::Shape({2, 3, 7, 6}),
+       ir::Shape({5, 3, 1, 1}),
+       {{"strides", V{2, 2}}},
+       true},
   };
 }
 
