@@ -309,17 +309,19 @@ def f64_error(torch, model, x, expected):
         return None
 
 
-def export(torch, name, spec, opset, folder):
+def prepare(torch, spec):
+    """(model, input, PyTorch's output, notes) of a model_table entry: built with seed 0 in eval
+    mode, a random batch-1 input, made non-vacuous (non_vacuous)."""
     make, shape, _ = spec
     torch.manual_seed(0)
     model = make().eval()
     x = torch.randn(1, *shape)
     expected, note = non_vacuous(torch, model, x, 0)
-    bf16 = bf16_error(torch, model, x, expected)
-    f64 = f64_error(torch, model, x, expected)
-    tf32 = tf32_error(torch, model, x, expected)
-    f16 = f16_error(torch, model, x, expected)
-    path = os.path.join(folder, f"{name}_op{opset}.onnx")
+    return model, x, expected, note
+
+
+def export_onnx(torch, model, x, path, opset):
+    """Exports model(x) to path with one input `input` and one output `output`."""
     # Exported with gradients enabled: PyTorch's fused inference path for transformer layers
     # (aten::_transformer_encoder_layer_fwd) has no ONNX export and is only taken without them.
     # PyTorch 2.9 and later export through torch.export by default; the TorchScript exporter
@@ -327,6 +329,16 @@ def export(torch, name, spec, opset, folder):
     legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, (x,), path, opset_version=opset, input_names=["input"],
                       output_names=["output"], **legacy)
+
+
+def export(torch, name, spec, opset, folder):
+    model, x, expected, note = prepare(torch, spec)
+    bf16 = bf16_error(torch, model, x, expected)
+    f64 = f64_error(torch, model, x, expected)
+    tf32 = tf32_error(torch, model, x, expected)
+    f16 = f16_error(torch, model, x, expected)
+    path = os.path.join(folder, f"{name}_op{opset}.onnx")
+    export_onnx(torch, model, x, path, opset)
     np.save(os.path.join(folder, f"{name}_input.npy"), x.numpy())
     if bf16 is not None:
         note = "; ".join(filter(None, [note, f"PyTorch in bfloat16 is off by {bf16:.2e}"]))
