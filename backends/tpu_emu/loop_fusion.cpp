@@ -4,16 +4,16 @@
 
 namespace mimic::backends::tpu_emu {
 
+bool is_loop_elementwise(const ir::Node& n) {
+  ir::OpClass k = ir::op_class(n.op);
+  return (k == ir::OpClass::unary || k == ir::OpClass::binary || k == ir::OpClass::nary) &&
+         n.op != ir::OpType::Dropout && n.op != ir::OpType::Identity;
+}
+
 namespace {
 
 using ir::OpClass;
 using ir::OpType;
-
-bool is_elementwise(const ir::Node& n) {
-  OpClass k = ir::op_class(n.op);
-  return (k == OpClass::unary || k == OpClass::binary || k == OpClass::nary) &&
-         n.op != OpType::Dropout && n.op != OpType::Identity;
-}
 
 class LoopFusionPlanner {
  public:
@@ -29,7 +29,7 @@ class LoopFusionPlanner {
     std::vector<bool> kept(g_.num_values(), false);
     for (int i = 0; i < g_.num_nodes(); ++i) {
       const ir::Node& n = g_.node(i);
-      if (!in_loop(i) || !(is_elementwise(n) || n.op == OpType::Expand)) continue;
+      if (!in_loop(i) || !(is_loop_elementwise(n) || n.op == OpType::Expand)) continue;
       for (ir::ValueId v : n.outputs)
         if (v != ir::kNoValue && !g_.value(v).constant) kept[v] = readers_fuse(v, n.phase);
     }
@@ -52,7 +52,7 @@ class LoopFusionPlanner {
         continue;
       }
       OpClass k = ir::op_class(n.op);
-      if (!is_elementwise(n) && n.op != OpType::Expand && k != OpClass::reduce) return false;
+      if (!is_loop_elementwise(n) && n.op != OpType::Expand && k != OpClass::reduce) return false;
     }
     return true;
   }

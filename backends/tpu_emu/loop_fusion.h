@@ -10,9 +10,10 @@
 // Approximated: each op still runs as its own pass of the vector unit (the fused loop's ALU work is
 // the sum of its ops'; a reader waits for its producer's whole pass, which on one vector unit per
 // core changes the order of work, not its amount); a value read by several fusions is computed
-// once where XLA duplicates cheap producers into each; the fused tiles take no VMEM (XLA keeps
-// them in vector registers). Values saved by the forward pass for the backward pass, graph outputs
-// and the inputs and outputs of matrix-unit fusions stay in HBM.
+// once where XLA duplicates cheap producers into each (across the forward and backward passes,
+// rematerialize.h does); the fused tiles take no VMEM (XLA keeps them in vector registers). Values
+// saved by the forward pass for the backward pass, graph outputs and the inputs and outputs of
+// matrix-unit fusions stay in HBM.
 #pragma once
 
 #include <vector>
@@ -21,6 +22,9 @@
 #include "frontend/ir/graph.h"
 
 namespace mimic::backends::tpu_emu {
+// An elementwise op a fused loop computes (unary, binary and variadic ops; not Dropout or
+// Identity).
+bool is_loop_elementwise(const ir::Node& n);
 
 // Per value of `g`: true when loop fusion keeps it on chip. `plan` is the matrix-unit fusion plan
 // (their groups' values stay in HBM).

@@ -13,6 +13,7 @@
 #include "backends/tpu_emu/layout.h"
 #include "backends/tpu_emu/loop_fusion.h"
 #include "backends/tpu_emu/lowering.h"
+#include "backends/tpu_emu/rematerialize.h"
 #include "base/error.h"
 #include "base/numeric_formats.h"
 #include "models/tpu/ici.h"
@@ -613,10 +614,17 @@ void emit_group(Context& c, const ir::Graph& g, const FusionPlan& plan, int i) {
 
 }  // namespace
 
-CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
+CompiledProgram compile_program(const ir::Graph& given, const TpuSpec& spec,
                                 const CompileOptions& options, const std::string& device,
                                 const ProgramOptions& program) {
   auto t0 = std::chrono::steady_clock::now();
+  const bool loop_fusion =
+      program.loop_fusion && !spec.activations_on_chip && spec.offchip.bytes > 0;
+  int recomputed = 0;
+  ir::Graph rewritten = loop_fusion ? rematerialize_cheap_values(
+                                          given, spec.numerics == MatrixNumerics::bf16, &recomputed)
+                                    : ir::Graph();
+  const ir::Graph& g = recomputed > 0 ? rewritten : given;
   CompiledProgram out;
   Program& p = out.program;
   p.name = g.name();
@@ -625,8 +633,7 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   p.numerics = spec.numerics;
   Context c(g, spec, options, p, out.constants, device);
   FusionPlan plan = plan_fusion(g, spec.numerics == MatrixNumerics::bf16);
-  if (program.loop_fusion && !spec.activations_on_chip && spec.offchip.bytes > 0)
-    c.kept_on_chip = plan_loop_fusion(g, plan);
+  if (loop_fusion) c.kept_on_chip = plan_loop_fusion(g, plan);
   std::vector<std::vector<ir::ValueId>> dies_after = deaths(g, plan);
   for (ir::ValueId v : g.inputs()) {
     int32_t t = c.produce(v);
@@ -661,6 +668,7 @@ CompiledProgram compile_program(const ir::Graph& g, const TpuSpec& spec,
   r.metrics["onchip_resident_peak_bytes"] = static_cast<double>(c.onchip.peak());
   r.metrics["fused_nodes"] = static_cast<double>(plan.fused_nodes);
   r.metrics["kernel_row_splits"] = static_cast<double>(c.kernel_row_splits);
+  r.metrics["rematerialized_values"] = recomputed;
   r.metrics["weight_gradients_in_place"] = static_cast<double>(
       std::count(plan.weight_grad_in_place.begin(), plan.weight_grad_in_place.end(), true));
   r.metrics["loop_fused_values"] =

@@ -163,6 +163,55 @@ TEST(TpuLoopFusion, TrainStepIsBitwiseTheSameAndFaster) {
   EXPECT_LE(fused_peak, unfused_peak);
 }
 
+// Two convolutions with BatchNorm and ReLU, then global average pooling and a classifier, written
+// channels-first as a PyTorch CNN is.
+std::shared_ptr<nn::Sequential> bn_gap_cnn() {
+  auto m = std::make_shared<nn::Sequential>();
+  m->push_back(std::make_shared<nn::Conv2d>(3, 16, 3, 1, 1, 1, false, "NCHW", 1, nn::Init{1}));
+  m->push_back(std::make_shared<nn::BatchNorm2d>(16));
+  m->push_back(std::make_shared<nn::ReLU>());
+  m->push_back(std::make_shared<nn::Conv2d>(16, 16, 3, 1, 1, 1, false, "NCHW", 1, nn::Init{2}));
+  m->push_back(std::make_shared<nn::BatchNorm2d>(16));
+  m->push_back(std::make_shared<nn::ReLU>());
+  m->push_back(std::make_shared<nn::GlobalAvgPool>());
+  m->push_back(std::make_shared<nn::Flatten>());
+  m->push_back(std::make_shared<nn::Linear>(16, 10, true, nn::Init{3}));
+  return m;
+}
+
+// The forward pass's centered and normalized copies of each BatchNorm input (and its scaled and
+// shifted output, read by ReLU's gradient) are recomputed by the backward pass from the saved
+// convolution output, as XLA duplicates cheap producers into the backward fusions, and leave the
+// saved activations (rematerialize.h); the step's numbers stay those of the unfused program.
+TEST(TpuLoopFusion, BackwardRecomputesCheapValuesInsteadOfSavingThem) {
+  ir::HostTensor x = tpu_test::random_tensor(ir::Shape({8, 3, 12, 12}), 11);
+  ir::HostTensor y(ir::DType::i64, ir::Shape({8}));
+  for (int64_t i = 0; i < 8; ++i) y.data<int64_t>()[i] = i % 10;
+  struct Result {
+    std::vector<float> losses;
+    double recomputed, saved;
+  };
+  auto train = [&](bool on) {
+    TrainOptions o;
+    o.compile = fusion(on);
+    auto model = bn_gap_cnn();
+    TrainStep step(*model, ir::TensorType{ir::DType::f32, x.shape()}, Device("tpu-emu:v4"), o);
+    const auto& m = step.executable().compile_report().metrics;
+    Result r{{}, m.at("rematerialized_values"), m.at("memory.saved_activations_bytes")};
+    for (int s = 0; s < 2; ++s) r.losses.push_back(step.step(x, y));
+    return r;
+  };
+  const Result on = train(true), off = train(false);
+  EXPECT_EQ(on.losses, off.losses);
+  EXPECT_GE(on.recomputed, 6);  // per BatchNorm: x - mean, times inv_std, times gamma plus beta
+  EXPECT_EQ(off.recomputed, 0);
+  // Each recomputed [8, 16, 12, 12] value stops being saved: 8 * 12 rows of 12 positions x 16
+  // channels (channels-last after layout assignment), tiled (16, 128) in f32.
+  const double one = 8.0 * 12 * 16 * 128 * 4;
+  EXPECT_LE(on.saved, off.saved - 4 * one)
+      << "saved with recomputation " << on.saved << " B, without " << off.saved;
+}
+
 TEST(TpuLoopFusion, BadOptionValueIsAOneLineError) {
   CompileOptions o;
   o.options["loop_fusion"] = "maybe";
