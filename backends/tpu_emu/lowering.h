@@ -80,6 +80,13 @@ struct Context {
   int kernel_row_splits = 0;  // GEMMs whose reduction splits a wide kernel's rows (matmul_tiler.h)
   // Per value: loop fusion keeps it on chip (loop_fusion.h); empty when loop fusion is off.
   std::vector<bool> kept_on_chip;
+  // Option activation_dtype=bf16 (bf16 chips): see stored_bf16().
+  bool bf16_activations = false;
+  // Mixed precision as a bf16 TPU step runs it (Flax's half_precision, Keras's mixed_bfloat16
+  // policy): the f32 values the forward and backward passes compute are stored in bf16 (2 bytes,
+  // rounded to nearest even when written); parameters, their gradients, optimizer state, the
+  // loss phase, the optimizer's temporaries and graph inputs stay f32.
+  bool stored_bf16(ir::ValueId v) const;
 
   // Tensor of a value: constants get one on first use (home per chip), others must exist.
   int32_t tensor(ir::ValueId v);

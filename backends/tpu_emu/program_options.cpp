@@ -1,4 +1,5 @@
-// tpu-emu's backend options (layout, replicas, allow_out_of_memory, loop_fusion) and the chip of
+// tpu-emu's backend options (layout, replicas, allow_out_of_memory, loop_fusion,
+// activation_dtype) and the chip of
 // one replica.
 #include <fmt/format.h>
 
@@ -64,10 +65,16 @@ ProgramOptions parse_program_options(const CompileOptions& options, const TpuSpe
       o.allow_out_of_memory = parse_bool(key, value);
     } else if (key == "loop_fusion") {
       o.loop_fusion = parse_bool(key, value);
+    } else if (key == "activation_dtype") {
+      if (value != "f32" && value != "bf16")
+        throw InvalidArgument(
+            fmt::format("tpu-emu: option activation_dtype={} (expected f32 or bf16)", value));
+      o.bf16_activations = value == "bf16";
     } else {
       throw InvalidArgument(fmt::format(
           "tpu-emu: unknown option '{}' (tpu-emu takes layout=auto|as_given, replicas=N|all, "
-          "allow_out_of_memory=true|false, loop_fusion=true|false; chip fields are set with "
+          "allow_out_of_memory=true|false, loop_fusion=true|false, activation_dtype=f32|bf16; chip "
+          "fields are set with "
           "overrides, e.g. --set "
           "mxu.rows=64)",
           key));

@@ -313,9 +313,9 @@ HbmPlan::Tensor Context::plan_info(ir::ValueId v) const {
 
 int32_t Context::produce(ir::ValueId v) {
   const ir::Value& val = g.value(v);
-  int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip
-                   ? 1
-                   : static_cast<int64_t>(ir::dtype_size(val.type.dtype));
+  int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip ? 1
+               : stored_bf16(v)                                                  ? 2
+                                : static_cast<int64_t>(ir::dtype_size(val.type.dtype));
   HbmPlan::Tensor plan = plan_info(v);
   // The optimizer's temporaries are elementwise over parameters and take their layout.
   bool parameter_layout =
@@ -409,10 +409,20 @@ void Context::release(int32_t t) {
   }
 }
 
+bool Context::stored_bf16(ir::ValueId v) const {
+  const ir::Value& val = g.value(v);
+  if (!bf16_activations || val.type.dtype != ir::DType::f32 || val.constant || val.producer < 0 ||
+      role_[v] != ir::ValueRole::activation)
+    return false;
+  const ir::StepPhase phase = g.node(val.producer).phase;
+  return phase == ir::StepPhase::forward || phase == ir::StepPhase::backward;
+}
+
 Rounding Context::store_rounding(ir::ValueId v) const {
   ir::DType t = g.value(v).type.dtype;
   if (t != ir::DType::f32 && t != ir::DType::bf16) return Rounding::none;  // bool/int: exact
   if (spec.numerics == MatrixNumerics::int8) return Rounding::int8;
+  if (stored_bf16(v)) return Rounding::bf16;
   return g.value(v).type.dtype == ir::DType::bf16 ? Rounding::bf16 : Rounding::none;
 }
 
@@ -634,6 +644,7 @@ CompiledProgram compile_program(const ir::Graph& given, const TpuSpec& spec,
   Context c(g, spec, options, p, out.constants, device);
   FusionPlan plan = plan_fusion(g, spec.numerics == MatrixNumerics::bf16);
   if (loop_fusion) c.kept_on_chip = plan_loop_fusion(g, plan);
+  c.bf16_activations = program.bf16_activations && spec.numerics == MatrixNumerics::bf16;
   std::vector<std::vector<ir::ValueId>> dies_after = deaths(g, plan);
   for (ir::ValueId v : g.inputs()) {
     int32_t t = c.produce(v);

@@ -33,6 +33,7 @@ struct ProgramOptions {
   int64_t replicas = 1;              // replicas=N: data-parallel copies of the program
   bool allow_out_of_memory = false;  // a program over HBM capacity compiles (and cannot run)
   bool loop_fusion = true;           // loop_fusion=true|false: loop_fusion.h
+  bool bf16_activations = false;     // activation_dtype=f32|bf16: Context::stored_bf16
 };
 
 // Parses and checks CompileOptions::options against `spec` (replicas within the slice's devices):

@@ -287,7 +287,11 @@ class TpuEmuBackend final : public Backend {
             {"loop_fusion",
              "true (default) or false: elementwise intermediates, and the broadcasts between "
              "them, stay on chip for their elementwise and reduction readers (XLA's loop and "
-             "input fusions)"}};
+             "input fusions)"},
+            {"activation_dtype",
+             "f32 (default) or bf16: mixed precision as a bf16 TPU step runs it, the values "
+             "the forward and backward passes compute stored in bf16 (parameters, gradients, "
+             "optimizer state and the loss stay f32)"}};
   }
 
  private:

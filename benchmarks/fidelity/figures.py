@@ -151,8 +151,11 @@ FLAX_IMAGENET = ("Flax ImageNet example README, 'Example runs' table, and its co
 # momentum 0.9, global batch 1,024 over the 8 cores of a v3-8: 128 per core), one chip's two cores
 # as two data-parallel replicas, and the largest per-core batch of the list whose step fits the
 # core's 16 GiB of HBM. Flax's ResNet is written channels-last (NHWC), as every JAX/TensorFlow CNN.
+# Both runs train in bf16 mixed precision (Flax's half_precision, the MLPerf submission's bf16):
+# option activation_dtype=bf16 stores what the passes compute in bf16, parameters in f32.
 TPU_TRAIN = {"precision": "default", "recompute": "none", "micro_batches": [128, 64, 32, 16, 8],
-             "accumulation": None, "options": {"replicas": "2"}, "layout": "nhwc"}
+             "accumulation": None, "options": {"replicas": "2", "activation_dtype": "bf16"},
+             "layout": "nhwc"}
 
 
 def _tpu_training_rows():
@@ -164,7 +167,7 @@ def _tpu_training_rows():
              "published": round(per_chip), "tag": "D", "source": FLAX_IMAGENET, "train": TPU_TRAIN,
              "conditions": f"{flax}: 1,024 x 125,100 / 15,840 s / 4 chips (a lower bound: the wall "
                            "time includes evaluation every epoch and compilation); emulated: one "
-                           "chip's step, NHWC as Flax writes it, f32 activations"},
+                           "chip's step, NHWC as Flax writes it, bf16 activations"},
             {"id": "flax-v3-8-resnet50-time-to-train", "chip": "TPU v3 x 4", "device": "tpu-emu:v3",
              "workload": "zoo:resnet50", "batch": 0, "metric": "minutes", "scope": "end_to_end",
              "published": 4.4 * 60, "tag": "M", "source": FLAX_IMAGENET, "train": TPU_TRAIN,
@@ -178,7 +181,7 @@ MLPERF_TRAIN_10_V4 = ("MLPerf Training v1.0, closed division, preview, Google tp
                       "result_0..4.txt (github.com/mlcommons/training_results_v1.0 at 50619b5)")
 # The same set-up as the v3 row, on one v4 chip: its two TensorCores are one megacore device, at the
 # submission's 128 images per chip (global batch 8,192 over 64 chips) or the largest below that fits.
-TPU_V4_TRAIN = dict(TPU_TRAIN, options={})
+TPU_V4_TRAIN = dict(TPU_TRAIN, options={"activation_dtype": "bf16"})
 
 
 def _tpu_v4_training_rows():
@@ -193,7 +196,7 @@ def _tpu_v4_training_rows():
              "source": MLPERF_TRAIN_10_V4, "train": TPU_V4_TRAIN,
              "conditions": f"{rn50}: 4 epochs of 1,281,167 images per 23.2 s block (the logs' "
                            "steady blocks, evaluation included) / 64 chips; emulated: one chip's "
-                           "step, NHWC, f32 activations"},
+                           "step, NHWC, bf16 activations"},
             {"id": "mlperf-tpuv4-64-resnet50-time-to-train", "chip": "TPU v4 x 64",
              "device": "tpu-emu:v4", "workload": "zoo:resnet50", "batch": 0, "metric": "minutes",
              "scope": "end_to_end", "published": 4.301, "tag": "M", "source": MLPERF_TRAIN_10_V4,

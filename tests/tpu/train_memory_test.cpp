@@ -17,6 +17,7 @@
 #include "frontend/api/trace.h"
 #include "frontend/api/train.h"
 #include "models/tpu/tpu_spec.h"
+#include "tpu_test_util.h"
 #include "traces/trace_reader.h"
 
 namespace mimic {
@@ -153,6 +154,40 @@ TEST(TpuTrainMemory, OutOfMemoryNamesSavedActivationsAndRecomputationFits) {
   backends::CompileReport fits = plan("tpu-emu:v4", train_options(Recompute::checkpoints, {}, hbm));
   EXPECT_EQ(metric(fits.metrics, "memory.peak_bytes"), remat);
   EXPECT_LE(metric(fits.metrics, "memory.peak_bytes"), capacity);
+}
+
+// activation_dtype=bf16: the values the passes compute are stored in bf16, so the saved
+// activations take half the bytes and the step moves less; parameters and their optimizer state
+// stay f32, and the loss follows the f32 step's within bf16 rounding.
+TEST(TpuTrainMemory, Bf16ActivationsHalveTheSavedBytes) {
+  backends::CompileReport f32 = plan("tpu-emu:v4", train_options(Recompute::none));
+  backends::CompileReport bf16 =
+      plan("tpu-emu:v4", train_options(Recompute::none, {{"activation_dtype", "bf16"}}));
+  expect_consistent_plan(bf16.metrics);
+  EXPECT_EQ(metric(bf16.metrics, "memory.saved_activations_bytes"),
+            metric(f32.metrics, "memory.saved_activations_bytes") / 2);
+  EXPECT_LT(timed_step("tpu-emu:v4", train_options(Recompute::none, {{"activation_dtype", "bf16"}}))
+                .device_seconds,
+            timed_step("tpu-emu:v4", train_options(Recompute::none)).device_seconds);
+  ir::HostTensor x = tpu_test::random_tensor(ir::Shape({64, kWidth}), 3);
+  ir::HostTensor y(ir::DType::i64, ir::Shape({64}));
+  for (int64_t i = 0; i < 64; ++i) y.data<int64_t>()[i] = i % kClasses;
+  auto loss = [&](const std::string& dtype) {
+    auto model = mlp();
+    TrainStep step(*model, ir::TensorType{ir::DType::f32, x.shape()}, Device("tpu-emu:v4"),
+                   train_options(Recompute::none, {{"activation_dtype", dtype}}));
+    step.step(x, y);
+    return step.step(x, y);
+  };
+  const float full = loss("f32"), half = loss("bf16");
+  EXPECT_NE(full, half);
+  EXPECT_NEAR(half, full, 1e-2 * std::fabs(full));
+  try {
+    plan("tpu-emu:v4", train_options(Recompute::none, {{"activation_dtype", "f16"}}));
+    FAIL() << "expected an error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "tpu-emu: option activation_dtype=f16 (expected f32 or bf16)");
+  }
 }
 
 TEST(TpuTrainMemory, RecomputationPaysInBackwardCycles) {
