@@ -115,6 +115,31 @@ void store(const float* r, ir::HostTensor& out, int64_t offset, int64_t n) {
   }
 }
 
+// o = op(a) over n elements for the transcendental functions, vectorized as XLA computes them
+// (Eigen's packet exp, logistic and tanh, and XLA's rational erf): within a few ulp of the C
+// library's scalar functions the reference kernels call (base/activations.h's formulas). False
+// for other ops.
+bool vectorized(OpType op, float* o, const float* a, int64_t n) {
+  Eigen::Map<Eigen::ArrayXf> y(o, n);
+  Eigen::Map<const Eigen::ArrayXf> x(a, n);
+  switch (op) {
+    case OpType::Exp:
+      y = x.exp();
+      return true;
+    case OpType::Erf:
+      y = x.erf();
+      return true;
+    case OpType::Sigmoid:
+      y = x.logistic();
+      return true;
+    case OpType::Tanh:
+      y = x.tanh();
+      return true;
+    default:
+      return false;
+  }
+}
+
 // o = op(a, b, c) over n elements; booleans are 0 and 1.
 void eval(OpType op, const ir::UnaryAttrs& attrs, float* o, const float* a, const float* b,
           const float* c, int64_t n) {
@@ -146,16 +171,9 @@ void eval(OpType op, const ir::UnaryAttrs& attrs, float* o, const float* a, cons
       return each(o, n, [&](int64_t j) { return a[j] > 0 ? a[j] : 0.0f; });
     case OpType::Neg:
       return each(o, n, [&](int64_t j) { return -a[j]; });
-    // Vectorized, as XLA computes them (Eigen's packet exp, and XLA's rational erf): within a
-    // few ulp of the C library's scalar functions the reference kernels call.
-    case OpType::Exp:
-      Eigen::Map<Eigen::ArrayXf>(o, n) = Eigen::Map<const Eigen::ArrayXf>(a, n).exp();
-      return;
-    case OpType::Erf:
-      Eigen::Map<Eigen::ArrayXf>(o, n) = Eigen::Map<const Eigen::ArrayXf>(a, n).erf();
-      return;
     default:
-      for (int64_t j = 0; j < n; ++j) o[j] = ir::unary_float<float>(op, a[j], attrs);
+      if (!vectorized(op, o, a, n))
+        for (int64_t j = 0; j < n; ++j) o[j] = ir::unary_float<float>(op, a[j], attrs);
   }
 }
 

@@ -64,6 +64,9 @@ dnnl::post_ops post_ops(const Group& grp) {
     case Activation::gelu_tanh:
       ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_gelu_tanh, 0.0f, 0.0f);
       break;
+    case Activation::swish:  // x * sigmoid(alpha * x), alpha = 1
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_swish, 1.0f, 0.0f);
+      break;
   }
   return ops;
 }

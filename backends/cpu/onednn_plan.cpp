@@ -119,6 +119,7 @@ class Planner {
                     g_.value(g_.node(head).inputs[2]).type.shape == g_.value(grp.output).type.shape;
     if (!gemm_sum) try_residual(grp);
     try_activation(grp);
+    if (grp.activation == Activation::none) try_swish(grp);
     if (op == OpType::MatMul) try_transposed_operands(grp);
     return grp;
   }
@@ -207,6 +208,29 @@ class Planner {
       return;
     }
     append(grp, i);
+  }
+
+  // SiLU as exported models write it, Mul(y, Sigmoid(y)) of the group's output y read by those
+  // two nodes alone: oneDNN's swish post-op (EfficientNet, MobileNetV3's SE blocks, YOLO...).
+  void try_swish(Group& grp) {
+    const ir::ValueId y = grp.output;
+    if (uses_[y] != 2) return;
+    int s = -1, m = -1;
+    for (int i = grp.last() + 1; i < g_.num_nodes() && (s < 0 || m < 0); ++i) {
+      const ir::Node& n = g_.node(i);
+      if (n.op == OpType::Sigmoid && n.inputs[0] == y) s = i;
+      if (n.op == OpType::Mul && s >= 0 && n.inputs.size() == 2) {
+        const ir::ValueId sig = g_.node(s).outputs[0];
+        if ((n.inputs[0] == y && n.inputs[1] == sig) || (n.inputs[0] == sig && n.inputs[1] == y))
+          m = i;
+      }
+    }
+    if (s < 0 || m < 0 || (*taken_)[s] || (*taken_)[m] || uses_[g_.node(s).outputs[0]] != 1 ||
+        !all_f32(g_, g_.node(s)) || !all_f32(g_, g_.node(m)))
+      return;
+    grp.activation = Activation::swish;
+    append(grp, s);
+    append(grp, m);
   }
 
   // Operands made by a Transpose that swaps the last two axes only, read by this MatMul alone.

@@ -19,7 +19,8 @@
 
 namespace mimic::backends::cpu::onednn {
 
-enum class Activation { none, relu, clip, gelu_erf, gelu_tanh };
+// swish: SiLU, x * sigmoid(x), which ONNX writes as Mul(x, Sigmoid(x)).
+enum class Activation { none, relu, clip, gelu_erf, gelu_tanh, swish };
 
 struct Group {
   int head = -1;

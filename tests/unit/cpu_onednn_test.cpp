@@ -102,7 +102,7 @@ struct ConvCase {
   ir::Attributes attrs;
   std::string layout = "NCHW";
   bool batch_norm = false, residual = false, bias = true;
-  std::string activation;  // "", "Relu", "Clip"
+  std::string activation;  // "", "Relu", "Clip", "SiLU" (Mul(y, Sigmoid(y)), as exported)
 };
 
 ir::Graph conv_graph(const ConvCase& c) {
@@ -132,6 +132,8 @@ ir::Graph conv_graph(const ConvCase& c) {
   if (c.activation == "Relu") y = g.add_node(OpType::Relu, "relu", {y})[0];
   if (c.activation == "Clip")
     y = g.add_node(OpType::Clip, "clip", {y, scalar(g, 0.0f), scalar(g, 6.0f)})[0];
+  if (c.activation == "SiLU")
+    y = g.add_node(OpType::Mul, "silu", {y, g.add_node(OpType::Sigmoid, "sigmoid", {y})[0]})[0];
   g.add_output(y);
   return g;
 }
@@ -157,11 +159,27 @@ TEST(CpuOnednn, ConvolutionsMatchTheReference) {
       {"nhwc_bn_add_relu", Shape({2, 8, 8, 16}), 16, 1, 1, {}, "NHWC", true, true, false, "Relu"},
       {"depthwise_bn_clip", Shape({1, 24, 8, 8}), 24, 3, 24, pad1, "NCHW", true, false, false,
        "Clip"},
+      {"bn_silu", Shape({2, 8, 10, 10}), 16, 3, 1, pad1, "NCHW", true, false, true, "SiLU"},
+      {"nhwc_depthwise_silu", Shape({1, 9, 9, 32}), 32, 3, 32, pad1, "NHWC", false, false, true,
+       "SiLU"},
   };
   for (const ConvCase& c : cases) {
     SCOPED_TRACE(c.name);
     expect_paths_agree(conv_graph(c), 0, 1);
   }
+}
+
+// SiLU after a convolution (EfficientNet's, written Mul(y, Sigmoid(y))) is oneDNN's swish post-op:
+// one step, nothing left for the elementwise loops.
+TEST(CpuOnednn, SiluFusesIntoTheConvolutionAsSwish) {
+  ConvCase c{
+      "silu", Shape({1, 16, 12, 12}), 32, 3, 1, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}};
+  c.activation = "SiLU";
+  ir::Graph g = conv_graph(c);
+  Executable e = compile(g, "cpu");
+  EXPECT_EQ(onednn_steps(e), 1);
+  EXPECT_EQ(note_count(e, " loop-fused groups"), 0);
+  expect_paths_agree(g, 0, 1);
 }
 
 ir::Graph matmul_graph(const std::string& name, const Shape& a, const Shape& b, bool const_b,
