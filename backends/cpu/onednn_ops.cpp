@@ -309,12 +309,12 @@ dims padded(const ir::Shape& s, size_t rank) {
   return d;
 }
 
-// The MatMul/Gemm primitive; weights constant => reordered once into the layout it asks for.
+// The MatMul/Gemm primitive writing `dst_dims` (row-major); weights constant => reordered once
+// into the layout it asks for.
 Step finish_matmul(const ir::Graph& g, const Group& grp, ir::ValueId a, ir::ValueId b,
                    memory::desc a_md, memory::desc b_md, const memory::desc& bias_md,
-                   ir::ValueId bias) {
-  const ir::Node& n = g.node(grp.head);
-  memory::desc dst_md = row_major(padded(g.value(n.outputs[0]).type.shape, a_md.dims().size()));
+                   ir::ValueId bias, const dims& dst_dims) {
+  memory::desc dst_md = row_major(dst_dims);
   bool const_b = g.value(b).constant != nullptr;
   memory::desc want_b =
       const_b ? memory::desc(b_md.dims(), memory::data_type::f32, tag::any) : b_md;
@@ -352,18 +352,34 @@ std::pair<ir::ValueId, memory::desc> matmul_operand(const ir::Graph& g, const Gr
   return {source, memory::desc(d, memory::data_type::f32, strides)};
 }
 
+// A product of [..., M, K] rows (read as stored) by a 2-D B, as a Linear layer over a sequence
+// is (ViT's attention projects [197, 1, 768]): one GEMM over all the rows, A's leading dims folded
+// into M (same memory), instead of a batch of M-row products that each read all of B.
+bool folds_into_rows(const ir::Graph& g, const Group& grp) {
+  const ir::Node& n = g.node(grp.head);
+  return grp.transposed[0] < 0 && g.value(n.inputs[0]).type.shape.rank() > 2 &&
+         g.value(grp.transposed[1] < 0 ? n.inputs[1] : g.node(grp.transposed[1]).inputs[0])
+                 .type.shape.rank() == 2;
+}
+
 Step build_matmul(const ir::Graph& g, const Group& grp) {
   const ir::Node& n = g.node(grp.head);
-  size_t rank = g.value(n.outputs[0]).type.shape.rank();
-  auto [a, a_md] = matmul_operand(g, grp, 0, rank);
+  const ir::Shape& out = g.value(n.outputs[0]).type.shape;
+  const bool fold = folds_into_rows(g, grp);
+  const size_t rank = fold ? 2 : out.rank();
+  const ir::Shape& a_shape = g.value(n.inputs[0]).type.shape;
+  const int64_t k = a_shape.dim(-1), cols = out.dim(-1);
+  auto [a, a_md] = fold ? std::make_pair(n.inputs[0], row_major({a_shape.numel() / k, k}))
+                        : matmul_operand(g, grp, 0, rank);
   auto [b, b_md] = matmul_operand(g, grp, 1, rank);
   memory::desc bias_md;
   if (grp.bias_add != ir::kNoValue) {
     dims bd(rank, 1);
-    bd.back() = g.value(n.outputs[0]).type.shape.dim(-1);
+    bd.back() = cols;
     bias_md = row_major(bd);
   }
-  return finish_matmul(g, grp, a, b, a_md, b_md, bias_md, grp.bias_add);
+  return finish_matmul(g, grp, a, b, a_md, b_md, bias_md, grp.bias_add,
+                       fold ? dims{out.numel() / cols, cols} : padded(out, rank));
 }
 
 // Gemm's op(A) and op(B) are the stored matrices read through swapped strides.
@@ -389,7 +405,8 @@ Step build_gemm(const ir::Graph& g, const Group& grp) {
       bias = n.inputs[2];
   }
   memory::desc bias_md = bias != ir::kNoValue ? row_major({1, cols}) : memory::desc();
-  return finish_matmul(g, group, n.inputs[0], n.inputs[1], a_md, b_md, bias_md, bias);
+  return finish_matmul(g, group, n.inputs[0], n.inputs[1], a_md, b_md, bias_md, bias,
+                       padded(g.value(n.outputs[0]).type.shape, 2));
 }
 
 // A step of one primitive reading `value` as `src` (plain, row-major) and writing a plain `dst`.

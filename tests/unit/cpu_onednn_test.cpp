@@ -207,6 +207,11 @@ TEST(CpuOnednn, MatMulsMatchTheReference) {
       matmul_graph("broadcast", Shape({2, 1, 6, 5}), Shape({1, 4, 5, 3}), false, false, ""), 0, 1);
   expect_paths_agree(matmul_graph("shared_b", Shape({3, 6, 5}), Shape({5, 7}), false, false, ""), 0,
                      1);
+  // A sequence-first Linear (ViT's attention input projection): leading dims fold into the rows.
+  expect_paths_agree(
+      matmul_graph("rows_of_one", Shape({13, 1, 24}), Shape({24, 40}), true, true, "Gelu"), 0, 1);
+  expect_paths_agree(
+      matmul_graph("rows_runtime_b", Shape({2, 3, 4, 16}), Shape({16, 8}), false, false, ""), 0, 1);
 }
 
 ir::Graph gemm_graph(const std::string& name, bool ta, bool tb, const Shape& c_shape) {
