@@ -134,6 +134,15 @@ TEST(CpuLoopFusion, BoolResultsAndValuesReadOutsideTheGroup) {
   expect_bitwise_reference(g, {2, 4});
 }
 
+// Largest |fast - want| relative to max(1, |want|), element by element.
+double worst_gap(const ir::HostTensor& fast, const ir::HostTensor& want) {
+  double worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    worst = std::max(worst, std::fabs(double(fast.data<float>()[i]) - want.data<float>()[i]) /
+                                std::max(1.0, std::fabs(double(want.data<float>()[i]))));
+  return worst;
+}
+
 // Exp and Erf in a group run vectorized (Eigen's packet exp and XLA's rational erf): within 1 and 6
 // ulp of the C library's expf and erff (measured over [-20, 20]), so the group's results are the
 // reference's to float rounding, not bitwise. Gelu's gradient is such a chain.
@@ -153,10 +162,7 @@ TEST(CpuLoopFusion, ExpAndErfRunVectorizedWithinAFewUlp) {
   std::vector<ir::HostTensor> inputs = random_inputs(a.graph(), 5, 10);
   for (int64_t i = 0; i < inputs[0].numel(); ++i) inputs[0].data<float>()[i] *= 4.0f;
   ir::HostTensor fast = a.run(inputs).outputs.at(0), want = r.run(inputs).outputs.at(0);
-  double worst = 0;
-  for (int64_t i = 0; i < want.numel(); ++i)
-    worst = std::max(worst, std::fabs(double(fast.data<float>()[i]) - want.data<float>()[i]) /
-                                std::max(1.0, std::fabs(double(want.data<float>()[i]))));
+  const double worst = worst_gap(fast, want);
   EXPECT_LT(worst, 2e-6);
   EXPECT_GT(worst, 0.0) << "the vectorized functions are not the C library's";
 }
@@ -177,10 +183,7 @@ TEST(CpuLoopFusion, SigmoidAndTanhRunVectorizedWithinAFewUlp) {
     std::vector<ir::HostTensor> inputs = random_inputs(a.graph(), 5, 10);
     for (int64_t i = 0; i < inputs[0].numel(); ++i) inputs[0].data<float>()[i] *= 5.0f;
     ir::HostTensor fast = a.run(inputs).outputs.at(0), want = r.run(inputs).outputs.at(0);
-    double worst = 0;
-    for (int64_t i = 0; i < want.numel(); ++i)
-      worst = std::max(worst, std::fabs(double(fast.data<float>()[i]) - want.data<float>()[i]) /
-                                  std::max(1.0, std::fabs(double(want.data<float>()[i]))));
+    const double worst = worst_gap(fast, want);
     EXPECT_LT(worst, 4e-6) << g.name();
     EXPECT_GT(worst, 0.0) << g.name() << ": the vectorized function is not the C library's";
   }
