@@ -19,7 +19,8 @@
 
 namespace mimic::backends::tpu_emu {
 
-// The graph with qualifying values recomputed; `count` gets their number (0: `g` unchanged).
+// The graph with qualifying values recomputed; `count` gets their number (0: nothing to rewrite,
+// and an empty graph is returned instead of a copy of `g`).
 ir::Graph rematerialize_cheap_values(const ir::Graph& g, bool bf16_chip, int* count);
 
 }  // namespace mimic::backends::tpu_emu
