@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <optional>
 
 #include "backends/device_worker/recording_sink.h"
@@ -298,7 +299,8 @@ class TpuEmuBackend final : public Backend {
   // Compiles the channels-last form of the graph when layout assignment rewrites it. Like a real
   // compiler's layout heuristic, a choice that cannot be compiled (a window whose channels-last
   // tile does not fit on-chip memory, where the channels-first one does) falls back to the
-  // graph's own layout, with the reason in the compile notes.
+  // graph's own layout, with the reason in the compile notes. When neither compiles, the error is
+  // the channels-last program's, the one the user's default asked for.
   static CompiledProgram compile_with_layout(const ir::Graph& g, const TpuSpec& spec,
                                              const CompileOptions& options,
                                              const std::string& device,
@@ -309,6 +311,7 @@ class TpuEmuBackend final : public Backend {
     if (layout.channels_last == 0)
       return tpu_emu::compile_program(g, spec, options, device, program);
     std::string why;
+    std::exception_ptr channels_last_error;
     try {
       CompiledProgram compiled =
           tpu_emu::compile_program(layout.graph, spec, options, device, program);
@@ -320,10 +323,15 @@ class TpuEmuBackend final : public Backend {
       return compiled;
     } catch (const CompileError& e) {
       why = e.what();
+      channels_last_error = std::current_exception();
     }
-    CompiledProgram compiled = tpu_emu::compile_program(g, spec, options, device, program);
-    compiled.report.notes.push_back("layout assignment not applied: " + why);
-    return compiled;
+    try {
+      CompiledProgram compiled = tpu_emu::compile_program(g, spec, options, device, program);
+      compiled.report.notes.push_back("layout assignment not applied: " + why);
+      return compiled;
+    } catch (const CompileError&) {
+      std::rethrow_exception(channels_last_error);  // neither compiles: the default layout's error
+    }
   }
 };
 

@@ -113,6 +113,24 @@ void BM_BatchNormTrain(benchmark::State& state) {
 }
 BENCHMARK(BM_BatchNormTrain)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A BatchNorm statistic of an NCHW activation: one channel's sum over the batch and the plane
+// (arg 0), and the sum of a product of two such tensors, as BatchNorm's gradient takes (arg 1).
+void BM_ChannelSum(benchmark::State& state) {
+  const bool product = state.range(0) != 0;
+  const ir::Shape xs({8, 256, 56, 56});
+  ir::Graph g("channel_sum");
+  ir::ValueId x = g.add_input("x", ir::DType::f32, xs);
+  ir::GraphBuilder b(g, "sum");
+  if (product) x = b.mul(x, g.add_input("y", ir::DType::f32, xs));
+  g.add_output(b.reduce_sum(x, {0, 2, 3}, true));
+  Executable exe = compile(g, "cpu", CompileOptions{});
+  std::vector<ir::HostTensor> in = random_inputs(exe.graph(), 4, 10);
+  for (auto _ : state) benchmark::DoNotOptimize(exe.run(in));
+  state.SetLabel(product ? "sum(x*y)" : "sum(x)");
+  state.SetBytesProcessed(state.iterations() * xs.numel() * 4 * (product ? 2 : 1));
+}
+BENCHMARK(BM_ChannelSum)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 void BM_RoundToBf16(benchmark::State& state) {
   std::vector<float> v(1 << 20);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 1.0001f;

@@ -54,10 +54,18 @@ Matched match_parameters(const ir::Graph& forward, const NamedTensors& params) {
   return m;
 }
 
+// The values the rest of the build refers to, moved along when the graph is rewritten.
+struct LiveValues {
+  ValueId output;
+  std::vector<ValueId> params, buffers;
+  std::unordered_map<ValueId, ValueId> updated;   // buffer input -> its new value
+  std::vector<ir::CompositeGradient> composites;  // training BatchNormalizations
+};
+
 // Training-mode BatchNormalization from batch statistics; returns y and records the running-stat
-// updates of inputs 3 and 4.
+// updates of inputs 3 and 4 and the composition's gradient.
 ValueId batch_norm_train(ir::GraphBuilder& b, const ir::Node& n, const std::vector<ValueId>& in,
-                         std::unordered_map<ValueId, ValueId>& updated) {
+                         LiveValues& live) {
   const ir::Shape& xs = b.shape(in[0]);
   int ch = ir::is_channels_last(n) ? xs.rank() - 1 : 1;
   std::vector<int64_t> axes, bshape(xs.rank(), 1);
@@ -71,17 +79,20 @@ ValueId batch_norm_train(ir::GraphBuilder& b, const ir::Node& n, const std::vect
   ValueId var = b.reduce_mean(b.mul(xc, xc), axes, true);
   ValueId rstd =
       b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar_like(eps, var))})});
-  ValueId y = b.add(b.mul(b.mul(xc, rstd), b.reshape(in[1], ir::Shape(bshape))),
-                    b.reshape(in[2], ir::Shape(bshape)));
+  ValueId xhat = b.mul(xc, rstd);
+  ValueId y =
+      b.add(b.mul(xhat, b.reshape(in[1], ir::Shape(bshape))), b.reshape(in[2], ir::Shape(bshape)));
   ir::Shape flat({xs[ch]});
   double unbias = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1) : 1.0;
-  updated[in[3]] = b.add(b.scale(in[3], 1.0 - m), b.scale(b.reshape(mean, flat), m));
-  updated[in[4]] = b.add(b.scale(in[4], 1.0 - m), b.scale(b.reshape(var, flat), m * unbias));
+  live.updated[in[3]] = b.add(b.scale(in[3], 1.0 - m), b.scale(b.reshape(mean, flat), m));
+  live.updated[in[4]] = b.add(b.scale(in[4], 1.0 - m), b.scale(b.reshape(var, flat), m * unbias));
+  ir::Node whole = n;
+  whole.inputs = {in[0], in[1], in[2], xhat, rstd};
+  whole.outputs = {y};
+  live.composites.push_back({whole, 3, ir::batch_norm_training_rule});
   return y;
 }
 
-// Copies `src` into `dst` node by node (inputs already created), rewriting BatchNormalization;
-// nodes whose inputs are all constant fold (shape computations), parameters being inputs now.
 // Training-mode Dropout: x * mask / (1 - ratio) with the mask a new graph input.
 void dropout_train(TrainGraph& t, const ir::Node& n, const std::vector<ValueId>& in,
                    std::unordered_map<ValueId, ValueId>& map) {
@@ -108,8 +119,11 @@ void dropout_train(TrainGraph& t, const ir::Node& n, const std::vector<ValueId>&
   }
 }
 
+// Copies `src` into t.graph node by node (inputs already created), rewriting BatchNormalization
+// and Dropout; nodes whose inputs are all constant fold (shape computations), parameters being
+// inputs now.
 ValueId copy_forward(const ir::Graph& src, TrainGraph& t, std::unordered_map<ValueId, ValueId>& map,
-                     std::unordered_map<ValueId, ValueId>& updated) {
+                     LiveValues& live) {
   ir::Graph& dst = t.graph;
   auto evaluator = backends::cpu::make_evaluator();
   ir::InferOptions infer{evaluator.get()};
@@ -127,7 +141,7 @@ ValueId copy_forward(const ir::Graph& src, TrainGraph& t, std::unordered_map<Val
     for (ValueId v : n.inputs) in.push_back(mapped(v));
     if (n.op == OpType::BatchNormalization) {
       ir::GraphBuilder b(dst, n.name);
-      map[n.outputs[0]] = batch_norm_train(b, n, in, updated);
+      map[n.outputs[0]] = batch_norm_train(b, n, in, live);
       continue;
     }
     if (n.op == OpType::Dropout) {
@@ -145,13 +159,6 @@ ValueId copy_forward(const ir::Graph& src, TrainGraph& t, std::unordered_map<Val
   }
   return mapped(src.outputs().at(0));
 }
-
-// The values the rest of the build refers to, moved along when the graph is rewritten.
-struct LiveValues {
-  ValueId output;
-  std::vector<ValueId> params, buffers;
-  std::unordered_map<ValueId, ValueId> updated;  // buffer input -> its new value
-};
 
 // Replaces every recurrent node of t.graph (parameters are inputs by now, so the unrolling
 // slices and transposes them with ops that have gradient rules) by its unrolled ops.
@@ -179,6 +186,9 @@ void unroll_recurrent_layers(TrainGraph& t, LiveValues& live) {
   std::unordered_map<ValueId, ValueId> updated;
   for (const auto& [from, to] : live.updated) updated[map.at(from)] = map.at(to);
   live.updated = std::move(updated);
+  for (ir::CompositeGradient& c : live.composites)
+    for (auto* values : {&c.node.inputs, &c.node.outputs})
+      for (ValueId& v : *values) v = map.at(v);
   t.graph = std::move(unrolled);
 }
 
@@ -233,12 +243,12 @@ std::vector<ValueId> add_updates(TrainGraph& t, ir::GraphBuilder& b,
 // Gradients of loss * scale, times 1 / scale, and the inf/NaN check: sum(g * 0) over every
 // gradient is 0 when all are finite and NaN otherwise (inf * 0 = NaN), and cannot overflow.
 std::vector<ValueId> scaled_gradients(TrainGraph& t, ir::GraphBuilder& b, ValueId loss_value,
-                                      const std::vector<ValueId>& params) {
+                                      const LiveValues& live) {
   ValueId scale = t.graph.add_input("loss_scale", ir::DType::f32, ir::Shape());
   t.inputs.push_back({TrainRole::loss_scale});
   b.set_prefix("loss_scale");
   ValueId scaled = b.mul(loss_value, b.cast(scale, b.dtype(loss_value)));
-  std::vector<ValueId> grads = ir::append_gradients(t.graph, scaled, params);
+  std::vector<ValueId> grads = ir::append_gradients(t.graph, scaled, live.params, live.composites);
   b.set_prefix("loss_scale");
   ValueId inv = b.op(OpType::Reciprocal, {scale});
   ValueId check = ir::kNoValue;
@@ -306,7 +316,7 @@ TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& param
   std::unordered_map<ValueId, ValueId> map;
   LiveValues live;
   add_parameter_inputs(t, forward, params, map, live.params, live.buffers);
-  live.output = copy_forward(forward, t, map, live.updated);
+  live.output = copy_forward(forward, t, map, live);
   unroll_recurrent_layers(t, live);
   ir::Graph& g = t.graph;
   ValueId output = live.output;
@@ -322,8 +332,9 @@ TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& param
   g.add_output(loss_value);
   t.outputs.push_back({TrainRole::loss});
   const int loss_end = g.num_nodes();
-  std::vector<ValueId> grads = loss_scaling ? scaled_gradients(t, b, loss_value, live.params)
-                                            : ir::append_gradients(g, loss_value, live.params);
+  std::vector<ValueId> grads =
+      loss_scaling ? scaled_gradients(t, b, loss_value, live)
+                   : ir::append_gradients(g, loss_value, live.params, live.composites);
   const int backward_end = g.num_nodes();
   b.set_prefix("optimizer");
   grads = append_grad_clip(b, optimizer, grads);

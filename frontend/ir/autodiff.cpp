@@ -103,8 +103,12 @@ GradRule rule_for(const Node& n, const Graph& g) {
 
 class Backward {
  public:
-  Backward(Graph& g, const std::vector<ValueId>& wrt)
-      : g_(g), b_(g, "grad"), dep_(depends_on(g, wrt)) {}
+  Backward(Graph& g, const std::vector<ValueId>& wrt,
+           const std::vector<CompositeGradient>& composites)
+      : g_(g), b_(g, "grad"), dep_(depends_on(g, wrt)), composites_(composites) {
+    for (size_t i = 0; i < composites_.size(); ++i)
+      composite_of_[composites_[i].node.outputs.at(0)] = static_cast<int>(i);
+  }
 
   void accumulate(ValueId v, ValueId grad) {
     auto it = grads_.find(v);
@@ -116,6 +120,14 @@ class Backward {
 
   void run_node(int index) {
     Node n = g_.node(index);
+    GradRule rule = nullptr;
+    int differentiable = n.num_inputs();
+    if (n.outputs.size() == 1 && composite_of_.count(n.outputs[0])) {
+      const CompositeGradient& composite = composites_[composite_of_.at(n.outputs[0])];
+      n = composite.node;
+      rule = composite.rule;
+      differentiable = composite.differentiable;
+    }
     std::vector<ValueId> dy;
     bool any_dy = false;
     for (ValueId v : n.outputs) {
@@ -125,12 +137,13 @@ class Backward {
     }
     std::vector<bool> needed;
     bool any_needed = false;
-    for (ValueId v : n.inputs) {
-      needed.push_back(v != kNoValue && dep_[v]);
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      ValueId v = n.inputs[i];
+      needed.push_back(i < differentiable && v != kNoValue && dep_[v]);
       any_needed = any_needed || needed.back();
     }
     if (!any_dy || !any_needed) return;
-    GradRule rule = rule_for(n, g_);
+    if (!rule) rule = rule_for(n, g_);
     if (!rule) return;
     b_.set_prefix("grad/" + n.name);
     GradContext c(b_, n, std::move(dy), std::move(needed));
@@ -156,12 +169,15 @@ class Backward {
   Graph& g_;
   GraphBuilder b_;
   std::vector<bool> dep_;
+  const std::vector<CompositeGradient>& composites_;
+  std::unordered_map<ValueId, int> composite_of_;  // a composite's output -> its index
   std::unordered_map<ValueId, ValueId> grads_;
 };
 
 }  // namespace
 
-std::vector<ValueId> append_gradients(Graph& g, ValueId loss, const std::vector<ValueId>& wrt) {
+std::vector<ValueId> append_gradients(Graph& g, ValueId loss, const std::vector<ValueId>& wrt,
+                                      const std::vector<CompositeGradient>& composites) {
   check_loss(g, loss);
   for (ValueId v : wrt)
     if (!is_floating(g.value(v).type.dtype))
@@ -170,7 +186,7 @@ std::vector<ValueId> append_gradients(Graph& g, ValueId loss, const std::vector<
                       g.value(v).name, dtype_name(g.value(v).type.dtype)));
   int forward_nodes = g.num_nodes();
   int loss_node = g.value(loss).producer;
-  Backward bw(g, wrt);
+  Backward bw(g, wrt, composites);
   bw.builder().set_prefix("grad");
   bw.accumulate(loss, bw.builder().full(g.value(loss).type, 1.0));
   for (int i = std::min(loss_node, forward_nodes - 1); i >= 0; --i) bw.run_node(i);

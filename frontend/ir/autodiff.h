@@ -13,10 +13,25 @@
 
 namespace mimic::ir {
 
+class GradContext;
+using GradRule = void (*)(GradContext&);
+
+// A composition of nodes differentiated as a whole, as JAX's custom_vjp or a PyTorch
+// autograd.Function: `node` stands for it, with the composition's result as its one output, the
+// values it is computed from as its first `differentiable` inputs, and after them forward values
+// the rule reads (saved statistics). When the backward pass reaches the output, `rule` gives the
+// gradients of those first inputs, and the nodes of the composition get no gradient through it.
+struct CompositeGradient {
+  Node node;
+  int differentiable = 0;
+  GradRule rule = nullptr;
+};
+
 // `g` must be fully typed with concrete shapes (batch bound). `loss` must be a floating scalar
 // (rank 0 or one element). Returns one gradient value per `wrt` entry, shaped like it; a value
 // the loss does not depend on gets a zero constant.
-std::vector<ValueId> append_gradients(Graph& g, ValueId loss, const std::vector<ValueId>& wrt);
+std::vector<ValueId> append_gradients(Graph& g, ValueId loss, const std::vector<ValueId>& wrt,
+                                      const std::vector<CompositeGradient>& composites = {});
 
 // What a gradient rule sees: the forward node, the gradients of its outputs, which inputs need a
 // gradient, and a builder that appends nodes to the graph.
@@ -50,8 +65,6 @@ class GradContext {
   std::vector<ValueId> dx_;
 };
 
-using GradRule = void (*)(GradContext&);
-
 // Runs `rule` (written for channels-first layouts) on a channels-last window op (layout "NHWC",
 // ...): activations, output and output gradient are transposed to channels first, and the input
 // gradient back.
@@ -64,5 +77,9 @@ GradRule linear_grad_rule(OpType op);
 GradRule shape_grad_rule(OpType op);
 GradRule nn_grad_rule(OpType op);
 GradRule reduce_grad_rule(OpType op);
+
+// Training-mode BatchNormalization as a CompositeGradient (inputs x, scale, bias, then the saved
+// normalized x and 1 / sqrt(var + eps)): PyTorch's closed form, two reductions and one pass for dx.
+void batch_norm_training_rule(GradContext& c);
 
 }  // namespace mimic::ir

@@ -2,8 +2,8 @@
 // (MaxPool as a first-maximum mask over the window tensor scattered back by a one-hot
 // ConvTranspose, average pools as a depthwise ConvTranspose with a ones kernel), LRN through a
 // channel-band matrix, and BatchNormalization in inference form (fixed statistics: an affine map
-// per channel). Training-mode BatchNormalization is rewritten into batch-statistics ops before
-// differentiation.
+// per channel). Training-mode BatchNormalization, rewritten into batch-statistics ops by the train
+// step, is differentiated as a whole (batch_norm_training_rule, a CompositeGradient).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -244,19 +244,30 @@ void global_max_pool_rule(GradContext& c) {
   c.set(0, b.mul(hit, b.expand(c.dy(), x)));
 }
 
+// A BatchNormalization's per-channel broadcast shape ([1, C, 1, ...] or [1, ..., C]) and the
+// axes its statistics reduce.
+struct ChannelAxes {
+  Shape broadcast;
+  std::vector<int64_t> reduced;
+};
+
+ChannelAxes channel_axes(const GradContext& c) {
+  const Shape& xs = c.x_shape(0);
+  int ch_axis = is_channels_last(c.node()) ? xs.rank() - 1 : 1;
+  std::vector<int64_t> bshape(xs.rank(), 1), axes;
+  bshape[ch_axis] = xs[ch_axis];
+  for (int i = 0; i < xs.rank(); ++i)
+    if (i != ch_axis) axes.push_back(i);
+  return {Shape(bshape), axes};
+}
+
 // Inference-form BatchNormalization: y = (x - mean) * scale / sqrt(var + eps) + bias.
 void batch_norm_rule(GradContext& c) {
   auto& b = c.b;
   if (c.needs(3) || c.needs(4))
     c.unsupported("gradients of the running mean/var are not supported");
-  const Shape& xs = c.x_shape(0);
-  bool last = is_channels_last(c.node());
-  int ch_axis = last ? xs.rank() - 1 : 1;
-  std::vector<int64_t> bshape(xs.rank(), 1), axes;
-  bshape[ch_axis] = xs[ch_axis];
-  for (int i = 0; i < xs.rank(); ++i)
-    if (i != ch_axis) axes.push_back(i);
-  auto per_channel = [&](int i) { return b.reshape(c.x(i), Shape(bshape)); };
+  auto [bshape, axes] = channel_axes(c);
+  auto per_channel = [&](int i) { return b.reshape(c.x(i), bshape); };
   double eps = c.attrs().get_float("epsilon", 1e-5);
   ValueId var = per_channel(4);
   ValueId rstd =
@@ -297,6 +308,25 @@ void lrn_rule(GradContext& c) {
 }
 
 }  // namespace
+
+// Training mode, y = xhat * scale + bias with xhat = (x - mean) * rstd from the batch statistics:
+// d(bias) = sum(dy), d(scale) = sum(dy * xhat), and
+// dx = scale * rstd * (dy - d(bias) / n - xhat * d(scale) / n), n values per channel (PyTorch's
+// batch_norm_backward). Differentiating the composition op by op gives the same values with four
+// reductions over the activation and several more elementwise passes.
+void batch_norm_training_rule(GradContext& c) {
+  auto& b = c.b;
+  auto [bshape, axes] = channel_axes(c);
+  ValueId g = c.dy(), xhat = c.x(3), rstd = c.x(4);
+  ValueId dbias = b.reduce_sum(g, axes, true);
+  ValueId dscale = b.reduce_sum(b.mul(g, xhat), axes, true);
+  if (c.needs(1)) c.set(1, b.reshape(dscale, c.x_shape(1)));
+  if (c.needs(2)) c.set(2, b.reshape(dbias, c.x_shape(2)));
+  if (!c.needs(0)) return;
+  double inv_n = static_cast<double>(bshape.numel()) / static_cast<double>(c.x_shape(0).numel());
+  ValueId centered = b.sub(b.sub(g, b.scale(dbias, inv_n)), b.mul(xhat, b.scale(dscale, inv_n)));
+  c.set(0, b.mul(b.mul(b.reshape(c.x(1), bshape), rstd), centered));
+}
 
 GradRule nn_grad_rule(OpType op) {
   switch (op) {

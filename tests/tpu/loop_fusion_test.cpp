@@ -206,9 +206,11 @@ TEST(TpuLoopFusion, BackwardRecomputesCheapValuesInsteadOfSavingThem) {
   EXPECT_GE(on.recomputed, 6);  // per BatchNorm: x - mean, times inv_std, times gamma plus beta
   EXPECT_EQ(off.recomputed, 0);
   // Each recomputed [8, 16, 12, 12] value stops being saved: 8 * 12 rows of 12 positions x 16
-  // channels (channels-last after layout assignment), tiled (16, 128) in f32.
+  // channels (channels-last after layout assignment), tiled (16, 128) in f32. Per BatchNorm, the
+  // backward pass reads the normalized input (its closed-form gradient) and the output (ReLU's
+  // gradient): both are recomputed, the convolution output saved in their place.
   const double one = 8.0 * 12 * 16 * 128 * 4;
-  EXPECT_LE(on.saved, off.saved - 4 * one)
+  EXPECT_LE(on.saved, off.saved - 2 * one)
       << "saved with recomputation " << on.saved << " B, without " << off.saved;
 }
 

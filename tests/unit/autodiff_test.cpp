@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "frontend/api/compile.h"
+#include "frontend/api/random.h"
 #include "frontend/ir/autodiff.h"
 #include "tests/unit/autodiff_cases.h"
 
@@ -125,6 +126,70 @@ TEST(Autodiff, UnusedInputGetsZeroGradient) {
   auto grads = ir::append_gradients(g, loss, {x, z});
   ASSERT_TRUE(g.value(grads[1]).constant);
   EXPECT_EQ(g.value(grads[1]).constant->data<float>()[0], 0.0f);
+}
+
+// Training-mode BatchNormalization as the train step writes it (batch statistics), differentiated
+// as a whole by its closed form and op by op: the same gradients, with two reductions over the
+// activation instead of four.
+void check_batch_norm_composite(bool channels_last) {
+  Shape xs = channels_last ? Shape({3, 4, 5, 6}) : Shape({3, 6, 4, 5});
+  int ch = channels_last ? 3 : 1;
+  Shape bshape = channels_last ? Shape({1, 1, 1, 6}) : Shape({1, 6, 1, 1});
+  std::vector<int64_t> axes =
+      channels_last ? std::vector<int64_t>{0, 1, 2} : std::vector<int64_t>{0, 2, 3};
+  std::vector<ir::HostTensor> data;
+  std::vector<int> reductions;
+  for (bool composite : {true, false}) {
+    ir::Graph g;
+    ValueId x = g.add_input("x", DType::f32, xs);
+    ValueId scale = g.add_input("scale", DType::f32, Shape({xs[ch]}));
+    ValueId bias = g.add_input("bias", DType::f32, Shape({xs[ch]}));
+    ValueId w = g.add_input("w", DType::f32, xs);
+    GraphBuilder b(g, "bn");
+    ValueId xc = b.sub(x, b.reduce_mean(x, axes, true));
+    ValueId var = b.reduce_mean(b.mul(xc, xc), axes, true);
+    ValueId rstd =
+        b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar_like(1e-5, var))})});
+    ValueId xhat = b.mul(xc, rstd);
+    ValueId y = b.add(b.mul(xhat, b.reshape(scale, bshape)), b.reshape(bias, bshape));
+    ValueId loss = b.reduce_sum(b.mul(y, w), {0, 1, 2, 3}, false);
+    ir::Node whole;
+    whole.op = OpType::BatchNormalization;
+    whole.name = "bn";
+    if (channels_last) whole.attrs.set("layout", std::string("NHWC"));
+    whole.inputs = {x, scale, bias, xhat, rstd};
+    whole.outputs = {y};
+    std::vector<ir::CompositeGradient> composites;
+    if (composite) composites.push_back({whole, 3, ir::batch_norm_training_rule});
+    int before = g.num_nodes();
+    for (ValueId grad : ir::append_gradients(g, loss, {x, scale, bias}, composites))
+      g.add_output(grad);
+    int count = 0;
+    for (int i = before; i < g.num_nodes(); ++i)
+      count += g.node(i).op == OpType::ReduceSum && b.shape(g.node(i).inputs[0]) == xs;
+    reductions.push_back(count);
+    Random rng(7);
+    std::vector<ir::HostTensor> in{
+        rng.tensor(DType::f32, xs, 10), rng.tensor(DType::f32, Shape({xs[ch]}), 10),
+        rng.tensor(DType::f32, Shape({xs[ch]}), 10), rng.tensor(DType::f32, xs, 10)};
+    for (ir::HostTensor& t : compile(g, Device("cpu")).run(in).outputs) data.push_back(t);
+  }
+  EXPECT_EQ(reductions[0], 2);
+  EXPECT_EQ(reductions[1], 4);
+  for (int i = 0; i < 3; ++i) {
+    const ir::HostTensor &got = data[i], &want = data[3 + i];
+    float largest = 0;
+    for (int64_t k = 0; k < want.numel(); ++k)
+      largest = std::max(largest, std::abs(want.data<float>()[k]));
+    ASSERT_GT(largest, 0.0f) << i;
+    for (int64_t k = 0; k < want.numel(); ++k)
+      ASSERT_NEAR(got.data<float>()[k], want.data<float>()[k], 2e-5f * largest) << i << " " << k;
+  }
+}
+
+TEST(Autodiff, TrainingBatchNormClosedFormEqualsOpByOpDifferentiation) {
+  check_batch_norm_composite(false);
+  check_batch_norm_composite(true);
 }
 
 }  // namespace
