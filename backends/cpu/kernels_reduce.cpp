@@ -1,6 +1,9 @@
 // Reductions (Reduce*, ArgMax/ArgMin) and CumSum. Reduced axes are moved last with one strided
-// copy when needed, so every reduction runs over contiguous rows.
+// copy when needed, so a reduction runs over contiguous rows; f32 sums, means, maxima and minima
+// whose kept axes are innermost fold whole rows in place instead.
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -203,6 +206,47 @@ void sum_kept_inner(const std::vector<int64_t>& kept, const std::vector<int64_t>
     }
 }
 
+// Max or min of f32 over leading axes, the kept axes innermost (a window axis in front, as the
+// max-pool gradient reduces): each output row folds the reduced rows in place, with no permuted
+// copy, in chunks along the row split over threads. The comparisons are reduce_row's, so a NaN is
+// skipped and the values are the same.
+template <bool kMax>
+void extremum_kept_inner(const std::vector<Axis>& axes, const float* x, float* y) {
+  const int64_t run = axes.back().size;
+  const std::vector<int64_t> kept = combination_offsets(axes, false, true);
+  const std::vector<int64_t> over = combination_offsets(axes, true, false);
+  const int64_t rows = static_cast<int64_t>(kept.size()), chunk = 4096;
+  const int64_t chunks = (run + chunk - 1) / chunk;
+#pragma omp parallel for collapse(2) if (rows * run * static_cast <int64_t>(over.size()) > 65536)
+  for (int64_t k = 0; k < rows; ++k)
+    for (int64_t c = 0; c < chunks; ++c) {
+      float* out = y + k * run;
+      const int64_t begin = c * chunk, end = std::min(run, begin + chunk);
+      for (int64_t j = begin; j < end; ++j) out[j] = kMax ? -INFINITY : INFINITY;
+      for (int64_t o : over) {
+        const float* row = x + kept[k] + o;
+        for (int64_t j = begin; j < end; ++j)
+          out[j] = kMax ? (out[j] < row[j] ? row[j] : out[j]) : (row[j] < out[j] ? row[j] : out[j]);
+      }
+    }
+}
+
+// Whether extremum_kept_inner runs the reduction: f32 max or min, some axis reduced, the
+// innermost axis kept.
+bool extremum_in_place(OpType op, const ir::HostTensor& in, const std::vector<bool>& reduced,
+                       float* y) {
+  if (in.dtype() != ir::DType::f32 || in.numel() == 0 ||
+      (op != OpType::ReduceMax && op != OpType::ReduceMin))
+    return false;
+  std::vector<Axis> axes = merged_axes(in.shape(), reduced);
+  if (axes.size() < 2 || axes.back().reduced) return false;
+  if (op == OpType::ReduceMax)
+    extremum_kept_inner<true>(axes, in.data<float>(), y);
+  else
+    extremum_kept_inner<false>(axes, in.data<float>(), y);
+  return true;
+}
+
 }  // namespace
 
 // Each output accumulates in double over the reduced combinations; the innermost contiguous run is
@@ -238,6 +282,9 @@ void reduce_kernel(const KernelArgs& a) {
         op, a.input(0).shape(), reduced,
         [x = a.input(0).data<float>()](int64_t at, int64_t, std::vector<float>&) { return x + at; },
         out.data<float>());
+  if (out.dtype() == ir::DType::f32 &&
+      extremum_in_place(op, a.input(0), reduced, out.data<float>()))
+    return;
   Rows r = rows_with_axes_last(a.input(0), reduced);
   switch (out.dtype()) {
     case ir::DType::f32: {

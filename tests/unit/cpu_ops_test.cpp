@@ -278,6 +278,43 @@ TEST(Reduce, ChannelsLastStatisticsSplitAcrossThreadsIndependentlyOfTheirCount) 
   for (int c = 0; c < 48; ++c) EXPECT_EQ(results[0][c], static_cast<float>(acc[c])) << c;
 }
 
+// Max and min over leading axes with the kept axes innermost ([window, outputs], as the max-pool
+// gradient reduces, and [a, kept, b, kept]) fold rows in place: the values of a strided walk, a NaN
+// skipped as reduce_row skips it, on any thread count.
+TEST(Reduce, MaxAndMinOverLeadingAxesFoldRowsInPlace) {
+  const Shape shape({3, 5, 4, 6000});
+  ir::HostTensor x = random_tensor(shape, 78);
+  float* v = x.data<float>();
+  v[1 * 5 * 4 * 6000 + 7] = NAN;
+  v[2 * 5 * 4 * 6000 + 8] = INFINITY;
+  v[9] = -INFINITY;
+  for (std::vector<int64_t> axes : {std::vector<int64_t>{0}, {0, 2}}) {
+    for (OpType op : {OpType::ReduceMax, OpType::ReduceMin}) {
+      const bool is_max = op == OpType::ReduceMax;
+      std::vector<float> want;
+      const int64_t inner = shape[3], outer = shape[1] * (axes.size() == 1 ? shape[2] : 1);
+      for (int64_t k = 0; k < outer; ++k)
+        for (int64_t j = 0; j < inner; ++j) {
+          float acc = is_max ? -INFINITY : INFINITY;
+          for (int64_t a = 0; a < shape[0]; ++a)
+            for (int64_t c = 0; c < shape[2]; ++c) {
+              if (axes.size() == 1 && c != k % shape[2]) continue;
+              int64_t b = axes.size() == 1 ? k / shape[2] : k;
+              float e = v[((a * shape[1] + b) * shape[2] + c) * inner + j];
+              acc = is_max ? (acc < e ? e : acc) : (e < acc ? e : acc);
+            }
+          want.push_back(acc);
+        }
+      for (int threads : {1, 2}) {
+        omp_set_num_threads(threads);
+        ir::HostTensor y = run1(op, {{x}, constant_ints(axes)}, {{"keepdims", int64_t{0}}});
+        EXPECT_EQ(values(y), want) << ir::op_name(op) << " over " << axes.size() << " axes";
+      }
+      omp_set_num_threads(omp_get_num_procs());
+    }
+  }
+}
+
 TEST(DataMovement, TransposeSliceConcatSplit) {
   ir::HostTensor x = random_tensor(Shape({2, 3, 4}), 21);
   ir::HostTensor t = run1(OpType::Transpose, {{x}}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
