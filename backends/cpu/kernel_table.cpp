@@ -19,6 +19,7 @@ Kernel find_kernel(OpType op) {
     case OpType::Conv: return conv_kernel;
     case OpType::ConvTranspose: return conv_transpose_kernel;
     case OpType::MaxPool: case OpType::AveragePool: return pool_kernel;
+    case OpType::MaxPoolGrad: return max_pool_grad_kernel;
     case OpType::GlobalAveragePool: case OpType::GlobalMaxPool: return global_pool_kernel;
     case OpType::BatchNormalization: return batch_norm_kernel;
     case OpType::LayerNormalization: return layer_norm_kernel;

@@ -37,6 +37,7 @@ void gemm_kernel(const KernelArgs& a);
 void conv_kernel(const KernelArgs& a);
 void conv_transpose_kernel(const KernelArgs& a);
 void pool_kernel(const KernelArgs& a);
+void max_pool_grad_kernel(const KernelArgs& a);
 void global_pool_kernel(const KernelArgs& a);
 void batch_norm_kernel(const KernelArgs& a);
 void layer_norm_kernel(const KernelArgs& a);

@@ -134,6 +134,79 @@ void pool_kernel(const KernelArgs& a) {
     }
 }
 
+namespace {
+
+// The first window position begin + k * step (k >= 0) that is not negative.
+int64_t first_inside(int64_t begin, int64_t step) {
+  return begin < 0 ? begin + (-begin + step - 1) / step * step : begin;
+}
+
+// One (image, channel) plane of MaxPoolGrad in 2-D: each window's dY goes to its first element
+// equal to Y, in window order.
+void max_pool_grad_plane_2d(const float* x, const float* y, const float* dy, float* dx,
+                            const WindowGeometry& g, int64_t step, int64_t out_step) {
+  int64_t oh = g.out_size[0], ow = g.out_size[1], ih = g.in_size[0], iw = g.in_size[1];
+  int64_t dil_y = g.dilations[0], dil_x = g.dilations[1];
+  for (int64_t yo = 0; yo < oh; ++yo) {
+    int64_t y0 = yo * g.strides[0] - g.pad_begin[0];
+    int64_t y_end = std::min(y0 + (g.kernel[0] - 1) * dil_y + 1, ih);
+    for (int64_t xo = 0; xo < ow; ++xo) {
+      int64_t x0 = xo * g.strides[1] - g.pad_begin[1];
+      int64_t x_end = std::min(x0 + (g.kernel[1] - 1) * dil_x + 1, iw);
+      const int64_t o = (yo * ow + xo) * out_step;
+      const float target = y[o];
+      int64_t hit = -1;  // selected without a data-dependent branch: the first equal element wins
+      for (int64_t iy = first_inside(y0, dil_y); iy < y_end; iy += dil_y)
+        for (int64_t ix = first_inside(x0, dil_x); ix < x_end; ix += dil_x) {
+          const int64_t at = (iy * iw + ix) * step;
+          hit = hit < 0 && x[at] == target ? at : hit;
+        }
+      if (hit >= 0) dx[hit] += dy[o];
+    }
+  }
+}
+
+}  // namespace
+
+// MaxPoolGrad(X, Y, dY): each window's dY is added at its first element equal to Y (window order,
+// as PyTorch picks it); a window with none (a NaN maximum) adds nothing.
+void max_pool_grad_kernel(const KernelArgs& a) {
+  WindowGeometry g = ir::window_geometry(a.graph, a.node);
+  const float *x = f32(a.input(0)), *y = f32(a.input(1)), *dy = f32(a.input(2));
+  float* dx = f32(a.output(0));
+  const int64_t total = a.output(0).numel();
+#pragma omp parallel for if (total > (int64_t{1} << 20))
+  for (int64_t start = 0; start < total; start += 65536)
+    std::fill(dx + start, dx + std::min(total, start + 65536), 0.0f);
+  Layout in{g.in_channels, g.in_spatial(), g.channels_last};
+  Layout out{g.in_channels, g.out_spatial(), g.channels_last};
+  std::vector<int64_t> in_strides(g.spatial_rank, 1);
+  for (int d = g.spatial_rank - 2; d >= 0; --d)
+    in_strides[d] = in_strides[d + 1] * g.in_size[d + 1];
+  const int64_t step = g.channels_last ? g.in_channels : 1;
+#pragma omp parallel for collapse(2) if (g.batch * g.in_channels * out.spatial > 4096)
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t c = 0; c < g.in_channels; ++c) {
+      const int64_t at = in.at(n, c, 0), out_at = out.at(n, c, 0);
+      if (g.spatial_rank == 2) {
+        max_pool_grad_plane_2d(x + at, y + out_at, dy + out_at, dx + at, g, step, step);
+        continue;
+      }
+      std::vector<int64_t> o(g.spatial_rank, 0);
+      int64_t p = 0;
+      do {
+        const float target = y[out.at(n, c, p)], grad = dy[out.at(n, c, p)];
+        bool found = false;
+        visit_window(g, o, in_strides, [&](int64_t off) {
+          if (found || x[at + off * step] != target) return;
+          dx[at + off * step] += grad;
+          found = true;
+        });
+        ++p;
+      } while (next_index(o, g.out_size));
+    }
+}
+
 void global_pool_kernel(const KernelArgs& a) {
   const ir::Shape& s = a.input(0).shape();
   bool last = ir::is_channels_last(a.node);

@@ -71,7 +71,8 @@ std::string unsupported_reason(const ir::Graph& g, const ir::Node& n) {
       return dtype_reason(n, ir::DType::f64);
   // Recurrent layers run unrolled (frontend/ir/recurrent_expand.h) when every op of the unrolling
   // does: one input-projection GEMM, one GEMM per step, elementwise kernels for the gates.
-  if (ir::is_recurrent(n.op))
+  // MaxPoolGrad runs as its window ops the same way.
+  if (ir::runs_expanded(n.op))
     return ir::unrolled_unsupported_reason(
         g, n, [](const ir::Graph& one, const ir::Node& m) { return unsupported_reason(one, m); });
   try {
@@ -315,9 +316,9 @@ Program Lowerer::finish() {
 
 Program lower(const ir::Graph& g, const CudaOptions& options) {
   if (std::any_of(g.nodes().begin(), g.nodes().end(),
-                  [](const ir::Node& n) { return ir::is_recurrent(n.op); })) {
+                  [](const ir::Node& n) { return ir::runs_expanded(n.op); })) {
     ir::Graph unrolled =
-        ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+        ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::runs_expanded(n.op); });
     Program p = lower(unrolled, options);
     p.notes.push_back(ir::unroll_note(g, unrolled));
     return p;

@@ -153,12 +153,13 @@ class IpuEmuBackend final : public Backend {
     IpuSpec specs = resolve(arg, options.overrides);
     IpuOptions o = ipu_emu::parse_options(options, specs);
     std::string device = "ipu-emu:" + arg;
-    // Recurrent layers (admitted by ipu_supports) run unrolled into matrix and vector ops.
-    bool recurrent = std::any_of(g.nodes().begin(), g.nodes().end(),
-                                 [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    // Recurrent layers and MaxPoolGrad (admitted by ipu_supports) run unrolled into matrix and
+    // vector ops.
+    bool expand = std::any_of(g.nodes().begin(), g.nodes().end(),
+                              [](const ir::Node& n) { return ir::runs_expanded(n.op); });
     std::optional<ir::Graph> unrolled;
-    if (recurrent)
-      unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    if (expand)
+      unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::runs_expanded(n.op); });
     IpuCompilation c = ipu_emu::compile_ipu(unrolled ? *unrolled : g, specs, o, device);
     if (unrolled) c.report.notes.push_back(ir::unroll_note(g, *unrolled));
     auto exe = std::make_unique<IpuExecutable>(std::move(c), std::move(specs), o, device);

@@ -68,8 +68,9 @@ bool is_data_input(const ir::Graph& g, const ir::Node& n, int input) {
 namespace {
 
 // Recurrent layers run unrolled (frontend/ir/recurrent_expand.h): a planned matrix product per
-// step, gates as vector vertices, when every op of the unrolling runs on the IPU.
-bool recurrent_supported(const ir::Graph& g, const ir::Node& n, std::string* why) {
+// step, gates as vector vertices, when every op of the unrolling runs on the IPU; MaxPoolGrad runs
+// as its window ops the same way.
+bool expansion_supported(const ir::Graph& g, const ir::Node& n, std::string* why) {
   std::string reason =
       ir::unrolled_unsupported_reason(g, n, [](const ir::Graph& one, const ir::Node& m) {
         std::string r = "not supported";
@@ -106,7 +107,8 @@ bool ipu_supports(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::LSTM:
     case OpType::GRU:
     case OpType::RNN:
-      return recurrent_supported(g, n, why);
+    case OpType::MaxPoolGrad:
+      return expansion_supported(g, n, why);
     default:
       break;
   }

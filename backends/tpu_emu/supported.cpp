@@ -184,8 +184,8 @@ bool dtypes_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
 
 // Recurrent layers run unrolled (frontend/ir/recurrent_expand.h) when every op of the unrolling
 // runs on the TPU: the input projection on the matrix units, one matrix product per step, the
-// gates on the vector unit.
-bool recurrent_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
+// gates on the vector unit. MaxPoolGrad runs as its window ops the same way.
+bool expansion_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
   std::string reason =
       ir::unrolled_unsupported_reason(g, n, [](const ir::Graph& one, const ir::Node& m) {
         std::string r = "no TPU lowering";
@@ -285,7 +285,7 @@ bool always_supported(OpType op) {
 }  // namespace
 
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
-  if (ir::is_recurrent(n.op)) return recurrent_ok(g, n, why);
+  if (ir::runs_expanded(n.op)) return expansion_ok(g, n, why);
   if (!dtypes_ok(g, n, why)) return false;
   if (always_supported(n.op)) return true;
   if (ir::is_reduce(n.op)) return reduction_ok(g, n, why);

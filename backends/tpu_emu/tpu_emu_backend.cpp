@@ -258,12 +258,13 @@ class TpuEmuBackend final : public Backend {
         tpu_emu::parse_program_options(options, spec, "tpu-emu:" + arg);
     spec = tpu_emu::replica_spec(spec, program.replicas);
     tpu_emu::precision_passes(options.precision, spec);  // rejects unknown precisions
-    // Recurrent layers (admitted by supports_node) run unrolled into matrix and vector ops.
-    bool recurrent = std::any_of(g.nodes().begin(), g.nodes().end(),
-                                 [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    // Recurrent layers and MaxPoolGrad (admitted by supports_node) run unrolled into matrix and
+    // vector ops.
+    bool expand = std::any_of(g.nodes().begin(), g.nodes().end(),
+                              [](const ir::Node& n) { return ir::runs_expanded(n.op); });
     std::optional<ir::Graph> unrolled;
-    if (recurrent)
-      unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::is_recurrent(n.op); });
+    if (expand)
+      unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::runs_expanded(n.op); });
     const ir::Graph& recurrent_free = unrolled ? *unrolled : g;
     std::optional<ir::Graph> split = tpu_emu::split_reductions(recurrent_free);
     const ir::Graph& graph = split ? *split : recurrent_free;

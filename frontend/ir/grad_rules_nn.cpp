@@ -1,9 +1,8 @@
 // Gradient rules of neural-network ops: softmaxes and LayerNormalization as compositions, pools
-// (MaxPool as a first-maximum mask over the window tensor scattered back by a one-hot
-// ConvTranspose, average pools as a depthwise ConvTranspose with a ones kernel), LRN through a
-// channel-band matrix, and BatchNormalization in inference form (fixed statistics: an affine map
-// per channel). Training-mode BatchNormalization, rewritten into batch-statistics ops by the train
-// step, is differentiated as a whole (batch_norm_training_rule, a CompositeGradient).
+// (MaxPool as MaxPoolGrad, average pools as a depthwise ConvTranspose with a ones kernel), LRN
+// through a channel-band matrix, and BatchNormalization in inference form (fixed statistics: an
+// affine map per channel). Training-mode BatchNormalization, rewritten into batch-statistics ops by
+// the train step, is differentiated as a whole (batch_norm_training_rule, a CompositeGradient).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,17 +10,10 @@
 
 #include "frontend/ir/autodiff.h"
 #include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/pool_grad.h"
 
 namespace mimic::ir {
 namespace {
-
-bool next_offset(std::vector<int64_t>& k, const std::vector<int64_t>& dims) {
-  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
-    if (++k[d] < dims[d]) return true;
-    k[d] = 0;
-  }
-  return false;
-}
 
 int softmax_axis(GradContext& c) {
   if (c.attrs().get_int("coerce_2d", 0) != 0)
@@ -78,94 +70,20 @@ void normalization_rule(GradContext& c) {
   normalized_affine_grad(c, axes, Shape(param), eps);
 }
 
-// The window tensor of a pool: [K, N, C, out...] holding, for each output position, the K inputs
-// of its window (padding reads `pad_value`), gathered with one strided Slice per kernel offset.
-ValueId window_tensor(GraphBuilder& b, ValueId x, const WindowGeometry& w, double pad_value) {
-  int r = w.spatial_rank;
-  std::vector<int64_t> pads(2 * (r + 2), 0), axes, steps;
-  for (int i = 0; i < r; ++i) {
-    int64_t extent = w.strides[i] * (w.out_size[i] - 1) + (w.kernel[i] - 1) * w.dilations[i] + 1;
-    pads[2 + i] = w.pad_begin[i];
-    pads[r + 4 + i] = std::max<int64_t>(0, extent - w.in_size[i] - w.pad_begin[i]);
-    axes.push_back(2 + i);
-    steps.push_back(w.strides[i]);
-  }
-  ValueId xp = b.op(OpType::Pad, {x, b.ints(pads), b.scalar_like(pad_value, x)});
-  std::vector<ValueId> parts;
-  std::vector<int64_t> k(r, 0);
-  do {
-    std::vector<int64_t> starts, ends;
-    for (int i = 0; i < r; ++i) {
-      starts.push_back(k[i] * w.dilations[i]);
-      ends.push_back(starts.back() + w.strides[i] * (w.out_size[i] - 1) + 1);
-    }
-    ValueId s =
-        b.op(OpType::Slice, {xp, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps)});
-    parts.push_back(b.op(OpType::Unsqueeze, {s, b.ints({0})}));
-  } while (next_offset(k, w.kernel));
-  return parts.size() == 1 ? parts[0] : b.op(OpType::Concat, parts, {{"axis", int64_t{0}}});
-}
-
-// A ConvTranspose whose one-hot kernels put window element j of channel c back at its input
-// position: the transpose of window_tensor(), summing where windows overlap.
-ValueId scatter_windows(GraphBuilder& b, ValueId windows, const WindowGeometry& w) {
-  int r = w.spatial_rank;
-  int64_t c = w.in_channels, kv = w.kernel_volume();
-  std::vector<int64_t> perm{1, 2, 0};
-  for (int i = 0; i < r; ++i) perm.push_back(3 + i);
-  std::vector<int64_t> merged{w.batch, c * kv};
-  merged.insert(merged.end(), w.out_size.begin(), w.out_size.end());
-  ValueId cols = b.reshape(b.transpose(windows, perm), Shape(merged));
-  std::vector<int64_t> wshape{c * kv, 1};
-  wshape.insert(wshape.end(), w.kernel.begin(), w.kernel.end());
-  HostTensor onehot(b.dtype(windows), Shape(wshape));
-  for (int64_t ch = 0; ch < c; ++ch)
-    for (int64_t j = 0; j < kv; ++j) onehot.data<float>()[(ch * kv + j) * kv + j] = 1.0f;
-  ValueId kernel = b.graph().add_constant("grad/onehot", std::move(onehot));
-  std::vector<int64_t> pad_end(r), out_pad(r);
-  for (int i = 0; i < r; ++i) {
-    int64_t extent = w.strides[i] * (w.out_size[i] - 1) + (w.kernel[i] - 1) * w.dilations[i] + 1;
-    int64_t rest = w.in_size[i] + w.pad_begin[i] - extent;  // input rows after the last window
-    pad_end[i] = std::max<int64_t>(0, -rest);
-    out_pad[i] = std::max<int64_t>(0, rest);
-  }
-  std::vector<int64_t> pads = w.pad_begin;
-  pads.insert(pads.end(), pad_end.begin(), pad_end.end());
-  Attributes at{{"strides", w.strides},
-                {"dilations", w.dilations},
-                {"pads", pads},
-                {"group", c},
-                {"output_padding", out_pad}};
-  return b.op(OpType::ConvTranspose, {cols, kernel}, at);
-}
-
-// MaxPool: each output's gradient goes to the first maximum of its window (PyTorch's choice),
-// found as the first window element equal to the output: the equality mask weighted by K minus
-// the window position peaks at the first 1, so the mask times (weighted == its max over the window)
-// is that element alone (a window with no equal element, a NaN's, gets none). Small integers in
-// f32 throughout, exact, and every op runs on the chips (a CumSum here ran on tpu-emu's host; an
-// ArgMax would give int64, which the IPU lacks). The window axis leads so that the output and its
-// gradient broadcast over it.
+// MaxPool: MaxPoolGrad(x, y, dy) with the pool's attributes; backends without its kernel run it
+// as window ops (pool_grad.h).
 void max_pool_rule(GradContext& c) {
-  auto& b = c.b;
   if (c.node().outputs.size() > 1) c.unsupported("MaxPool's indices output has no gradient rule");
-  if (is_channels_last(c.node())) return channels_first_grad(c, max_pool_rule);
-  if (b.dtype(c.x(0)) != DType::f32) c.unsupported("MaxPool's gradient rule needs f32");
-  WindowGeometry w = window_geometry(b.graph(), c.node());
-  ValueId xw = window_tensor(b, c.x(0), w, -std::numeric_limits<float>::infinity());
-  Shape wshape = b.shape(xw);
-  // The mask math runs on [K, outputs] matrices: one long minor dimension instead of the pool's
-  // small spatial ones.
-  int64_t k = wshape[0], m = b.shape(c.y()).numel();
-  ValueId x2 = b.reshape(xw, Shape({k, m}));
-  ValueId eq = b.cast(b.op(OpType::Equal, {x2, b.reshape(c.y(), Shape({m}))}), DType::f32);
-  HostTensor rank_weights(DType::f32, Shape({k, 1}));
-  for (int64_t i = 0; i < k; ++i) rank_weights.data<float>()[i] = static_cast<float>(k - i);
-  ValueId ranked = b.mul(eq, b.graph().add_constant("grad/window_rank", std::move(rank_weights)));
-  ValueId best = b.op(OpType::ReduceMax, {ranked, b.ints({0})}, {{"keepdims", int64_t{1}}});
-  ValueId first = b.mul(eq, b.cast(b.op(OpType::Equal, {ranked, best}), DType::f32));
-  ValueId contrib = b.mul(first, b.reshape(c.dy(), Shape({m})));
-  c.set(0, scatter_windows(b, b.reshape(contrib, wshape), w));
+  if (c.b.dtype(c.x(0)) != DType::f32) c.unsupported("MaxPool's gradient rule needs f32");
+  c.set(0, c.b.op(OpType::MaxPoolGrad, {c.x(0), c.y(), c.dy()}, c.attrs()));
+}
+
+// MaxPoolGrad is linear in dY: each window reads the incoming gradient at its first maximum. X and
+// Y only choose that element, so no gradient flows to them (as in PyTorch's double backward).
+void max_pool_grad_rule(GradContext& c) {
+  for (int i : {0, 1})
+    if (c.needs(i)) c.set(i, c.b.zeros(c.b.type(c.x(i))));
+  if (c.needs(2)) c.set(2, max_pool_grad_of_dy(c.b, c.node(), c.dy()));
 }
 
 // ceil_mode: a last window may reach past the padded input, where the divisor is not the kernel
@@ -338,6 +256,8 @@ GradRule nn_grad_rule(OpType op) {
       return normalization_rule;
     case OpType::MaxPool:
       return max_pool_rule;
+    case OpType::MaxPoolGrad:
+      return max_pool_grad_rule;
     case OpType::AveragePool:
       return average_pool_rule;
     case OpType::GlobalAveragePool:

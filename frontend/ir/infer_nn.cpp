@@ -128,6 +128,23 @@ void pool(InferContext& c) {
   c.set_output(0, c.dtype(0), output_of_window(g, g.in_channels));
 }
 
+// MaxPoolGrad(X, Y, dY), f32: Y and dY have the shape MaxPool gives X; dX has X's.
+void max_pool_grad(InferContext& c) {
+  if (c.dtype(0) != DType::f32)
+    c.fail(fmt::format("X is {}, MaxPoolGrad takes f32", dtype_name(c.dtype(0))));
+  pool(c);
+  const Shape pooled = c.outputs().at(0).shape;
+  for (int i = 1; i < 3; ++i) {
+    if (c.dtype(i) != c.dtype(0))
+      c.fail(fmt::format("input {} is {}, X is {}", i, dtype_name(c.dtype(i)),
+                         dtype_name(c.dtype(0))));
+    if (c.shape(i) != pooled)
+      c.fail(fmt::format("input {} has shape {}, the pool of X has {}", i, c.shape(i).str(),
+                         pooled.str()));
+  }
+  c.set_output(0, c.dtype(0), c.shape(0));
+}
+
 void global_pool(InferContext& c) {
   expect_float(c, 0);
   c.expect_rank_at_least(0, 3);

@@ -93,6 +93,9 @@
   X(ConvTranspose,   conv,   2, 3, 1, 1, conv_transpose, rule, no) \
   X(MaxPool,         pool,   1, 1, 1, 1, pool, rule, no) \
   X(AveragePool,     pool,   1, 1, 1, 1, pool, rule, no) \
+  /* MaxPoolGrad(X, Y, dY) -> dX, MaxPool's attributes: each window's dY goes to its first */ \
+  /* element equal to Y = MaxPool(X) (PyTorch's choice); the backward pass's op, not ONNX's. */ \
+  X(MaxPoolGrad,     pool,   3, 3, 1, 1, max_pool_grad, rule, no) \
   X(GlobalAveragePool, pool, 1, 1, 1, 1, global_pool, rule, no) \
   X(GlobalMaxPool,   pool,   1, 1, 1, 1, global_pool, rule, no) \
   X(BatchNormalization, norm, 5, 5, 1, 1, batch_norm, rule, no) \

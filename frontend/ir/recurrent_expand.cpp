@@ -6,6 +6,8 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "frontend/ir/graph_builder.h"
+#include "frontend/ir/pool_grad.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/shape_inference.h"
 
@@ -399,32 +401,53 @@ Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_nod
                              std::vector<ValueId>* value_map) {
   Graph out(g.name());
   std::vector<ValueId> map(g.num_values(), kNoValue);
-  for (ValueId v : g.inputs())
+  // A train step's memory roles and phases stay with the values and nodes they describe.
+  auto keep_role = [&](ValueId from, ValueId to) {
+    out.value(to).role = g.value(from).role;
+    out.value(to).initializer = g.value(from).initializer;
+  };
+  for (ValueId v : g.inputs()) {
     map[v] = out.add_input(g.value(v).name, g.value(v).type.dtype, g.value(v).type.shape);
+    keep_role(v, map[v]);
+  }
   auto get = [&](ValueId v) {
     if (v == kNoValue || map[v] != kNoValue) return v == kNoValue ? kNoValue : map[v];
     if (!g.value(v).constant)
       throw CompileError(
           fmt::format("unroll_recurrent: value '{}' used before it is computed", g.value(v).name));
-    return map[v] = out.add_constant(g.value(v).name, *g.value(v).constant);
+    map[v] = out.add_constant(g.value(v).name, *g.value(v).constant);
+    keep_role(v, map[v]);
+    return map[v];
   };
   for (int i = 0; i < g.num_nodes(); ++i) {
     const Node& n = g.node(i);
     bool folded = true;
     for (ValueId v : n.outputs) folded = folded && g.value(v).constant;
     if (folded) continue;
-    if (unroll_node[i] && is_recurrent(n.op)) {
-      for (ValueId v : n.inputs) get(v);
-      Unroller(out, g, n, map).run();
-      continue;
-    }
     std::vector<ValueId> inputs;
     std::vector<std::string> names;
     for (ValueId v : n.inputs) inputs.push_back(get(v));
-    for (ValueId v : n.outputs) names.push_back(g.value(v).name);
-    std::vector<ValueId> outs =
-        out.add_node(n.op, n.name, inputs, n.attrs, static_cast<int>(n.outputs.size()), names);
-    for (size_t k = 0; k < outs.size(); ++k) map[n.outputs[k]] = outs[k];
+    const int first_new = out.num_nodes();
+    if (unroll_node[i] && is_recurrent(n.op)) {
+      Unroller(out, g, n, map).run();
+    } else if (unroll_node[i] && n.op == OpType::MaxPoolGrad) {
+      Node expanded = n;
+      expanded.inputs = inputs;
+      GraphBuilder b(out, n.name);
+      map[n.outputs[0]] = expand_max_pool_grad(b, expanded);
+      keep_role(n.outputs[0], map[n.outputs[0]]);
+    } else {
+      for (ValueId v : n.outputs) names.push_back(g.value(v).name);
+      std::vector<ValueId> outs =
+          out.add_node(n.op, n.name, inputs, n.attrs, static_cast<int>(n.outputs.size()), names);
+      for (size_t k = 0; k < outs.size(); ++k) {
+        map[n.outputs[k]] = outs[k];
+        out.value(outs[k]).type = g.value(n.outputs[k]).type;  // for the expansions' builders
+        out.value(outs[k]).typed = g.value(n.outputs[k]).typed;
+        keep_role(n.outputs[k], outs[k]);
+      }
+    }
+    for (int k = first_new; k < out.num_nodes(); ++k) out.node(k).phase = n.phase;
   }
   for (ValueId v : g.outputs()) out.add_output(get(v));
   infer_shapes(out);
@@ -452,22 +475,29 @@ Graph unrolled_node(const Graph& g, const Node& n) {
 
 std::string unroll_note(const Graph& g, const Graph& unrolled) {
   std::string layers;
+  int pool_grads = 0;
   for (const Node& n : g.nodes()) {
+    pool_grads += n.op == OpType::MaxPoolGrad;
     if (!is_recurrent(n.op)) continue;
     RecurrentSpec s = recurrent_spec(g, n);
     layers += fmt::format("{}{} '{}' ({} steps x {} direction{})", layers.empty() ? "" : ", ",
                           op_name(n.op), n.name, s.seq_length, s.num_directions,
                           s.num_directions == 1 ? "" : "s");
   }
-  return fmt::format("recurrent layers unrolled: {}; {} nodes became {}", layers, g.num_nodes(),
-                     unrolled.num_nodes());
+  std::string what = layers.empty() ? "" : "recurrent layers unrolled: " + layers;
+  if (pool_grads > 0)
+    what += fmt::format("{}{} MaxPoolGrad(s) as window ops", what.empty() ? "" : "; ", pool_grads);
+  return fmt::format("{}; {} nodes became {}", what, g.num_nodes(), unrolled.num_nodes());
 }
 
 std::string unrolled_unsupported_reason(
     const Graph& g, const Node& n,
     const std::function<std::string(const Graph&, const Node&)>& op_reason) {
   std::string why;
-  if (!can_unroll_recurrent(g, n, &why)) return "recurrent layer not unrolled: " + why;
+  if (n.op == OpType::MaxPoolGrad && g.value(n.inputs.at(0)).type.dtype != DType::f32)
+    return "MaxPoolGrad runs as window ops in f32 only";
+  if (is_recurrent(n.op) && !can_unroll_recurrent(g, n, &why))
+    return "recurrent layer not unrolled: " + why;
   Graph one = unrolled_node(g, n);
   for (const Node& m : one.nodes())
     if (std::string r = op_reason(one, m); !r.empty())

@@ -5,14 +5,22 @@
 // sequence_lens (constant) becomes constant Where masks and, for a backward direction, constant
 // Gather tables that walk each row from its last valid step. The unrolled graph computes exactly
 // the ONNX equations of recurrent.h; it has seq * (about 15) nodes per direction.
+// The same functions expand MaxPoolGrad into window ops (pool_grad.h) for backends without its
+// kernel: `runs_expanded` names the ops they expand.
 #pragma once
 
 #include <functional>
 #include <string>
 
 #include "frontend/ir/graph.h"
+#include "frontend/ir/recurrent.h"
 
 namespace mimic::ir {
+
+// Ops that backends without a kernel of their own run expanded: LSTM, GRU, RNN, MaxPoolGrad.
+inline bool runs_expanded(OpType op) {
+  return is_recurrent(op) || op == OpType::MaxPoolGrad;
+}
 
 // Whether node `n` (LSTM, GRU or RNN, inferred) can be unrolled: f32 data, sequence_lens absent
 // or constant, initial states runtime values or constant zeros, and at least one time step. Else
@@ -20,9 +28,10 @@ namespace mimic::ir {
 // ones by Slice and Transpose ops.
 bool can_unroll_recurrent(const Graph& g, const Node& n, std::string* why = nullptr);
 
-// A copy of `g` (inferred, batch bound) where every recurrent node for which `unroll(node)` is
-// true is replaced by its unrolled primitive ops (named "<node>/..."); values computed by folded
-// nodes become constants. Graph inputs and outputs keep their order, names and types.
+// A copy of `g` (inferred, batch bound) where every recurrent or MaxPoolGrad node for which
+// `unroll(node)` is true is replaced by its unrolled primitive ops (named "<node>/..."); values
+// computed by folded nodes become constants. Graph inputs and outputs keep their order, names and
+// types.
 template <typename Pred>
 Graph unroll_recurrent(const Graph& g, Pred unroll);
 // With `value_map`, also returns where each of g's values went in the copy (kNoValue for values

@@ -113,6 +113,7 @@ void gemm(InferContext& c);
 void conv(InferContext& c);
 void conv_transpose(InferContext& c);
 void pool(InferContext& c);
+void max_pool_grad(InferContext& c);
 void global_pool(InferContext& c);
 void reduce(InferContext& c);
 void arg_reduce(InferContext& c);

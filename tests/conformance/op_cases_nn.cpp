@@ -60,6 +60,40 @@ void pool_cases(std::vector<OpCase>& out) {
     b.op(p.op, {b.in(p.t, p.x)}, p.attrs);
     out.push_back(b.done());
   }
+  // MaxPoolGrad(x, MaxPool(x), dy); integral x in [0, 3] makes ties, which go to the first. A
+  // matrix case: backends without its kernel scatter dy with a one-hot ConvTranspose, which a
+  // matrix unit computes at its operand precision.
+  struct G {
+    const char* name;
+    Shape x, pooled;
+    A attrs;
+  };
+  std::vector<G> grads = {
+      {"nchw_k3s2p1", Shape({2, 3, 9, 9}), Shape({2, 3, 5, 5}), k3s2p1},
+      {"nhwc_k3s2p1", Shape({2, 9, 9, 3}), Shape({2, 5, 5, 3}), k3s2p1_nhwc},
+      {"dilation2",
+       Shape({1, 2, 9, 9}),
+       Shape({1, 2, 7, 7}),
+       {{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}}},
+      {"ceil_mode", Shape({1, 2, 8, 8}), Shape({1, 2, 4, 4}), ceil},
+      {"pool1d",
+       Shape({2, 3, 11}),
+       Shape({2, 3, 5}),
+       {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}}},
+      {"pool3d",
+       Shape({1, 2, 4, 6, 6}),
+       Shape({1, 2, 2, 3, 3}),
+       {{"kernel_shape", Ints{2, 2, 2}}, {"strides", Ints{2, 2, 2}}}},
+  };
+  for (const G& p : grads)
+    for (bool ties : {false, true}) {
+      CaseBuilder b(std::string("MaxPoolGrad/") + p.name + (ties ? "_ties" : ""));
+      ir::ValueId x = ties ? b.in(DType::f32, p.x, 0, 3, true) : b.in(DType::f32, p.x);
+      ir::ValueId y = b.op(OpType::MaxPool, {x}, p.attrs);
+      b.chained(y);
+      b.op(OpType::MaxPoolGrad, {x, y, b.in(DType::f32, p.pooled)}, p.attrs);
+      out.push_back(b.matrix().done());
+    }
   for (OpType op : {OpType::GlobalAveragePool, OpType::GlobalMaxPool})
     for (int layout = 0; layout < 3; ++layout) {
       const char* names[] = {"nchw", "nhwc", "nchw_large"};

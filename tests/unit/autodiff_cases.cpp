@@ -461,6 +461,22 @@ std::vector<Case> nn_cases() {
            {{"kernel_shape", V{3}}, {"strides", V{2}}, {"ceil_mode", int64_t{1}}}),
       pool("MaxPool dilation 2", OpType::MaxPool, Shape({1, 2, 7, 7}),
            {{"kernel_shape", V{2, 2}}, {"dilations", V{2, 2}}, {"pads", V{1, 1, 0, 0}}}),
+      // MaxPoolGrad(x, MaxPool(x), dy): linear in dy (each window reads the incoming gradient at
+      // its first maximum); x only selects, so its gradient is zero.
+      {"MaxPoolGrad 3x3 s2 p1",
+       {{Shape({1, 2, 5, 5}), Gen::distinct}, {Shape({1, 2, 3, 3})}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         ir::Attributes at{
+             {"kernel_shape", V{3, 3}}, {"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}};
+         return b.op(OpType::MaxPoolGrad, {x[0], b.op(OpType::MaxPool, {x[0]}, at), x[1]}, at);
+       }},
+      {"MaxPoolGrad NHWC 2x2",
+       {{Shape({2, 4, 4, 3}), Gen::distinct}, {Shape({2, 2, 2, 3})}},
+       [](GraphBuilder& b, const std::vector<ValueId>& x) {
+         ir::Attributes at{
+             {"kernel_shape", V{2, 2}}, {"strides", V{2, 2}}, {"layout", std::string("NHWC")}};
+         return b.op(OpType::MaxPoolGrad, {x[0], b.op(OpType::MaxPool, {x[0]}, at), x[1]}, at);
+       }},
       {"BatchNormalization inference",
        {{Shape({2, 3, 2, 2})}, {Shape({3})}, {Shape({3})}},
        [](GraphBuilder& b, const std::vector<ValueId>& x) {
