@@ -184,8 +184,9 @@ void batch_norm_rule(GradContext& c) {
   auto& b = c.b;
   if (c.needs(3) || c.needs(4))
     c.unsupported("gradients of the running mean/var are not supported");
-  auto [bshape, axes] = channel_axes(c);
-  auto per_channel = [&](int i) { return b.reshape(c.x(i), bshape); };
+  const ChannelAxes ca = channel_axes(c);
+  const std::vector<int64_t>& axes = ca.reduced;
+  auto per_channel = [&](int i) { return b.reshape(c.x(i), ca.broadcast); };
   double eps = c.attrs().get_float("epsilon", 1e-5);
   ValueId var = per_channel(4);
   ValueId rstd =
@@ -234,7 +235,9 @@ void lrn_rule(GradContext& c) {
 // reductions over the activation and several more elementwise passes.
 void batch_norm_training_rule(GradContext& c) {
   auto& b = c.b;
-  auto [bshape, axes] = channel_axes(c);
+  const ChannelAxes ca = channel_axes(c);
+  const Shape& bshape = ca.broadcast;
+  const std::vector<int64_t>& axes = ca.reduced;
   ValueId g = c.dy(), xhat = c.x(3), rstd = c.x(4);
   ValueId dbias = b.reduce_sum(g, axes, true);
   ValueId dscale = b.reduce_sum(b.mul(g, xhat), axes, true);
