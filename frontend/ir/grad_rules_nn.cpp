@@ -239,8 +239,8 @@ void batch_norm_training_rule(GradContext& c) {
   const Shape& bshape = ca.broadcast;
   const std::vector<int64_t>& axes = ca.reduced;
   ValueId g = c.dy(), xhat = c.x(3), rstd = c.x(4);
-  ValueId dbias = b.reduce_sum(g, axes, true);
-  ValueId dscale = b.reduce_sum(b.mul(g, xhat), axes, true);
+  ValueId dbias = c.needs(0) || c.needs(2) ? b.reduce_sum(g, axes, true) : kNoValue;
+  ValueId dscale = c.needs(0) || c.needs(1) ? b.reduce_sum(b.mul(g, xhat), axes, true) : kNoValue;
   if (c.needs(1)) c.set(1, b.reshape(dscale, c.x_shape(1)));
   if (c.needs(2)) c.set(2, b.reshape(dbias, c.x_shape(2)));
   if (!c.needs(0)) return;

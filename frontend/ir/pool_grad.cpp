@@ -72,8 +72,8 @@ FirstMaximum first_maximum(GraphBuilder& b, const Node& n, ValueId x, ValueId y)
 
 }  // namespace
 
-// [K, N, C, out...] holding, for each output position, the K inputs
-// of its window (padding reads `pad_value`), gathered with one strided Slice per kernel offset.
+// For each output position, the K inputs of its window (padding reads `pad_value`), gathered
+// with one strided Slice per kernel offset into [K, N, C, out...].
 ValueId window_tensor(GraphBuilder& b, ValueId x, const WindowGeometry& w, double pad_value) {
   int r = w.spatial_rank;
   std::vector<int64_t> pads(2 * (r + 2), 0), axes, steps;
