@@ -138,6 +138,22 @@ const std::vector<Case>& cases() {
          return std::vector{f32(g, "x", {1, 2, 5, 5})};
        },
        "kernel_shape is required"},
+      {"maxpool_grad_dy_not_pooled", OpType::MaxPoolGrad,
+       [](Graph& g, A& a) {
+         a.set("kernel_shape", std::vector<int64_t>{2, 2});
+         a.set("strides", std::vector<int64_t>{2, 2});
+         return std::vector{f32(g, "x", {1, 2, 6, 6}), f32(g, "y", {1, 2, 3, 3}),
+                            f32(g, "dy", {1, 2, 6, 6})};
+       },
+       "input 2 has shape [1,2,6,6], the pool of X has [1,2,3,3]"},
+      {"maxpool_grad_f16", OpType::MaxPoolGrad,
+       [](Graph& g, A& a) {
+         a.set("kernel_shape", std::vector<int64_t>{2, 2});
+         return std::vector{in(g, "x", DType::f16, {1, 2, 4, 4}),
+                            in(g, "y", DType::f16, {1, 2, 3, 3}),
+                            in(g, "dy", DType::f16, {1, 2, 3, 3})};
+       },
+       "X is f16, MaxPoolGrad takes f32"},
       {"avgpool_ceil_mode_two", OpType::AveragePool,
        [](Graph& g, A& a) {
          a.set("kernel_shape", std::vector<int64_t>{2, 2});
