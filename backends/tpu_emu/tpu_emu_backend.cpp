@@ -265,9 +265,9 @@ class TpuEmuBackend final : public Backend {
     std::optional<ir::Graph> unrolled;
     if (expand)
       unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::runs_expanded(n.op); });
-    const ir::Graph& recurrent_free = unrolled ? *unrolled : g;
-    std::optional<ir::Graph> split = tpu_emu::split_reductions(recurrent_free);
-    const ir::Graph& graph = split ? *split : recurrent_free;
+    const ir::Graph& expanded = unrolled ? *unrolled : g;
+    std::optional<ir::Graph> split = tpu_emu::split_reductions(expanded);
+    const ir::Graph& graph = split ? *split : expanded;
     HostLayout host;
     CompiledProgram compiled =
         compile_with_layout(graph, spec, options, "tpu-emu:" + arg, program, host);

@@ -425,7 +425,6 @@ Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_nod
     for (ValueId v : n.outputs) folded = folded && g.value(v).constant;
     if (folded) continue;
     std::vector<ValueId> inputs;
-    std::vector<std::string> names;
     for (ValueId v : n.inputs) inputs.push_back(get(v));
     const int first_new = out.num_nodes();
     if (unroll_node[i] && is_recurrent(n.op)) {
@@ -437,6 +436,7 @@ Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_nod
       map[n.outputs[0]] = expand_max_pool_grad(b, expanded);
       keep_role(n.outputs[0], map[n.outputs[0]]);
     } else {
+      std::vector<std::string> names;
       for (ValueId v : n.outputs) names.push_back(g.value(v).name);
       std::vector<ValueId> outs =
           out.add_node(n.op, n.name, inputs, n.attrs, static_cast<int>(n.outputs.size()), names);
