@@ -12,6 +12,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
+#include "backends/cpu/threading.h"
 #include "frontend/ir/nn_geometry.h"
 
 namespace mimic::backends::cpu {
@@ -47,7 +48,8 @@ void im2col_cf(const float* x, float* col, int64_t channels, const WindowGeometr
   for (int d = 0; d < sr; ++d) tables[d] = input_index_tables(g, d);
   if (sr == 2) {
     int64_t oh = g.out_size[0], ow = g.out_size[1], iw = g.in_size[1];
-#pragma omp parallel for collapse(2) if (channels * kvol * p_total > 65536) schedule(static)
+#pragma omp parallel for collapse(2) if (channels * kvol * p_total > parallel_threshold(65536)) \
+    schedule(static)
     for (int64_t c = 0; c < channels; ++c)
       for (int64_t kk = 0; kk < kvol; ++kk) {
         const auto& ty = tables[0][kk / g.kernel[1]];
@@ -69,7 +71,7 @@ void im2col_cf(const float* x, float* col, int64_t channels, const WindowGeometr
   }
   std::vector<int64_t> in_strides(sr, 1);
   for (int d = sr - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * g.in_size[d + 1];
-#pragma omp parallel for if (channels * kvol * p_total > 65536)
+#pragma omp parallel for if (channels * kvol * p_total > parallel_threshold(65536))
   for (int64_t c = 0; c < channels; ++c) {
     std::vector<int64_t> k(sr, 0);
     int64_t kk = 0;
@@ -97,7 +99,7 @@ void im2col_cl2d(const float* x, float* col, int64_t c0, int64_t cg, const Windo
   int64_t oh = g.out_size[0], ow = g.out_size[1], iw = g.in_size[1], c_total = g.in_channels;
   int64_t kh = g.kernel[0], kw = g.kernel[1], k_row = kh * kw * cg;
   auto ty = input_index_tables(g, 0), tx = input_index_tables(g, 1);
-#pragma omp parallel for if (oh * ow * k_row > 65536) schedule(static)
+#pragma omp parallel for if (oh * ow * k_row > parallel_threshold(65536)) schedule(static)
   for (int64_t y = 0; y < oh; ++y)
     for (int64_t xo = 0; xo < ow; ++xo) {
       float* dst = col + (y * ow + xo) * k_row;
@@ -116,11 +118,11 @@ void add_bias(float* y, const float* bias, const WindowGeometry& g, int64_t imag
   if (!bias) return;
   int64_t p = g.out_spatial(), m = g.out_channels;
   if (g.channels_last) {
-#pragma omp parallel for if (images * p * m > 65536)
+#pragma omp parallel for if (images * p * m > parallel_threshold(65536))
     for (int64_t i = 0; i < images * p; ++i)
       for (int64_t c = 0; c < m; ++c) y[i * m + c] += bias[c];
   } else {
-#pragma omp parallel for collapse(2) if (images * p * m > 65536)
+#pragma omp parallel for collapse(2) if (images * p * m > parallel_threshold(65536))
     for (int64_t n = 0; n < images; ++n)
       for (int64_t c = 0; c < m; ++c) {
         float b = bias[c];
@@ -262,7 +264,7 @@ void col2im_cf(const float* col, float* out, int64_t channels, const WindowGeome
   int64_t kvol = g.kernel_volume(), p_in = g.in_spatial(), out_sp = g.out_spatial();
   std::vector<int64_t> out_strides(sr, 1);
   for (int d = sr - 2; d >= 0; --d) out_strides[d] = out_strides[d + 1] * g.out_size[d + 1];
-#pragma omp parallel for if (channels * kvol * p_in > 65536)
+#pragma omp parallel for if (channels * kvol * p_in > parallel_threshold(65536))
   for (int64_t c = 0; c < channels; ++c) {
     std::vector<int64_t> k(sr, 0);
     int64_t kk = 0;

@@ -11,6 +11,7 @@
 #include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
+#include "backends/cpu/threading.h"
 #include "base/error.h"
 #include "base/numeric_formats.h"
 #include "frontend/ir/op_helpers.h"
@@ -505,7 +506,7 @@ template <typename In>
 bool typed_cast_from(const In* x, ir::HostTensor& out, int64_t n) {
   auto loop = [&](auto* y) {
     using Out = std::remove_pointer_t<decltype(y)>;
-#pragma omp parallel for simd if (n > 65536)
+#pragma omp parallel for simd if (n > parallel_threshold(65536))
     for (int64_t i = 0; i < n; ++i) y[i] = convert<Out>(x[i]);
     return true;
   };

@@ -6,6 +6,7 @@
 #include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
+#include "backends/cpu/threading.h"
 #include "base/error.h"
 #include "frontend/ir/unary_math.h"
 
@@ -39,11 +40,11 @@ void unary_map(const KernelArgs& a) {
   OpType op = a.node.op;
   ir::UnaryAttrs attrs = ir::unary_attrs(a.node);
   if (op == OpType::Relu) {
-#pragma omp parallel for simd if (n > 32768)
+#pragma omp parallel for simd if (n > parallel_threshold(32768))
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : T(0);
     return;
   }
-#pragma omp parallel for if (n > 8192) schedule(static)
+#pragma omp parallel for if (n > parallel_threshold(8192)) schedule(static)
   for (int64_t i = 0; i < n; ++i) y[i] = ir::unary_float<T>(op, x[i], attrs);
 }
 
@@ -235,7 +236,7 @@ void for_each_broadcast(const ir::Shape& out, const ir::Shape& sa, const ir::Sha
   const int64_t sa_in = plan.strides[1].back(), sb_in = plan.strides[2].back();
   const int64_t pieces = outer >= 8 ? 1 : (inner + kPiece - 1) / kPiece;
   const int64_t length = (inner + pieces - 1) / std::max<int64_t>(pieces, 1);
-#pragma omp parallel if (outer * inner > 32768 && outer * pieces > 1)
+#pragma omp parallel if (outer * inner > parallel_threshold(32768) && outer * pieces > 1)
   {
     std::vector<int64_t> off;  // per thread: rows of a small inner extent are many
 #pragma omp for schedule(static)

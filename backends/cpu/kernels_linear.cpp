@@ -6,6 +6,7 @@
 #include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
+#include "backends/cpu/threading.h"
 #include "base/error.h"
 
 namespace mimic::backends::cpu {
@@ -78,7 +79,7 @@ void matmul_i8(const KernelArgs& a) {
   const int8_t* w = a.input(1).data<int8_t>();
   int32_t* y = a.output(0).data<int32_t>();
   int64_t batches = p.batch.rank() ? p.batch.numel() : 1;
-#pragma omp parallel for collapse(2) if (batches * p.m > 16)
+#pragma omp parallel for collapse(2) if (batches * p.m > parallel_threshold(16))
   for (int64_t bi = 0; bi < batches; ++bi)
     for (int64_t i = 0; i < p.m; ++i) {
       const int8_t* xa = x + batch_offset(bi, p.batch, p.a_batch_strides) * p.m * p.k + i * p.k;

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
+#include "backends/cpu/threading.h"
 #include "frontend/ir/nn_geometry.h"
 
 namespace mimic::backends::cpu {
@@ -68,7 +69,7 @@ void pool2d(const float* x, float* y, const WindowGeometry& g, bool is_max, bool
   int64_t c = g.in_channels, dy = g.dilations[0], dx = g.dilations[1];
   int64_t step = g.channels_last ? c : 1;
   Layout in{c, ih * iw, g.channels_last}, out{c, oh * ow, g.channels_last};
-#pragma omp parallel for collapse(2) if (g.batch * c * oh * ow > 4096)
+#pragma omp parallel for collapse(2) if (g.batch * c * oh * ow > parallel_threshold(4096))
   for (int64_t n = 0; n < g.batch; ++n)
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* base = x + in.at(n, ch, 0);
@@ -114,7 +115,8 @@ void pool_kernel(const KernelArgs& a) {
   for (int d = g.spatial_rank - 2; d >= 0; --d)
     in_strides[d] = in_strides[d + 1] * g.in_size[d + 1];
   int64_t step = g.channels_last ? g.in_channels : 1;
-#pragma omp parallel for collapse(2) if (g.batch * g.in_channels * out.spatial > 4096)
+#pragma omp parallel for collapse(2) if (g.batch * g.in_channels * out.spatial > \
+                                         parallel_threshold(4096))
   for (int64_t n = 0; n < g.batch; ++n)
     for (int64_t c = 0; c < g.in_channels; ++c) {
       const float* base = x + in.at(n, c, 0);
@@ -175,7 +177,7 @@ void max_pool_grad_kernel(const KernelArgs& a) {
   const float *x = f32(a.input(0)), *y = f32(a.input(1)), *dy = f32(a.input(2));
   float* dx = f32(a.output(0));
   const int64_t total = a.output(0).numel();
-#pragma omp parallel for if (total > (int64_t{1} << 20))
+#pragma omp parallel for if (total > parallel_threshold(int64_t{1} << 20))
   for (int64_t start = 0; start < total; start += 65536)
     std::fill(dx + start, dx + std::min(total, start + 65536), 0.0f);
   Layout in{g.in_channels, g.in_spatial(), g.channels_last};
@@ -184,7 +186,8 @@ void max_pool_grad_kernel(const KernelArgs& a) {
   for (int d = g.spatial_rank - 2; d >= 0; --d)
     in_strides[d] = in_strides[d + 1] * g.in_size[d + 1];
   const int64_t step = g.channels_last ? g.in_channels : 1;
-#pragma omp parallel for collapse(2) if (g.batch * g.in_channels * out.spatial > 4096)
+#pragma omp parallel for collapse(2) if (g.batch * g.in_channels * out.spatial > \
+                                         parallel_threshold(4096))
   for (int64_t n = 0; n < g.batch; ++n)
     for (int64_t c = 0; c < g.in_channels; ++c) {
       const int64_t at = in.at(n, c, 0), out_at = out.at(n, c, 0);
@@ -215,7 +218,7 @@ void global_pool_kernel(const KernelArgs& a) {
   const float* x = f32(a.input(0));
   float* y = f32(a.output(0));
   Layout in{c, sp, last};
-#pragma omp parallel for collapse(2) if (n * c * sp > 65536)
+#pragma omp parallel for collapse(2) if (n * c * sp > parallel_threshold(65536))
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch) {
       double acc = is_max ? -INFINITY : 0.0;
@@ -243,12 +246,12 @@ void batch_norm_kernel(const KernelArgs& a) {
   const float* x = f32(a.input(0));
   float* y = f32(a.output(0));
   if (last) {
-#pragma omp parallel for if (n * sp * c > 65536)
+#pragma omp parallel for if (n * sp * c > parallel_threshold(65536))
     for (int64_t i = 0; i < n * sp; ++i)
       for (int64_t ch = 0; ch < c; ++ch) y[i * c + ch] = x[i * c + ch] * mul[ch] + add[ch];
     return;
   }
-#pragma omp parallel for collapse(2) if (n * sp * c > 65536)
+#pragma omp parallel for collapse(2) if (n * sp * c > parallel_threshold(65536))
   for (int64_t i = 0; i < n; ++i)
     for (int64_t ch = 0; ch < c; ++ch) {
       const float* xr = x + (i * c + ch) * sp;
@@ -276,7 +279,7 @@ void layer_norm_kernel(const KernelArgs& a) {
   float* y = f32(a.output(0));
   float* mean_out = a.out.size() > 1 && a.out[1] ? f32(*a.out[1]) : nullptr;
   float* inv_out = a.out.size() > 2 && a.out[2] ? f32(*a.out[2]) : nullptr;
-#pragma omp parallel for if (outer * inner > 16384)
+#pragma omp parallel for if (outer * inner > parallel_threshold(16384))
   for (int64_t o = 0; o < outer; ++o) {
     const float* xr = x + o * inner;
     double sum = 0, sq = 0;
@@ -349,7 +352,7 @@ void softmax_kernel(const KernelArgs& a) {
   ir::OpType op = a.node.op;
   const float* x = f32(a.input(0));
   float* y = f32(a.output(0));
-#pragma omp parallel for collapse(2) if (outer * inner * dim > 16384)
+#pragma omp parallel for collapse(2) if (outer * inner * dim > parallel_threshold(16384))
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
       const float* xr = x + o * dim * inner + i;

@@ -11,6 +11,7 @@
 #include "backends/cpu/int_math.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
+#include "backends/cpu/threading.h"
 #include "base/error.h"
 #include "frontend/ir/op_helpers.h"
 
@@ -188,7 +189,8 @@ void sum_kept_inner(const std::vector<int64_t>& kept, const std::vector<int64_t>
   const int64_t chunks = rows * combos * run > 65536 ? std::min<int64_t>(combos, 16) : 1;
   const int64_t per = (combos + chunks - 1) / chunks;
   std::vector<double> partial(static_cast<size_t>(rows * chunks * run), 0.0);
-#pragma omp parallel for collapse(2) if (chunks > 1 || rows * combos * run > 65536)
+#pragma omp parallel for collapse(2) if (chunks > 1 || \
+                                         rows * combos * run > parallel_threshold(65536))
   for (int64_t k = 0; k < rows; ++k)
     for (int64_t c = 0; c < chunks; ++c) {
       std::vector<float> scratch;
@@ -217,7 +219,8 @@ void extremum_kept_inner(const std::vector<Axis>& axes, const float* x, float* y
   const std::vector<int64_t> over = combination_offsets(axes, true, false);
   const int64_t rows = static_cast<int64_t>(kept.size()), chunk = 4096;
   const int64_t chunks = (run + chunk - 1) / chunk;
-#pragma omp parallel for collapse(2) if (rows * run * static_cast <int64_t>(over.size()) > 65536)
+#pragma omp parallel for collapse(2) if (rows * run * static_cast <int64_t>(over.size()) > \
+                                         parallel_threshold(65536))
   for (int64_t k = 0; k < rows; ++k)
     for (int64_t c = 0; c < chunks; ++c) {
       float* out = y + k * run;
@@ -263,7 +266,7 @@ void sum_in_place(OpType op, const ir::Shape& shape, const std::vector<bool>& re
   const double divisor = op == OpType::ReduceMean ? static_cast<double>(count) : 1.0;
   if (!last_reduced) return sum_kept_inner(kept, over, run, divisor, source, y);
   const int64_t rows = static_cast<int64_t>(kept.size());
-#pragma omp parallel for if (shape.numel() > 65536)
+#pragma omp parallel for if (shape.numel() > parallel_threshold(65536))
   for (int64_t k = 0; k < rows; ++k) {
     std::vector<float> scratch;
     double acc = 0;
@@ -290,7 +293,7 @@ void reduce_kernel(const KernelArgs& a) {
     case ir::DType::f32: {
       const float* x = r.data.data<float>();
       float* y = out.data<float>();
-#pragma omp parallel for if (r.outer * r.inner > 65536)
+#pragma omp parallel for if (r.outer * r.inner > parallel_threshold(65536))
       for (int64_t o = 0; o < r.outer; ++o)
         y[o] = static_cast<float>(reduce_row(op, x + o * r.inner, r.inner));
       return;

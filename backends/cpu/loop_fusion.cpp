@@ -1,4 +1,5 @@
 #include "backends/cpu/loop_fusion.h"
+#include "backends/cpu/threading.h"
 
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
@@ -322,7 +323,7 @@ void LoopFusion::run(int root, std::vector<ir::HostTensor>& values) const {
   } else {
     const int64_t inner = plan.inner(), per_row = (inner + kBlock - 1) / kBlock;
     const int64_t work = plan.outer() * per_row;
-#pragma omp parallel if (work > 1 && outs.back().numel() > 32768)
+#pragma omp parallel if (work > 1 && outs.back().numel() > parallel_threshold(32768))
     {
       Cursor c(slots);
 #pragma omp for schedule(static)

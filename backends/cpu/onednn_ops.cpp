@@ -6,6 +6,7 @@
 #include <cstring>
 #include <utility>
 
+#include "backends/cpu/threading.h"
 #include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/op_helpers.h"
 
@@ -462,11 +463,12 @@ Step build_gelu(const ir::Graph& g, const Group& grp) {
       DNNL_ARG_SRC, n.inputs[0], md, md);
 }
 
-// Below this much work (well under 0.1 ms on one AVX-512 core) waking a second thread costs about
-// what the split saves. Measured at batch 1 on 2 cores (2 threads vs 1): a 16 MFLOP threshold keeps
-// MobileNetV2 at 1 thread's speed; 2 MFLOP makes the MLP 18% slower with OMP_WAIT_POLICY=passive;
-// 4 MFLOP makes MobileNetV2 1.4-1.7x faster and keeps the MLP within 10% of 1 thread.
-constexpr double kSingleThreadFlops = 4e6;
+// Below 4 MFLOP a step runs on one thread: the work does not pay for waking a second one
+// (parallel_threshold scales it by the OpenMP wait policy). Measured per op at batch 1 with
+// OMP_WAIT_POLICY=passive (MobileNetV2, 2 threads against 1, ONEDNN_VERBOSE exec times): 1x1
+// convolutions of 5-10 MFLOP took 1.3-2x longer, 15-20 MFLOP 0.8-1.5x, 38-40 MFLOP 1.1-1.3x, so
+// with sleeping workers the threshold is 64 MFLOP.
+constexpr int64_t kSingleThreadFlops = 4'000'000;
 
 }  // namespace
 
@@ -483,7 +485,9 @@ ScopedThreads::~ScopedThreads() {
 }
 
 int threads_for(double flops) {
-  return flops < kSingleThreadFlops ? 1 : omp_get_max_threads();
+  return flops < static_cast<double>(parallel_threshold(kSingleThreadFlops))
+             ? 1
+             : omp_get_max_threads();
 }
 
 std::optional<Step> build_step(const ir::Graph& g, const Group& grp, const LayoutOf& producer_md) {

@@ -55,8 +55,8 @@ class ScopedThreads {
   int saved_;
 };
 
-// Threads a step runs on: 1 for small ops (under 4 MFLOP the work does not pay for waking a second
-// thread), else every thread OpenMP offers.
+// Threads a step runs on: 1 for small ops (under 4 MFLOP, 64 MFLOP when OpenMP's idle workers
+// sleep, the work does not pay for waking a second thread), else every thread OpenMP offers.
 int threads_for(double flops);
 
 }  // namespace mimic::backends::cpu::onednn

@@ -8,15 +8,30 @@ namespace {
 
 using dnnl::memory;
 
-dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to) {
-  return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
-}
-
 memory wrap(const memory::desc& md, ir::HostTensor& t) {
   return memory(md, cpu_engine(), t.raw());
 }
 
+// A reorder's work: each element read and written, counted as 4 flops like a Transpose's copy.
+int reorder_threads(const memory::desc& to) {
+  return threads_for(4.0 * static_cast<double>(to.get_size() / sizeof(float)));
+}
+
+dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to, int threads) {
+  ScopedThreads scope(threads);
+  return dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), from, cpu_engine(), to));
+}
+
 }  // namespace
+
+Program::Reorder::Reorder(const memory::desc& from, const memory::desc& to)
+    : threads(reorder_threads(to)), prim(make_reorder(from, to, threads)) {}
+
+void Program::Reorder::execute(dnnl::stream& stream, memory src, memory dst) const {
+  ScopedThreads scope(threads);
+  prim.execute(stream, src, dst);
+  stream.wait();
+}
 
 Program::Program(const ir::Graph& g, const std::function<int(int)>& reader_index) : g_(g) {
   step_of_node_.assign(g.num_nodes(), -1);
@@ -46,7 +61,7 @@ Program::Program(const ir::Graph& g, const std::function<int(int)>& reader_index
   }
   for (int v = 0; v < g.num_values(); ++v)
     if (plain_read[v] && blocked_md_[v] != memory::desc())
-      to_plain_[v] = make_reorder(blocked_md_[v], plain_md_[v]);
+      to_plain_[v].emplace(blocked_md_[v], plain_md_[v]);
 }
 
 void Program::build_steps() {
@@ -70,11 +85,11 @@ Program::Conversion Program::conversion(const RuntimeArg& a) {
   const memory::desc& blocked = blocked_md_[a.value];
   if (blocked != memory::desc() && blocked.dims() == a.md.dims() &&
       a.user_md == plain_md_[a.value]) {
-    if (blocked != a.md) c.reorder = make_reorder(blocked, a.md);
+    if (blocked != a.md) c.reorder.emplace(blocked, a.md);
     return c;
   }
   c.via_plain = true;
-  if (a.user_md != a.md) c.reorder = make_reorder(a.user_md, a.md);
+  if (a.user_md != a.md) c.reorder.emplace(a.user_md, a.md);
   return c;
 }
 
@@ -123,7 +138,6 @@ void Program::ensure_plain(ir::ValueId v, RunState& run) const {
   run.values[v] = ir::HostTensor::uninitialized(ir::DType::f32, g_.value(v).type.shape);
   memory dst = wrap(plain_md_[v], run.values[v]);
   to_plain_[v]->execute(run.stream, run.blocked[v], dst);
-  run.stream.wait();
 }
 
 memory Program::source(const RuntimeArg& a, const Conversion& c, RunState& run) const {

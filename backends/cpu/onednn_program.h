@@ -46,9 +46,16 @@ class Program {
   void release(ir::ValueId v, RunState& run) const { run.blocked[v] = dnnl::memory(); }
 
  private:
+  // A layout change, created and run on as many threads as its size is worth (threads_for).
+  struct Reorder {
+    Reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+    void execute(dnnl::stream& stream, dnnl::memory src, dnnl::memory dst) const;
+    int threads;
+    dnnl::reorder prim;
+  };
   struct Conversion {
-    bool via_plain = false;                // the value is read from its plain tensor
-    std::optional<dnnl::reorder> reorder;  // from its blocked or plain layout to the wanted one
+    bool via_plain = false;          // the value is read from its plain tensor
+    std::optional<Reorder> reorder;  // from its blocked or plain layout to the wanted one
   };
   struct Prepared {
     std::vector<Conversion> inputs;
@@ -67,7 +74,7 @@ class Program {
   std::vector<Prepared> prepared_;
   std::vector<int> step_of_node_;
   std::vector<dnnl::memory::desc> blocked_md_, plain_md_;  // per value written blocked
-  std::vector<std::optional<dnnl::reorder>> to_plain_;
+  std::vector<std::optional<Reorder>> to_plain_;
 };
 
 }  // namespace mimic::backends::cpu::onednn

@@ -1,4 +1,5 @@
 #include "backends/cpu/tensor_iter.h"
+#include "backends/cpu/threading.h"
 
 #include <cstring>
 
@@ -37,7 +38,7 @@ void copy_typed(T* out, const T* in, const std::vector<int64_t>& dims,
   int64_t inner = dims[rank - 1], in_step = src_strides[rank - 1];
   int64_t outer = 1;
   for (int d = 0; d < rank - 1; ++d) outer *= dims[d];
-#pragma omp parallel for if (outer * inner > 65536) schedule(static)
+#pragma omp parallel for if (outer * inner > parallel_threshold(65536)) schedule(static)
   for (int64_t o = 0; o < outer; ++o) {
     int64_t rem = o, src = 0, dst = 0;
     for (int d = rank - 2; d >= 0; --d) {

@@ -127,8 +127,7 @@ def configs(args):
     for model in ([] if args.no_zoo else args.models):
         for batch in args.batches:
             for layout in (args.layouts if model in CNNS else ["nchw"]):
-                for threads in args.threads:
-                    yield model, batch, layout, threads
+                yield model, batch, layout
 
 
 def summarize(row, sides):
@@ -141,16 +140,19 @@ def summarize(row, sides):
     return row
 
 
-def measure(args, torch_side, model, batch, layout, threads):
-    sides = {"mimic": [], "pytorch": [], "reference": []}
+def measure(args, torch_side, model, batch, layout):
+    """One row per thread count. Each round times every thread count back to back, so that the
+    rows of one configuration see the same load and their ratio (thread_scaling) is fair."""
+    sides = {t: {"mimic": [], "pytorch": [], "reference": []} for t in args.threads}
     source = zoo_source(model, layout, batch)
     for _ in range(args.rounds):
-        sides["mimic"].append(mimic_median(args.build, source, threads, args.runs))
-        sides["pytorch"].append(torch_side.median(model, layout, batch, threads, args.runs))
-        if args.reference:
-            sides["reference"].append(mimic_median(args.build, source, threads, args.runs, "reference"))
-    row = {"model": model, "batch": batch, "layout": layout if model in CNNS else "-", "threads": threads}
-    return summarize(row, sides)
+        for threads, s in sides.items():
+            s["mimic"].append(mimic_median(args.build, source, threads, args.runs))
+            s["pytorch"].append(torch_side.median(model, layout, batch, threads, args.runs))
+            if args.reference:
+                s["reference"].append(mimic_median(args.build, source, threads, args.runs, "reference"))
+    row = {"model": model, "batch": batch, "layout": layout if model in CNNS else "-"}
+    return [summarize(dict(row, threads=t), s) for t, s in sides.items()]
 
 
 def torchvision_specs(torch, selection):
@@ -189,18 +191,20 @@ def measure_torchvision(args, torch_side, name, spec):
         except Exception as e:  # noqa: BLE001 - an export failure is a row, not a crash
             line = (str(e).strip().splitlines() or [type(e).__name__])[0]
             return [dict(r, error=f"export: {line}") for r in rows]
-        return [measure_onnx(args, torch_side, module, x, source, r) for r in rows]
+        return measure_onnx(args, torch_side, module, x, source, rows)
 
 
-def measure_onnx(args, torch_side, module, x, source, row):
-    sides = {"mimic": [], "pytorch": []}
+def measure_onnx(args, torch_side, module, x, source, rows):
+    """rows (one per thread count) timed as the zoo rows are: each round every thread count."""
+    sides = [{"mimic": [], "pytorch": []} for _ in rows]
     for _ in range(args.rounds):
-        try:
-            sides["mimic"].append(mimic_median(args.build, source, row["threads"], args.runs))
-        except MimicFailed as e:
-            return dict(row, error=e.line)
-        sides["pytorch"].append(torch_side.time(module, x, row["threads"], args.runs))
-    return summarize(row, sides)
+        for row, s in zip(rows, sides):
+            try:
+                s["mimic"].append(mimic_median(args.build, source, row["threads"], args.runs))
+            except MimicFailed as e:
+                return [dict(r, error=e.line) for r in rows]
+            s["pytorch"].append(torch_side.time(module, x, row["threads"], args.runs))
+    return [summarize(row, s) for row, s in zip(rows, sides)]
 
 
 def fmt_ms(v):
@@ -220,6 +224,34 @@ def zoo_table(rows, reference):
         if reference:
             line += f" {fmt_ms(r['reference_ms'])} | {r['reference_ms'] / r['mimic_ms']:.2f}x |"
         lines.append(line)
+    return lines
+
+
+def paired_ratio(many, one, side):
+    """Median over rounds of many's time / one's time on one side: rows timed in the same round
+    share that round's load, so the paired ratio cancels most of it."""
+    return statistics.median(a / b for a, b in zip(many[side + "_rounds_ms"], one[side + "_rounds_ms"]))
+
+
+def scaling_table(rows, keys):
+    """Each configuration's most threads against 1 thread, mimic and PyTorch, from the same rounds;
+    keys: the columns that name a configuration."""
+    groups = {}
+    for r in rows:
+        if "error" not in r:
+            groups.setdefault(tuple(r[k] for k in keys), {})[r["threads"]] = r
+    pairs = [(key, by[max(by)], by[1]) for key, by in groups.items() if 1 in by and max(by) > 1]
+    if not pairs:
+        return []
+    ratios = [paired_ratio(many, one, "mimic") for _, many, one in pairs]
+    lines = [f"Thread scaling: mimic on {pairs[0][1]['threads']} threads at or below its time on 1 thread in "
+             f"{sum(x <= 1.0 for x in ratios)} of {len(pairs)} configurations (the median over rounds of the "
+             "two times measured in the same round).", "",
+             "| " + " | ".join(keys) + " | mimic 1 thread | mimic many | mimic many / 1 | PyTorch many / 1 |",
+             "|---" * len(keys) + "|---:|---:|---:|---:|"]
+    for (key, many, one), ratio in zip(pairs, ratios):
+        lines.append("| " + " | ".join(str(k) for k in key) + f" | {fmt_ms(one['mimic_ms'])} | "
+                     f"{fmt_ms(many['mimic_ms'])} | {ratio:.2f}x | {paired_ratio(many, one, 'pytorch'):.2f}x |")
     return lines
 
 
@@ -256,9 +288,10 @@ def markdown(rows, meta, reference, torchvision_rows):
                   "kernels open many short OpenMP regions, and with passive waiting under load each one wakes its "
                   "workers through the kernel, which dominates its 2-thread rows.", ""]
     if rows:
-        lines += zoo_table(rows, reference) + [""]
+        lines += zoo_table(rows, reference) + [""] + scaling_table(rows, ["model", "batch", "layout"]) + [""]
     if torchvision_rows:
         lines += torchvision_table(torchvision_rows, meta) + [""]
+        lines += scaling_table(torchvision_rows, ["model", "size"]) + [""]
     return "\n".join(lines)
 
 
@@ -311,9 +344,10 @@ def main():
         import torchvision
         meta["torchvision"] = torchvision.__version__
     saved = {"meta": meta, "rows": [], "torchvision": []}
-    for model, batch, layout, threads in configs(args):
-        saved["rows"].append(measure(args, torch_side, model, batch, layout, threads))
-        progress(f"{model:13s} b{batch} {layout} t{threads}", saved["rows"][-1])
+    for model, batch, layout in configs(args):
+        for r in measure(args, torch_side, model, batch, layout):
+            saved["rows"].append(r)
+            progress(f"{model:13s} b{batch} {layout} t{r['threads']}", r)
     for name, spec in specs.items():
         for r in measure_torchvision(args, torch_side, name, spec):
             saved["torchvision"].append(r)

@@ -6,10 +6,14 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
+#include "backends/cpu/threading.h"
 #include "base/error.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/random.h"
@@ -309,6 +313,15 @@ TEST(CpuOnednn, ZooModelsMatchTheReference) {
     for (int64_t batch : {1, 3})
       expect_paths_agree(g, batch, 2, m.int_input_high > 0 ? m.int_input_high : 100, 1e-3);
   }
+}
+
+// Loops and steps split across threads from 16 times the work when OpenMP's workers sleep between
+// regions (OMP_WAIT_POLICY=passive, as CTest's CpuOnednn.PassiveWaitPolicy runs this binary).
+TEST(CpuThreading, ThresholdsFollowTheWaitPolicy) {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  bool passive = policy && strcasecmp(policy, "passive") == 0;
+  EXPECT_EQ(backends::cpu::workers_sleep(), passive);
+  EXPECT_EQ(backends::cpu::parallel_threshold(65536), passive ? 1048576 : 65536);
 }
 
 TEST(CpuOnednn, RejectsUnknownKernelPaths) {
