@@ -20,7 +20,8 @@ const std::vector<int64_t> kToChannelsFirst{0, 3, 1, 2};
 bool is_window_op(OpType op) {
   return op == OpType::Conv || op == OpType::ConvTranspose || op == OpType::MaxPool ||
          op == OpType::AveragePool || op == OpType::GlobalAveragePool ||
-         op == OpType::GlobalMaxPool || op == OpType::BatchNormalization;
+         op == OpType::GlobalMaxPool || op == OpType::BatchNormalization ||
+         op == OpType::MaxPoolGrad;
 }
 
 // Copies rank-4 data of shape `s` into the order `perm` (any dtype).
@@ -215,8 +216,10 @@ class Rewriter {
     if (!is_window_op(n.op) || n.outputs.size() != 1 || ir::is_channels_last(n) ||
         rank(n.inputs[0]) != 4)
       return false;
+    // MaxPoolGrad's Y and dY are activations like X; the other ops' further inputs are parameters.
+    const bool activations = n.op == OpType::MaxPoolGrad;
     std::vector<ValueId> inputs{channels_last(n.inputs[0])};
-    for (size_t i = 1; i < n.inputs.size(); ++i) inputs.push_back(input(n.inputs[i], false));
+    for (size_t i = 1; i < n.inputs.size(); ++i) inputs.push_back(input(n.inputs[i], activations));
     ir::Attributes attrs = n.attrs;
     attrs.set("layout", std::string("NHWC"));
     emit(n, std::move(inputs), std::move(attrs), true);

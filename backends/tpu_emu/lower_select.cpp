@@ -4,7 +4,8 @@
 // fuses the chain of binary ops), Cast (bf16 rounding on store, truncation toward zero for integer
 // targets, != 0 for bool), ArgMax/ArgMin (a reduction that carries the index, XLA's variadic
 // reduce), Mod, IsNaN/IsInf/Not, LayerNormalization's Mean and InvStdDev outputs, ScatterND of rows
-// and Gather (embedding lookups: one DMA per gathered row, XLA's dynamic-slice gather on TPU).
+// and Gather (embedding lookups: one DMA per gathered row, XLA's dynamic-slice gather on TPU),
+// MaxPoolGrad (XLA's SelectAndScatter).
 //
 // Integer values (indices, casts, ArgMax results) live in fp32 lanes and are exact up to 2^24
 // (kExactIntegerLimit); supports_node() only admits integer data where that holds by construction
@@ -12,11 +13,13 @@
 // of integer type are checked by the backend when they are sent).
 #include <fmt/format.h>
 #include <cmath>
+#include <utility>
 
 #include "backends/tpu_emu/fusion.h"
 #include "backends/tpu_emu/layout.h"
 #include "backends/tpu_emu/lowering.h"
 #include "base/error.h"
+#include "frontend/ir/nn_geometry.h"
 #include "frontend/ir/op_helpers.h"
 
 namespace mimic::backends::tpu_emu {
@@ -221,6 +224,29 @@ void lower_layer_norm_stats(Context& c, const ir::Node& n) {
   }
 }
 
+// MaxPoolGrad(X, Y, dY) as XLA lowers a max pool's gradient, one SelectAndScatter pass on the
+// vector unit: for every pooled element, compare its window's inputs to find the selected one,
+// then add its gradient there; dX is written once, in fp32 on every chip. Rows are dX's input rows
+// (n, ih), or (n, channel, ih) channels-first, so that chunks write disjoint rows; X, Y and dY
+// stream by the same share of rows (window halos ignored, as the forward pool's).
+void lower_max_pool_grad(Context& c, const ir::Node& n) {
+  VectorDesc d;
+  d.func = VectorFunc::max_pool_grad;
+  d.window = window_2d(ir::window_geometry(c.g, n), false);
+  Window& w = d.window;
+  w.channel_rows = !w.channels_last;
+  d.in = {c.tensor(n.inputs[0]), c.tensor(n.inputs[1]), c.tensor(n.inputs[2])};
+  d.out = c.produce(n.outputs[0]);
+  d.epi.store = c.store_rounding(n.outputs[0]);
+  const int64_t rows = w.n * w.h * (w.channel_rows ? w.c : 1);
+  // Select: one compare per window element of every pooled element; scatter: one add each; and
+  // dX written once.
+  const double pooled = static_cast<double>(c.tiled_elements(d.in[2]));
+  const double work =
+      pooled * static_cast<double>(w.kh * w.kw + 1) + static_cast<double>(c.tiled_elements(d.out));
+  emit_vector_desc(c, n, std::move(d), rows, work / static_cast<double>(rows));
+}
+
 bool lower_select_node(Context& c, const ir::Node& n) {
   auto in = [&](int i) { return c.tensor(n.inputs[i]); };
   VectorFunc f;
@@ -229,6 +255,9 @@ bool lower_select_node(Context& c, const ir::Node& n) {
     return true;
   }
   switch (n.op) {
+    case OpType::MaxPoolGrad:
+      lower_max_pool_grad(c, n);
+      return true;
     case OpType::Mod:
       elementwise(c, n, n.attrs.get_int("fmod", 0) ? VectorFunc::fmod : VectorFunc::mod,
                   {in(0), in(1)});

@@ -184,7 +184,7 @@ bool dtypes_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
 
 // Recurrent layers run unrolled (frontend/ir/recurrent_expand.h) when every op of the unrolling
 // runs on the TPU: the input projection on the matrix units, one matrix product per step, the
-// gates on the vector unit. MaxPoolGrad runs as its window ops the same way.
+// gates on the vector unit. A 3-D MaxPoolGrad runs as its window ops the same way.
 bool expansion_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
   std::string reason =
       ir::unrolled_unsupported_reason(g, n, [](const ir::Graph& one, const ir::Node& m) {
@@ -284,8 +284,12 @@ bool always_supported(OpType op) {
 
 }  // namespace
 
+bool runs_unrolled(const ir::Graph& g, const ir::Node& n) {
+  return ir::runs_expanded(n.op) && !(n.op == OpType::MaxPoolGrad && window_2d(g, n));
+}
+
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
-  if (ir::runs_expanded(n.op)) return expansion_ok(g, n, why);
+  if (runs_unrolled(g, n)) return expansion_ok(g, n, why);
   if (!dtypes_ok(g, n, why)) return false;
   if (always_supported(n.op)) return true;
   if (ir::is_reduce(n.op)) return reduction_ok(g, n, why);
@@ -306,6 +310,8 @@ bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {
              constant_f32(g, n, 4);
     case OpType::LayerNormalization:
       return layer_norm_ok(g, n);
+    case OpType::MaxPoolGrad:  // 1-D and 2-D (3-D ones run unrolled)
+      return true;
     case OpType::MaxPool:
     case OpType::AveragePool:  // 3-D ones as two 2-D passes (lower_vector.cpp)
       return n.outputs.size() == 1 &&

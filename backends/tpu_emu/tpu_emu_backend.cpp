@@ -258,13 +258,12 @@ class TpuEmuBackend final : public Backend {
         tpu_emu::parse_program_options(options, spec, "tpu-emu:" + arg);
     spec = tpu_emu::replica_spec(spec, program.replicas);
     tpu_emu::precision_passes(options.precision, spec);  // rejects unknown precisions
-    // Recurrent layers and MaxPoolGrad (admitted by supports_node) run unrolled into matrix and
-    // vector ops.
-    bool expand = std::any_of(g.nodes().begin(), g.nodes().end(),
-                              [](const ir::Node& n) { return ir::runs_expanded(n.op); });
+    // Recurrent layers and 3-D MaxPoolGrad (admitted by supports_node) run unrolled into matrix
+    // and vector ops.
+    auto unrolls = [&g](const ir::Node& n) { return tpu_emu::runs_unrolled(g, n); };
     std::optional<ir::Graph> unrolled;
-    if (expand)
-      unrolled = ir::unroll_recurrent(g, [](const ir::Node& n) { return ir::runs_expanded(n.op); });
+    if (std::any_of(g.nodes().begin(), g.nodes().end(), unrolls))
+      unrolled = ir::unroll_recurrent(g, unrolls);
     const ir::Graph& expanded = unrolled ? *unrolled : g;
     std::optional<ir::Graph> split = tpu_emu::split_reductions(expanded);
     const ir::Graph& graph = split ? *split : expanded;

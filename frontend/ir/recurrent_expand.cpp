@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -475,15 +476,19 @@ Graph unrolled_node(const Graph& g, const Node& n) {
 
 std::string unroll_note(const Graph& g, const Graph& unrolled) {
   std::string layers;
-  int pool_grads = 0;
   for (const Node& n : g.nodes()) {
-    pool_grads += n.op == OpType::MaxPoolGrad;
     if (!is_recurrent(n.op)) continue;
     RecurrentSpec s = recurrent_spec(g, n);
     layers += fmt::format("{}{} '{}' ({} steps x {} direction{})", layers.empty() ? "" : ", ",
                           op_name(n.op), n.name, s.seq_length, s.num_directions,
                           s.num_directions == 1 ? "" : "s");
   }
+  // The MaxPoolGrads that were unrolled: those of g the unrolled graph no longer has.
+  auto count_pool_grads = [](const Graph& graph) {
+    return std::count_if(graph.nodes().begin(), graph.nodes().end(),
+                         [](const Node& n) { return n.op == OpType::MaxPoolGrad; });
+  };
+  const auto pool_grads = count_pool_grads(g) - count_pool_grads(unrolled);
   std::string what = layers.empty() ? "" : "recurrent layers unrolled: " + layers;
   if (pool_grads > 0)
     what += fmt::format("{}{} MaxPoolGrad(s) as window ops", what.empty() ? "" : "; ", pool_grads);

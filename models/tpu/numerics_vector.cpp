@@ -8,6 +8,8 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/activations.h"
 #include "base/error.h"
@@ -467,6 +469,67 @@ void window_op(const VectorDesc& d, const float* x, const float* w, const float*
       window_row(d, x, w, bias, y, r / g.oh, r % g.oh, oc, parts);
 }
 
+// The window (oh, ow) of channel ch: the first position in row-major order whose x equals the
+// pooled y (the maximum the forward pass selected, as the cpu kernel picks it), as (ih, iw), or
+// (-1, -1) when none does (a NaN window).
+std::pair<int64_t, int64_t> selected(const Window& g, const float* x, float target, int64_t img,
+                                     int64_t ch, int64_t oh, int64_t ow) {
+  for (int64_t i = 0; i < g.kh; ++i) {
+    const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+    if (ih < 0 || ih >= g.h) continue;
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t iw = ow * g.sw - g.pw + j * g.dw;
+      if (iw < 0 || iw >= g.w) continue;
+      const int64_t at = g.channels_last ? ((img * g.h + ih) * g.w + iw) * g.c + ch
+                                         : ((img * g.c + ch) * g.h + ih) * g.w + iw;
+      if (x[at] == target) return {ih, iw};
+    }
+  }
+  return {-1, -1};
+}
+
+// Input row ih of image img of a max pool's gradient (SelectAndScatter), channels [c0, c1): each
+// element sums, in output order (the order the cpu kernel adds them in fp32), the dy of every
+// window that selected it.
+void max_pool_grad_row(const VectorDesc& d, const float* x, const float* y, const float* dy,
+                       float* dx, int64_t img, int64_t ih, int64_t c0, int64_t c1) {
+  const Window& g = d.window;
+  std::vector<float> acc(static_cast<size_t>((c1 - c0) * g.w), 0.0f);  // [channel][iw]
+  for (int64_t oh = 0; oh < g.oh; ++oh) {
+    const int64_t rel = ih - (oh * g.sh - g.ph);
+    if (rel < 0 || rel % g.dh != 0 || rel / g.dh >= g.kh) continue;
+    for (int64_t ow = 0; ow < g.ow; ++ow)
+      for (int64_t ch = c0; ch < c1; ++ch) {
+        const int64_t at = g.channels_last ? ((img * g.oh + oh) * g.ow + ow) * g.c + ch
+                                           : ((img * g.c + ch) * g.oh + oh) * g.ow + ow;
+        auto [sel_h, sel_w] = selected(g, x, y[at], img, ch, oh, ow);
+        if (sel_h == ih) acc[static_cast<size_t>((ch - c0) * g.w + sel_w)] += dy[at];
+      }
+  }
+  for (int64_t ch = c0; ch < c1; ++ch)
+    for (int64_t iw = 0; iw < g.w; ++iw) {
+      const int64_t at = g.channels_last ? ((img * g.h + ih) * g.w + iw) * g.c + ch
+                                         : ((img * g.c + ch) * g.h + ih) * g.w + iw;
+      dx[at] = store(d.epi, acc[static_cast<size_t>((ch - c0) * g.w + iw)]);
+    }
+}
+
+// max_pool_grad_row over rows [r0, r1): input rows (n, ih) of every channel, or (n, channel, ih)
+// with Window::channel_rows.
+void max_pool_grad(const VectorDesc& d, const float* x, const float* y, const float* dy, float* dx,
+                   int64_t r0, int64_t r1) {
+  const Window& g = d.window;
+#pragma omp parallel for if ((r1 - r0) * g.w > 4096) schedule(static)
+  for (int64_t r = r0; r < r1; ++r) {
+    if (g.channel_rows) {
+      const int64_t ch = (r / g.h) % g.c;
+      max_pool_grad_row(d, x, y, dy, dx, r / (g.c * g.h), r % g.h, ch, ch + 1);
+    } else {
+      max_pool_grad_row(d, x, y, dy, dx, r / g.h, r % g.h, 0, g.c);
+    }
+  }
+}
+
 // One output row (image, oh) of output channel oc of a ConvTranspose whose groups have one output
 // channel each (weights [C, 1, KH, KW]; a pooling gradient's scatter): y[oh, ow] sums, over the
 // group's input channels and the taps (i, j) with oh = ih * sh - ph + i * dh (and likewise ow),
@@ -655,6 +718,8 @@ void Numerics::run_vector(const Instruction& in, const Kernel& k) {
     case VectorFunc::max_pool:
     case VectorFunc::avg_pool:
       return window_op(d, inputs.at(0), nullptr, nullptr, y, r0, r1, TapParts{});
+    case VectorFunc::max_pool_grad:
+      return max_pool_grad(d, inputs.at(0), inputs.at(1), inputs.at(2), y, r0, r1);
     case VectorFunc::depthwise_conv: {
       // The chip's convolution numerics (numerics.h): bf16 passes, or int8 operands.
       TapParts parts;

@@ -128,6 +128,7 @@ enum class Rounding : uint8_t {
   X(scale_shift, 2) \
   X(max_pool, 1) /* per window element */ \
   X(avg_pool, 1) /* per window element */ \
+  X(max_pool_grad, 1) /* SelectAndScatter: in0 x, in1 y, in2 dy; work counts its compares, adds */ \
   X(depthwise_conv, 2) /* multiply + add per tap */ \
   X(conv_transpose_taps, 2) /* ConvTranspose, one output channel per group: multiply + add per tap */ \
   X(matvec, 2) /* multiply + add per tap */ \
