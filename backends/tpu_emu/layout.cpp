@@ -14,7 +14,16 @@ int64_t tiled_elements(const std::vector<int64_t>& dims, const VpuSpec& v) {
   return lead * tiled_elements(rows, cols, v);
 }
 
+int64_t batch_minor_elements(const std::vector<int64_t>& dims, const VpuSpec& v) {
+  return round_up(dims[0], v.lanes) * dims[1] * dims[2] * round_up(dims[3], v.sublanes);
+}
+
 namespace {
+
+// The batch's padding to the lanes of a batch-minor window's tile bytes.
+int64_t batch_padded(const Window& w, int64_t bytes, const VpuSpec& v) {
+  return w.batch_minor && w.n > 0 ? bytes * round_up(w.n, v.lanes) / w.n : bytes;
+}
 
 // Calls fn(image, oh_first, oh_last) for every image a row range of M = n*oh*ow spans.
 template <typename Fn>
@@ -42,7 +51,10 @@ int64_t conv_input_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t c
   int64_t bytes = 0, pieces = 0;
   for_images(w, r0, r1, [&](int64_t, int64_t a, int64_t b) {
     int64_t rows = input_rows_for(w, a, b);
-    if (w.channels_last) {
+    if (w.channels_last && w.batch_minor) {
+      bytes += rows * w.w * round_up(channels, v.sublanes) * element_bytes;
+      pieces += channels < w.c ? rows * w.w : 1;
+    } else if (w.channels_last) {
       bytes += rows * round_up(w.w, v.sublanes) * round_up(channels, v.lanes) * element_bytes;
       pieces += channels < w.c ? rows * w.w : 1;
     } else {
@@ -51,7 +63,7 @@ int64_t conv_input_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t c
     }
   });
   if (runs) *runs = std::max<int64_t>(pieces, 1);
-  return bytes;
+  return batch_padded(w, bytes, v);
 }
 
 int64_t conv_output_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t channels,
@@ -59,7 +71,10 @@ int64_t conv_output_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t 
   int64_t bytes = 0, pieces = 0;
   for_images(w, r0, r1, [&](int64_t, int64_t a, int64_t b) {
     int64_t rows = b - a + 1;
-    if (w.channels_last) {
+    if (w.channels_last && w.batch_minor) {
+      bytes += rows * w.ow * round_up(channels, v.sublanes) * element_bytes;
+      pieces += 1;
+    } else if (w.channels_last) {
       bytes += rows * round_up(w.ow, v.sublanes) * round_up(channels, v.lanes) * element_bytes;
       pieces += 1;
     } else {
@@ -68,7 +83,7 @@ int64_t conv_output_tile_bytes(const Window& w, int64_t r0, int64_t r1, int64_t 
     }
   });
   if (runs) *runs = std::max<int64_t>(pieces, 1);
-  return bytes;
+  return batch_padded(w, bytes, v);
 }
 
 }  // namespace mimic::backends::tpu_emu

@@ -24,6 +24,9 @@ inline int64_t tiled_elements(int64_t rows, int64_t cols, const models::tpu::Vpu
 
 // Tiled elements of a whole tensor of `dims` (leading dimensions multiply the last two).
 int64_t tiled_elements(const std::vector<int64_t>& dims, const models::tpu::VpuSpec& v);
+// Elements of a rank-4 channels-last activation [N, H, W, C] laid out batch-minor: N padded to the
+// lanes, C to the sublanes, H and W untiled.
+int64_t batch_minor_elements(const std::vector<int64_t>& dims, const models::tpu::VpuSpec& v);
 
 // Bytes of `channels` input channels of the input tile of conv output rows [r0, r1) as stored
 // (NHWC: image rows of W x channels; NCHW: per channel plane, rows x W), tiled; `runs` gets the

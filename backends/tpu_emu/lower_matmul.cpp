@@ -340,6 +340,10 @@ void lower_head(Context& c, const ir::Node& head, bool weight_grad_in_place, Low
     lower_matmul_node(g, head, L);
   else
     lower_gemm_node(g, head, L);
+  // 2-D channels-last convolutions read and write their activations in the program's layout.
+  const bool two_d = g.value(head.inputs[0]).type.shape.rank() == 4 ||
+                     (weight_grad_in_place && L.d.conv.channels_last);
+  L.d.conv.batch_minor = c.batch_minor && L.d.conv.channels_last && two_d;
 }
 
 }  // namespace

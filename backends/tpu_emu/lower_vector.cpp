@@ -43,8 +43,10 @@ double bytes_per_row(const Context& c, int32_t t, int64_t rows) {
   return static_cast<double>(c.tiled_elements(t) * c.element_bytes(t)) / std::max<int64_t>(rows, 1);
 }
 
-Window pool_window(const ir::Graph& g, const ir::Node& n) {
-  return window_2d(ir::window_geometry(g, n), n.attrs.get_int("count_include_pad", 0) != 0);
+Window pool_window(const Context& c, const ir::Node& n) {
+  Window w = window_2d(ir::window_geometry(c.g, n), n.attrs.get_int("count_include_pad", 0) != 0);
+  w.batch_minor = c.batch_minor && w.channels_last && c.g.value(n.inputs[0]).type.shape.rank() == 4;
+  return w;
 }
 
 }  // namespace
@@ -371,10 +373,14 @@ double tiled_per_row(const Context& c, int32_t t, int64_t rows) {
 }
 
 // Vector work per output row (n, oh) of a window op: every output element reads kh x kw inputs.
+// Batch-minor: channels on the sublanes, the batch on the lanes (its padding ignored).
 double window_work(const Context& c, const VectorDesc& d) {
   int64_t out_c = d.func == VectorFunc::depthwise_conv ? d.window.m : d.window.c;
+  const int64_t taps = d.window.kh * d.window.kw;
+  if (d.window.batch_minor)
+    return static_cast<double>(d.window.ow * round_up(out_c, c.spec.vpu.sublanes) * taps);
   return static_cast<double>(round_up(d.window.ow, c.spec.vpu.sublanes) *
-                             round_up(out_c, c.spec.vpu.lanes) * d.window.kh * d.window.kw);
+                             round_up(out_c, c.spec.vpu.lanes) * taps);
 }
 
 // Produces `out`, adds the kernel and tiles it.
@@ -576,7 +582,7 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     d.inner = product(out_dims, axis + 1, out_dims.size());
     rows = d.outer;
   } else if (n.op == OpType::MaxPool || n.op == OpType::AveragePool) {
-    d.window = pool_window(g, n);
+    d.window = pool_window(c, n);
     d.in = {in(0)};
     d.func = n.op == OpType::MaxPool ? VectorFunc::max_pool : VectorFunc::avg_pool;
     rows = d.window.n * d.window.oh;
@@ -621,7 +627,7 @@ void lower_depthwise_group(Context& c, const std::vector<int>& nodes) {
   const ir::Node& head = g.node(nodes.front());
   VectorDesc d;
   d.func = VectorFunc::depthwise_conv;
-  d.window = pool_window(g, head);
+  d.window = pool_window(c, head);
   const int64_t m = d.window.m, kvol = d.window.kh * d.window.kw;
   std::vector<float> w = constant_floats(g, head.inputs[1]);  // [M, 1, KH, KW]
   std::vector<float> bias(m, 0.0f);

@@ -82,6 +82,12 @@ struct Context {
   std::vector<bool> kept_on_chip;
   // Option activation_dtype=bf16 (bf16 chips): see stored_bf16().
   bool bf16_activations = false;
+  // Rank-4 activations laid out batch-minor (layout.h: batch_minor_elements), as XLA lays them
+  // out when the module's most common convolution batch is 64 or more ("Cloud TPU: Profile
+  // TensorFlow workloads", tf.nn.conv_n_d: batch padded to 128 and features to 8 for forward and
+  // backward convolutions, the reverse for the weight gradients', which read the same layout
+  // transposed); below 64, features on the lanes, the graph's last two dims tiled (8, 128).
+  bool batch_minor = false;
   // Mixed precision as a bf16 TPU step runs it (Flax's half_precision, Keras's mixed_bfloat16
   // policy): the f32 values the forward and backward passes compute are stored in bf16 (2 bytes,
   // rounded to nearest even when written); parameters, their gradients, optimizer state, the
@@ -98,6 +104,11 @@ struct Context {
   // A kernel-internal tensor with no graph value (e.g. Gemm's broadcast C), 4-byte elements,
   // homed like produced values; release() it after its last reader.
   int32_t scratch(const std::string& name, std::vector<int64_t> dims);
+  // The HBM buffer a training step's next batch of graph input v arrives in while the step runs
+  // (an "inputs" tensor of v's dims and element bytes, live for the whole program).
+  int32_t next_batch_buffer(ir::ValueId v);
+  // A training step: some graph input is a weight.
+  bool trains() const { return trains_; }
   int32_t alias(ir::ValueId v, int32_t of);
   // A constant tensor with the given data (weights prepared by the compiler).
   int32_t add_constant(const std::string& name, std::vector<int64_t> dims, std::vector<float> data,
@@ -106,7 +117,8 @@ struct Context {
   // Bytes per element of a tensor in its home memory.
   int64_t element_bytes(int32_t tensor) const;
   // Elements of a tensor in its home layout, (8, 128) tile padding included: the graph's layout
-  // with its last two dimensions tiled, or the least-padding one of parameters (and their aliases).
+  // with its last two dimensions tiled, the least-padding one of parameters (and their aliases),
+  // or batch-minor for rank-4 activations when `batch_minor`.
   int64_t tiled_elements(int32_t tensor) const;
   models::tpu::Level home(int32_t tensor) const { return p.tensors.at(tensor).home; }
   // Rounding applied when a kernel stores value v.
@@ -135,6 +147,7 @@ struct Context {
   std::unordered_map<int32_t, int64_t> element_bytes_;
   std::unordered_map<int32_t, uint64_t> home_bytes_;  // per produced tensor: bytes it took at home
   std::unordered_set<int32_t> least_padding_;         // tensors stored in the least-padding layout
+  std::unordered_set<int32_t> batch_minor_tensors_;   // activations stored batch-minor
   std::unordered_set<int32_t> fused_;                 // loop fusion's on-chip tensors (no storage)
 };
 

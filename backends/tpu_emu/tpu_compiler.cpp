@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 
 #include "backends/common.h"
 #include "backends/tpu_emu/fusion.h"
@@ -131,6 +132,21 @@ int64_t least_padding_elements(const std::vector<int64_t>& dims, const VpuSpec& 
   return best;
 }
 
+// XLA's choice of activation layout (Context::batch_minor): the most common batch (dim 0) of the
+// module's 2-D convolutions' inputs is 64 or more. Chips whose activations live on chip (v1,
+// edge) keep theirs.
+bool convolutions_batch_minor(const ir::Graph& g, const TpuSpec& spec) {
+  if (spec.activations_on_chip || spec.offchip.bytes == 0) return false;
+  std::map<int64_t, int> batches;
+  for (const ir::Node& n : g.nodes())
+    if ((n.op == ir::OpType::Conv || n.op == ir::OpType::ConvTranspose) &&
+        g.value(n.inputs[0]).type.shape.rank() == 4)
+      ++batches[g.value(n.inputs[0]).type.shape[0]];
+  auto most = std::max_element(batches.begin(), batches.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  return most != batches.end() && most->first >= 64;
+}
+
 bool is_parameter_category(const std::string& category) {
   return category == "weights" || category == "gradients" || category == "optimizer_state" ||
          category == "buffers";
@@ -181,6 +197,7 @@ Context::Context(const ir::Graph& graph, const TpuSpec& s, const CompileOptions&
       for (ir::ValueId v : n.inputs)
         if (v != ir::kNoValue) read_by_backward_[v] = true;
   for (ir::ValueId v : g.inputs()) trains_ = trains_ || g.value(v).role == ir::ValueRole::weight;
+  batch_minor = convolutions_batch_minor(g, spec);
   // Aliases (reshapes) share their source's storage: the source counts as what its aliases are
   // (a gradient reshaped to its parameter's shape is a gradient, an activation a backward node
   // reads through a reshape is saved).
@@ -226,8 +243,10 @@ int64_t Context::tiled_elements(int32_t t) const {
   int32_t root = t;
   while (p.tensors[root].alias_of >= 0) root = p.tensors[root].alias_of;
   const std::vector<int64_t>& dims = p.tensors[t].dims;
-  return least_padding_.count(root) ? least_padding_elements(dims, spec.vpu)
-                                    : tpu_emu::tiled_elements(dims, spec.vpu);
+  if (least_padding_.count(root)) return least_padding_elements(dims, spec.vpu);
+  if (batch_minor_tensors_.count(root) && dims.size() == 4)
+    return batch_minor_elements(dims, spec.vpu);
+  return tpu_emu::tiled_elements(dims, spec.vpu);
 }
 
 int64_t Context::element_bytes(int32_t t) const {
@@ -326,7 +345,10 @@ int32_t Context::produce(ir::ValueId v) {
     p.tensors[t].home = Level::onchip;
     home_bytes_[t] = 0;
     fused_.insert(t);
-    if (parameter_layout) least_padding_.insert(t);
+    if (parameter_layout)
+      least_padding_.insert(t);
+    else if (batch_minor && val.type.shape.rank() == 4)
+      batch_minor_tensors_.insert(t);
     tensor_of[v] = t;
     return t;
   }
@@ -341,6 +363,15 @@ int32_t Context::scratch(const std::string& name, std::vector<int64_t> dims) {
   HbmPlan::Tensor info{name, "workspace", tensor_shape("f32", dims),
                        "the workspace of " + current_op_name(), 0};
   return produce_tensor(name, std::move(dims), eb, std::move(info), false);
+}
+
+int32_t Context::next_batch_buffer(ir::ValueId v) {
+  const ir::Value& val = g.value(v);
+  HbmPlan::Tensor plan = plan_info(v);
+  plan.name = val.name + ".next";
+  plan.producer = "the next step's batch, prefetched";
+  return produce_tensor(plan.name, val.type.shape.dims(), element_bytes(tensor_of.at(v)),
+                        std::move(plan), false);
 }
 
 int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> dims, int64_t eb,
@@ -360,6 +391,9 @@ int32_t Context::produce_tensor(const std::string& name, std::vector<int64_t> di
     if (parameter_layout) {
       bytes = static_cast<uint64_t>(least_padding_elements(info.dims, spec.vpu) * eb);
       least_padding_.insert(t);
+    } else if (batch_minor && info.dims.size() == 4) {
+      bytes = static_cast<uint64_t>(batch_minor_elements(info.dims, spec.vpu) * eb);
+      batch_minor_tensors_.insert(t);
     }
     offchip.allocate(bytes, &address);
     plan.bytes = allocated_bytes(bytes);
@@ -555,8 +589,9 @@ bool stays_on_device(const ir::Graph& g, ir::ValueId v) {
 }
 
 // Host <-> home staging of graph inputs and outputs (issued by core 0). The host sends and
-// receives dense row-major bytes; the (8, 128) tiling is the chip's business.
-void stage(Context& c, int32_t t, bool to_device) {
+// receives dense row-major bytes; the (8, 128) tiling is the chip's business. `prefetch`: the
+// transfer fills a buffer no instruction of this program reads, concurrently with it.
+void stage(Context& c, int32_t t, bool to_device, bool prefetch = false) {
   const TensorInfo& info = c.p.tensors[t];
   if (info.home == Level::host) return;
   Instruction in;
@@ -567,7 +602,9 @@ void stage(Context& c, int32_t t, bool to_device) {
   in.bytes = static_cast<uint64_t>(std::max<int64_t>(1, info.numel() * c.element_bytes(t)));
   in.src_address = to_device ? 0 : info.address;
   in.dst_address = to_device ? info.address : 0;
-  if (to_device)
+  if (prefetch)
+    c.em->emit(in, {}, {});
+  else if (to_device)
     c.em->emit(in, {}, {t});
   else
     c.em->emit(in, {t}, {});
@@ -646,9 +683,16 @@ CompiledProgram compile_program(const ir::Graph& given, const TpuSpec& spec,
   if (loop_fusion) c.kept_on_chip = plan_loop_fusion(g, plan);
   c.bf16_activations = program.bf16_activations && spec.numerics == MatrixNumerics::bf16;
   std::vector<std::vector<ir::ValueId>> dies_after = deaths(g, plan);
+  // A training step's batch arrived during the previous step (Flax's prefetch_to_device, the TPU
+  // infeed of TensorFlow's estimators): this step sends the next one, overlapped with its work,
+  // into a second buffer. Inference programs wait for their inputs.
   for (ir::ValueId v : g.inputs()) {
     int32_t t = c.produce(v);
-    if (!stays_on_device(g, v)) stage(c, t, true);
+    if (stays_on_device(g, v)) continue;
+    if (c.trains() && c.p.tensors[t].home == Level::offchip)
+      stage(c, c.next_batch_buffer(v), true, true);
+    else
+      stage(c, t, true);
   }
   for (int i = 0; i < g.num_nodes(); ++i) {
     const ir::Node& n = g.node(i);

@@ -61,16 +61,19 @@ const char* track_kind(const std::string& unit_kind) {
   return unit_kind == "vector" ? "vector" : "dma";
 }
 
-// Per op: the span of its instructions and what was issued before it.
+// Per op: the span of its instructions and what was issued before it (an instruction no other
+// waits for, a training step's prefetch of the next batch, holds no op back).
 std::vector<OpTotals> op_totals(const Program& p, const TimingResult& t) {
   std::vector<OpTotals> totals(p.ops.size());
+  std::vector<bool> awaited(p.instructions.size(), false);
+  for (uint32_t d : p.deps) awaited[d] = true;
   uint64_t issued_end = 0;  // latest end among the instructions so far in program order
   for (size_t i = 0; i < p.instructions.size(); ++i) {
     const Instruction& in = p.instructions[i];
     uint64_t end = t.instructions[i].end;
     int32_t op = in.kernel >= 0 ? p.kernels[in.kernel].op : -1;
     if (op < 0 || in.opcode == Opcode::sync) {
-      issued_end = std::max(issued_end, end);
+      if (awaited[i] || op >= 0) issued_end = std::max(issued_end, end);
       continue;
     }
     OpTotals& o = totals[op];

@@ -160,6 +160,9 @@ struct Window {
   // End padding: with count_include_pad, an average pool's divisor counts the padded taps up to
   // h + ph_end (w + pw_end), not the taps a ceil_mode window reaches past them (ONNX, PyTorch).
   int64_t ph_end = 0, pw_end = 0;
+  // Activations laid out batch-minor (the batch on the 128 lanes, channels on the 8 sublanes),
+  // as XLA lays them out at batch 64 and more (backends/tpu_emu: Context::batch_minor).
+  bool batch_minor = false;
 };
 
 struct TensorInfo {
