@@ -119,7 +119,7 @@ int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in,
   const std::vector<int64_t> dims =
       last ? std::vector<int64_t>{in.n, hs, ws, in.c} : std::vector<int64_t>{in.n, in.c, hs, ws};
   const std::vector<int64_t> os = contiguous(dims);
-  int32_t y = c.scratch(n.name + ".dilated", dims);
+  int32_t y = c.scratch(n.name + ".dilated", dims, x);
   copy_kernel(c, n, -1, y, dims, {}, 0, os, 0, false, 0.0f);
   auto [h0, h1] = landing_range(in.h, in.sh, in.ph, hs);
   auto [w0, w1] = landing_range(in.w, in.sw, in.pw, ws);
@@ -138,7 +138,7 @@ int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in,
 
 int32_t relayout(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& dims,
                  const std::vector<int64_t>& strides, int64_t offset) {
-  int32_t y = c.scratch(n.name + ".relaid", dims);
+  int32_t y = c.scratch(n.name + ".relaid", dims, x);
   if (numel(dims) > 0) copy_kernel(c, n, x, y, dims, strides, offset, contiguous(dims), 0, false);
   return y;
 }

@@ -101,9 +101,10 @@ struct Context {
   // Creates the tensor of a produced value, homed by the chip's rule (on chip when it fits for
   // v1/edge, else off-chip, else host), waiting for readers of any storage it reuses.
   int32_t produce(ir::ValueId v);
-  // A kernel-internal tensor with no graph value (e.g. Gemm's broadcast C), 4-byte elements,
-  // homed like produced values; release() it after its last reader.
-  int32_t scratch(const std::string& name, std::vector<int64_t> dims);
+  // A kernel-internal tensor with no graph value (e.g. Gemm's broadcast C), 4-byte elements or
+  // those of `like` (a copy of that tensor's data: 2 bytes for bf16 activations), homed like
+  // produced values; release() it after its last reader.
+  int32_t scratch(const std::string& name, std::vector<int64_t> dims, int32_t like = -1);
   // The HBM buffer a training step's next batch of graph input v arrives in while the step runs
   // (an "inputs" tensor of v's dims and element bytes, live for the whole program).
   int32_t next_batch_buffer(ir::ValueId v);

@@ -166,6 +166,19 @@ bool MatmulTiler::split_reduction_across_cores() const {
   return filter_ && c_.spec.cores > 1 && d_.conv.n >= c_.spec.cores;
 }
 
+bool MatmulTiler::splits_reduction(const CorePlan& cp, int64_t rows, int64_t mxus) const {
+  const TpuSpec& spec = c_.spec;
+  if (mxus <= 1 || cp.split_columns || d_.on_vpu || ceil_div(rows, mxus) >= spec.mxu.rows)
+    return false;
+  const int64_t cols = std::min<int64_t>(cp.tile_cols, spec.mxu.cols);
+  uint64_t by_rows =
+      gemm_cycles(spec.mxu.dataflow, {ceil_div(rows, mxus), d_.k, cols}, spec.mxu.rows,
+                  spec.mxu.cols, spec.mxu.weight_double_buffering, c_.p.passes);
+  uint64_t by_k = gemm_cycles(spec.mxu.dataflow, {rows, ceil_div(d_.k, mxus), cols}, spec.mxu.rows,
+                              spec.mxu.cols, spec.mxu.weight_double_buffering, c_.p.passes);
+  return by_k < by_rows;
+}
+
 MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
   const TpuSpec& spec = c_.spec;
   const int64_t cores = spec.cores, cols_pe = spec.mxu.cols,
@@ -225,7 +238,9 @@ MatmulTiler::CorePlan MatmulTiler::plan_core(int64_t core) const {
                     cols_pe, spec.mxu.weight_double_buffering, c_.p.passes);
     cp.split_columns = by_cols <= by_rows;
   }
-  int64_t cap = std::min(rows, acc_rows_ * (cp.split_columns || mxus == 1 ? 1 : mxus));
+  cp.split_reduction = splits_reduction(cp, rows, mxus);
+  int64_t cap =
+      std::min(rows, acc_rows_ * (cp.split_columns || cp.split_reduction || mxus == 1 ? 1 : mxus));
   int64_t lo = min_rows, hi = std::max(cap, min_rows);
   while (lo < hi) {  // the tallest row tile that fits
     int64_t mid = (lo + hi + 1) / 2;
@@ -416,8 +431,12 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
       std::vector<int64_t> chunk_read =
           a_read ? *a_read : load_input(core, r0, r1, ch1 - ch0, conv_ ? kr1 - kr0 : 0);
       for (int64_t j = 0; j < units; ++j) {
-        int64_t mr0 = r0, mr1 = r1, mc0 = c0, mc1 = c1;
-        if (units > 1 && cp.split_columns) {
+        int64_t mr0 = r0, mr1 = r1, mc0 = c0, mc1 = c1, kc0 = ch0, kc1 = ch1;
+        if (units > 1 && cp.split_reduction) {
+          kc0 = ch0 + (ch1 - ch0) * j / units;
+          kc1 = ch0 + (ch1 - ch0) * (j + 1) / units;
+          if (kc1 <= kc0) continue;
+        } else if (units > 1 && cp.split_columns) {
           mc0 = c0 + std::min(ncols, chunks * j / units * cols_pe);
           mc1 = c0 + std::min(ncols, chunks * (j + 1) / units * cols_pe);
         } else if (units > 1) {
@@ -427,7 +446,8 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
         if (mr1 <= mr0 || mc1 <= mc0) continue;
         Instruction in;
         in.core = static_cast<uint8_t>(core);
-        in.computes = last_chunk;
+        // Split by the reduction, the last unit's instruction completes the block.
+        in.computes = last_chunk && (!cp.split_reduction || kc1 == ch1);
         in.batch = b;
         in.r0 = mr0;
         in.r1 = mr1;
@@ -441,7 +461,7 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
           in.opcode = Opcode::matmul;
           in.unit = static_cast<uint16_t>(j);
           in.m = mr1 - mr0;
-          in.k = k_of(ch1 - ch0, kr1 - kr0);
+          in.k = k_of(kc1 - kc0, kr1 - kr0);
           in.n = mc1 - mc0;
           in.passes = c_.p.passes;
           in.weight_source = w_source;
@@ -455,7 +475,11 @@ void MatmulTiler::emit_column_tile(int64_t b, int core, const CorePlan& cp, int6
         used[j] = true;
       }
     }
-  emit_epilogue(core, par, r0, r1, ncols, adds_partial ? 1 : 0, epi_reads);
+  // The epilogue adds the units' partial sums of a reduction split across them.
+  const uint32_t sums = cp.split_reduction
+                            ? static_cast<uint32_t>(std::count(used.begin(), used.end(), true)) - 1
+                            : 0;
+  emit_epilogue(core, par, r0, r1, ncols, (adds_partial ? 1 : 0) + sums, epi_reads);
 }
 
 }  // namespace mimic::backends::tpu_emu

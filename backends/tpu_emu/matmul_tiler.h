@@ -41,6 +41,11 @@ class MatmulTiler {
     int64_t kernel_rows = 0;     // conv: kernel rows per input tile (all of kh unless K splits)
     int64_t k0 = 0, k1 = 0;      // the core's share of the reduction (channels or K columns)
     bool split_columns = false;  // across matrix units
+    // Across matrix units by the reduction instead: each unit takes a share of K for the whole
+    // tile, its own weights, and the epilogue adds the units' partial sums. Chosen when the tile's
+    // rows split across the units would leave each too few to cover a weight load (a weight
+    // gradient: C x KH x KW rows, a reduction over every output position, dy as the weights).
+    bool split_reduction = false;
     bool stage_weights = false;  // DMA the core's weights into on-chip memory once per batch
     bool empty() const { return r1 <= r0 || c1 <= c0; }
   };
@@ -48,6 +53,7 @@ class MatmulTiler {
     uint64_t a = 0, r = 0, y = 0;  // input, residual and output slots
   };
   CorePlan plan_core(int64_t core) const;
+  bool splits_reduction(const CorePlan& cp, int64_t rows, int64_t mxus) const;
   // A weight gradient with images for every core splits its reduction (the forward's images)
   // across the cores, as a data-parallel step does; each core's partial sums join the next
   // lower core's in its epilogue (through `partial_`), and core 0 writes Y.

@@ -358,9 +358,15 @@ int32_t Context::produce(ir::ValueId v) {
   return t;
 }
 
-int32_t Context::scratch(const std::string& name, std::vector<int64_t> dims) {
-  int64_t eb = spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip ? 1 : 4;
-  HbmPlan::Tensor info{name, "workspace", tensor_shape("f32", dims),
+int32_t Context::scratch(const std::string& name, std::vector<int64_t> dims, int32_t like) {
+  int64_t eb = like >= 0 ? element_bytes(like)
+               : spec.numerics == MatrixNumerics::int8 && spec.activations_on_chip ? 1
+                                                                                   : 4;
+  HbmPlan::Tensor info{name, "workspace",
+                       tensor_shape(eb == 2   ? "bf16"
+                                    : eb == 1 ? "s8"
+                                              : "f32",
+                                    dims),
                        "the workspace of " + current_op_name(), 0};
   return produce_tensor(name, std::move(dims), eb, std::move(info), false);
 }
