@@ -244,10 +244,11 @@ def scaling_table(rows, keys):
     if not pairs:
         return []
     ratios = [paired_ratio(many, one, "mimic") for _, many, one in pairs]
-    lines = [f"Thread scaling: mimic on {pairs[0][1]['threads']} threads at or below its time on 1 thread in "
+    n = pairs[0][1]["threads"]
+    lines = [f"Thread scaling: mimic on {n} threads at or below its time on 1 thread in "
              f"{sum(x <= 1.0 for x in ratios)} of {len(pairs)} configurations (the median over rounds of the "
              "two times measured in the same round).", "",
-             "| " + " | ".join(keys) + " | mimic 1 thread | mimic many | mimic many / 1 | PyTorch many / 1 |",
+             "| " + " | ".join(keys) + f" | mimic 1 thread | mimic {n} threads | mimic {n} / 1 | PyTorch {n} / 1 |",
              "|---" * len(keys) + "|---:|---:|---:|---:|"]
     for (key, many, one), ratio in zip(pairs, ratios):
         lines.append("| " + " | ".join(str(k) for k in key) + f" | {fmt_ms(one['mimic_ms'])} | "
