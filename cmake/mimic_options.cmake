@@ -34,8 +34,12 @@ endfunction()
 function(mimic_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  # mimic's flags and OpenMP on every test binary: the shared precompiled header
+  # (tests/CMakeLists.txt) is built with them, and a file compiled without them could not use it.
+  target_link_libraries(${name} PRIVATE mimic_flags ${ARG_LIBS} GTest::gtest GTest::gtest_main
+                                        OpenMP::OpenMP_CXX)
   target_include_directories(${name} PRIVATE ${MIMIC_ROOT})
+  target_precompile_headers(${name} REUSE_FROM mimic_test_pch)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_LIST ${name}_TESTS)
   # Labels are set by a second CTest include file run after the discovered list: passed through

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds mimic and runs every test; then builds the unit tests and the
 # fuzz targets with clang, AddressSanitizer + UndefinedBehaviorSanitizer, runs the unit tests again
-# and every fuzzer for MIMIC_FUZZ_SECONDS (45) each. Exit status 0 only if all pass.
+# and every fuzzer for MIMIC_FUZZ_SECONDS (30) each. Exit status 0 only if all pass.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -21,5 +21,5 @@ scripts/build.sh "$root/build-clang-asan" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_C
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-clang-asan -L unit --output-on-failure --timeout 900 -j "$(nproc)"
 echo "== fuzz smoke: every fuzzer, a bounded time each (any crash, hang or OOM fails)"
-FUZZ_BUILD_DIR="$root/build-clang-asan" FUZZ_JOBS="$(nproc)" scripts/fuzz.sh "${MIMIC_FUZZ_SECONDS:-45}"
+FUZZ_BUILD_DIR="$root/build-clang-asan" FUZZ_JOBS="$(nproc)" scripts/fuzz.sh "${MIMIC_FUZZ_SECONDS:-30}"
 echo "== all tests passed"

@@ -30,4 +30,23 @@ bool is_loop_elementwise(const ir::Node& n);
 // (their groups' values stay in HBM).
 std::vector<bool> plan_loop_fusion(const ir::Graph& g, const FusionPlan& plan);
 
+// Sibling multi-output fusion, as XLA's MultiOutputFusion pass (xla/service/multi_output_fusion.h)
+// fuses sibling fusions that share an operand and have no path between them, so that the operand
+// is read once for all of them: a batch normalization's gradient sums dy and dy * xhat in one pass
+// over dy, not two. The TPU compiler is not public; the emulator assumes it does what the open
+// backends do.
+//
+// Per node of `g`: the values it reads from the tiles a sibling already streamed from HBM. A node
+// qualifies when it runs as a loop (elementwise, broadcast or reduction, outside the matrix-unit
+// fusions), reads the value in full (a value of its own iteration space, not a broadcast operand),
+// and an earlier loop of the same step phase streamed the value with no path between the two
+// through a value in HBM: none at all (siblings), or one through values kept on chip only (one
+// loop fusion, which also reads each operand once: (x - mean) * x streams x once). A loop that
+// needs an HBM result of the first (x - sum(x) after sum(x)) streams the value again.
+// Approximated as loop fusion is: the siblings still run as separate passes, and the shared tiles
+// take no VMEM between them. `kept_on_chip` is plan_loop_fusion's result (those values are not in
+// HBM at all).
+std::vector<std::vector<ir::ValueId>> plan_sibling_reads(const ir::Graph& g, const FusionPlan& plan,
+                                                         const std::vector<bool>& kept_on_chip);
+
 }  // namespace mimic::backends::tpu_emu

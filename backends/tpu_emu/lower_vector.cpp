@@ -105,8 +105,7 @@ uint64_t working_set(const Context& c, const VectorTiling& t, int64_t chunk) {
   if (!t.vector_instruction) return 0;
   uint64_t bytes = 0;
   for (size_t i = 0; i < t.inputs.size(); ++i)
-    if (c.home(t.inputs[i]) != Level::onchip)
-      bytes += 2 * slot_bytes(chunk * t.input_bytes_per_row[i]);
+    if (c.streams(t.inputs[i])) bytes += 2 * slot_bytes(chunk * t.input_bytes_per_row[i]);
   if (c.home(t.output) != Level::onchip) bytes += 2 * slot_bytes(chunk * t.output_bytes_per_row);
   for (int32_t w : t.whole_inputs)
     if (c.home(w) != Level::onchip)
@@ -143,8 +142,7 @@ int64_t chunk_rows(Context& c, const ir::Node& n, const VectorTiling& t) {
   double row_bytes =
       c.home(t.output) != Level::onchip && t.vector_instruction ? t.output_bytes_per_row : 0;
   for (size_t i = 0; i < t.inputs.size(); ++i)
-    if (c.home(t.inputs[i]) != Level::onchip && t.vector_instruction)
-      row_bytes += t.input_bytes_per_row[i];
+    if (c.streams(t.inputs[i]) && t.vector_instruction) row_bytes += t.input_bytes_per_row[i];
   uint64_t whole = 0;
   for (int32_t w : t.whole_inputs)
     if (c.home(w) != Level::onchip)
@@ -175,7 +173,7 @@ void reserve_slots(Context& c, const VectorTiling& t, int64_t chunk) {
   Emitter& em = *c.em;
   for (int core = 0; core < c.spec.cores && t.vector_instruction; ++core) {
     for (size_t i = 0; i < t.inputs.size(); ++i)
-      if (c.home(t.inputs[i]) != Level::onchip)
+      if (c.streams(t.inputs[i]))
         for (int s = 0; s < 2; ++s)
           em.slot(core, kIn0 + 2 * static_cast<int>(i) + s,
                   static_cast<uint64_t>(std::ceil(chunk * t.input_bytes_per_row[i])));
@@ -233,7 +231,7 @@ void emit_vector_chunk(Context& c, const VectorTiling& t, int core, int par, int
                         : em.slot(core, kWhole0 + static_cast<int>(j)).resource);
   for (size_t i = 0; i < t.inputs.size(); ++i) {
     int32_t x = t.inputs[i];
-    if (c.home(x) == Level::onchip) {
+    if (!c.streams(x)) {
       reads.push_back(x);
       continue;
     }
@@ -269,10 +267,11 @@ void emit_vector_chunk(Context& c, const VectorTiling& t, int core, int par, int
 
 void emit_vector_kernel(Context& c, const ir::Node& n, int32_t kernel, const VectorTiling& tiling) {
   VectorTiling t = tiling;
-  // Data that loop fusion keeps on chip has no address a DMA engine could read or write: moving it
-  // is a vector-unit pass (loop_fusion.h).
+  // Data that loop fusion keeps on chip, or that a sibling loop streamed, has no address a DMA
+  // engine could read or write: moving it is a vector-unit pass (loop_fusion.h).
   bool fused = c.fused(t.output);
-  for (int32_t x : t.inputs) fused = fused || c.fused(x);
+  for (int32_t x : t.inputs)
+    fused = fused || c.fused(x) || (c.home(x) != Level::onchip && !c.streams(x));
   if (fused) t.vector_instruction = true;
   const int64_t chunk = chunk_rows(c, n, t);
   c.em->begin_kernel(kernel);

@@ -80,6 +80,11 @@ struct Context {
   int kernel_row_splits = 0;  // GEMMs whose reduction splits a wide kernel's rows (matmul_tiler.h)
   // Per value: loop fusion keeps it on chip (loop_fusion.h); empty when loop fusion is off.
   std::vector<bool> kept_on_chip;
+  // Per node: the values it reads from a sibling loop's tiles (loop_fusion.h: plan_sibling_reads);
+  // empty when loop fusion is off. emit_group puts the tensors of the node being lowered in
+  // `from_sibling`.
+  std::vector<std::vector<ir::ValueId>> sibling_reads;
+  std::unordered_set<int32_t> from_sibling;
   // Option activation_dtype=bf16 (bf16 chips): see stored_bf16().
   bool bf16_activations = false;
   // Rank-4 activations laid out batch-minor (layout.h: batch_minor_elements), as XLA lays them
@@ -98,6 +103,9 @@ struct Context {
   int32_t tensor(ir::ValueId v);
   // A tensor loop fusion keeps on chip: no storage anywhere, readers take it from vector memory.
   bool fused(int32_t tensor) const;
+  // An operand a vector kernel streams from its home memory: neither on chip nor in the tiles a
+  // sibling loop streamed (from_sibling).
+  bool streams(int32_t tensor) const;
   // Creates the tensor of a produced value, homed by the chip's rule (on chip when it fits for
   // v1/edge, else off-chip, else host), waiting for readers of any storage it reuses.
   int32_t produce(ir::ValueId v);

@@ -437,6 +437,12 @@ bool Context::fused(int32_t t) const {
   return fused_.count(t) > 0;
 }
 
+bool Context::streams(int32_t t) const {
+  if (home(t) == Level::onchip) return false;
+  while (p.tensors.at(t).alias_of >= 0) t = p.tensors[t].alias_of;
+  return from_sibling.count(t) == 0;
+}
+
 void Context::release(int32_t t) {
   const TensorInfo& info = p.tensors[t];
   if (info.alias_of >= 0 || info.constant || fused_.count(t)) return;
@@ -651,6 +657,13 @@ void emit_group(Context& c, const ir::Graph& g, const FusionPlan& plan, int i) {
       plan.group_of[i] >= 0 ? plan.groups[plan.group_of[i]] : std::vector<int>{i};
   c.p.ops.push_back(op_info(g, nodes));
   c.current_op = static_cast<int32_t>(c.p.ops.size() - 1);
+  c.from_sibling.clear();
+  if (!c.sibling_reads.empty())
+    for (ir::ValueId v : c.sibling_reads[i]) {
+      int32_t t = c.tensor(v);
+      while (c.p.tensors[t].alias_of >= 0) t = c.p.tensors[t].alias_of;
+      c.from_sibling.insert(t);
+    }
   if (is_vector_conv_transpose(g, n) && c.spec.numerics == MatrixNumerics::bf16)
     lower_transposed_window(c, n);
   else if (n.op == ir::OpType::ConvTranspose || is_fusion_head(g, g.node(nodes.front())))
@@ -663,6 +676,27 @@ void emit_group(Context& c, const ir::Graph& g, const FusionPlan& plan, int i) {
     lower_copy_node(c, n);
   else
     lower_vector_node(c, n);
+}
+
+// The compile report's counts of what the compiler did to the program.
+void program_metrics(const Context& c, const FusionPlan& plan, int recomputed, CompileReport& r) {
+  const Program& p = c.p;
+  r.metrics["program_instructions"] = static_cast<double>(p.instructions.size());
+  r.metrics["program_kernels"] = static_cast<double>(p.kernels.size());
+  r.metrics["program_dependencies"] = static_cast<double>(p.deps.size());
+  r.metrics["weight_bytes"] = static_cast<double>(c.weight_bytes);
+  r.metrics["offchip_peak_bytes"] = static_cast<double>(c.offchip.peak());
+  r.metrics["onchip_resident_peak_bytes"] = static_cast<double>(c.onchip.peak());
+  r.metrics["fused_nodes"] = static_cast<double>(plan.fused_nodes);
+  r.metrics["kernel_row_splits"] = static_cast<double>(c.kernel_row_splits);
+  r.metrics["rematerialized_values"] = recomputed;
+  r.metrics["weight_gradients_in_place"] = static_cast<double>(
+      std::count(plan.weight_grad_in_place.begin(), plan.weight_grad_in_place.end(), true));
+  r.metrics["loop_fused_values"] =
+      static_cast<double>(std::count(c.kept_on_chip.begin(), c.kept_on_chip.end(), true));
+  int64_t sibling = 0;
+  for (const auto& reads : c.sibling_reads) sibling += static_cast<int64_t>(reads.size());
+  r.metrics["sibling_fused_reads"] = static_cast<double>(sibling);
 }
 
 }  // namespace
@@ -686,7 +720,10 @@ CompiledProgram compile_program(const ir::Graph& given, const TpuSpec& spec,
   p.numerics = spec.numerics;
   Context c(g, spec, options, p, out.constants, device);
   FusionPlan plan = plan_fusion(g, spec.numerics == MatrixNumerics::bf16);
-  if (loop_fusion) c.kept_on_chip = plan_loop_fusion(g, plan);
+  if (loop_fusion) {
+    c.kept_on_chip = plan_loop_fusion(g, plan);
+    c.sibling_reads = plan_sibling_reads(g, plan, c.kept_on_chip);
+  }
   c.bf16_activations = program.bf16_activations && spec.numerics == MatrixNumerics::bf16;
   std::vector<std::vector<ir::ValueId>> dies_after = deaths(g, plan);
   // A training step's batch arrived during the previous step (Flax's prefetch_to_device, the TPU
@@ -721,19 +758,7 @@ CompiledProgram compile_program(const ir::Graph& given, const TpuSpec& spec,
 
   CompileReport& r = out.report;
   r.device = device;
-  r.metrics["program_instructions"] = static_cast<double>(p.instructions.size());
-  r.metrics["program_kernels"] = static_cast<double>(p.kernels.size());
-  r.metrics["program_dependencies"] = static_cast<double>(p.deps.size());
-  r.metrics["weight_bytes"] = static_cast<double>(c.weight_bytes);
-  r.metrics["offchip_peak_bytes"] = static_cast<double>(c.offchip.peak());
-  r.metrics["onchip_resident_peak_bytes"] = static_cast<double>(c.onchip.peak());
-  r.metrics["fused_nodes"] = static_cast<double>(plan.fused_nodes);
-  r.metrics["kernel_row_splits"] = static_cast<double>(c.kernel_row_splits);
-  r.metrics["rematerialized_values"] = recomputed;
-  r.metrics["weight_gradients_in_place"] = static_cast<double>(
-      std::count(plan.weight_grad_in_place.begin(), plan.weight_grad_in_place.end(), true));
-  r.metrics["loop_fused_values"] =
-      static_cast<double>(std::count(c.kept_on_chip.begin(), c.kept_on_chip.end(), true));
+  program_metrics(c, plan, recomputed, r);
   r.metrics["matrix_passes"] = static_cast<double>(p.passes);
   if (spec.numerics == MatrixNumerics::int8 && options.precision != "default")
     c.notes.push_back(fmt::format("precision '{}' has no effect on {}: its matrix units are int8",

@@ -50,9 +50,12 @@ TEST(Cli, DevicesListsCpuAndWhyOthersAreUnavailable) {
   Result j = mimic("devices --json");
   auto devices = nlohmann::json::parse(j.out);
   for (const auto& d : devices) {
-    if (d["name"] == "cpu") EXPECT_TRUE(d["available"].get<bool>());
-    if (!d["available"].get<bool>())
+    if (d["name"] == "cpu") {
+      EXPECT_TRUE(d["available"].get<bool>());
+    }
+    if (!d["available"].get<bool>()) {
       EXPECT_FALSE(d["reason"].get<std::string>().empty()) << d.dump();
+    }
   }
 }
 

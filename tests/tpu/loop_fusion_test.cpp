@@ -1,7 +1,8 @@
 // Loop fusion on tpu-emu (backends/tpu_emu/loop_fusion.h): elementwise intermediates and the
 // broadcasts between them stay on chip, so a normalization written with primitive ops streams its
-// input once per pass instead of once per op; numbers are those of the unfused program, bit for
-// bit, in inference and in a training step; the option turns it off.
+// input once per pass instead of once per op; sibling loops share the input they both read; numbers
+// are those of the unfused program, bit for bit, in inference and in a training step; the option
+// turns it off.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -91,6 +92,43 @@ TEST(TpuLoopFusion, BroadcastIntoElementwiseReadsItsSmallInputOnce) {
   RunOutput a = fused.run(inputs), b = unfused.run(inputs);
   EXPECT_TRUE(bitwise_equal(a.outputs.at(0), b.outputs.at(0)));
   EXPECT_LT(a.report.bytes_moved.at("hbm"), 0.6 * b.report.bytes_moved.at("hbm"));
+}
+
+// Two sums over x, as a batch normalization's gradient takes sum(dy) and sum(dy * xhat): with no
+// path between them they are siblings that share x's tiles (sibling multi-output fusion), so x is
+// read once. When the second needs the first's result (sum((x - sum(x)) * x)), it is a second
+// fusion, whose Sub and Mul share one read of x: x is read twice.
+ir::Graph two_sums(bool second_needs_first) {
+  ir::Graph g("two_sums");
+  auto x = g.add_input("x", ir::DType::f32, ir::Shape({16, 64, 16, 128}));  // whole (8, 128) tiles
+  ir::Attributes keep{{"keepdims", int64_t{1}}};
+  auto s = g.add_node(OpType::ReduceSum, "sum", {x, axes(g, "axes0")}, keep)[0];
+  auto d = second_needs_first ? g.add_node(OpType::Sub, "d", {x, s})[0] : x;
+  auto sq = g.add_node(OpType::Mul, "sq", {d, x})[0];
+  g.add_output(s);
+  g.add_output(g.add_node(OpType::ReduceSum, "sum_sq", {sq, axes(g, "axes1")}, keep)[0]);
+  return g;
+}
+
+TEST(TpuLoopFusion, SiblingLoopsReadTheirSharedInputOnce) {
+  Executable siblings = compile(two_sums(false), Device("tpu-emu:v4"), fusion(true));
+  Executable chained = compile(two_sums(true), Device("tpu-emu:v4"), fusion(true));
+  Executable unfused = compile(two_sums(false), Device("tpu-emu:v4"), fusion(false));
+  EXPECT_EQ(siblings.compile_report().metrics.at("sibling_fused_reads"), 1);  // sq's x
+  EXPECT_EQ(chained.compile_report().metrics.at("sibling_fused_reads"), 1);   // sq's x, from d's
+  auto inputs = random_inputs(siblings.graph(), 7);
+  RunOutput a = siblings.run(inputs), b = unfused.run(inputs), c = chained.run(inputs);
+  for (int i = 0; i < 2; ++i) EXPECT_TRUE(bitwise_equal(a.outputs.at(i), b.outputs.at(i)));
+  // The same staging of x precedes both; the chained graph streams x once more, and loads the sum
+  // whole on each of the 2 cores (64 channels, each padded to an (8, 128) tile).
+  const double x_bytes = 16.0 * 64 * 16 * 128 * 4, sum_bytes = 64.0 * 8 * 128 * 4;
+  const double once = static_cast<double>(a.report.bytes_moved.at("hbm"));
+  const double twice = static_cast<double>(c.report.bytes_moved.at("hbm"));
+  EXPECT_NEAR(twice - once, x_bytes + 2 * sum_bytes, 0.01 * x_bytes);
+  // Unfused, sq's two reads of x and its write and read come on top.
+  EXPECT_NEAR(static_cast<double>(b.report.bytes_moved.at("hbm")) - once, 4 * x_bytes,
+              0.01 * x_bytes);
+  EXPECT_LT(a.report.cycles, c.report.cycles);
 }
 
 // A fused value read by a copy (an Expand whose result a Transpose reads): no DMA can address it,
