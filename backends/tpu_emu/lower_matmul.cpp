@@ -58,6 +58,20 @@ void runtime_weights(Context& c, const ir::Node& n, Lowered& L, const std::vecto
   L.w_tensor = relayout(c, n, c.tensor(n.inputs[1]), dims, strides, offset);
 }
 
+// Runtime 2-D conv weights (a training step's parameters) read where they are, as XLA lays a
+// parameter out for the convolution that reads it (layout assignment: TensorFlow's and Flax's
+// HWIO filters are already the [KH*KW*C, M] matrix a convolution multiplies by) and the matrix
+// units load a weight tile transposed at no cost (Cloud TPU guide, "Profile TensorFlow workloads":
+// transposing either operand of a matmul is effectively free), so a ConvTranspose reads the same
+// filter flipped with its channels swapped. No relayout copy is made; the numerics gather the
+// ONNX-ordered filter (GemmDesc::w_view).
+void filter_in_place(Context& c, const ir::Node& n, Lowered& L, GemmDesc::WView view) {
+  ++c.filters_in_place;
+  L.w_constant = false;
+  L.w_value = n.inputs[1];
+  L.d.w_view = view;
+}
+
 void lower_conv(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
   ir::WindowGeometry wg = ir::window_geometry(g, n);
   Window& w = L.d.conv;
@@ -70,7 +84,7 @@ void lower_conv(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
   L.d.n = ng;
   L.d.w_batch_stride = L.d.k * ng;  // one [K, N] weight matrix per group
   if (!g.value(n.inputs[1]).constant) {
-    runtime_weights(c, n, L, {w.groups, kvol, cg, ng}, {ng * cg * kvol, 1, kvol, cg * kvol}, 0);
+    filter_in_place(c, n, L, GemmDesc::WView::conv_filter);
   } else {
     std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [M, Cg, KH, KW]
     L.w.assign(static_cast<size_t>(w.groups * L.d.k * ng), 0.0f);
@@ -138,8 +152,7 @@ void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Low
   L.d.n = mg;
   L.d.w_batch_stride = L.d.k * mg;
   if (!g.value(n.inputs[1]).constant) {
-    runtime_weights(c, n, L, {w.groups, kvol, cg, mg}, {cg * mg * kvol, -1, mg * kvol, kvol},
-                    kvol - 1);
+    filter_in_place(c, n, L, GemmDesc::WView::conv_transpose_filter);
   } else {
     std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [C, Mg, KH, KW]
     L.w.assign(static_cast<size_t>(w.groups * L.d.k * mg), 0.0f);

@@ -78,6 +78,7 @@ struct Context {
   std::vector<std::string> notes;
   int32_t current_op = -1;
   int kernel_row_splits = 0;  // GEMMs whose reduction splits a wide kernel's rows (matmul_tiler.h)
+  int filters_in_place = 0;   // runtime 2-D conv filters read without a relayout (lower_matmul.cpp)
   // Per value: loop fusion keeps it on chip (loop_fusion.h); empty when loop fusion is off.
   std::vector<bool> kept_on_chip;
   // Per node: the values it reads from a sibling loop's tiles (loop_fusion.h: plan_sibling_reads);

@@ -689,6 +689,7 @@ void program_metrics(const Context& c, const FusionPlan& plan, int recomputed, C
   r.metrics["onchip_resident_peak_bytes"] = static_cast<double>(c.onchip.peak());
   r.metrics["fused_nodes"] = static_cast<double>(plan.fused_nodes);
   r.metrics["kernel_row_splits"] = static_cast<double>(c.kernel_row_splits);
+  r.metrics["filters_read_in_place"] = static_cast<double>(c.filters_in_place);
   r.metrics["rematerialized_values"] = recomputed;
   r.metrics["weight_gradients_in_place"] = static_cast<double>(
       std::count(plan.weight_grad_in_place.begin(), plan.weight_grad_in_place.end(), true));

@@ -147,23 +147,57 @@ void to_channels_last(const float* src, float* dst, int64_t images, int64_t chan
     }
 }
 
+// A 2-D convolution filter in ONNX's order gathered into the GEMM's [groups][KH*KW][C/groups][N]:
+// a Conv's [M][Cg][KH][KW], or a ConvTranspose's [C][Mg][KH][KW] with its taps flipped.
+void gather_filter(const float* src, float* dst, const GemmDesc& g) {
+  const Window& w = g.conv;
+  const bool transposed = g.w_view == GemmDesc::WView::conv_transpose_filter;
+  const int64_t kvol = w.kh * w.kw, cg = w.c / w.groups, ng = w.m / w.groups;
+  const int64_t s_group = cg * ng * kvol, s_tap = transposed ? -1 : 1;
+  const int64_t s_in = transposed ? ng * kvol : kvol, s_out = transposed ? kvol : cg * kvol;
+  const int64_t first = transposed ? kvol - 1 : 0;
+  for (int64_t grp = 0; grp < w.groups; ++grp)
+    for (int64_t p = 0; p < kvol; ++p)
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        float* row = dst + ((grp * kvol + p) * cg + ci) * ng;
+        const float* at = src + first + grp * s_group + p * s_tap + ci * s_in;
+        for (int64_t o = 0; o < ng; ++o) row[o] = at[o * s_out];
+      }
+}
+
 }  // namespace
 
 const float* Numerics::operand(int32_t t, int part, bool channels_last, const Window* conv) {
-  int32_t b = base(t);
   bool relayout = channels_last && conv && !conv->channels_last;
-  int64_t key = static_cast<int64_t>(b) * 8 + part * 2 + (relayout ? 1 : 0);
+  int64_t key = (static_cast<int64_t>(base(t)) * 4 + part) * 4 + (relayout ? 1 : 0);
   auto it = operands_.find(key);
   if (it != operands_.end()) return it->second.data.get();
-  const TensorInfo& info = program_.tensors[b];
-  int64_t n = info.numel();
-  const float* src = data(b);
-  Buffer out = take(static_cast<size_t>(n));
-  float* dst = out.data.get();
+  Buffer out = take(static_cast<size_t>(program_.tensors[base(t)].numel()));
+  const float* src = data(base(t));
   if (relayout) {
-    to_channels_last(src, dst, conv->n, conv->c, conv->h * conv->w);
-    src = dst;
+    to_channels_last(src, out.data.get(), conv->n, conv->c, conv->h * conv->w);
+    src = out.data.get();
   }
+  return keep_operand(key, std::move(out), t, part, src);
+}
+
+const float* Numerics::filter_operand(const GemmDesc& g, int part) {
+  int64_t key = (static_cast<int64_t>(base(g.w)) * 4 + part) * 4 + 2;
+  auto it = operands_.find(key);
+  if (it != operands_.end()) return it->second.data.get();
+  Buffer out = take(static_cast<size_t>(program_.tensors[base(g.w)].numel()));
+  const float* gathered = out.data.get();
+  gather_filter(data(base(g.w)), out.data.get(), g);
+  return keep_operand(key, std::move(out), g.w, part, gathered);
+}
+
+// Writes the operand part of `src` (tensor t's data, possibly already in `out`) into `out` and
+// keeps it for the rest of the run under `key`.
+const float* Numerics::keep_operand(int64_t key, Buffer out, int32_t t, int part,
+                                    const float* src) {
+  const int32_t b = base(t);
+  const int64_t n = program_.tensors[b].numel();
+  float* dst = out.data.get();
   if (program_.numerics == MatrixNumerics::int8) {
     float inv = 1.0f / tensor_scale(b);
 #pragma omp parallel for if (n > 65536) schedule(static)

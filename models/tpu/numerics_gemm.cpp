@@ -239,7 +239,9 @@ struct GemmBlock {
     ld = g.w_transposed ? K : g.n;
     const float* base_ptr = g.on_vpu     ? n.data(g.w)
                             : w_constant ? n.weight(g.w, part)
-                                         : n.operand(g.w, part, false, nullptr);
+                            : g.w_view != GemmDesc::WView::matrix
+                                ? n.filter_operand(g, part)
+                                : n.operand(g.w, part, false, nullptr);
     return base_ptr + b * g.w_batch_stride;
   }
 

@@ -190,8 +190,14 @@ struct GemmDesc {
   // one group); A's rows are (c, kh, kw), its K the forward's output positions (n, oh, ow), each
   // element the input x under that tap; W is dy as stored ([N*OH*OW, M]); Y is [C*KH*KW, M].
   enum class AView : uint8_t { matrix, conv, filter };
+  // How W is stored: as the GEMM reads it ([batch][K][N], or [N, K] with w_transposed), or as a
+  // runtime 2-D convolution filter in ONNX's order that the matrix units read in place (`conv`
+  // gives its dims): [M][C/groups][KH][KW] for a Conv, [C][M/groups][KH][KW] for a ConvTranspose
+  // (read flipped, its channels swapped). The numerics gather it into [batch][K][N] order.
+  enum class WView : uint8_t { matrix, conv_filter, conv_transpose_filter };
   int32_t a = -1, w = -1, y = -1;
   AView a_view = AView::matrix;
+  WView w_view = WView::matrix;
   bool a_transposed = false, w_transposed = false;  // matrix views: stored [.., K, M] / [.., N, K]
   int64_t batch = 1, m = 0, k = 0, n = 0;
   // Element offset between consecutive batch matrices (0: broadcast along the batch).

@@ -350,9 +350,9 @@ TEST(TpuCoverage, ThreeDimensionalConvolutionsRunOnTheMatrixUnits) {
   expect_on_chip(conv_3d_graph(), 0.05, {}, "default");  // bf16 operands, K <= 108
 }
 
-// Runtime weights (graph inputs) relaid as the GEMM's matrices by a copy kernel every run, for
-// Conv (2-D, with a BatchNormalization that cannot fold into them), ConvTranspose (flipped:
-// negative strides) and 3-D Conv, grouped.
+// Runtime weights (graph inputs), grouped: a 2-D Conv's (with a BatchNormalization that cannot
+// fold into them) and a ConvTranspose's (flipped, channels swapped) are read in place, a 3-D
+// Conv's relaid as the GEMM's matrices by a copy kernel every run.
 ir::Graph runtime_weights_graph() {
   ir::Graph g("runtime_weights");
   using V = std::vector<int64_t>;
@@ -382,7 +382,9 @@ ir::Graph runtime_weights_graph() {
   return g;
 }
 
-TEST(TpuCoverage, ConvolutionsWithRuntimeWeightsRelayThemOnTheChip) {
+TEST(TpuCoverage, ConvolutionsWithRuntimeWeightsReadTwoDimensionalFiltersInPlace) {
+  Executable tpu = compile(runtime_weights_graph(), Device("tpu-emu:v4"));
+  EXPECT_EQ(tpu.compile_report().metrics.at("filters_read_in_place"), 2);
   expect_on_chip(runtime_weights_graph(), 1e-5);
   expect_on_chip(runtime_weights_graph(), 0.05, {}, "default");
 }
