@@ -111,28 +111,94 @@ std::pair<int64_t, int64_t> landing_range(int64_t in, int64_t stride, int64_t of
   return {first, std::max(first, last)};
 }
 
+// Where x [N, C, H, W] (or [N, H, W, C]) lands in y [.., hs, ws, ..] placed by `in` (every sh-th
+// row and sw-th column from (ph, pw)): the iterated dims, x's and y's element strides and offsets.
+struct Placement {
+  std::vector<int64_t> dims, x_strides, y_strides;
+  int64_t x_offset = 0, y_offset = 0;
+  bool empty = false;
+};
+
+Placement placement(const Window& in, int64_t hs, int64_t ws) {
+  Placement p;
+  auto [h0, h1] = landing_range(in.h, in.sh, in.ph, hs);
+  auto [w0, w1] = landing_range(in.w, in.sw, in.pw, ws);
+  p.empty = h1 <= h0 || w1 <= w0 || in.n * in.c == 0;
+  const int64_t at = (h0 * in.sh + in.ph) * ws + w0 * in.sw + in.pw;  // first landing pixel
+  if (in.channels_last) {  // pixels of C contiguous channels
+    const std::vector<int64_t> os = contiguous({in.n, hs, ws, in.c});
+    p.dims = {in.n, h1 - h0, w1 - w0, in.c};
+    p.x_strides = contiguous({in.n, in.h, in.w, in.c});
+    p.x_offset = (h0 * in.w + w0) * in.c;
+    p.y_strides = {os[0], in.sh * ws * in.c, in.sw * in.c, 1};
+    p.y_offset = at * in.c;
+  } else {
+    const std::vector<int64_t> os = contiguous({in.n, in.c, hs, ws});
+    p.dims = {in.n, in.c, h1 - h0, w1 - w0};
+    p.x_strides = contiguous({in.n, in.c, in.h, in.w});
+    p.x_offset = h0 * in.w + w0;
+    p.y_strides = {os[0], os[1], in.sh * ws, in.sw};
+    p.y_offset = at;
+  }
+  return p;
+}
+
+std::vector<int64_t> placed_dims(const Window& in, int64_t hs, int64_t ws) {
+  return in.channels_last ? std::vector<int64_t>{in.n, hs, ws, in.c}
+                          : std::vector<int64_t>{in.n, in.c, hs, ws};
+}
+
 }  // namespace
+
+void place_strided(Context& c, const ir::Node& n, int32_t x, const Window& in, int32_t y,
+                   int64_t hs, int64_t ws) {
+  const std::vector<int64_t> dims = placed_dims(in, hs, ws);
+  copy_kernel(c, n, -1, y, dims, {}, 0, contiguous(dims), 0, false, 0.0f);
+  Placement p = placement(in, hs, ws);
+  if (!p.empty)
+    copy_kernel(c, n, x, y, p.dims, p.x_strides, p.x_offset, p.y_strides, p.y_offset, false);
+}
+
+void place_strided_sum(Context& c, const ir::Node& n, int32_t x, int32_t r, const Window& in,
+                       int32_t y, int64_t hs, int64_t ws, Rounding store) {
+  const std::vector<int64_t> dims = placed_dims(in, hs, ws);
+  copy_kernel(c, n, r, y, dims, contiguous(dims), 0, contiguous(dims), 0, false);
+  Placement p = placement(in, hs, ws);
+  if (p.empty) return;
+  VectorDesc d;
+  d.func = VectorFunc::add;
+  d.in = {x, r};
+  d.in_strides = {p.x_strides, p.y_strides};
+  d.in_offsets = {p.x_offset, p.y_offset};
+  d.out = y;
+  d.dims = p.dims;
+  d.out_strides = p.y_strides;
+  d.out_offset = p.y_offset;
+  d.epi.store = store;
+  Kernel k;
+  k.kind = KernelKind::vector;
+  k.vec = d;
+  const int32_t kid = c.add_kernel(k);
+  VectorTiling t;
+  t.rows = numel(p.dims);
+  const double rows = static_cast<double>(std::max<int64_t>(t.rows, 1));
+  const double tiled = static_cast<double>(tiled_elements(p.dims, c.spec.vpu));
+  t.output = y;
+  t.output_bytes_per_row = tiled * static_cast<double>(c.element_bytes(y)) / rows;
+  t.inputs = {x, r};
+  t.input_bytes_per_row = {tiled * static_cast<double>(c.element_bytes(x)) / rows,
+                           tiled * static_cast<double>(c.element_bytes(r)) / rows};
+  t.elements_per_row = tiled / rows;
+  t.ops = vector_ops_per_element(VectorFunc::add);
+  emit_vector_kernel(c, n, kid, t);
+}
 
 int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in, int64_t hs,
                      int64_t ws) {
-  const bool last = in.channels_last;
-  const std::vector<int64_t> dims =
-      last ? std::vector<int64_t>{in.n, hs, ws, in.c} : std::vector<int64_t>{in.n, in.c, hs, ws};
-  const std::vector<int64_t> os = contiguous(dims);
+  const std::vector<int64_t> dims = in.channels_last ? std::vector<int64_t>{in.n, hs, ws, in.c}
+                                                     : std::vector<int64_t>{in.n, in.c, hs, ws};
   int32_t y = c.scratch(n.name + ".dilated", dims, x);
-  copy_kernel(c, n, -1, y, dims, {}, 0, os, 0, false, 0.0f);
-  auto [h0, h1] = landing_range(in.h, in.sh, in.ph, hs);
-  auto [w0, w1] = landing_range(in.w, in.sw, in.pw, ws);
-  if (h1 <= h0 || w1 <= w0 || in.n * in.c == 0) return y;
-  const int64_t at = (h0 * in.sh + in.ph) * ws + w0 * in.sw + in.pw;  // first landing pixel
-  if (last) {  // pixels of C contiguous channels, every sh-th row and sw-th column
-    copy_kernel(c, n, x, y, {in.n, h1 - h0, w1 - w0, in.c}, contiguous({in.n, in.h, in.w, in.c}),
-                (h0 * in.w + w0) * in.c, {os[0], in.sh * ws * in.c, in.sw * in.c, 1}, at * in.c,
-                false);
-    return y;
-  }
-  copy_kernel(c, n, x, y, {in.n, in.c, h1 - h0, w1 - w0}, contiguous({in.n, in.c, in.h, in.w}),
-              h0 * in.w + w0, {os[0], os[1], in.sh * ws, in.sw}, at, false);
+  place_strided(c, n, x, in, y, hs, ws);
   return y;
 }
 

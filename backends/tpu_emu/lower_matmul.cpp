@@ -39,7 +39,11 @@ struct Lowered {
   std::string name;
   int32_t a_scratch = -1;  // ConvTranspose/Conv3d: the scratch input the GEMM reads instead
   ir::ValueId a_value = ir::kNoValue;  // a weight gradient: x, read in place of the head's input
-  int32_t y_scratch = -1;              // Conv3d: the GEMM's output before it moves to the node's
+  int32_t y_scratch = -1;  // Conv3d, strided 1x1 ConvTranspose: the GEMM's output before it
+                           // moves to the node's
+  std::vector<int> nodes;  // the fusion group, head first
+  bool samples = false;    // y_scratch holds a strided 1x1 ConvTranspose's samples (`placed`)
+  Window placed;           // their placement into the output: input dims, strides, offsets
   ir::WindowGeometry geometry;
 };
 
@@ -125,6 +129,23 @@ void lower_conv_weight_grad(const ir::Graph& g, const ir::Node& n, Lowered& L) {
 // dilation * (k - 1) - pad (output_padding and output_shape at the end). With unit strides the
 // padding is the window's own (no copy); otherwise the dilated input is materialized in a scratch
 // tensor (zeros included) and the matrix units stream its zeros like any other input.
+// A strided 1x1 ConvTranspose (the data gradient of a strided 1x1 convolution: ResNet's
+// downsampling shortcut) as its one nonempty phase of the sub-pixel decomposition: a pointwise
+// GEMM over the input as it is into a scratch of the input's size (its samples), then a zero fill
+// of the output and a strided copy of the samples into it. The dilated input (3 zeros in 4 at
+// stride 2) is neither materialized nor multiplied. A fused residual Add (the gradients of a
+// residual block's two paths summed) is added as the samples are placed, onto a copy of the
+// residual; a bias or other followers, which reach the zeros too, keep the dilated form.
+bool pointwise_samples(const ir::Graph& g, const ir::Node& n, const Window& t, const Lowered& L,
+                       const std::vector<int>& nodes) {
+  if (t.kh != 1 || t.kw != 1 || (t.sh == 1 && t.sw == 1) || n.has_input(2)) return false;
+  if (nodes.size() == 1) return true;
+  const ir::Node& add = g.node(nodes[1]);
+  ir::ValueId other = add.inputs[0] == n.outputs[0] ? add.inputs[1] : add.inputs[0];
+  return nodes.size() == 2 && add.op == OpType::Add && !g.value(other).constant &&
+         g.value(other).type.shape == g.value(add.outputs[0]).type.shape;
+}
+
 void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
   ir::WindowGeometry wg = ir::window_geometry(g, n);
   const Window t = window_2d(wg, false);  // input, output, kernel, strides, dilations, pad_begin
@@ -132,7 +153,20 @@ void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Low
   w = t;
   const int64_t ph = (t.kh - 1) * t.dh - t.ph, pw = (t.kw - 1) * t.dw - t.pw;
   w.sh = w.sw = 1;
-  if (t.sh == 1 && t.sw == 1 && ph >= 0 && pw >= 0) {
+  if (pointwise_samples(g, n, t, L, L.nodes)) {
+    w.ph = w.pw = 0;
+    w.oh = t.h;
+    w.ow = t.w;
+    L.samples = true;
+    L.placed = t;
+    L.placed.c = t.m;
+    L.placed.ph = -t.ph;
+    L.placed.pw = -t.pw;
+    L.y_scratch = c.scratch(n.name + ".samples",
+                            t.channels_last ? std::vector<int64_t>{t.n, t.h, t.w, t.m}
+                                            : std::vector<int64_t>{t.n, t.m, t.h, t.w},
+                            L.nodes.size() > 1 ? -1 : c.tensor(n.inputs[0]));  // f32: summed
+  } else if (t.sh == 1 && t.sw == 1 && ph >= 0 && pw >= 0) {
     w.ph = ph;
     w.pw = pw;
   } else {
@@ -367,6 +401,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_g
   const ir::Node& head = g.node(nodes.front());
   Lowered L;
   L.name = head.name;
+  L.nodes = nodes;
   lower_head(c, head, weight_grad_in_place, L);
   ir::ValueId cur = head.outputs[0];
   for (size_t i = 1; i < nodes.size(); ++i) {
@@ -409,7 +444,9 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_g
     d.epi.bias = c.add_constant(L.name + ".bias", {count}, std::move(L.bias), 4);
   }
   int32_t scratch = -1;
-  if (L.residual != ir::kNoValue) {
+  if (L.residual != ir::kNoValue && L.samples) {
+    // Added as the samples are placed (place_strided_sum): the GEMM stores them unrounded.
+  } else if (L.residual != ir::kNoValue) {
     d.epi.residual = c.tensor(L.residual);
   } else if (!L.residual_data.empty()) {
     d.epi.residual = c.add_constant(L.name + ".c", {d.m, d.n}, std::move(L.residual_data), 4);
@@ -418,7 +455,8 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_g
     d.epi.residual = scratch;
   }
   d.y = L.y_scratch >= 0 ? L.y_scratch : c.produce(L.out);
-  d.epi.store = c.store_rounding(L.out);
+  const bool sum_later = L.samples && L.residual != ir::kNoValue;
+  d.epi.store = sum_later ? Rounding::none : c.store_rounding(L.out);
   Kernel kernel;
   kernel.kind = KernelKind::gemm;
   kernel.gemm = d;
@@ -428,7 +466,13 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_g
   if (L.a_scratch >= 0) c.release(L.a_scratch);
   if (L.w_tensor >= 0) c.release(L.w_tensor);
   if (L.y_scratch >= 0) {
-    fold_depth(c, head, L.y_scratch, c.produce(L.out), L.geometry);
+    if (sum_later)
+      place_strided_sum(c, head, L.y_scratch, c.tensor(L.residual), L.placed, c.produce(L.out),
+                        L.placed.oh, L.placed.ow, c.store_rounding(L.out));
+    else if (L.samples)
+      place_strided(c, head, L.y_scratch, L.placed, c.produce(L.out), L.placed.oh, L.placed.ow);
+    else
+      fold_depth(c, head, L.y_scratch, c.produce(L.out), L.geometry);
     c.release(L.y_scratch);
   }
 }

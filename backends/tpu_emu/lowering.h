@@ -174,6 +174,15 @@ void lower_copy_node(Context& c, const ir::Node& n);
 // a fill kernel, then one strided copy. Returns the scratch tensor; release() it after its reader.
 int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const models::tpu::Window& in,
                      int64_t hs, int64_t ws);
+// The same placement into an existing tensor y [N, C, hs, ws] (or [N, hs, ws, C]): a zero fill,
+// then one strided copy of x.
+void place_strided(Context& c, const ir::Node& n, int32_t x, const models::tpu::Window& in,
+                   int32_t y, int64_t hs, int64_t ws);
+// The same placement added to a residual r of y's dims: y = r, then y = x + r where x lands (one
+// rounding, `store`, of each sum).
+void place_strided_sum(Context& c, const ir::Node& n, int32_t x, int32_t r,
+                       const models::tpu::Window& in, int32_t y, int64_t hs, int64_t ws,
+                       models::tpu::Rounding store);
 // A strided copy of tensor x (dims, element strides and offset into x) into a contiguous scratch
 // tensor of those dims; release() it after its reader.
 int32_t relayout(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& dims,
