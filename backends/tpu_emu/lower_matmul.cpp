@@ -393,17 +393,10 @@ void lower_head(Context& c, const ir::Node& head, bool weight_grad_in_place, Low
   L.d.conv.batch_minor = c.batch_minor && L.d.conv.channels_last && two_d;
 }
 
-}  // namespace
-
-void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_grad_in_place) {
-  const ir::Graph& g = c.g;
-  const TpuSpec& spec = c.spec;
-  const ir::Node& head = g.node(nodes.front());
-  Lowered L;
-  L.name = head.name;
-  L.nodes = nodes;
-  lower_head(c, head, weight_grad_in_place, L);
-  ir::ValueId cur = head.outputs[0];
+// The group's followers folded into the head's GEMM: BatchNormalization into the weights, a
+// constant Add into the bias, another Add as the residual, an activation into the epilogue.
+void fold_followers(const ir::Graph& g, const std::vector<int>& nodes, Lowered& L) {
+  ir::ValueId cur = g.node(nodes.front()).outputs[0];
   for (size_t i = 1; i < nodes.size(); ++i) {
     const ir::Node& n = g.node(nodes[i]);
     VectorFunc f;
@@ -424,6 +417,19 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_g
     cur = n.outputs[0];
   }
   L.out = cur;
+}
+
+}  // namespace
+
+void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_grad_in_place) {
+  const ir::Graph& g = c.g;
+  const TpuSpec& spec = c.spec;
+  const ir::Node& head = g.node(nodes.front());
+  Lowered L;
+  L.name = head.name;
+  L.nodes = nodes;
+  lower_head(c, head, weight_grad_in_place, L);
+  fold_followers(g, nodes, L);
   GemmDesc& d = L.d;
   // Matrix-vector products run on the vector unit in fp32 (jax#16349), when the vector's matrix
   // fits a quarter of on-chip memory; larger ones stream through the matrix units.
