@@ -143,28 +143,28 @@ Placement placement(const Window& in, int64_t hs, int64_t ws) {
   return p;
 }
 
-std::vector<int64_t> placed_dims(const Window& in, int64_t hs, int64_t ws) {
-  return in.channels_last ? std::vector<int64_t>{in.n, hs, ws, in.c}
-                          : std::vector<int64_t>{in.n, in.c, hs, ws};
-}
-
 }  // namespace
 
-void place_strided(Context& c, const ir::Node& n, int32_t x, const Window& in, int32_t y,
-                   int64_t hs, int64_t ws) {
-  const std::vector<int64_t> dims = placed_dims(in, hs, ws);
-  copy_kernel(c, n, -1, y, dims, {}, 0, contiguous(dims), 0, false, 0.0f);
-  Placement p = placement(in, hs, ws);
-  if (!p.empty)
-    copy_kernel(c, n, x, y, p.dims, p.x_strides, p.x_offset, p.y_strides, p.y_offset, false);
+std::vector<int64_t> placed_dims(int64_t n, int64_t c, int64_t h, int64_t w, bool channels_last) {
+  return channels_last ? std::vector<int64_t>{n, h, w, c} : std::vector<int64_t>{n, c, h, w};
 }
 
-void place_strided_sum(Context& c, const ir::Node& n, int32_t x, int32_t r, const Window& in,
-                       int32_t y, int64_t hs, int64_t ws, Rounding store) {
-  const std::vector<int64_t> dims = placed_dims(in, hs, ws);
-  copy_kernel(c, n, r, y, dims, contiguous(dims), 0, contiguous(dims), 0, false);
-  Placement p = placement(in, hs, ws);
+void fill_placed(Context& c, const ir::Node& n, int32_t r, const Window& in, int32_t y) {
+  const std::vector<int64_t> dims = placed_dims(in.n, in.c, in.oh, in.ow, in.channels_last);
+  if (r >= 0)
+    copy_kernel(c, n, r, y, dims, contiguous(dims), 0, contiguous(dims), 0, false);
+  else
+    copy_kernel(c, n, -1, y, dims, {}, 0, contiguous(dims), 0, false, 0.0f);
+}
+
+void place_phase(Context& c, const ir::Node& n, int32_t x, int32_t r, const Window& in, int32_t y,
+                 Rounding store) {
+  Placement p = placement(in, in.oh, in.ow);
   if (p.empty) return;
+  if (r < 0) {
+    copy_kernel(c, n, x, y, p.dims, p.x_strides, p.x_offset, p.y_strides, p.y_offset, false);
+    return;
+  }
   VectorDesc d;
   d.func = VectorFunc::add;
   d.in = {x, r};
@@ -195,10 +195,12 @@ void place_strided_sum(Context& c, const ir::Node& n, int32_t x, int32_t r, cons
 
 int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in, int64_t hs,
                      int64_t ws) {
-  const std::vector<int64_t> dims = in.channels_last ? std::vector<int64_t>{in.n, hs, ws, in.c}
-                                                     : std::vector<int64_t>{in.n, in.c, hs, ws};
+  const std::vector<int64_t> dims = placed_dims(in.n, in.c, hs, ws, in.channels_last);
   int32_t y = c.scratch(n.name + ".dilated", dims, x);
-  place_strided(c, n, x, in, y, hs, ws);
+  copy_kernel(c, n, -1, y, dims, {}, 0, contiguous(dims), 0, false, 0.0f);
+  Placement p = placement(in, hs, ws);
+  if (!p.empty)
+    copy_kernel(c, n, x, y, p.dims, p.x_strides, p.x_offset, p.y_strides, p.y_offset, false);
   return y;
 }
 

@@ -39,11 +39,9 @@ struct Lowered {
   std::string name;
   int32_t a_scratch = -1;  // ConvTranspose/Conv3d: the scratch input the GEMM reads instead
   ir::ValueId a_value = ir::kNoValue;  // a weight gradient: x, read in place of the head's input
-  int32_t y_scratch = -1;  // Conv3d, strided 1x1 ConvTranspose: the GEMM's output before it
-                           // moves to the node's
-  std::vector<int> nodes;  // the fusion group, head first
-  bool samples = false;    // y_scratch holds a strided 1x1 ConvTranspose's samples (`placed`)
-  Window placed;           // their placement into the output: input dims, strides, offsets
+  int32_t y_scratch = -1;  // Conv3d, a strided ConvTranspose's phase: the GEMM's output before
+                           // it moves to the node's
+  bool unrounded = false;  // the GEMM stores its sums unrounded (a residual is added later)
   ir::WindowGeometry geometry;
 };
 
@@ -129,21 +127,35 @@ void lower_conv_weight_grad(const ir::Graph& g, const ir::Node& n, Lowered& L) {
 // dilation * (k - 1) - pad (output_padding and output_shape at the end). With unit strides the
 // padding is the window's own (no copy); otherwise the dilated input is materialized in a scratch
 // tensor (zeros included) and the matrix units stream its zeros like any other input.
-// A strided 1x1 ConvTranspose (the data gradient of a strided 1x1 convolution: ResNet's
-// downsampling shortcut) as its one nonempty phase of the sub-pixel decomposition: a pointwise
-// GEMM over the input as it is into a scratch of the input's size (its samples), then a zero fill
-// of the output and a strided copy of the samples into it. The dilated input (3 zeros in 4 at
-// stride 2) is neither materialized nor multiplied. A fused residual Add (the gradients of a
-// residual block's two paths summed) is added as the samples are placed, onto a copy of the
-// residual; a bias or other followers, which reach the zeros too, keep the dilated form.
-bool pointwise_samples(const ir::Graph& g, const ir::Node& n, const Window& t, const Lowered& L,
-                       const std::vector<int>& nodes) {
-  if (t.kh != 1 || t.kw != 1 || (t.sh == 1 && t.sw == 1) || n.has_input(2)) return false;
-  if (nodes.size() == 1) return true;
-  const ir::Node& add = g.node(nodes[1]);
-  ir::ValueId other = add.inputs[0] == n.outputs[0] ? add.inputs[1] : add.inputs[0];
-  return nodes.size() == 2 && add.op == OpType::Add && !g.value(other).constant &&
-         g.value(other).type.shape == g.value(add.outputs[0]).type.shape;
+// The GEMM of a stride-1 ConvTranspose whose window L.d.conv is set: its kernel is the taps
+// (filter_ph + jh * step_h, filter_pw + jw * step_w) of the node's filter ([C, Mg, KH, filter_kw]:
+// all of them unless a sub-pixel phase picks some, GemmDesc), flipped, channels swapped.
+void transposed_filter(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L,
+                       int64_t filter_kw) {
+  const Window& w = L.d.conv;
+  L.d.a_view = GemmDesc::AView::conv;
+  L.d.batch = w.groups;
+  const int64_t cg = w.c / w.groups, mg = w.m / w.groups, kvol = w.kh * w.kw;
+  L.d.m = w.n * w.oh * w.ow;
+  L.d.k = kvol * cg;
+  L.d.n = mg;
+  L.d.w_batch_stride = L.d.k * mg;
+  L.d.filter_kw = filter_kw;
+  if (!g.value(n.inputs[1]).constant) {
+    filter_in_place(c, n, L, GemmDesc::WView::conv_transpose_filter);
+    return;
+  }
+  const std::vector<float> raw = constant_floats(g, n.inputs[1]);
+  const int64_t full = static_cast<int64_t>(raw.size()) / (w.groups * cg * mg);  // KH * KW
+  L.w.assign(static_cast<size_t>(w.groups * L.d.k * mg), 0.0f);
+  // Row p * Cg + ci of group grp's [K, N] matrix: flipped tap kvol - 1 - p of input channel ci.
+  for (int64_t grp = 0; grp < w.groups; ++grp)
+    for (int64_t p = 0; p < kvol; ++p)
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        float* row = &L.w[(grp * L.d.k + p * cg + ci) * mg];
+        const float* src = &raw[(grp * cg + ci) * mg * full + filter_tap(L.d, kvol - 1 - p)];
+        for (int64_t o = 0; o < mg; ++o) row[o] = src[o * full];
+      }
 }
 
 void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
@@ -153,20 +165,7 @@ void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Low
   w = t;
   const int64_t ph = (t.kh - 1) * t.dh - t.ph, pw = (t.kw - 1) * t.dw - t.pw;
   w.sh = w.sw = 1;
-  if (pointwise_samples(g, n, t, L, L.nodes)) {
-    w.ph = w.pw = 0;
-    w.oh = t.h;
-    w.ow = t.w;
-    L.samples = true;
-    L.placed = t;
-    L.placed.c = t.m;
-    L.placed.ph = -t.ph;
-    L.placed.pw = -t.pw;
-    L.y_scratch = c.scratch(n.name + ".samples",
-                            t.channels_last ? std::vector<int64_t>{t.n, t.h, t.w, t.m}
-                                            : std::vector<int64_t>{t.n, t.m, t.h, t.w},
-                            L.nodes.size() > 1 ? -1 : c.tensor(n.inputs[0]));  // f32: summed
-  } else if (t.sh == 1 && t.sw == 1 && ph >= 0 && pw >= 0) {
+  if (t.sh == 1 && t.sw == 1 && ph >= 0 && pw >= 0) {
     w.ph = ph;
     w.pw = pw;
   } else {
@@ -178,27 +177,7 @@ void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Low
     in.pw = pw;
     L.a_scratch = dilate_input(c, n, c.tensor(n.inputs[0]), in, w.h, w.w);
   }
-  L.d.a_view = GemmDesc::AView::conv;
-  L.d.batch = w.groups;
-  const int64_t cg = w.c / w.groups, mg = w.m / w.groups, kvol = w.kh * w.kw;
-  L.d.m = w.n * w.oh * w.ow;
-  L.d.k = kvol * cg;
-  L.d.n = mg;
-  L.d.w_batch_stride = L.d.k * mg;
-  if (!g.value(n.inputs[1]).constant) {
-    filter_in_place(c, n, L, GemmDesc::WView::conv_transpose_filter);
-  } else {
-    std::vector<float> raw = constant_floats(g, n.inputs[1]);  // [C, Mg, KH, KW]
-    L.w.assign(static_cast<size_t>(w.groups * L.d.k * mg), 0.0f);
-    // Row p * Cg + ci of group grp's [K, N] matrix: flipped tap kvol - 1 - p of input channel ci.
-    for (int64_t grp = 0; grp < w.groups; ++grp)
-      for (int64_t p = 0; p < kvol; ++p)
-        for (int64_t ci = 0; ci < cg; ++ci) {
-          float* row = &L.w[(grp * L.d.k + p * cg + ci) * mg];
-          const float* src = &raw[(grp * cg + ci) * mg * kvol + (kvol - 1 - p)];
-          for (int64_t o = 0; o < mg; ++o) row[o] = src[o * kvol];
-        }
-  }
+  transposed_filter(c, g, n, L, t.kw);
   if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
 }
 
@@ -419,17 +398,10 @@ void fold_followers(const ir::Graph& g, const std::vector<int>& nodes, Lowered& 
   L.out = cur;
 }
 
-}  // namespace
-
-void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_grad_in_place) {
-  const ir::Graph& g = c.g;
+// Emits L's GEMM (its kernel and tiles) and releases its scratch inputs; y_scratch (when set) is
+// left to the caller.
+void emit_gemm(Context& c, const ir::Node& head, Lowered& L) {
   const TpuSpec& spec = c.spec;
-  const ir::Node& head = g.node(nodes.front());
-  Lowered L;
-  L.name = head.name;
-  L.nodes = nodes;
-  lower_head(c, head, weight_grad_in_place, L);
-  fold_followers(g, nodes, L);
   GemmDesc& d = L.d;
   // Matrix-vector products run on the vector unit in fp32 (jax#16349), when the vector's matrix
   // fits a quarter of on-chip memory; larger ones stream through the matrix units.
@@ -450,9 +422,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_g
     d.epi.bias = c.add_constant(L.name + ".bias", {count}, std::move(L.bias), 4);
   }
   int32_t scratch = -1;
-  if (L.residual != ir::kNoValue && L.samples) {
-    // Added as the samples are placed (place_strided_sum): the GEMM stores them unrounded.
-  } else if (L.residual != ir::kNoValue) {
+  if (L.residual != ir::kNoValue) {
     d.epi.residual = c.tensor(L.residual);
   } else if (!L.residual_data.empty()) {
     d.epi.residual = c.add_constant(L.name + ".c", {d.m, d.n}, std::move(L.residual_data), 4);
@@ -461,8 +431,7 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_g
     d.epi.residual = scratch;
   }
   d.y = L.y_scratch >= 0 ? L.y_scratch : c.produce(L.out);
-  const bool sum_later = L.samples && L.residual != ir::kNoValue;
-  d.epi.store = sum_later ? Rounding::none : c.store_rounding(L.out);
+  d.epi.store = L.unrounded ? Rounding::none : c.store_rounding(L.out);
   Kernel kernel;
   kernel.kind = KernelKind::gemm;
   kernel.gemm = d;
@@ -471,14 +440,96 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_g
   if (scratch >= 0) c.release(scratch);
   if (L.a_scratch >= 0) c.release(L.a_scratch);
   if (L.w_tensor >= 0) c.release(L.w_tensor);
+}
+
+// Whether every output row and column of ConvTranspose window t is reached by some sub-pixel
+// phase (lower_by_phases): row o by phase r = (o + pad) % s when r < k and its image, h + taps - 1
+// rows long, reaches it.
+bool phases_cover(const Window& t) {
+  auto covered = [](int64_t out, int64_t in, int64_t k, int64_t s, int64_t pad) {
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t r = (o + pad) % s, q = (o + pad) / s, taps = (k - r + s - 1) / s;
+      if (o + pad < 0 || r >= k || q >= in + taps - 1) return false;
+    }
+    return true;
+  };
+  return covered(t.oh, t.h, t.kh, t.sh, t.ph) && covered(t.ow, t.w, t.kw, t.sw, t.pw);
+}
+
+// A strided 2-D ConvTranspose (dilation 1, no bias; alone or with a fused residual Add: the data
+// gradient of a strided convolution) by its sub-pixel phases: output rows o with
+// (o + pad_h) % s_h == r_h take the taps r_h, r_h + s_h, ... only, so each phase (r_h, r_w) is a
+// stride-1 ConvTranspose of the input as it is with those taps, whose image lands on every s-th
+// output position from r - pad (lower_copy.cpp: place_strided). The matrix units multiply no
+// zeros and the dilated input is never materialized; each phase's image makes one round trip
+// through HBM to its positions. Positions no phase reaches are zeroed first (a 1x1 kernel at
+// stride 2 fills 3 in 4); a residual is copied into the output first and each phase is added to
+// it, from its unrounded sums. The cuDNN and TensorFlow decomposition of a strided transposed
+// convolution; XLA's TPU lowering of lhs_dilation is not public.
+bool lower_by_phases(Context& c, const std::vector<int>& nodes) {
+  const ir::Graph& g = c.g;
+  const ir::Node& n = g.node(nodes.front());
+  if (n.op != OpType::ConvTranspose || g.value(n.inputs[0]).type.shape.rank() != 4 ||
+      n.has_input(2))
+    return false;
+  const Window t = window_2d(ir::window_geometry(g, n), false);
+  if ((t.sh == 1 && t.sw == 1) || t.dh != 1 || t.dw != 1) return false;
+  Lowered base;
+  fold_followers(g, nodes, base);
+  if (nodes.size() > 2 || (nodes.size() == 2 && base.residual == ir::kNoValue)) return false;
+  const int32_t y = c.produce(base.out);
+  Window placed = t;  // a phase image's placement: dims set per phase
+  placed.c = t.m;
+  const bool summed = base.residual != ir::kNoValue;
+  const int32_t residual = summed ? c.tensor(base.residual) : -1;
+  if (summed || !phases_cover(t)) fill_placed(c, n, residual, placed, y);
+  for (int64_t rh = 0; rh < std::min(t.sh, t.kh); ++rh)
+    for (int64_t rw = 0; rw < std::min(t.sw, t.kw); ++rw) {
+      Lowered L;
+      L.name = fmt::format("{}.phase{}{}", n.name, rh, rw);
+      L.out = base.out;
+      L.unrounded = summed;
+      Window& w = L.d.conv;
+      w = t;
+      w.kh = (t.kh - rh + t.sh - 1) / t.sh;
+      w.kw = (t.kw - rw + t.sw - 1) / t.sw;
+      w.sh = w.sw = 1;
+      w.ph = w.kh - 1;
+      w.pw = w.kw - 1;
+      w.oh = t.h + w.kh - 1;
+      w.ow = t.w + w.kw - 1;
+      L.d.filter_ph = rh;
+      L.d.filter_pw = rw;
+      L.d.filter_step_h = t.sh;
+      L.d.filter_step_w = t.sw;
+      transposed_filter(c, g, n, L, t.kw);
+      L.d.conv.batch_minor = c.batch_minor && t.channels_last;
+      L.y_scratch = c.scratch(L.name, placed_dims(w.n, w.m, w.oh, w.ow, t.channels_last),
+                              summed ? -1 : c.tensor(n.inputs[0]));  // f32 sums when summed
+      emit_gemm(c, n, L);
+      placed.h = w.oh;
+      placed.w = w.ow;
+      placed.ph = rh - t.ph;
+      placed.pw = rw - t.pw;
+      place_phase(c, n, L.y_scratch, residual, placed, y, c.store_rounding(base.out));
+      c.release(L.y_scratch);
+    }
+  return true;
+}
+
+}  // namespace
+
+void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_grad_in_place) {
+  if (!weight_grad_in_place && lower_by_phases(c, nodes)) return;
+  const ir::Graph& g = c.g;
+  const ir::Node& head = g.node(nodes.front());
+  Lowered L;
+  L.name = head.name;
+  lower_head(c, head, weight_grad_in_place, L);
+  fold_followers(g, nodes, L);
+  emit_gemm(c, head, L);
   if (L.y_scratch >= 0) {
-    if (sum_later)
-      place_strided_sum(c, head, L.y_scratch, c.tensor(L.residual), L.placed, c.produce(L.out),
-                        L.placed.oh, L.placed.ow, c.store_rounding(L.out));
-    else if (L.samples)
-      place_strided(c, head, L.y_scratch, L.placed, c.produce(L.out), L.placed.oh, L.placed.ow);
-    else
-      fold_depth(c, head, L.y_scratch, c.produce(L.out), L.geometry);
+    fold_depth(c, head, L.y_scratch, c.produce(L.out), L.geometry);
     c.release(L.y_scratch);
   }
 }

@@ -174,15 +174,16 @@ void lower_copy_node(Context& c, const ir::Node& n);
 // a fill kernel, then one strided copy. Returns the scratch tensor; release() it after its reader.
 int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const models::tpu::Window& in,
                      int64_t hs, int64_t ws);
-// The same placement into an existing tensor y [N, C, hs, ws] (or [N, hs, ws, C]): a zero fill,
-// then one strided copy of x.
-void place_strided(Context& c, const ir::Node& n, int32_t x, const models::tpu::Window& in,
-                   int32_t y, int64_t hs, int64_t ws);
-// The same placement added to a residual r of y's dims: y = r, then y = x + r where x lands (one
-// rounding, `store`, of each sum).
-void place_strided_sum(Context& c, const ir::Node& n, int32_t x, int32_t r,
-                       const models::tpu::Window& in, int32_t y, int64_t hs, int64_t ws,
-                       models::tpu::Rounding store);
+// [N, C, H, W], or [N, H, W, C] when channels_last.
+std::vector<int64_t> placed_dims(int64_t n, int64_t c, int64_t h, int64_t w, bool channels_last);
+// A ConvTranspose's sub-pixel phase images x [N, C, in.h, in.w] placed into its output y
+// [N, C, in.oh, in.ow] (lower_matmul.cpp: lower_by_phases): fill_placed zeroes y, or copies the
+// residual r (r >= 0) into it; place_phase copies x to every in.sh-th row and in.sw-th column from
+// (in.ph, in.pw), or adds it to r there (one rounding, `store`, of each sum).
+void fill_placed(Context& c, const ir::Node& n, int32_t r, const models::tpu::Window& in,
+                 int32_t y);
+void place_phase(Context& c, const ir::Node& n, int32_t x, int32_t r, const models::tpu::Window& in,
+                 int32_t y, models::tpu::Rounding store);
 // A strided copy of tensor x (dims, element strides and offset into x) into a contiguous scratch
 // tensor of those dims; release() it after its reader.
 int32_t relayout(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& dims,

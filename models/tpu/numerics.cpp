@@ -148,55 +148,59 @@ void to_channels_last(const float* src, float* dst, int64_t images, int64_t chan
 }
 
 // A 2-D convolution filter in ONNX's order gathered into the GEMM's [groups][KH*KW][C/groups][N]:
-// a Conv's [M][Cg][KH][KW], or a ConvTranspose's [C][Mg][KH][KW] with its taps flipped.
-void gather_filter(const float* src, float* dst, const GemmDesc& g) {
+// a Conv's [M][Cg][KH][KW], or a ConvTranspose's [C][Mg][KH][KW] with its (sub-)kernel's taps
+// flipped (filter_tap).
+void gather_filter(const float* src, float* dst, const GemmDesc& g, int64_t elements) {
   const Window& w = g.conv;
   const bool transposed = g.w_view == GemmDesc::WView::conv_transpose_filter;
   const int64_t kvol = w.kh * w.kw, cg = w.c / w.groups, ng = w.m / w.groups;
-  const int64_t s_group = cg * ng * kvol, s_tap = transposed ? -1 : 1;
-  const int64_t s_in = transposed ? ng * kvol : kvol, s_out = transposed ? kvol : cg * kvol;
-  const int64_t first = transposed ? kvol - 1 : 0;
+  const int64_t full = elements / (w.groups * cg * ng);  // the filter's KH * KW
+  const int64_t s_group = cg * ng * full;
+  const int64_t s_in = transposed ? ng * full : full, s_out = transposed ? full : cg * full;
   for (int64_t grp = 0; grp < w.groups; ++grp)
-    for (int64_t p = 0; p < kvol; ++p)
+    for (int64_t p = 0; p < kvol; ++p) {
+      const int64_t tap = transposed ? filter_tap(g, kvol - 1 - p) : p;
       for (int64_t ci = 0; ci < cg; ++ci) {
         float* row = dst + ((grp * kvol + p) * cg + ci) * ng;
-        const float* at = src + first + grp * s_group + p * s_tap + ci * s_in;
+        const float* at = src + grp * s_group + tap + ci * s_in;
         for (int64_t o = 0; o < ng; ++o) row[o] = at[o * s_out];
       }
+    }
 }
 
 }  // namespace
 
 const float* Numerics::operand(int32_t t, int part, bool channels_last, const Window* conv) {
   bool relayout = channels_last && conv && !conv->channels_last;
-  int64_t key = (static_cast<int64_t>(base(t)) * 4 + part) * 4 + (relayout ? 1 : 0);
+  int64_t key = (static_cast<int64_t>(base(t)) * 4 + part) * 2 + (relayout ? 1 : 0);
   auto it = operands_.find(key);
   if (it != operands_.end()) return it->second.data.get();
-  Buffer out = take(static_cast<size_t>(program_.tensors[base(t)].numel()));
+  const int64_t n = program_.tensors[base(t)].numel();
+  Buffer out = take(static_cast<size_t>(n));
   const float* src = data(base(t));
   if (relayout) {
     to_channels_last(src, out.data.get(), conv->n, conv->c, conv->h * conv->w);
     src = out.data.get();
   }
-  return keep_operand(key, std::move(out), t, part, src);
+  return keep_operand(operands_[key], std::move(out), t, part, src, n);
 }
 
-const float* Numerics::filter_operand(const GemmDesc& g, int part) {
-  int64_t key = (static_cast<int64_t>(base(g.w)) * 4 + part) * 4 + 2;
-  auto it = operands_.find(key);
-  if (it != operands_.end()) return it->second.data.get();
-  Buffer out = take(static_cast<size_t>(program_.tensors[base(g.w)].numel()));
+const float* Numerics::filter_operand(const GemmDesc& g, int32_t kernel, int part) {
+  int64_t key = static_cast<int64_t>(kernel) * 4 + part;
+  auto it = filters_.find(key);
+  if (it != filters_.end()) return it->second.data.get();
+  const int64_t n = g.batch * g.k * g.n;
+  Buffer out = take(static_cast<size_t>(n));
   const float* gathered = out.data.get();
-  gather_filter(data(base(g.w)), out.data.get(), g);
-  return keep_operand(key, std::move(out), g.w, part, gathered);
+  gather_filter(data(base(g.w)), out.data.get(), g, program_.tensors[base(g.w)].numel());
+  return keep_operand(filters_[key], std::move(out), g.w, part, gathered, n);
 }
 
-// Writes the operand part of `src` (tensor t's data, possibly already in `out`) into `out` and
-// keeps it for the rest of the run under `key`.
-const float* Numerics::keep_operand(int64_t key, Buffer out, int32_t t, int part,
-                                    const float* src) {
+// Writes the operand part of the n elements of `src` (tensor t's data, possibly already in
+// `out`) into `out`, kept in `slot` for the rest of the run.
+const float* Numerics::keep_operand(Buffer& slot, Buffer out, int32_t t, int part, const float* src,
+                                    int64_t n) {
   const int32_t b = base(t);
-  const int64_t n = program_.tensors[b].numel();
   float* dst = out.data.get();
   if (program_.numerics == MatrixNumerics::int8) {
     float inv = 1.0f / tensor_scale(b);
@@ -213,7 +217,6 @@ const float* Numerics::keep_operand(int64_t key, Buffer out, int32_t t, int part
       dst[i] = part == 1 ? s.mid : s.lo;
     }
   }
-  auto& slot = operands_[key];
   slot = std::move(out);
   return slot.data.get();
 }
@@ -225,6 +228,8 @@ std::vector<std::vector<float>> Numerics::run(const std::vector<const float*>& i
   scales_.clear();
   for (auto& [key, buf] : operands_) pool_.push_back(std::move(buf));
   operands_.clear();
+  for (auto& [key, buf] : filters_) pool_.push_back(std::move(buf));
+  filters_.clear();
   for (auto& e : im2col_) e.key[0] = -1;
   for (size_t i = 0; i < inputs.size(); ++i) {
     int32_t t = program_.inputs[i];

@@ -100,8 +100,10 @@ class Numerics {
   // Operand parts of a tensor for matrix passes: part 0 = hi, 1 = mid, 2 = lo; with
   // `channels_last` a rank-4 NCHW tensor is returned as NHWC. int8 chips: part 0 is quantized.
   const float* operand(int32_t t, int part, bool channels_last, const Window* conv);
-  // W of a GEMM whose filter is read in place (GemmDesc::w_view), gathered into [batch][K][N].
-  const float* filter_operand(const GemmDesc& g, int part);
+  // W of GEMM kernel `kernel`, whose filter is read in place (GemmDesc::w_view), gathered into
+  // [batch][K][N] (kept per kernel: a Conv and the ConvTransposes of its gradient gather the same
+  // filter differently).
+  const float* filter_operand(const GemmDesc& g, int32_t kernel, int part);
   float tensor_scale(int32_t t);  // int8: per-tensor activation scale
   // Constant weights [batch][K][N]: bf16 part, or int8-quantized per output column (scales in
   // weight_scales_), prepared once and kept across runs.
@@ -113,8 +115,10 @@ class Numerics {
   std::vector<std::vector<int32_t>> frees_;  // per instruction: tensors released after it
   std::vector<int32_t> kernel_last_;         // per kernel: its last computing instruction
   std::vector<uint32_t> pending_;            // computing instructions of the kernel in progress
-  std::unordered_map<int64_t, Buffer> operands_;  // key: (tensor * 4 + part) * 4 + layout
-  const float* keep_operand(int64_t key, Buffer out, int32_t t, int part, const float* src);
+  std::unordered_map<int64_t, Buffer> operands_;  // key: (tensor * 4 + part) * 2 + layout
+  std::unordered_map<int64_t, Buffer> filters_;   // key: kernel * 4 + part
+  const float* keep_operand(Buffer& slot, Buffer out, int32_t t, int part, const float* src,
+                            int64_t n);
   std::unordered_map<int64_t, Buffer> weights_;                    // key: tensor * 8 + part
   std::unordered_map<int32_t, std::vector<float>> weight_scales_;  // int8: per column, per W tensor
   std::unordered_map<int32_t, float> scales_;                      // int8: per tensor, this run

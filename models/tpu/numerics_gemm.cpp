@@ -240,7 +240,7 @@ struct GemmBlock {
     const float* base_ptr = g.on_vpu     ? n.data(g.w)
                             : w_constant ? n.weight(g.w, part)
                             : g.w_view != GemmDesc::WView::matrix
-                                ? n.filter_operand(g, part)
+                                ? n.filter_operand(g, in.kernel, part)
                                 : n.operand(g.w, part, false, nullptr);
     return base_ptr + b * g.w_batch_stride;
   }

@@ -198,6 +198,10 @@ struct GemmDesc {
   int32_t a = -1, w = -1, y = -1;
   AView a_view = AView::matrix;
   WView w_view = WView::matrix;
+  // A ConvTranspose's kernel taps within its filter (filter_tap): one sub-pixel phase of a strided
+  // one takes taps (filter_ph + jh * filter_step_h, filter_pw + jw * filter_step_w) of a filter
+  // filter_kw wide (0: the kernel's own width, every tap).
+  int64_t filter_kw = 0, filter_ph = 0, filter_pw = 0, filter_step_h = 1, filter_step_w = 1;
   bool a_transposed = false, w_transposed = false;  // matrix views: stored [.., K, M] / [.., N, K]
   int64_t batch = 1, m = 0, k = 0, n = 0;
   // Element offset between consecutive batch matrices (0: broadcast along the batch).
@@ -207,6 +211,13 @@ struct GemmDesc {
   bool on_vpu = false;  // matrix-vector products run on the vector unit in fp32 (jax#16349)
   Epilogue epi;
 };
+
+// Index (kh * width + kw) in a ConvTranspose's filter of tap q of the GEMM's (sub-)kernel.
+inline int64_t filter_tap(const GemmDesc& g, int64_t q) {
+  const int64_t jh = q / g.conv.kw, jw = q % g.conv.kw;
+  const int64_t width = g.filter_kw > 0 ? g.filter_kw : g.conv.kw;
+  return (g.filter_ph + jh * g.filter_step_h) * width + g.filter_pw + jw * g.filter_step_w;
+}
 
 // Everything the vector unit and the copy engine compute.
 struct VectorDesc {
