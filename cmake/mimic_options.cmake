@@ -39,6 +39,8 @@ function(mimic_test name)
   target_link_libraries(${name} PRIVATE mimic_flags ${ARG_LIBS} GTest::gtest GTest::gtest_main
                                         OpenMP::OpenMP_CXX)
   target_include_directories(${name} PRIVATE ${MIMIC_ROOT})
+  # Tests initialize option structs partially ({"key", unit, "text"}), on purpose.
+  target_compile_options(${name} PRIVATE -Wno-missing-field-initializers)
   target_precompile_headers(${name} REUSE_FROM mimic_test_pch)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 TEST_LIST ${name}_TESTS)

@@ -126,7 +126,7 @@ class SyncUnit : public InstructionUnit {
 class Sequencer : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Sequencer);
-  Sequencer(sc_core::sc_module_name name, RunContext& ctx, int core);
+  Sequencer(sc_core::sc_module_name name, RunContext& ctx);
   // The units this core issues to (set before the first run).
   std::vector<InstructionUnit*> dma, mxu;
   InstructionUnit* vpu = nullptr;
@@ -140,7 +140,6 @@ class Sequencer : public sc_core::sc_module {
   void loop();
   InstructionUnit* route(const Instruction& in) const;
   RunContext& ctx_;
-  int core_;
   sc_core::sc_event start_;
 };
 
