@@ -72,8 +72,7 @@ TpuChip::TpuChip(sc_core::sc_module_name name, const TpuSpec& spec)
         target_spec(spec_.onchip, spec_.onchip.bytes, spec_.onchip.bytes_per_s));
     host_dma_->onchip_read[c]->initiator_socket.bind(core->onchip->target_socket);
     host_dma_->onchip_write[c]->initiator_socket.bind(core->onchip->target_socket);
-    core->sequencer =
-        std::make_unique<Sequencer>((prefix + "sequencer").c_str(), ctx_);
+    core->sequencer = std::make_unique<Sequencer>((prefix + "sequencer").c_str(), ctx_);
     for (int64_t e = 0; e < spec_.dma.engines_per_core; ++e) {
       auto dma =
           std::make_unique<DmaEngine>(fmt::format("{}dma{}", prefix, e).c_str(), ctx_, clock_,

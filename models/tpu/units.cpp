@@ -145,8 +145,7 @@ SyncUnit::SyncUnit(sc_core::sc_module_name name, RunContext& ctx,
                    const sim::systemc::ClockDomain& clock, int32_t index)
     : InstructionUnit(name, ctx, clock, "sync", index, 64) {}
 
-Sequencer::Sequencer(sc_core::sc_module_name name, RunContext& ctx)
-    : sc_module(name), ctx_(ctx) {
+Sequencer::Sequencer(sc_core::sc_module_name name, RunContext& ctx) : sc_module(name), ctx_(ctx) {
   SC_THREAD(loop);
 }
 

@@ -34,7 +34,9 @@ TEST(DeviceStrings, ParseAndReportAvailability) {
   bool listed_cpu = false;
   for (const auto& d : devices()) {
     if (d.name == "cpu") listed_cpu = d.available;
-    if (!d.available) EXPECT_FALSE(d.reason.empty()) << d.name;
+    if (!d.available) {
+      EXPECT_FALSE(d.reason.empty()) << d.name;
+    }
   }
   EXPECT_TRUE(listed_cpu);
 }

@@ -32,7 +32,9 @@ TEST(Autodiff, OpTableGradientColumnMatchesTheRulesAndEveryRuleHasACase) {
     OpType op = ir::op_at(i);
     bool has_rule = ir::find_grad_rule(op) != nullptr;
     EXPECT_EQ(has_rule, ir::op_gradient(op) == ir::OpGradient::rule) << ir::op_name(op);
-    if (has_rule) EXPECT_TRUE(covered.count(op)) << ir::op_name(op) << " has no gradient case";
+    if (has_rule) {
+      EXPECT_TRUE(covered.count(op)) << ir::op_name(op) << " has no gradient case";
+    }
   }
 }
 

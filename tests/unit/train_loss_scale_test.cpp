@@ -104,8 +104,9 @@ TEST(TrainStep, OverflowSkipsTheStepAndBacksOff) {
   const float* w = step.parameters().at(0).second.data<float>();
   for (int64_t i = 0; i < m.w.numel(); ++i) ASSERT_EQ(w[i], m.w.data<float>()[i]);
   for (const auto& [name, v] : step.state_dict())
-    if (name == "w.momentum_buffer")
+    if (name == "w.momentum_buffer") {
       for (int64_t i = 0; i < v.numel(); ++i) ASSERT_EQ(v.data<float>()[i], 0.0f) << name;
+    }
   step.step(m.x, m.t);
   EXPECT_EQ(step.steps_taken(), 1);
   EXPECT_EQ(step.skipped_steps(), 1);
