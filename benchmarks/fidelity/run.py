@@ -30,8 +30,9 @@ import paper_models  # noqa: E402
 IMAGENET = figures.IMAGENET_TRAIN_IMAGES
 
 
-def run_workload(mimic, workload, device, batch, tmp):
-    """One timing-only run; returns the report dict or {"error": message}."""
+def run_workload(mimic, workload, device, batch, tmp, options=()):
+    """One timing-only run with the row's compile options ((key, value) pairs); returns the report
+    dict or {"error": message}."""
     if workload.startswith("zoo:"):
         model = ["--model", workload[4:], "--model-arg", "image_size=224"]
     else:
@@ -40,6 +41,8 @@ def run_workload(mimic, workload, device, batch, tmp):
             paper_models.write(workload, path)
         model = ["--onnx", path]
     cmd = [mimic, "run", *model, "--device", device, "--batch", str(batch), "--timing-only", "--json", "--no-compare"]
+    for k, v in options:
+        cmd += ["--option", f"{k}={v}"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         lines = p.stderr.strip().splitlines() or [f"exit status {p.returncode}"]
@@ -104,11 +107,13 @@ def evaluate(mimic, rows):
             if row.get("not_modeled"):
                 results.append(dict(row, status="not modeled", reason=row["not_modeled"]))
                 continue
-            key = (row["workload"], row["device"], row["batch"], "train" in row)
+            key = (row["workload"], row["device"], row["batch"], "train" in row,
+                   tuple(sorted(row.get("options", {}).items())))
             if key not in cache:
                 print(f"running {row['workload']} on {row['device']} at batch {row['batch']}"
                       f"{' (training step)' if 'train' in row else ''}", file=sys.stderr)
-                cache[key] = run_training(mimic, row, tmp) if "train" in row else run_workload(mimic, *key[:3], tmp)
+                cache[key] = (run_training(mimic, row, tmp) if "train" in row
+                              else run_workload(mimic, *key[:3], tmp, key[4]))
             report = cache[key]
             out = dict(row)
             if "error" in report:
