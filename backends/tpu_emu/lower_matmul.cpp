@@ -469,20 +469,20 @@ bool phases_cover(const Window& t) {
 bool lower_by_phases(Context& c, const std::vector<int>& nodes) {
   const ir::Graph& g = c.g;
   const ir::Node& n = g.node(nodes.front());
-  if (n.op != OpType::ConvTranspose || g.value(n.inputs[0]).type.shape.rank() != 4 ||
-      n.has_input(2))
-    return false;
+  if (!runs_by_phases(g, nodes)) return false;
   const Window t = window_2d(ir::window_geometry(g, n), false);
-  if ((t.sh == 1 && t.sw == 1) || t.dh != 1 || t.dw != 1) return false;
   Lowered base;
   fold_followers(g, nodes, base);
-  if (nodes.size() > 2 || (nodes.size() == 2 && base.residual == ir::kNoValue)) return false;
-  const int32_t y = c.produce(base.out);
   Window placed = t;  // a phase image's placement: dims set per phase
   placed.c = t.m;
   const bool summed = base.residual != ir::kNoValue;
   const int32_t residual = summed ? c.tensor(base.residual) : -1;
-  if (summed || !phases_cover(t)) fill_placed(c, n, residual, placed, y);
+  // A residual that dies here is updated in place (its storage becomes the output's); another is
+  // copied into the output first.
+  const bool in_place = summed && c.residual_in_place.count(base.residual) > 0;
+  const int32_t y = in_place ? c.alias(base.out, residual) : c.produce(base.out);
+  if (in_place) c.em->reuse_storage(y, residual);
+  if (!in_place && (summed || !phases_cover(t))) fill_placed(c, n, residual, placed, y);
   for (int64_t rh = 0; rh < std::min(t.sh, t.kh); ++rh)
     for (int64_t rw = 0; rw < std::min(t.sw, t.kw); ++rw) {
       Lowered L;
@@ -518,6 +518,23 @@ bool lower_by_phases(Context& c, const std::vector<int>& nodes) {
 }
 
 }  // namespace
+
+bool runs_by_phases(const ir::Graph& g, const std::vector<int>& nodes) {
+  const ir::Node& n = g.node(nodes.front());
+  if (n.op != OpType::ConvTranspose || g.value(n.inputs[0]).type.shape.rank() != 4 ||
+      n.has_input(2) || nodes.size() > 2)
+    return false;
+  const Window t = window_2d(ir::window_geometry(g, n), false);
+  if ((t.sh == 1 && t.sw == 1) || t.dh != 1 || t.dw != 1) return false;
+  return nodes.size() == 1 || phased_residual(g, nodes) != ir::kNoValue;
+}
+
+ir::ValueId phased_residual(const ir::Graph& g, const std::vector<int>& nodes) {
+  if (nodes.size() != 2) return ir::kNoValue;
+  Lowered base;
+  fold_followers(g, nodes, base);
+  return base.residual;
+}
 
 void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_grad_in_place) {
   if (!weight_grad_in_place && lower_by_phases(c, nodes)) return;

@@ -86,6 +86,9 @@ struct Context {
   // `from_sibling`.
   std::vector<std::vector<ir::ValueId>> sibling_reads;
   std::unordered_set<int32_t> from_sibling;
+  // Residuals that a strided ConvTranspose's phases update in place (lower_by_phases): they die
+  // at that group, whose output takes their storage (deaths() keeps it alive for the output).
+  std::unordered_set<ir::ValueId> residual_in_place;
   // Option activation_dtype=bf16 (bf16 chips): see stored_bf16().
   bool bf16_activations = false;
   // Rank-4 activations laid out batch-minor (layout.h: batch_minor_elements), as XLA lays them
@@ -164,6 +167,10 @@ struct Context {
 // Lowering entry points. `nodes` is a fused group (matmul-like node first); `weight_grad_in_place`:
 // the head is a weight gradient's Conv that reads x and dy in place (FusionPlan).
 void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_grad_in_place);
+// A strided 2-D ConvTranspose group lowered by sub-pixel phases (lower_matmul.cpp), and the
+// residual its fused Add sums in (kNoValue: none).
+bool runs_by_phases(const ir::Graph& g, const std::vector<int>& nodes);
+ir::ValueId phased_residual(const ir::Graph& g, const std::vector<int>& nodes);
 void lower_vector_node(Context& c, const ir::Node& n);
 void lower_depthwise_group(Context& c, const std::vector<int>& nodes);
 // A ConvTranspose with one output channel per group on the vector unit (is_vector_conv_transpose).

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <limits>
 #include <map>
+#include <unordered_set>
 
 #include "backends/common.h"
 #include "backends/tpu_emu/fusion.h"
@@ -626,9 +627,32 @@ void stage(Context& c, int32_t t, bool to_device, bool prefetch = false) {
 
 namespace {
 
+// Residuals of strided ConvTranspose groups (lower_by_phases) that die at the group: an
+// activation with storage of its own (produced by a node that is not a view, not kept on chip by
+// loop fusion, not a graph output), whose last reader is the group. The group's output takes their
+// storage, so they live as long as it does (`last_use` extended).
+void plan_residuals_in_place(const ir::Graph& g, const FusionPlan& plan,
+                             const std::vector<bool>& kept, std::vector<int>& last_use,
+                             std::unordered_set<ir::ValueId>* in_place) {
+  for (const std::vector<int>& nodes : plan.groups) {
+    if (nodes.size() != 2 || plan.weight_grad_in_place[nodes.front()] || !runs_by_phases(g, nodes))
+      continue;
+    const ir::ValueId r = phased_residual(g, nodes), y = g.node(nodes.back()).outputs[0];
+    const int producer = g.value(r).producer;
+    const bool fused = static_cast<size_t>(r) < kept.size() && kept[r];
+    if (producer < 0 || ir::is_view_op(g.node(producer).op) || fused ||
+        last_use[r] != plan.emit_at[nodes.front()])
+      continue;
+    in_place->insert(r);
+    last_use[r] = std::max(last_use[r], last_use[y]);
+  }
+}
+
 // The values whose last reader is each emission step (aliases extend their source's life): freed
-// after that step.
-std::vector<std::vector<ir::ValueId>> deaths(const ir::Graph& g, const FusionPlan& plan) {
+// after that step. Fills `in_place` (plan_residuals_in_place).
+std::vector<std::vector<ir::ValueId>> deaths(const ir::Graph& g, const FusionPlan& plan,
+                                             const std::vector<bool>& kept,
+                                             std::unordered_set<ir::ValueId>* in_place) {
   std::vector<int> last_use(g.num_values(), -1);
   for (int i = 0; i < g.num_nodes(); ++i)
     for (ir::ValueId v : g.node(i).inputs)
@@ -643,6 +667,7 @@ std::vector<std::vector<ir::ValueId>> deaths(const ir::Graph& g, const FusionPla
     if (ir::is_view_op(n.op) && n.has_input(0))
       last_use[n.inputs[0]] = std::max(last_use[n.inputs[0]], last_use[n.outputs[0]]);
   }
+  plan_residuals_in_place(g, plan, kept, last_use, in_place);
   std::vector<std::vector<ir::ValueId>> dies_after(g.num_nodes() + 1);
   for (ir::ValueId v = 0; v < g.num_values(); ++v)
     if (last_use[v] >= 0 && last_use[v] < g.num_nodes()) dies_after[last_use[v]].push_back(v);
@@ -698,6 +723,7 @@ void program_metrics(const Context& c, const FusionPlan& plan, int recomputed, C
   int64_t sibling = 0;
   for (const auto& reads : c.sibling_reads) sibling += static_cast<int64_t>(reads.size());
   r.metrics["sibling_fused_reads"] = static_cast<double>(sibling);
+  r.metrics["residuals_updated_in_place"] = static_cast<double>(c.residual_in_place.size());
 }
 
 }  // namespace
@@ -726,7 +752,8 @@ CompiledProgram compile_program(const ir::Graph& given, const TpuSpec& spec,
     c.sibling_reads = plan_sibling_reads(g, plan, c.kept_on_chip);
   }
   c.bf16_activations = program.bf16_activations && spec.numerics == MatrixNumerics::bf16;
-  std::vector<std::vector<ir::ValueId>> dies_after = deaths(g, plan);
+  std::vector<std::vector<ir::ValueId>> dies_after =
+      deaths(g, plan, c.kept_on_chip, &c.residual_in_place);
   // A training step's batch arrived during the previous step (Flax's prefetch_to_device, the TPU
   // infeed of TensorFlow's estimators): this step sends the next one, overlapped with its work,
   // into a second buffer. Inference programs wait for their inputs.

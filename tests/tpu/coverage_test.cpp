@@ -318,8 +318,8 @@ TEST(TpuCoverage, ConvTransposeStridesCostTheZerosOfTheDilatedInput) {
 // GEMMs over the input as it is, their images placed into the output. A 3x3 filter shared with a
 // Conv (each gathers it its own way) with pads and output_padding, grouped; a 4x4 one at stride 2
 // (every phase 2x2 taps); a 1x1 one with uneven strides and crops (one phase; the rest zeroed); a
-// constant-weight one; and a channels-last one with a fused residual Add (placed onto a copy of
-// the residual).
+// constant-weight one; and a channels-last one with a fused residual Add, the residual dying there
+// (the phases are added onto it in place).
 ir::Graph strided_transpose_graph(int64_t channels, int64_t side, int64_t stride) {
   ir::Graph g("strided_transpose");
   using V = std::vector<int64_t>;
@@ -348,7 +348,8 @@ ir::Graph strided_transpose_graph(int64_t channels, int64_t side, int64_t stride
   auto ws = f32_input(g, "ws", Shape({channels, 4, 3, 3}));
   auto summed = g.add_node(OpType::ConvTranspose, "summed", {xl, ws},
                            {{"strides", V{stride, stride}}, {"layout", std::string("NHWC")}})[0];
-  auto r = f32_input(g, "r", Shape({2, (side - 1) * stride + 3, (side + 1) * stride + 3, 4}));
+  auto r0 = f32_input(g, "r", Shape({2, (side - 1) * stride + 3, (side + 1) * stride + 3, 4}));
+  auto r = g.add_node(OpType::Relu, "r_relu", {r0})[0];  // dies at the Add: updated in place
   g.add_output(g.add_node(OpType::Add, "residual", {summed, r})[0]);
   return g;
 }
@@ -356,6 +357,7 @@ ir::Graph strided_transpose_graph(int64_t channels, int64_t side, int64_t stride
 TEST(TpuCoverage, StridedConvTransposeRunsBySubPixelPhases) {
   Executable tpu = compile(strided_transpose_graph(6, 5, 2), Device("tpu-emu:v4"));
   EXPECT_EQ(tpu.compile_report().metrics.at("fused_nodes"), 1);  // the residual Add
+  EXPECT_EQ(tpu.compile_report().metrics.at("residuals_updated_in_place"), 1);
   expect_on_chip(strided_transpose_graph(6, 5, 2), 1e-5);
   expect_on_chip(strided_transpose_graph(6, 5, 2), 0.1, {}, "default");  // bf16 operands, K <= 54
   expect_on_chip(strided_transpose_graph(6, 4, 3), 1e-5);
