@@ -122,11 +122,6 @@ void lower_conv_weight_grad(const ir::Graph& g, const ir::Node& n, Lowered& L) {
   L.a_value = m.x_full;
 }
 
-// ConvTranspose as XLA lowers it: a stride-1 convolution, with the kernel flipped and its in/out
-// channels swapped, over the input dilated by the strides (lhs_dilation) and padded by
-// dilation * (k - 1) - pad (output_padding and output_shape at the end). With unit strides the
-// padding is the window's own (no copy); otherwise the dilated input is materialized in a scratch
-// tensor (zeros included) and the matrix units stream its zeros like any other input.
 // The GEMM of a stride-1 ConvTranspose whose window L.d.conv is set: its kernel is the taps
 // (filter_ph + jh * step_h, filter_pw + jw * step_w) of the node's filter ([C, Mg, KH, filter_kw]:
 // all of them unless a sub-pixel phase picks some, GemmDesc), flipped, channels swapped.
@@ -158,6 +153,12 @@ void transposed_filter(Context& c, const ir::Graph& g, const ir::Node& n, Lowere
       }
 }
 
+// ConvTranspose as XLA lowers it: a stride-1 convolution, with the kernel flipped and its in/out
+// channels swapped, over the input dilated by the strides (lhs_dilation) and padded by
+// dilation * (k - 1) - pad (output_padding and output_shape at the end). With unit strides the
+// padding is the window's own (no copy); otherwise (a dilation or a bias: strided ones without
+// go by sub-pixel phases, lower_by_phases) the dilated input is materialized in a scratch tensor
+// (zeros included) and the matrix units stream its zeros like any other input.
 void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
   ir::WindowGeometry wg = ir::window_geometry(g, n);
   const Window t = window_2d(wg, false);  // input, output, kernel, strides, dilations, pad_begin
@@ -463,9 +464,10 @@ bool phases_cover(const Window& t) {
 // output position from r - pad (lower_copy.cpp: place_strided). The matrix units multiply no
 // zeros and the dilated input is never materialized; each phase's image makes one round trip
 // through HBM to its positions. Positions no phase reaches are zeroed first (a 1x1 kernel at
-// stride 2 fills 3 in 4); a residual is copied into the output first and each phase is added to
-// it, from its unrounded sums. The cuDNN and TensorFlow decomposition of a strided transposed
-// convolution; XLA's TPU lowering of lhs_dilation is not public.
+// stride 2 fills 3 in 4); each phase is added to a residual from its unrounded sums, in place when
+// the residual dies at the group (Context::residual_in_place), else onto its copy in the output.
+// The cuDNN and TensorFlow decomposition of a strided transposed convolution; XLA's TPU lowering
+// of lhs_dilation is not public.
 bool lower_by_phases(Context& c, const std::vector<int>& nodes) {
   const ir::Graph& g = c.g;
   const ir::Node& n = g.node(nodes.front());
