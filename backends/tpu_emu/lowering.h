@@ -11,6 +11,7 @@
 
 #include "backends/backend.h"
 #include "backends/tpu_emu/emitter.h"
+#include "backends/tpu_emu/fusion.h"
 #include "backends/tpu_emu/hbm_plan.h"
 #include "backends/tpu_emu/tpu_compiler.h"
 #include "frontend/ir/graph.h"
@@ -171,6 +172,12 @@ void lower_matmul_group(Context& c, const std::vector<int>& nodes, bool weight_g
 // residual its fused Add sums in (kNoValue: none).
 bool runs_by_phases(const ir::Graph& g, const std::vector<int>& nodes);
 ir::ValueId phased_residual(const ir::Graph& g, const std::vector<int>& nodes);
+// Residuals of such groups that die there (`last_use`: per value, the emission step of its last
+// reader), whose storage the group's output takes over: added to `in_place`, their last use
+// extended to the output's. `kept`: loop fusion's kept_on_chip.
+void plan_residuals_in_place(const ir::Graph& g, const FusionPlan& plan,
+                             const std::vector<bool>& kept, std::vector<int>& last_use,
+                             std::unordered_set<ir::ValueId>* in_place);
 void lower_vector_node(Context& c, const ir::Node& n);
 void lower_depthwise_group(Context& c, const std::vector<int>& nodes);
 // A ConvTranspose with one output channel per group on the vector unit (is_vector_conv_transpose).

@@ -627,27 +627,6 @@ void stage(Context& c, int32_t t, bool to_device, bool prefetch = false) {
 
 namespace {
 
-// Residuals of strided ConvTranspose groups (lower_by_phases) that die at the group: an
-// activation with storage of its own (produced by a node that is not a view, not kept on chip by
-// loop fusion, not a graph output), whose last reader is the group. The group's output takes their
-// storage, so they live as long as it does (`last_use` extended).
-void plan_residuals_in_place(const ir::Graph& g, const FusionPlan& plan,
-                             const std::vector<bool>& kept, std::vector<int>& last_use,
-                             std::unordered_set<ir::ValueId>* in_place) {
-  for (const std::vector<int>& nodes : plan.groups) {
-    if (nodes.size() != 2 || plan.weight_grad_in_place[nodes.front()] || !runs_by_phases(g, nodes))
-      continue;
-    const ir::ValueId r = phased_residual(g, nodes), y = g.node(nodes.back()).outputs[0];
-    const int producer = g.value(r).producer;
-    const bool fused = static_cast<size_t>(r) < kept.size() && kept[r];
-    if (producer < 0 || ir::is_view_op(g.node(producer).op) || fused ||
-        last_use[r] != plan.emit_at[nodes.front()])
-      continue;
-    in_place->insert(r);
-    last_use[r] = std::max(last_use[r], last_use[y]);
-  }
-}
-
 // The values whose last reader is each emission step (aliases extend their source's life): freed
 // after that step. Fills `in_place` (plan_residuals_in_place).
 std::vector<std::vector<ir::ValueId>> deaths(const ir::Graph& g, const FusionPlan& plan,
