@@ -150,11 +150,9 @@ class SiblingPlanner {
         const int p = g_.value(v).producer;
         const bool hbm = through_hbm || !kept(v);
         if (p == from && hbm) return true;
-        int& seen = seen_[p < 0 ? 0 : p][hbm ? 1 : 0];
-        if (p > from && seen != query_) {
-          seen = query_;
-          stack.push_back({p, hbm});
-        }
+        if (p <= from || seen_[p][hbm ? 1 : 0] == query_) continue;
+        seen_[p][hbm ? 1 : 0] = query_;
+        stack.push_back({p, hbm});
       }
     }
     return false;

@@ -111,6 +111,8 @@ struct Context {
   // An operand a vector kernel streams from its home memory: neither on chip nor in the tiles a
   // sibling loop streamed (from_sibling).
   bool streams(int32_t tensor) const;
+  // The tensor whose storage `tensor` is (aliases resolved).
+  int32_t root_tensor(int32_t tensor) const;
   // Creates the tensor of a produced value, homed by the chip's rule (on chip when it fits for
   // v1/edge, else off-chip, else host), waiting for readers of any storage it reuses.
   int32_t produce(ir::ValueId v);

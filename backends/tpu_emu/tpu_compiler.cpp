@@ -251,8 +251,7 @@ int64_t Context::tiled_elements(int32_t t) const {
 }
 
 int64_t Context::element_bytes(int32_t t) const {
-  while (p.tensors[t].alias_of >= 0) t = p.tensors[t].alias_of;
-  auto it = element_bytes_.find(t);
+  auto it = element_bytes_.find(root_tensor(t));
   return it == element_bytes_.end() ? 4 : it->second;
 }
 
@@ -433,15 +432,17 @@ int32_t Context::alias(ir::ValueId v, int32_t of) {
   return id;
 }
 
-bool Context::fused(int32_t t) const {
+int32_t Context::root_tensor(int32_t t) const {
   while (p.tensors.at(t).alias_of >= 0) t = p.tensors[t].alias_of;
-  return fused_.count(t) > 0;
+  return t;
+}
+
+bool Context::fused(int32_t t) const {
+  return fused_.count(root_tensor(t)) > 0;
 }
 
 bool Context::streams(int32_t t) const {
-  if (home(t) == Level::onchip) return false;
-  while (p.tensors.at(t).alias_of >= 0) t = p.tensors[t].alias_of;
-  return from_sibling.count(t) == 0;
+  return home(t) != Level::onchip && from_sibling.count(root_tensor(t)) == 0;
 }
 
 void Context::release(int32_t t) {
@@ -663,11 +664,7 @@ void emit_group(Context& c, const ir::Graph& g, const FusionPlan& plan, int i) {
   c.current_op = static_cast<int32_t>(c.p.ops.size() - 1);
   c.from_sibling.clear();
   if (!c.sibling_reads.empty())
-    for (ir::ValueId v : c.sibling_reads[i]) {
-      int32_t t = c.tensor(v);
-      while (c.p.tensors[t].alias_of >= 0) t = c.p.tensors[t].alias_of;
-      c.from_sibling.insert(t);
-    }
+    for (ir::ValueId v : c.sibling_reads[i]) c.from_sibling.insert(c.root_tensor(c.tensor(v)));
   if (is_vector_conv_transpose(g, n) && c.spec.numerics == MatrixNumerics::bf16)
     lower_transposed_window(c, n);
   else if (n.op == ir::OpType::ConvTranspose || is_fusion_head(g, g.node(nodes.front())))
