@@ -257,8 +257,7 @@ MemoryInputs memory_inputs(const ir::Graph& g, const StagePlan& st, uint32_t sta
       if (stashed && buf.category == Category::activation)
         buf.category = Category::saved_activations;
       // A pipeline stashes them for every micro-batch between its forward and backward pass.
-      if (stashed && pipelined && training)
-        buf.copies = std::min(o.micro_batches, 2 * (o.stages - stage) - 1);
+      if (stashed && pipelined && training) buf.copies = stashed_micro_batches(o, stage);
     }
     for (ir::ValueId v : node.outputs) {
       if (op.view && buffer_of[node.inputs[0]] >= 0)
@@ -459,8 +458,11 @@ void option_notes(IpuCompilation& out, const IpuOptions& o, int64_t local) {
     std::string parts;
     for (uint32_t st = 0; st < o.stages; ++st)
       parts += fmt::format("{}ipu {}: {} ops", st ? ", " : "", st, out.stages[st].ops.size());
-    notes.push_back(fmt::format("pipelined over {} stages x {} micro-batches ({})", o.stages,
-                                o.micro_batches, parts));
+    notes.push_back(
+        fmt::format("pipelined over {} stages x {} micro-batches, {} schedule: {} "
+                    "pipeline cycles ({})",
+                    o.stages, o.micro_batches, schedule_name(o.schedule),
+                    pipeline_cycles(o, out.training), parts));
   }
   if (o.half_partials && !o.half_precision)
     notes.push_back(
@@ -484,27 +486,38 @@ void option_notes(IpuCompilation& out, const IpuOptions& o, int64_t local) {
 
 namespace {
 
-// Micro-batches per step when not given: 2 x stages when the batch per replica allows (the
-// pipeline's fill), else the largest divisor below; checks that they divide it. Returns the batch
-// per replica.
-int64_t micro_batching(IpuOptions& o, int64_t batch) {
+// Micro-batches per step when not given: the largest divisor of the batch per replica up to
+// 2 x stages (the pipeline's fill) that the schedule accepts, else the smallest one above; checks
+// that they divide it and fill the schedule. Returns the batch per replica.
+int64_t micro_batching(IpuOptions& o, int64_t batch, bool training) {
   if (batch % o.replicas != 0)
     throw InvalidArgument(fmt::format("ipu-emu: batch {} does not split over replication_factor={}",
                                       batch, o.replicas));
   int64_t local = batch / o.replicas;
-  if (o.micro_batches == 0) {
-    o.micro_batches = 1;
-    for (int64_t d = std::min<int64_t>(2 * o.stages, local); o.stages > 1 && d >= 1; --d)
-      if (local % d == 0) {
-        o.micro_batches = static_cast<uint32_t>(d);
-        break;
-      }
+  auto fits = [&](int64_t d) {
+    return local % d == 0 && pipeline_depth_error(o, uint32_t(d), training).empty();
+  };
+  if (o.micro_batches == 0 && o.stages > 1) {
+    for (int64_t d = std::min<int64_t>(2 * o.stages, local); d >= 1 && !o.micro_batches; --d)
+      if (fits(d)) o.micro_batches = static_cast<uint32_t>(d);
+    for (int64_t d = 2 * o.stages + 1; d <= local && !o.micro_batches; ++d)
+      if (fits(d)) o.micro_batches = static_cast<uint32_t>(d);
   }
+  const char* key = o.accumulation ? "gradient_accumulation" : "micro_batches";
+  if (o.micro_batches == 0 && o.stages > 1)
+    throw InvalidArgument(fmt::format(
+        "ipu-emu: no micro-batch count divides the batch per replica ({}) and fills the pipeline: "
+        "{}",
+        local, pipeline_depth_error(o, uint32_t(std::min<int64_t>(local, 1u << 20)), training)));
+  if (o.micro_batches == 0) o.micro_batches = 1;
   if (local % o.micro_batches != 0)
     throw InvalidArgument(
-        fmt::format("ipu-emu: {}={} must divide the batch per replica ({} = {} / {})",
-                    o.accumulation ? "gradient_accumulation" : "micro_batches", o.micro_batches,
-                    local, batch, o.replicas));
+        fmt::format("ipu-emu: {}={} must divide the batch per replica ({} = {} / {})", key,
+                    o.micro_batches, local, batch, o.replicas));
+  std::string depth = pipeline_depth_error(o, o.micro_batches, training);
+  if (!depth.empty())
+    throw InvalidArgument(
+        fmt::format("ipu-emu: {}; set {} (or a batch that allows it)", depth, key));
   return local;
 }
 
@@ -542,6 +555,7 @@ void compile_metrics(IpuCompilation& out, const IpuSpec& s, const IpuOptions& o)
   m["tiles_per_ipu"] = static_cast<double>(s.tiles);
   m["num_ipus"] = o.num_ipus, m["stages"] = o.stages, m["replicas"] = o.replicas,
   m["micro_batches"] = o.micro_batches;
+  m["pipeline_cycles"] = o.stages > 1 ? pipeline_cycles(o, out.training) : 0;
   size_t steps = 0;
   for (const auto& ipu : p.bsp.ipus) steps += ipu.size();
   m["supersteps"] = static_cast<double>(steps);
@@ -568,7 +582,7 @@ IpuCompilation compile_ipu(const ir::Graph& g, const IpuSpec& s, const IpuOption
         "ipu-emu: gradient_accumulation={} needs a training step (graph '{}' has no backward "
         "ops); micro_batches splits an inference batch",
         o.accumulation, g.name()));
-  int64_t local = micro_batching(o, out.batch);
+  int64_t local = micro_batching(o, out.batch, out.training);
   std::vector<std::string>& notes = out.report.notes;
   GraphInfo gi{
       g, device_nodes(g), std::vector<int32_t>(g.num_nodes(), -1),

@@ -1,5 +1,7 @@
 #include "backends/ipu_emu/ipu_options.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "base/error.h"
@@ -55,7 +57,73 @@ bool parse_master_weights(const std::string& value, bool half) {
   return value == "float32" && require_half("master_weights", half);
 }
 
+PipelineSchedule parse_schedule(const std::string& v) {
+  for (PipelineSchedule s :
+       {PipelineSchedule::grouped, PipelineSchedule::interleaved, PipelineSchedule::sequential})
+    if (v == schedule_name(s)) return s;
+  throw InvalidArgument(fmt::format(
+      "ipu-emu: option pipeline_schedule={} must be grouped, interleaved or sequential", v));
+}
+
 }  // namespace
+
+const char* schedule_name(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::grouped:
+      return "grouped";
+    case PipelineSchedule::interleaved:
+      return "interleaved";
+    case PipelineSchedule::sequential:
+      return "sequential";
+  }
+  return "grouped";
+}
+
+uint32_t micro_batch_spacing(const IpuOptions& o, bool training) {
+  uint32_t stages = training ? 2 * o.stages : o.stages;
+  switch (o.schedule) {
+    case PipelineSchedule::grouped:
+      return 1;
+    case PipelineSchedule::interleaved:
+      return training ? 2 : 1;
+    case PipelineSchedule::sequential:
+      return stages;
+  }
+  return 1;
+}
+
+uint32_t pipeline_cycles(const IpuOptions& o, bool training) {
+  uint32_t stages = training ? 2 * o.stages : o.stages;
+  return (o.micro_batches - 1) * micro_batch_spacing(o, training) + stages;
+}
+
+uint32_t stashed_micro_batches(const IpuOptions& o, uint32_t stage) {
+  // Stage 2S - 1 - s follows stage s by 2 (S - 1 - s) + 1 cycles, and a cycle runs its backward
+  // passes before its forward ones, so the stash holds the micro-batches that entered in the
+  // 2 (S - 1 - s) cycles before, plus the one the backward pass reads: IPU TensorFlow's FIFO depth
+  // (pipeline_fifo_inserter.cc) plus one.
+  return std::min(o.micro_batches, 2 * (o.stages - 1 - stage) / micro_batch_spacing(o, true) + 1);
+}
+
+std::string pipeline_depth_error(const IpuOptions& o, uint32_t micro_batches, bool training) {
+  if (o.stages <= 1) return "";
+  uint32_t s = o.stages;
+  if (o.schedule == PipelineSchedule::grouped) {
+    uint32_t need = training ? 2 * s - 1 : s;
+    if (micro_batches >= need) return "";
+    return fmt::format(
+        "pipeline_schedule=grouped over {} stages needs at least {} micro-batches per step to "
+        "fill the {} pipeline ({}), got {}",
+        s, need, training ? "training" : "inference",
+        training ? "2 x stages - 1, PopART's pipeline depth" : "one per stage", micro_batches);
+  }
+  if (o.schedule == PipelineSchedule::interleaved && micro_batches % s != 0)
+    return fmt::format(
+        "pipeline_schedule=interleaved over {} stages runs micro-batches in groups of {} (IPU "
+        "TensorFlow: a multiple of the stages), got {}",
+        s, s, micro_batches);
+  return "";
+}
 
 std::map<std::string, std::string> option_help() {
   return {
@@ -66,6 +134,10 @@ std::map<std::string, std::string> option_help() {
       {"micro_batches",
        "micro-batches per step (pipelining / batch serialization); default 2 x stages when the "
        "batch allows"},
+      {"pipeline_schedule",
+       "grouped (default: each pipeline cycle runs every IPU's forward and backward pass), "
+       "interleaved (one pass per IPU per cycle, fewer stashed activations) or sequential (one "
+       "stage at a time); IPU TensorFlow's PipelineSchedule"},
       {"gradient_accumulation",
        "training steps: micro-batches whose gradients are summed on tile before one all-reduce "
        "and one optimizer update (PopTorch's gradientAccumulation; default 1)"},
@@ -114,6 +186,8 @@ IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSp
       o.replicas = parse_count(key, value, 1u << 20);
     else if (key == "micro_batches")
       o.micro_batches = parse_count(key, value, 1u << 20);
+    else if (key == "pipeline_schedule")
+      o.schedule = parse_schedule(value);
     else if (key == "gradient_accumulation")
       o.accumulation = parse_count(key, value, 1u << 20);
     else if (key == "offload_optimizer_state")

@@ -155,7 +155,7 @@ LoweredOp lower_conv(LowerContext& c, const ir::Node& n) {
     p.vector_path = depthwise;
     if (depthwise) p.kernel = kernel_dims(g);
     p.input_pixels = window_input_pixels(g);
-    if (!depthwise && kvol >= 16 && kvol > 4 * g.out_spatial()) {
+    if (!depthwise && kvol >= 16 && kvol > 4 * static_cast<uint64_t>(g.out_spatial())) {
       // A kernel much wider than its output (a weight gradient: dy as the kernel over the whole
       // input; not a 3x3 layer on a 1x1 map) is planned as its im2col product, K = channels x taps
       // split across tiles, as poplin's weight-update passes split the batch and field; each tile

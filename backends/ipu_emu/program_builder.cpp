@@ -1,19 +1,20 @@
 // Assembles every IPU's superstep list from the lowered stages:
 //   one stage (num_ipus = replicas): per micro-batch, stream in -> the stage's supersteps -> stream
-//   out; several stages (pipelining, in Poplar's sharded style): in pipeline cycle c, stage s works
-//   on micro-batch c - s when 0 <= c - s < micro_batches, then all IPUs sync externally and send
-//   the tensors later stages read over IPU-Links (ramp up, steady state, ramp down: M + S - 1
-//   cycles); replicas with weight_update: a ring all-reduce of each stage's weights (reduce-scatter
-//   then all-gather, 2 (R - 1) steps over IPU-Links), as in data-parallel training.
+//   out; several stages (pipelining, in Poplar's sharded style): in pipeline cycle c, stage j
+//   works on micro-batch m when c = m x spacing + j (ipu_options.h: PipelineSchedule), then all
+//   IPUs sync externally and send the tensors later stages read over IPU-Links (ramp up, steady
+//   state, ramp down); replicas with weight_update: a ring all-reduce of each stage's weights
+//   (reduce-scatter then all-gather, 2 (R - 1) steps over IPU-Links), as in data-parallel
+//   training.
 // A training step (train_plan.h) pipelines forward and backward: IPU s runs its layers' forward
-// pass in cycle m + s and their backward pass in cycle m + 2S - 1 - s for micro-batch m, so the
-// pipeline fills over 2S - 1 cycles and drains over as many (M + 2S - 1 cycles in all), gradients
-// cross back over the IPU-Links, and each IPU stashes its forward activations for the
-// micro-batches in flight (2 (S - s) - 1). It streams only its data per micro-batch (parameters and
-// optimizer state stay on the IPU), adds each micro-batch's gradients into their accumulators,
-// then, once per step: the same ring all-reduce of the gradients across replicas, the optimizer
-// state loaded from streaming memory when it lives there, the update ops, and the state stored
-// back.
+// pass as stage s and their backward pass as stage 2S - 1 - s (grouped: both in one cycle, of
+// different micro-batches, the backward pass first; interleaved: one per cycle, alternating;
+// sequential: one stage of the whole system per cycle), gradients cross back over the IPU-Links,
+// and each IPU stashes its forward activations for the micro-batches in flight
+// (stashed_micro_batches). It streams only its data per micro-batch (parameters and optimizer state
+// stay on the IPU), adds each micro-batch's gradients into their accumulators, then, once per step:
+// the same ring all-reduce of the gradients across replicas, the optimizer state loaded from
+// streaming memory when it lives there, the update ops, and the state stored back.
 #include <algorithm>
 
 #include "backends/ipu_emu/ipu_compiler.h"
@@ -39,18 +40,17 @@ struct Builder {
     return training && g.node(op.node).phase == ir::StepPhase::update;
   }
   uint32_t tiles() const { return static_cast<uint32_t>(specs.tiles); }
-  // Pipeline cycle c: stage s runs the forward pass of micro-batch c - s; in a training step
-  // IPU s also runs the backward pass of its layers, virtual stage 2S - 1 - s, on micro-batch
-  // c - (2S - 1 - s) (one forward and one backward per cycle in the steady state).
+  // Whether stage j (IPU s's forward pass is stage s; in a training step its backward pass is
+  // stage 2S - 1 - s) runs a micro-batch in pipeline cycle c.
   bool active(uint32_t stage, uint32_t cycle) const {
-    return cycle >= stage && cycle - stage < o.micro_batches;
+    uint32_t spacing = micro_batch_spacing(o, training);
+    return cycle >= stage && (cycle - stage) % spacing == 0 &&
+           (cycle - stage) / spacing < o.micro_batches;
   }
   bool active_backward(uint32_t stage, uint32_t cycle) const {
     return active(2 * o.stages - 1 - stage, cycle);
   }
-  uint32_t pipeline_cycles() const {
-    return o.micro_batches + (training ? 2 * o.stages : o.stages) - 1;
-  }
+  uint32_t cycles() const { return pipeline_cycles(o, training); }
   // Which part of a pipeline cycle makes value v: 0 forward, 1 backward, 2 update (after it).
   int part_of(ir::ValueId v) const {
     if (!training) return 0;
@@ -111,7 +111,7 @@ struct Builder {
                                        labels.id("optimizer state store")));
   }
 
-  // End of pipeline cycle `c` on stage `s` of replica `r` (c = pipeline_cycles(): before the
+  // End of pipeline cycle `c` on stage `s` of replica `r` (c = cycles(): before the
   // update, for update values read on another IPU): external sync, IPU-Link transfers.
   Superstep boundary(uint32_t r, uint32_t s, uint32_t c) {
     Superstep b;
@@ -119,7 +119,7 @@ struct Builder {
     b.sync = SyncKind::external;
     auto sent = [&](uint32_t from, ir::ValueId v) {
       int part = part_of(v);
-      return c == pipeline_cycles() ? part == 2 : sends_in(from, part, c);
+      return c == cycles() ? part == 2 : sends_in(from, part, c);
     };
     const StagePlan& st = stages[s];
     for (const auto& [v, to] : st.sends) {
@@ -174,17 +174,17 @@ BspProgram build_program(const IpuSpec& specs, const IpuOptions& o, const ir::Gr
       if (o.stages == 1) {
         for (uint32_t m = 0; m < o.micro_batches; ++m) b.body(stages[s], list);
       } else if (!training) {
-        for (uint32_t c = 0; c < b.pipeline_cycles(); ++c) {
+        for (uint32_t c = 0; c < b.cycles(); ++c) {
           if (b.active(s, c)) b.body(stages[s], list);
           list.push_back(b.boundary(r, s, c));
         }
       } else {
-        for (uint32_t c = 0; c < b.pipeline_cycles(); ++c) {
-          if (b.active(s, c)) b.body(stages[s], list, 0);
+        for (uint32_t c = 0; c < b.cycles(); ++c) {
           if (b.active_backward(s, c)) b.body(stages[s], list, 1);
+          if (b.active(s, c)) b.body(stages[s], list, 0);
           list.push_back(b.boundary(r, s, c));
         }
-        list.push_back(b.boundary(r, s, b.pipeline_cycles()));
+        list.push_back(b.boundary(r, s, b.cycles()));
       }
       if (training) {
         if (o.replicas > 1) b.all_reduce(r, s, stages[s].gradient_bytes, list);

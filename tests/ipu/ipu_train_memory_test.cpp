@@ -281,10 +281,14 @@ TEST(IpuTrainMemory, PipelinedTrainingFollowsCpu) {
     for (int i = 0; i < 3; ++i) out.push_back(s.step(x, y));
     return out;
   };
-  std::vector<float> cpu = losses("cpu", {}),
-                     ipu = losses("ipu-emu:gc200",
-                                  {{"num_ipus", "2"}, {"gradient_accumulation", "2"}});
-  for (size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(ipu[i], cpu[i], 1e-4 * std::fabs(cpu[i]));
+  std::vector<float> cpu = losses("cpu", {});
+  for (const char* schedule : {"grouped", "interleaved", "sequential"}) {
+    std::vector<float> ipu = losses(
+        "ipu-emu:gc200",
+        {{"num_ipus", "2"}, {"gradient_accumulation", "4"}, {"pipeline_schedule", schedule}});
+    for (size_t i = 0; i < cpu.size(); ++i)
+      EXPECT_NEAR(ipu[i], cpu[i], 1e-4 * std::fabs(cpu[i])) << schedule;
+  }
 }
 
 TEST(IpuTrainMemory, BadOptionsAreOneLineErrorsWithTheNumbers) {

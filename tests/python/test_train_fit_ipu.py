@@ -42,7 +42,7 @@ def test_ipu_training_model_with_accumulation_and_replicas_follows_cpu():
     cpu = mimic.compile_train(ref, "cross_entropy", mimic.optim.SGD(ref.parameters(), lr=0.1), example_inputs=x)
     want = [cpu(x, y) for _ in range(3)]
     cycles = {}
-    for accumulation, replicas in ((1, 1), (4, 2)):
+    for accumulation, replicas in ((4, 1), (4, 2)):
         model = mlp()
         with mimic.ipu.Manager(num_ipus=2) as ipu:
             step = ipu.training_model(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
@@ -51,7 +51,7 @@ def test_ipu_training_model_with_accumulation_and_replicas_follows_cpu():
             got = [step(x, y) for _ in range(3)]
         np.testing.assert_allclose(got, want, rtol=1e-5)
         cycles[(accumulation, replicas)] = step.report["cycles"]
-    assert cycles[(1, 1)] > 0 and cycles[(4, 2)] != cycles[(1, 1)]
+    assert cycles[(4, 1)] > 0 and cycles[(4, 2)] != cycles[(4, 1)]
 
 
 def test_ipu_training_model_errors_are_one_line():
@@ -71,6 +71,9 @@ def test_ipu_training_model_errors_are_one_line():
             ipu.training_model(model, "cross_entropy", opt, example_inputs=x, recomputation="sometimes")
         with pytest.raises(mimic.InvalidArgument, match="gradient_accumulation must be a positive int, got 0"):
             ipu.training_model(model, "cross_entropy", opt, example_inputs=x, gradient_accumulation=0)
+        with pytest.raises(mimic.InvalidArgument, match=r"pipeline_schedule=grouped over 2 stages needs at least 3 "
+                           r"micro-batches per step to fill the training pipeline \(2 x stages - 1"):
+            ipu.training_model(model, "cross_entropy", opt, example_inputs=x, gradient_accumulation=2)
     with mimic.ipu.Manager(num_ipus=128) as ipu:
         with pytest.raises(mimic.InvalidArgument, match=r"num_ipus=128 \(1 replica\(s\) x 128 stage\(s\)\) exceeds the 64 IPUs of preset gc200"):
             ipu.training_model(model, "cross_entropy", opt, example_inputs=x)

@@ -8,6 +8,10 @@
                                      example_inputs=x, gradient_accumulation=4, replication_factor=2,
                                      recomputation="standard")
         loss = trainer(x, y)
+
+Other keyword options of Manager are ipu-emu's device options, e.g. pipeline_schedule="interleaved"
+(grouped | interleaved | sequential, IPU TensorFlow's PipelineSchedule) for a model pipelined over
+num_ipus / replication_factor IPUs.
 """
 from . import _mimic
 from ._compile import compile as _compile
