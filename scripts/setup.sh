@@ -4,7 +4,8 @@
 #   scripts/setup.sh           build and demo dependencies
 #   scripts/setup.sh --test    also the engines the sweep tests start: a one-node Slurm cluster
 #                              (slurm-wlm, munge) and a Dask LocalCluster (python3-distributed),
-#                              and clang-format for the format check
+#                              clang-format for the format check and lld for the sanitizer build's
+#                              links
 #   scripts/setup.sh --bench   also PyTorch and OpenBLAS for the comparison benchmarks
 set -euo pipefail
 
@@ -19,7 +20,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev
 )
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(slurm-wlm munge python3-distributed python3-pandas clang-format)
+  packages+=(slurm-wlm munge python3-distributed python3-pandas clang-format lld)
 fi
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-torchvision libopenblas0)
