@@ -54,6 +54,23 @@ def test_ipu_training_model_with_accumulation_and_replicas_follows_cpu():
     assert cycles[(4, 1)] > 0 and cycles[(4, 2)] != cycles[(4, 1)]
 
 
+def test_pipeline_schedules_through_the_manager():
+    """Manager(pipeline_schedule=...) reaches ipu-emu: the same losses, the schedule's pipeline cycles
+    (2 IPUs, 4 micro-batches: grouped 4 + 2x2 - 1, interleaved 2x4 + 2x2 - 2) and step time."""
+    x, y = dataset(16)
+    results = {}
+    for schedule in ("grouped", "interleaved"):
+        model = mlp()
+        with mimic.ipu.Manager(num_ipus=2, pipeline_schedule=schedule) as ipu:
+            step = ipu.training_model(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
+                                      example_inputs=x, gradient_accumulation=4)
+            loss = step(x, y)
+        results[schedule] = (loss, step.compile_report["metrics"]["pipeline_cycles"], step.report["cycles"])
+    assert results["grouped"][0] == pytest.approx(results["interleaved"][0], rel=1e-6)
+    assert (results["grouped"][1], results["interleaved"][1]) == (7, 10)
+    assert results["grouped"][2] < results["interleaved"][2]
+
+
 def test_ipu_training_model_errors_are_one_line():
     x, _ = dataset(16)
     model = mlp()
