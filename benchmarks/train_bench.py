@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """One training step (forward, loss, backward, SGD-momentum update) of ResNet-50 and BERT (the
 zoo's bert: 12 layers, hidden 768, seq 128) at batch 8 on the cpu backend, beside PyTorch's on the
-same architecture in the same invocation. Writes benchmarks/results/train.{json,md}.
+same architecture in the same invocation (goal <= 1.2x), and the same step on the emulators with
+their numerics computed (tpu-emu:v4 at default precision, ipu-emu:gc200 at float32) against the cpu
+backend's (goal <= 1.5x). Writes benchmarks/results/train.{json,md}.
 
   PYTHONPATH=build/python python3 benchmarks/train_bench.py            # both models, 5 steps each
-  PYTHONPATH=build/python python3 benchmarks/train_bench.py --models resnet50 --steps 3
+  PYTHONPATH=build/python python3 benchmarks/train_bench.py --models resnet50 --steps 3 --emulators
 
 Timings are host wall time of one step: the median of --steps steps after --warmup steps
 (compilation is timed apart). Both frameworks run in this process with every core (PyTorch:
 torch.set_num_threads(cores); mimic: OpenMP, both with OMP_WAIT_POLICY=passive so that neither
 spins while the other runs), their steps alternating, so load from other work on the machine hits
-both alike. Losses:
+both alike; the emulators' steps join the same rotation. The ipu-emu step compiles with
+allow_out_of_memory=true: this measures the host cost of emulating the step, and a batch-8 fp32 step
+of either model does not fit one GC200's tiles (the training-memory examples find the ones that
+do). Losses:
 ResNet-50 cross-entropy on random labels of 1000 classes; BERT (an encoder without a head) MSE of
 its hidden states against a random target. Weights differ between the two sides (both seeded
 random); the work per step does not.
@@ -50,7 +55,11 @@ def loss_name(name):
     return "mse" if name == "bert" else "cross_entropy"
 
 
-def mimic_step(name, batch):
+# Emulators timed beside the cpu backend, with the options their steps compile with.
+EMULATORS = {"tpu-emu:v4": {}, "ipu-emu:gc200": {"allow_out_of_memory": "true"}}
+
+
+def mimic_step(name, batch, device="cpu"):
     """A function running one mimic train step, the losses it appends to, and the compile time."""
     import mimic
     model = getattr(mimic.zoo, name)(batch=batch)
@@ -59,7 +68,8 @@ def mimic_step(name, batch):
     params = [p for _, p in model.module.named_parameters()]
     opt = mimic.optim.SGD(params, lr=LR, momentum=MOMENTUM)
     t0 = time.perf_counter()
-    step = mimic.compile_train(model.module, loss_name(name), opt, "cpu", example_inputs=data)
+    step = mimic.compile_train(model.module, loss_name(name), opt, device, example_inputs=data,
+                               **EMULATORS.get(device, {}))
     compile_s = time.perf_counter() - t0
     losses = []
     return (lambda: losses.append(float(step(data, target)))), losses, {"compile_s": compile_s}
@@ -94,31 +104,55 @@ def timed(fn):
     return time.perf_counter() - t0
 
 
-def bench(name, batch, steps, warmup):
-    """Steps of the two frameworks alternate (PyTorch, mimic, PyTorch, ...), so that load from
-    other work on the machine falls on both alike."""
-    m_fn, m_losses, m = mimic_step(name, batch)
-    t_fn, t_losses, t = torch_step(name, batch)
+def bench(name, batch, steps, warmup, emulators):
+    """Steps of the frameworks alternate (PyTorch, mimic cpu, each emulator, PyTorch, ...), so that
+    load from other work on the machine falls on all alike."""
+    sides = {"pytorch": torch_step(name, batch), "cpu": mimic_step(name, batch)}
+    for device in emulators:
+        sides[device] = mimic_step(name, batch, device)
     for _ in range(warmup):
-        t_fn()
-        m_fn()
-    t["step_s"], m["step_s"] = [], []
+        for fn, _, _ in sides.values():
+            fn()
+    for _, _, info in sides.values():
+        info["step_s"] = []
     for _ in range(steps):
-        t["step_s"].append(timed(t_fn))
-        m["step_s"].append(timed(m_fn))
-        print(f"  {name}: PyTorch {t['step_s'][-1]:.2f} s, mimic {m['step_s'][-1]:.2f} s", flush=True)
-    m["loss"], t["loss"] = m_losses, t_losses
-    return m, t
+        for fn, _, info in sides.values():
+            info["step_s"].append(timed(fn))
+        print(f"  {name}: " + ", ".join(f"{k} {v[2]['step_s'][-1]:.2f} s" for k, v in sides.items()), flush=True)
+    for _, losses, info in sides.values():
+        info["loss"] = losses
+    return {k: v[2] for k, v in sides.items()}
 
 
-def row(name, batch, m, t):
-    mm, tm = statistics.median(m["step_s"]), statistics.median(t["step_s"])
-    return {"model": name, "batch": batch, "mimic_median_s": mm, "pytorch_median_s": tm, "ratio": mm / tm,
-            "mimic_compile_s": m["compile_s"], "steps": len(m["step_s"]), "mimic": m, "pytorch": t}
+def row(name, batch, sides):
+    median = {k: statistics.median(v["step_s"]) for k, v in sides.items()}
+    m, t = sides["cpu"], sides["pytorch"]
+    r = {"model": name, "batch": batch, "mimic_median_s": median["cpu"], "pytorch_median_s": median["pytorch"],
+         "ratio": median["cpu"] / median["pytorch"], "mimic_compile_s": m["compile_s"], "steps": len(m["step_s"]),
+         "mimic": m, "pytorch": t, "emulators": {}}
+    for device, info in sides.items():
+        if device in ("cpu", "pytorch"):
+            continue
+        r["emulators"][device] = {"median_s": median[device], "vs_cpu": median[device] / median["cpu"],
+                                  "compile_s": info["compile_s"], "step_s": info["step_s"],
+                                  "loss": info["loss"]}
+    return r
+
+
+def emulator_lines(rows):
+    if not any(r["emulators"] for r in rows):
+        return []
+    lines = ["", "The same step on the emulators, numerics computed, against the cpu backend's (goal <= 1.5x):", "",
+             "| model | batch | device | emulated step | cpu step | vs cpu | compile |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for device, e in r["emulators"].items():
+            lines.append(f"| {r['model']} | {r['batch']} | {device} | {e['median_s']:.3f} s | "
+                         f"{r['mimic_median_s']:.3f} s | {e['vs_cpu']:.2f}x | {e['compile_s']:.1f} s |")
+    return lines
 
 
 def markdown(rows, desc, steps, warmup):
-    lines = ["# Training step: mimic cpu vs PyTorch cpu", "",
+    lines = ["# Training step: mimic cpu vs PyTorch cpu, and the emulators vs mimic cpu", "",
              "Generated by `benchmarks/train_bench.py` (one train step: forward, loss, backward, "
              f"SGD lr {LR} momentum {MOMENTUM}). Median of {steps} steps after {warmup} warmup step(s), "
              "host wall time, the two frameworks' steps alternating in one process with "
@@ -128,6 +162,7 @@ def markdown(rows, desc, steps, warmup):
     for r in rows:
         lines.append(f"| {r['model']} | {r['batch']} | {r['mimic_median_s']:.3f} s | {r['pytorch_median_s']:.3f} s | "
                      f"{r['ratio']:.2f}x | {r['mimic_compile_s']:.1f} s |")
+    lines += emulator_lines(rows)
     lines += ["", machine.markdown(desc) + " The machine was shared with other jobs while this ran "
               f"(load average at the end {desc['load_average_end']}), so absolute times are noisy; "
               "the ratio compares steps run alternately.", ""]
@@ -140,16 +175,19 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--emulators", nargs="*", default=list(EMULATORS), choices=list(EMULATORS),
+                    help="emulated devices timed beside the cpu backend (none: --emulators with no value)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "train"))
     a = ap.parse_args()
     desc = machine.describe(a.build)
     rows = []
     for name in a.models:
-        m, t = bench(name, a.batch, a.steps, a.warmup)
-        rows.append(row(name, a.batch, m, t))
+        rows.append(row(name, a.batch, bench(name, a.batch, a.steps, a.warmup, a.emulators)))
         print(f"{name} b{a.batch}: mimic {rows[-1]['mimic_median_s']:.3f} s, PyTorch {rows[-1]['pytorch_median_s']:.3f} s,"
-              f" ratio {rows[-1]['ratio']:.2f}x", flush=True)
+              f" ratio {rows[-1]['ratio']:.2f}x" +
+              "".join(f"; {d} {e['median_s']:.3f} s ({e['vs_cpu']:.2f}x cpu)" for d, e in rows[-1]["emulators"].items()),
+              flush=True)
     desc["load_average_end"] = machine.describe(a.build)["load_average"]
     with open(a.out + ".json", "w") as f:
         json.dump({"machine": desc, "results": rows}, f, indent=1)
