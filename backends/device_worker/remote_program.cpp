@@ -40,13 +40,17 @@ std::shared_ptr<WorkerProcess> RemoteProgram::loaded_worker() {
   return worker;
 }
 
-std::vector<uint8_t> RemoteProgram::run(const std::function<void(wire::Writer&)>& write_run) {
+void RemoteProgram::run(const std::function<void(wire::Writer&)>& write_run,
+                        const std::function<void(wire::Reader&)>& read_reply) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
   std::shared_ptr<WorkerProcess> worker = loaded_worker();
-  wire::Writer w;
-  w.u8(kRunProgram);
-  w.u64(id_);
-  write_run(w);
-  return worker->call(w.data());
+  request_.clear();
+  request_.u8(kRunProgram);
+  request_.u64(id_);
+  write_run(request_);
+  worker->call(request_.data(), reply_);
+  wire::Reader r(reply_);
+  read_reply(r);
 }
 
 }  // namespace mimic::backends

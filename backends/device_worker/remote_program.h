@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,12 @@ class RemoteProgram {
   // Loads the program on the device's worker unless it is there (run does this too; calling it
   // at compile time reports a program the device refuses before the first run).
   void load() { loaded_worker(); }
-  // One run: `write_run` writes what the emulator's ProgramHost::run reads; returns its answer.
-  std::vector<uint8_t> run(const std::function<void(wire::Writer&)>& write_run);
+  // One run: `write_run` writes what the emulator's ProgramHost::run reads, `read_reply` reads its
+  // answer. Runs of one program are serialized; the request and reply buffers are reused from run
+  // to run, so that a training step's hundreds of MB of tensors land in memory the process has
+  // already mapped (a fresh buffer costs a page fault per 4 KiB every step).
+  void run(const std::function<void(wire::Writer&)>& write_run,
+           const std::function<void(wire::Reader&)>& read_reply);
   // Host seconds of the latest load of the program on a worker (0 before the first run).
   double load_seconds() const { return load_seconds_; }
 
@@ -43,6 +48,9 @@ class RemoteProgram {
   std::weak_ptr<WorkerProcess> worker_;
   uint64_t id_ = 0;
   double load_seconds_ = 0;
+  std::mutex run_mutex_;
+  wire::Writer request_;
+  std::vector<uint8_t> reply_;
 };
 
 }  // namespace mimic::backends

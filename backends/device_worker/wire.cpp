@@ -13,9 +13,8 @@ void Writer::str(const std::string& s) {
 
 void Writer::bytes(const void* data, size_t n) {
   if (n == 0) return;
-  size_t old = buf_.size();
-  buf_.resize(old + n);
-  std::memcpy(buf_.data() + old, data, n);
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  buf_.insert(buf_.end(), p, p + n);
 }
 
 void Writer::tensor(const ir::HostTensor& t) {

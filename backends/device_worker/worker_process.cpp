@@ -176,13 +176,18 @@ void WorkerProcess::fail_dead(const std::string& what) {
 }
 
 std::vector<uint8_t> WorkerProcess::call(const std::vector<uint8_t>& request) {
+  std::vector<uint8_t> response;
+  call(request, response);
+  return response;
+}
+
+void WorkerProcess::call(const std::vector<uint8_t>& request, std::vector<uint8_t>& response) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!alive_)
     throw RuntimeError(
         fmt::format("device worker '{}' (pid {}) is no longer running", kind_, pid_));
   if (!frame::write(fd_, frame::ok, request)) fail_dead("stopped accepting requests");
   uint8_t status = 0;
-  std::vector<uint8_t> response;
   bool got = false;
   try {
     got = frame::read(fd_, status, response);
@@ -191,7 +196,6 @@ std::vector<uint8_t> WorkerProcess::call(const std::vector<uint8_t>& request) {
   }
   if (!got) fail_dead("died while handling a request");
   if (status == frame::error) raise_remote(response);
-  return response;
 }
 
 std::shared_ptr<WorkerProcess> shared_worker(const std::string& kind,

@@ -25,6 +25,8 @@ class WorkerProcess {
 
   // One request, one response (calls are serialized).
   std::vector<uint8_t> call(const std::vector<uint8_t>& request);
+  // The same, the response written into `response` (whose memory is reused when large enough).
+  void call(const std::vector<uint8_t>& request, std::vector<uint8_t>& response);
   bool alive() const { return alive_; }
   pid_t pid() const { return pid_; }
   const std::string& kind() const { return kind_; }

@@ -58,22 +58,23 @@ class IpuExecutable final : public Executable {
       throw InvalidArgument(
           fmt::format("{} was compiled with compile_only: it cannot run", device_));
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<uint8_t> reply = remote_.run([&](wire::Writer& w) {
+    RunResult result;
+    auto write_inputs = [&](wire::Writer& w) {
       w.u64(inputs.size());
       // Timing-only programs never read their inputs: only their count travels.
       for (const auto& t : inputs)
         w.tensor(options_.timing_only ? ir::HostTensor(t.dtype(), ir::Shape({0})) : t);
+    };
+    remote_.run(write_inputs, [&](wire::Reader& r) {
+      for (uint64_t i = 0, n = r.u64(); i < n; ++i) result.outputs.push_back(r.tensor());
+      const ir::Graph& g = c_.program.graph;  // timing-only: zeros, made here
+      for (size_t i = result.outputs.size(); i < g.outputs().size(); ++i)
+        result.outputs.emplace_back(g.value(g.outputs()[i]).type.dtype,
+                                    g.value(g.outputs()[i]).type.shape);
+      result.report = wire::read_report(r);
+      RecordingSink::replay(r, sink);
     });
     c_.report.metrics["load_seconds"] = remote_.load_seconds();
-    wire::Reader r(reply);
-    RunResult result;
-    for (uint64_t i = 0, n = r.u64(); i < n; ++i) result.outputs.push_back(r.tensor());
-    const ir::Graph& g = c_.program.graph;  // timing-only: zeros, made here
-    for (size_t i = result.outputs.size(); i < g.outputs().size(); ++i)
-      result.outputs.emplace_back(g.value(g.outputs()[i]).type.dtype,
-                                  g.value(g.outputs()[i]).type.shape);
-    result.report = wire::read_report(r);
-    RecordingSink::replay(r, sink);
     finish_report(result.report, sink);
     result.report.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -80,7 +80,7 @@ class TpuExecutable final : public Executable {
       throw InvalidArgument(fmt::format("tpu-emu: the program takes {} inputs, got {}",
                                         input_types_.size(), inputs.size()));
     const bool record = dynamic_cast<sim::NullSink*>(&sink) == nullptr;
-    std::vector<uint8_t> response = remote_->run([&](wire::Writer& w) {
+    auto write_inputs = [&](wire::Writer& w) {
       w.boolean(options_.timing_only);
       w.boolean(record);
       if (options_.timing_only) return;
@@ -90,18 +90,19 @@ class TpuExecutable final : public Executable {
         write_f32(
             w, host_.inputs_channels_last[i] ? tpu_emu::to_channels_last(inputs[i]) : inputs[i], i);
       }
-    });
-    wire::Reader r(response);
+    };
     RunResult result;
-    uint64_t n = r.u64();
-    for (size_t i = 0; i < output_types_.size(); ++i)
-      result.outputs.push_back(
-          i < n ? read_output(r, i)
-                : ir::HostTensor(output_types_[i].dtype, output_types_[i].shape));
-    result.report = wire::read_report(r);
+    remote_->run(write_inputs, [&](wire::Reader& r) {
+      uint64_t n = r.u64();
+      for (size_t i = 0; i < output_types_.size(); ++i)
+        result.outputs.push_back(
+            i < n ? read_output(r, i)
+                  : ir::HostTensor(output_types_[i].dtype, output_types_[i].shape));
+      result.report = wire::read_report(r);
+      if (r.boolean()) RecordingSink::replay(r, sink);
+    });
     for (const auto& [key, value] : report_.metrics)  // the HBM plan, as the run's
       if (key.rfind("memory.", 0) == 0) result.report.metrics[key] = value;
-    if (r.boolean()) RecordingSink::replay(r, sink);
     result.report.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
