@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/numeric_formats.h"
 #include "models/tpu/numerics.h"
+#include "models/tpu/numerics_map.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -204,6 +205,8 @@ void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float
   }
   const size_t nin = std::min(in.size(), kMaxInputs);
   const bool contiguous_out = d.out_strides.empty();
+  const bool plain = map::plain(d.epi);
+  auto finish = [&d](float v) { return store(d.epi, v); };
   for (int64_t e = r0; e < r1;) {
     int64_t run = std::min(inner - (rank ? idx[rank - 1] : 0), r1 - e);
     int64_t off[kMaxInputs] = {0}, out_off = d.out_offset;
@@ -223,13 +226,15 @@ void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float
       for (int64_t j = 0; j < run; ++j) y[j * so] = store(d.epi, d.p0);
     } else if (nin == 1) {
       const float* x = in[0] + off[0];
-      for (int64_t j = 0; j < run; ++j)
-        y[j * so] = store(d.epi, unary(d.func, x[j * s0], d.p0, d.p1));
+      if (!map::unary(d.func, x, s0, y, so, run, plain, finish))
+        for (int64_t j = 0; j < run; ++j)
+          y[j * so] = store(d.epi, unary(d.func, x[j * s0], d.p0, d.p1));
     } else if (nin == 2) {
       const float* a = in[0] + off[0];
       const float* b = in[1] + off[1];
-      for (int64_t j = 0; j < run; ++j)
-        y[j * so] = store(d.epi, binary(d.func, a[j * s0], b[j * s1]));
+      if (!map::binary(d.func, a, s0, b, s1, y, so, run, plain, finish))
+        for (int64_t j = 0; j < run; ++j)
+          y[j * so] = store(d.epi, binary(d.func, a[j * s0], b[j * s1]));
     } else {
       float v[kMaxInputs];
       for (int64_t j = 0; j < run; ++j) {
