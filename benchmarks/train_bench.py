@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -169,6 +170,19 @@ def markdown(rows, desc, steps, warmup):
     return "\n".join(lines)
 
 
+def model_row(name, a):
+    """One model's row, measured in a process of its own: a model's steps on four devices hold
+    several GB, which the next model's would add to (BERT after ResNet-50 ran out of 24 GB)."""
+    path = f"{a.out}.{name}.part.json"
+    cmd = [sys.executable, os.path.abspath(__file__), "--models", name, "--batch", str(a.batch), "--steps",
+           str(a.steps), "--warmup", str(a.warmup), "--build", a.build, "--row-json", path, "--emulators", *a.emulators]
+    subprocess.run(cmd, check=True)
+    with open(path) as f:
+        out = json.load(f)
+    os.remove(path)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["resnet50", "bert"])
@@ -179,11 +193,16 @@ def main():
                     help="emulated devices timed beside the cpu backend (none: --emulators with no value)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "train"))
+    ap.add_argument("--row-json", help=argparse.SUPPRESS)  # internal: one model's row, to this file
     a = ap.parse_args()
+    if a.row_json:
+        with open(a.row_json, "w") as f:
+            json.dump(row(a.models[0], a.batch, bench(a.models[0], a.batch, a.steps, a.warmup, a.emulators)), f)
+        return
     desc = machine.describe(a.build)
     rows = []
     for name in a.models:
-        rows.append(row(name, a.batch, bench(name, a.batch, a.steps, a.warmup, a.emulators)))
+        rows.append(model_row(name, a))
         print(f"{name} b{a.batch}: mimic {rows[-1]['mimic_median_s']:.3f} s, PyTorch {rows[-1]['pytorch_median_s']:.3f} s,"
               f" ratio {rows[-1]['ratio']:.2f}x" +
               "".join(f"; {d} {e['median_s']:.3f} s ({e['vs_cpu']:.2f}x cpu)" for d, e in rows[-1]["emulators"].items()),
