@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "frontend/ir/host_memory.h"
+
 namespace mimic::backends::cpu::onednn {
 namespace {
 
@@ -10,6 +12,12 @@ using dnnl::memory;
 
 memory wrap(const memory::desc& md, ir::HostTensor& t) {
   return memory(md, cpu_engine(), t.raw());
+}
+
+// A buffer for `md` from the host cache, owned by `owner`.
+memory cached(const memory::desc& md, std::shared_ptr<void>& owner) {
+  owner = ir::allocate_host(std::max<size_t>(md.get_size(), 1));
+  return memory(md, cpu_engine(), owner.get());
 }
 
 // A reorder's work: each element read and written, counted as 4 flops like a Transpose's copy.
@@ -131,7 +139,7 @@ bool Program::runs_group(int node) const {
 }
 
 RunState::RunState(std::vector<ir::HostTensor>& plain_values, int num_values)
-    : values(plain_values), blocked(num_values), stream(cpu_engine()) {}
+    : values(plain_values), blocked(num_values), owners(num_values), stream(cpu_engine()) {}
 
 void Program::ensure_plain(ir::ValueId v, RunState& run) const {
   if (run.values[v].defined() || !run.blocked[v]) return;
@@ -149,7 +157,8 @@ memory Program::source(const RuntimeArg& a, const Conversion& c, RunState& run) 
     src = run.blocked[a.value];
   }
   if (!c.reorder) return src;
-  memory converted(a.md, cpu_engine());
+  run.step_temps.emplace_back();
+  memory converted = cached(a.md, run.step_temps.back());
   c.reorder->execute(run.stream, src, converted);
   return converted;
 }
@@ -161,6 +170,7 @@ memory Program::destination(int step, RunState& run) const {
   if (p.steal_residual) {
     memory dst = run.blocked[s.residual->value];
     run.blocked[s.residual->value] = memory();
+    run.dst_owner = std::move(run.owners[s.residual->value]);
     return dst;
   }
   memory dst;
@@ -169,7 +179,7 @@ memory Program::destination(int step, RunState& run) const {
     out = ir::HostTensor::uninitialized(ir::DType::f32, g_.value(s.group.output).type.shape);
     dst = wrap(s.dst_md, out);
   } else {
-    dst = memory(s.dst_md, cpu_engine());
+    dst = cached(s.dst_md, run.dst_owner);
   }
   if (s.residual) {
     memory r = source(*s.residual, Conversion{p.residual.via_plain, std::nullopt}, run);
@@ -194,7 +204,12 @@ void Program::run_group(int node, RunState& run) const {
     s.prim.execute(run.stream, args);
     run.stream.wait();
   }
-  if (s.dst_md != s.user_dst_md) run.blocked[s.group.output] = dst;
+  if (s.dst_md != s.user_dst_md) {
+    run.blocked[s.group.output] = dst;
+    run.owners[s.group.output] = std::move(run.dst_owner);
+  }
+  run.dst_owner.reset();
+  run.step_temps.clear();
 }
 
 }  // namespace mimic::backends::cpu::onednn

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/onednn_ops.h"
@@ -13,10 +14,16 @@ namespace mimic::backends::cpu::onednn {
 
 // One run's values: the plain tensors (shared with the reference kernels) and the ones oneDNN
 // steps wrote in blocked layouts. Each run has its own; the program holds only what compile built.
+// Blocked buffers come from the host cache (host_memory.h), not from oneDNN's allocator, which
+// maps every large buffer afresh on each run: a page fault per 4 KiB, most of MobileNetV2's
+// batch-8 time. `owners` keep them alive as long as `blocked` uses them.
 struct RunState {
   RunState(std::vector<ir::HostTensor>& plain_values, int num_values);
   std::vector<ir::HostTensor>& values;
   std::vector<dnnl::memory> blocked;
+  std::vector<std::shared_ptr<void>> owners;      // per value: the buffer of blocked[v]
+  std::vector<std::shared_ptr<void>> step_temps;  // the running step's converted inputs
+  std::shared_ptr<void> dst_owner;                // the running step's output buffer
   dnnl::stream stream;
 };
 
@@ -43,7 +50,10 @@ class Program {
   void run_group(int node, RunState& run) const;
   // Makes run.values[v] hold v's data when a step wrote it blocked.
   void ensure_plain(ir::ValueId v, RunState& run) const;
-  void release(ir::ValueId v, RunState& run) const { run.blocked[v] = dnnl::memory(); }
+  void release(ir::ValueId v, RunState& run) const {
+    run.blocked[v] = dnnl::memory();
+    run.owners[v].reset();
+  }
 
  private:
   // A layout change, created and run on as many threads as its size is worth (threads_for).
