@@ -67,8 +67,7 @@ class TpuExecutable final : public Executable {
     remote_ = std::make_unique<RemoteProgram>("tpu", std::vector<uint8_t>(json.begin(), json.end()),
                                               [this](wire::Writer& w) {
                                                 tpu_emu::write_program(w, program_);
-                                                // Timing-only runs never read the constants'
-                                                // values.
+                                                // Timing-only runs never read constants.
                                                 w.u64(constants_.size());
                                                 for (const auto& c : constants_)
                                                   w.pods(options_.timing_only ? kNoValues : c);
