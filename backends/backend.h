@@ -39,13 +39,41 @@ struct RunResult {
   RunReport report;
 };
 
+// A value the device keeps from one run to the next (a training step's parameters, optimizer
+// state and BatchNorm statistics, as XLA's donated buffers or Poplar's on-chip weights): graph
+// input `input` takes, after each run, the value graph output `output` had, unless `guard` names a
+// graph output (one element) that is not finite; then the input keeps its value (a loss-scaled
+// step whose gradients overflowed changes nothing).
+struct Carry {
+  int input = 0, output = 0, guard = -1;
+};
+
 class Executable {
  public:
   virtual ~Executable() = default;
   // Inputs in graph-input order with the compiled (bound) shapes. Emits to `sink`.
   virtual RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) = 0;
   virtual const CompileReport& compile_report() const = 0;
+
+  // Carried values: after set_carries(), run_carried() takes the carried inputs from the device
+  // (their entries in `inputs` are ignored and may be undefined) and returns carried outputs
+  // undefined; they cross to the host only through read_carry() and write_carry(). The default
+  // keeps them in host memory and feeds them to run(): right for a device whose memory is the
+  // host's, and the fallback of one that cannot keep them (carries_on_device() says which).
+  // Indices and types are checked by the front end (frontend/api/compile.h).
+  virtual void set_carries(std::vector<Carry> carries, std::vector<ir::HostTensor> initial);
+  virtual RunResult run_carried(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink);
+  virtual ir::HostTensor read_carry(size_t carry);
+  virtual void write_carry(size_t carry, const ir::HostTensor& value);
+  virtual bool carries_on_device() const { return false; }
+
+ protected:
+  std::vector<Carry> carries_;
+  std::vector<ir::HostTensor> carried_;  // the default's values, in host memory
 };
+
+// Whether a carry's guard lets its output through: no guard, or a finite first element.
+bool carry_guard_passes(const std::vector<ir::HostTensor>& outputs, int guard);
 
 class Backend {
  public:

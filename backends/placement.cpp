@@ -2,6 +2,7 @@
 // into maximal runs of consecutive nodes placed on the same backend; each run is compiled as its
 // own subgraph and the runs execute in order, exchanging tensors through host memory.
 #include <fmt/format.h>
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 #include <unordered_set>
@@ -107,6 +108,61 @@ class PlacedExecutable final : public Executable {
   }
 
   RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    return run_segments(inputs, sink, false);
+  }
+
+  // Carried values stay on the device when the whole graph is one segment on it: the segment's
+  // executable keeps them (its inputs and outputs renumbered). A graph split by cpu fallback keeps
+  // them in host memory (the default), as its segments exchange tensors through the host anyway.
+  void set_carries(std::vector<Carry> carries, std::vector<ir::HostTensor> initial) override {
+    delegated_ = false;
+    std::vector<Carry> mapped;
+    if (segments_.size() == 1) {
+      const Segment& seg = segments_[0];
+      auto position = [](const std::vector<ir::ValueId>& list, ir::ValueId v) {
+        auto it = std::find(list.begin(), list.end(), v);
+        return it == list.end() ? -1 : static_cast<int>(it - list.begin());
+      };
+      for (const Carry& c : carries) {
+        Carry m{position(seg.inputs, graph_inputs_[c.input]),
+                position(seg.outputs, graph_outputs_[c.output]),
+                c.guard < 0 ? -1 : position(seg.outputs, graph_outputs_[c.guard])};
+        if (m.input < 0 || m.output < 0 || (c.guard >= 0 && m.guard < 0)) break;
+        mapped.push_back(m);
+      }
+    }
+    if (segments_.size() != 1 || mapped.size() != carries.size()) {
+      Executable::set_carries(std::move(carries), std::move(initial));
+      return;
+    }
+    carries_ = std::move(carries);
+    segments_[0].executable->set_carries(std::move(mapped), std::move(initial));
+    delegated_ = true;
+  }
+
+  RunResult run_carried(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    if (!delegated_) return Executable::run_carried(inputs, sink);
+    return run_segments(inputs, sink, true);
+  }
+  ir::HostTensor read_carry(size_t carry) override {
+    return delegated_ ? segments_[0].executable->read_carry(carry) : Executable::read_carry(carry);
+  }
+  void write_carry(size_t carry, const ir::HostTensor& value) override {
+    if (delegated_)
+      segments_[0].executable->write_carry(carry, value);
+    else
+      Executable::write_carry(carry, value);
+  }
+  bool carries_on_device() const override {
+    return delegated_ && segments_[0].executable->carries_on_device();
+  }
+
+  const CompileReport& compile_report() const override { return report_; }
+
+ private:
+  // `carried`: one segment keeps the carried values (set_carries delegated them to it).
+  RunResult run_segments(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink,
+                         bool carried) {
     auto start = std::chrono::steady_clock::now();
     std::unordered_map<ir::ValueId, ir::HostTensor> values = constants_;
     for (size_t i = 0; i < graph_inputs_.size() && i < inputs.size(); ++i)
@@ -116,7 +172,8 @@ class PlacedExecutable final : public Executable {
     for (Segment& seg : segments_) {
       std::vector<ir::HostTensor> seg_inputs;
       for (ir::ValueId v : seg.inputs) seg_inputs.push_back(values.at(v));
-      RunResult r = seg.executable->run(seg_inputs, sink);
+      RunResult r = carried ? seg.executable->run_carried(seg_inputs, sink)
+                            : seg.executable->run(seg_inputs, sink);
       for (size_t i = 0; i < seg.outputs.size(); ++i)
         values[seg.outputs[i]] = std::move(r.outputs[i]);
       merge(result.report, r.report, seg.fallback, first);
@@ -128,9 +185,6 @@ class PlacedExecutable final : public Executable {
     return result;
   }
 
-  const CompileReport& compile_report() const override { return report_; }
-
- private:
   static void merge(RunReport& into, RunReport& part, bool fallback, bool first) {
     if (fallback) {
       for (auto& op : part.ops) op.fallback = true;
@@ -171,6 +225,7 @@ class PlacedExecutable final : public Executable {
   std::vector<Segment> segments_;
   CompileReport report_;
   std::unordered_map<ir::ValueId, ir::HostTensor> constants_;
+  bool delegated_ = false;
 };
 
 }  // namespace

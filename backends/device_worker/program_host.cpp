@@ -25,6 +25,12 @@ std::vector<uint8_t> ProgramHost::handle(const std::vector<uint8_t>& request) {
     case kUnloadProgram:
       programs_.erase(r.u64());
       return {};
+    case kKeptValue: {
+      LoadedProgram& program = find(r.u64());
+      wire::Writer w;
+      write_kept(program, r.u32(), w);
+      return std::move(w.data());
+    }
     default:  // the byte as a character only when printable: the message stays one line
       throw RuntimeError(fmt::format("{} worker: unknown request {}(byte {})", device_,
                                      std::isprint(kind) ? fmt::format("'{}' ", char(kind)) : "",
@@ -37,14 +43,22 @@ std::vector<uint8_t> ProgramHost::run_request(wire::Reader& r) {
     throw RuntimeError(
         fmt::format("{}: the hardware model failed in an earlier run ({}) and cannot run again",
                     device_, broken_));
-  uint64_t id = r.u64();
+  LoadedProgram& program = find(r.u64());
+  wire::Writer w;
+  run(program, r, w);
+  return std::move(w.data());
+}
+
+LoadedProgram& ProgramHost::find(uint64_t id) {
   auto it = programs_.find(id);
   if (it == programs_.end())
     throw RuntimeError(
         fmt::format("{} worker: no loaded program {} (was it unloaded?)", device_, id));
-  wire::Writer w;
-  run(*it->second, r, w);
-  return std::move(w.data());
+  return *it->second;
+}
+
+void ProgramHost::write_kept(LoadedProgram&, uint32_t input, wire::Writer&) {
+  throw RuntimeError(fmt::format("{} worker: keeps no value for input {}", device_, input));
 }
 
 void ProgramHost::throw_model_failure() const {

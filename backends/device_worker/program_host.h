@@ -3,6 +3,7 @@
 //   'L' <emulator's program>      -> u64 id   (load a compiled program and its constants once)
 //   'R' id <emulator's run data>  -> <emulator's results>
 //   'U' id                        -> nothing  (unload)
+//   'K' id u32 input              -> <emulator's value> (a carried value it keeps: kept_values.h)
 // A new emulator's worker derives from ProgramHost and writes `load` and `run`; the table, the
 // request dispatch, unknown ids and requests, and the rule that a hardware model which failed
 // mid-run is never run again (its units may hold unfinished work) come from here.
@@ -19,7 +20,12 @@
 
 namespace mimic::backends {
 
-enum ProgramRequest : uint8_t { kLoadProgram = 'L', kRunProgram = 'R', kUnloadProgram = 'U' };
+enum ProgramRequest : uint8_t {
+  kLoadProgram = 'L',
+  kRunProgram = 'R',
+  kUnloadProgram = 'U',
+  kKeptValue = 'K'
+};
 
 // One program as an emulator's worker keeps it (its device program, constants, numerics).
 class LoadedProgram {
@@ -39,6 +45,9 @@ class ProgramHost : public DeviceHost {
   // Runs `program` with the rest of the 'R' request and writes the results; errors it throws
   // reach the parent with their kind and message.
   virtual void run(LoadedProgram& program, wire::Reader& request, wire::Writer& results) = 0;
+  // Writes the value `program` keeps for graph input `input` (kept_values.h); the default: this
+  // device keeps none.
+  virtual void write_kept(LoadedProgram& program, uint32_t input, wire::Writer& results);
   // Runs the hardware model (`run` calls it around the SystemC simulation): whatever it throws
   // marks the model broken for good and reaches the parent as a RuntimeError.
   template <typename Simulate>
@@ -53,6 +62,7 @@ class ProgramHost : public DeviceHost {
 
  private:
   std::vector<uint8_t> run_request(wire::Reader& r);
+  LoadedProgram& find(uint64_t id);
   [[noreturn]] void throw_model_failure() const;
 
   std::string device_;

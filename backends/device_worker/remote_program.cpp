@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "backends/device_worker/program_host.h"
+#include "base/error.h"
 
 namespace mimic::backends {
 
@@ -35,6 +36,7 @@ std::shared_ptr<WorkerProcess> RemoteProgram::loaded_worker() {
   std::vector<uint8_t> answer = worker->call(request.data());
   wire::Reader r(answer);
   id_ = r.u64();
+  ++loads_;
   worker_ = worker;
   load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return worker;
@@ -50,6 +52,26 @@ void RemoteProgram::run(const std::function<void(wire::Writer&)>& write_run,
   write_run(request_);
   worker->call(request_.data(), reply_);
   wire::Reader r(reply_);
+  read_reply(r);
+}
+
+}  // namespace mimic::backends
+
+namespace mimic::backends {
+
+void RemoteProgram::read_kept(uint32_t input,
+                              const std::function<void(wire::Reader&)>& read_reply) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  std::shared_ptr<WorkerProcess> worker = worker_.lock();
+  if (!worker || !worker->alive())
+    throw RuntimeError("device worker: the values kept on the device were lost with its worker");
+  wire::Writer request;
+  request.u8(kKeptValue);
+  request.u64(id_);
+  request.u32(input);
+  std::vector<uint8_t> reply;
+  worker->call(request.data(), reply);
+  wire::Reader r(reply);
   read_reply(r);
 }
 

@@ -36,6 +36,15 @@ class RemoteProgram {
   // already mapped (a fresh buffer costs a page fault per 4 KiB every step).
   void run(const std::function<void(wire::Writer&)>& write_run,
            const std::function<void(wire::Reader&)>& read_reply);
+  // Reads the value the program keeps for graph input `input` (kept_values.h) from the worker it
+  // is loaded on; RuntimeError if that worker is gone.
+  void read_kept(uint32_t input, const std::function<void(wire::Reader&)>& read_reply);
+  // How many times the program was loaded on a worker: a new load (the worker was replaced after
+  // a failure) starts without the values an earlier one kept.
+  uint64_t loads() const { return loads_; }
+  // Bytes of the latest run's request and reply (host traffic between mimic and the worker).
+  size_t request_bytes() const { return request_.data().size(); }
+  size_t reply_bytes() const { return reply_.size(); }
   // Host seconds of the latest load of the program on a worker (0 before the first run).
   double load_seconds() const { return load_seconds_; }
 
@@ -46,7 +55,7 @@ class RemoteProgram {
   std::vector<uint8_t> config_;
   std::function<void(wire::Writer&)> write_program_;
   std::weak_ptr<WorkerProcess> worker_;
-  uint64_t id_ = 0;
+  uint64_t id_ = 0, loads_ = 0;
   double load_seconds_ = 0;
   std::mutex run_mutex_;
   wire::Writer request_;

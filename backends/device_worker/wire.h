@@ -37,6 +37,7 @@ class Writer {
     bytes(v.data(), v.size() * sizeof(T));
   }
   std::vector<uint8_t>& data() { return buf_; }
+  const std::vector<uint8_t>& data() const { return buf_; }
   // Empties the buffer and keeps its memory, for the next message.
   void clear() { buf_.clear(); }
 

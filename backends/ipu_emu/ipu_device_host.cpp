@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 
+#include "backends/device_worker/kept_values.h"
 #include "backends/device_worker/program_host.h"
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/wire.h"
@@ -20,6 +22,7 @@ namespace {
 struct Loaded final : LoadedProgram {
   std::unique_ptr<DeviceProgram> program;
   std::unique_ptr<IpuNumerics> numerics;
+  KeptValues<ir::HostTensor> kept;  // carried inputs' values (kept_values.h)
 };
 
 class IpuDeviceHost final : public ProgramHost {
@@ -53,11 +56,8 @@ class IpuDeviceHost final : public ProgramHost {
   void run(LoadedProgram& program, wire::Reader& r, wire::Writer& w) override {
     Loaded& l = static_cast<Loaded&>(program);
     const DeviceProgram& p = *l.program;
-    std::vector<ir::HostTensor> inputs(r.u64());
-    for (auto& t : inputs) t = r.tensor();
-    if (inputs.size() != p.graph.inputs().size())
-      throw InvalidArgument(fmt::format("ipu-emu: program takes {} inputs, got {}",
-                                        p.graph.inputs().size(), inputs.size()));
+    std::vector<Carry> carries = read_carries(r);
+    std::vector<ir::HostTensor> inputs = read_inputs(l, r);
     RecordingSink rec;
     models::ipu::TraceTarget trace;
     trace.sink = &rec;
@@ -71,6 +71,9 @@ class IpuDeviceHost final : public ProgramHost {
     std::vector<ir::HostTensor> outputs;
     if (!p.timing_only) outputs = l.numerics->run(inputs);
     auto t2 = std::chrono::steady_clock::now();
+    if (!p.timing_only)
+      l.kept.advance(carries, outputs, finite_guard,
+                     ir::HostTensor(ir::DType::f32, ir::Shape({0})));
     RunReport report = make_report(p, specs_, stats, device_string_);
     // Host time of the worker's two halves (the SystemC timing model and the numerics).
     report.metrics["host_simulation_seconds"] = std::chrono::duration<double>(t1 - t0).count();
@@ -79,6 +82,32 @@ class IpuDeviceHost final : public ProgramHost {
     for (const auto& t : outputs) w.tensor(t);
     wire::write_report(w, report);
     rec.serialize(w);
+  }
+
+  static std::vector<ir::HostTensor> read_inputs(Loaded& l, wire::Reader& r) {
+    std::vector<ir::HostTensor> inputs(r.u64());
+    if (inputs.size() != l.program->graph.inputs().size())
+      throw InvalidArgument(fmt::format("ipu-emu: program takes {} inputs, got {}",
+                                        l.program->graph.inputs().size(), inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      InputMode mode = read_input_mode(r);
+      if (mode == InputMode::kept) {
+        inputs[i] = l.kept.get(i, "ipu-emu");
+        continue;
+      }
+      inputs[i] = r.tensor();
+      if (mode == InputMode::sent_and_kept) l.kept.keep(i, inputs[i]);
+    }
+    return inputs;
+  }
+
+  static bool finite_guard(const ir::HostTensor& guard) {
+    return guard.dtype() == ir::DType::f32 && guard.numel() == 1 &&
+           std::isfinite(guard.data<float>()[0]);
+  }
+
+  void write_kept(LoadedProgram& program, uint32_t input, wire::Writer& w) override {
+    w.tensor(static_cast<Loaded&>(program).kept.get(input, "ipu-emu"));
   }
 
   models::ipu::IpuSpec specs_;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "backends/device_worker/kept_values.h"
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/remote_program.h"
 #include "backends/device_worker/wire.h"
@@ -54,19 +55,70 @@ class IpuExecutable final : public Executable {
   }
 
   RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    return run_program(inputs, sink, false);
+  }
+
+  // Carried values stay in the worker's memory (kept_values.h), as weights and optimizer state
+  // stay in tile memory between a Poplar program's runs; timing-only programs have no values.
+  void set_carries(std::vector<Carry> carries, std::vector<ir::HostTensor> initial) override {
+    device_carries_ = !options_.timing_only;
+    if (!device_carries_) {
+      Executable::set_carries(std::move(carries), std::move(initial));
+      return;
+    }
+    carries_ = carries;
+    remote_carries_.set(std::move(carries), std::move(initial));
+  }
+  RunResult run_carried(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    return device_carries_ ? run_program(inputs, sink, true)
+                           : Executable::run_carried(inputs, sink);
+  }
+  ir::HostTensor read_carry(size_t carry) override {
+    if (!device_carries_) return Executable::read_carry(carry);
+    if (const ir::HostTensor* t = remote_carries_.unsent(carry)) return t->clone();
+    remote_carries_.check_held(remote_.loads());
+    ir::HostTensor value;
+    remote_.read_kept(static_cast<uint32_t>(carries_.at(carry).input),
+                      [&](wire::Reader& r) { value = r.tensor(); });
+    return value;
+  }
+  void write_carry(size_t carry, const ir::HostTensor& value) override {
+    if (device_carries_)
+      remote_carries_.write(carry, value);
+    else
+      Executable::write_carry(carry, value);
+  }
+  bool carries_on_device() const override { return device_carries_; }
+
+  const CompileReport& compile_report() const override { return c_.report; }
+
+ private:
+  RunResult run_program(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink,
+                        bool carried) {
     if (options_.compile_only)
       throw InvalidArgument(
           fmt::format("{} was compiled with compile_only: it cannot run", device_));
     auto t0 = std::chrono::steady_clock::now();
     RunResult result;
     auto write_inputs = [&](wire::Writer& w) {
+      write_carries(w, carried ? remote_carries_.carries() : std::vector<Carry>{});
       w.u64(inputs.size());
-      // Timing-only programs never read their inputs: only their count travels.
-      for (const auto& t : inputs)
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        InputMode mode = carried ? remote_carries_.mode(i, remote_.loads()) : InputMode::sent;
+        w.u8(static_cast<uint8_t>(mode));
+        if (mode == InputMode::kept) continue;
+        const ir::HostTensor& t =
+            mode == InputMode::sent_and_kept ? remote_carries_.pending(i) : inputs[i];
+        // Timing-only programs never read their inputs: only their count travels.
         w.tensor(options_.timing_only ? ir::HostTensor(t.dtype(), ir::Shape({0})) : t);
+      }
     };
     remote_.run(write_inputs, [&](wire::Reader& r) {
-      for (uint64_t i = 0, n = r.u64(); i < n; ++i) result.outputs.push_back(r.tensor());
+      for (uint64_t i = 0, n = r.u64(); i < n; ++i) {
+        ir::HostTensor t = r.tensor();
+        bool stayed = carried && remote_carries_.carried_output(i);  // an empty placeholder
+        result.outputs.push_back(stayed ? ir::HostTensor() : std::move(t));
+      }
       const ir::Graph& g = c_.program.graph;  // timing-only: zeros, made here
       for (size_t i = result.outputs.size(); i < g.outputs().size(); ++i)
         result.outputs.emplace_back(g.value(g.outputs()[i]).type.dtype,
@@ -74,16 +126,16 @@ class IpuExecutable final : public Executable {
       result.report = wire::read_report(r);
       RecordingSink::replay(r, sink);
     });
+    if (carried) remote_carries_.sent(remote_.loads());
     c_.report.metrics["load_seconds"] = remote_.load_seconds();
     finish_report(result.report, sink);
+    result.report.metrics["host.request_bytes"] = static_cast<double>(remote_.request_bytes());
+    result.report.metrics["host.reply_bytes"] = static_cast<double>(remote_.reply_bytes());
     result.report.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return result;
   }
 
-  const CompileReport& compile_report() const override { return c_.report; }
-
- private:
   void finish_report(RunReport& report, sim::EventSink& sink) const {
     report.device = device_;
     report.tables["ipu_tile_memory"] = c_.memory_table;
@@ -107,6 +159,8 @@ class IpuExecutable final : public Executable {
   IpuOptions options_;
   std::string device_;
   RemoteProgram remote_;
+  RemoteCarries remote_carries_{device_};
+  bool device_carries_ = false;
 };
 
 class IpuEmuBackend final : public Backend {

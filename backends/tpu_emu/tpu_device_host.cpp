@@ -1,8 +1,10 @@
 #include "backends/tpu_emu/tpu_device_host.h"
 
 #include <fmt/format.h>
+#include <cmath>
 #include <string>
 
+#include "backends/device_worker/kept_values.h"
 #include "backends/device_worker/program_host.h"
 #include "backends/device_worker/recording_sink.h"
 #include "backends/tpu_emu/program_wire.h"
@@ -20,6 +22,7 @@ struct Loaded final : LoadedProgram {
   Program program;
   std::vector<std::vector<float>> constants;  // moved into `numerics` on first numeric run
   std::unique_ptr<Numerics> numerics;
+  KeptValues<std::vector<float>> kept;  // carried inputs' values (kept_values.h)
 };
 
 class TpuDeviceHost final : public ProgramHost {
@@ -49,8 +52,16 @@ class TpuDeviceHost final : public ProgramHost {
     flags.record_events = r.boolean();
     const Program& p = l.program;
     std::vector<std::vector<float>> outputs;
-    if (!flags.timing_only) outputs = run_numerics(l, r);
+    std::vector<Carry> carries;
+    if (!flags.timing_only) {
+      carries = read_carries(r);
+      outputs = run_numerics(l, r);
+    }
     TimingResult timing = run_model([&] { return chip_->run(p); });
+    l.kept.advance(
+        carries, outputs,
+        [](const std::vector<float>& guard) { return !guard.empty() && std::isfinite(guard[0]); },
+        {});
     RunReport report = build_report(spec_, p, timing, flags.timing_only);
     w.u64(outputs.size());
     for (const auto& o : outputs) w.pods(o);
@@ -71,14 +82,35 @@ class TpuDeviceHost final : public ProgramHost {
           fmt::format("tpu-emu: {} inputs for a program that takes {}", n, p.inputs.size()));
     std::vector<const float*> inputs;
     for (uint64_t i = 0; i < n; ++i) {
+      InputMode mode = read_input_mode(r);
+      int64_t want = p.tensors[p.inputs[i]].numel();
+      if (mode == InputMode::kept) {
+        const std::vector<float>& kept = l.kept.get(i, "tpu-emu");
+        check_count(i, kept.size(), want);
+        inputs.push_back(kept.data());
+        continue;
+      }
       uint64_t count = r.u64();
-      if (static_cast<int64_t>(count) != p.tensors[p.inputs[i]].numel())
-        throw InvalidArgument(fmt::format("tpu-emu: input {} has {} values, expected {}", i, count,
-                                          p.tensors[p.inputs[i]].numel()));
-      inputs.push_back(reinterpret_cast<const float*>(r.bytes(count * sizeof(float))));
+      check_count(i, count, want);
+      const float* values = reinterpret_cast<const float*>(r.bytes(count * sizeof(float)));
+      if (mode == InputMode::sent_and_kept) {
+        l.kept.keep(i, std::vector<float>(values, values + count));
+        values = l.kept.get(i, "tpu-emu").data();
+      }
+      inputs.push_back(values);
     }
     if (!l.numerics) l.numerics = std::make_unique<Numerics>(p, std::move(l.constants));
     return l.numerics->run(inputs);
+  }
+
+  void write_kept(LoadedProgram& program, uint32_t input, wire::Writer& w) override {
+    w.pods(static_cast<Loaded&>(program).kept.get(input, "tpu-emu"));
+  }
+
+  static void check_count(uint64_t input, uint64_t count, int64_t want) {
+    if (static_cast<int64_t>(count) != want)
+      throw InvalidArgument(
+          fmt::format("tpu-emu: input {} has {} values, expected {}", input, count, want));
   }
 
   TpuSpec spec_;

@@ -7,6 +7,7 @@
 #include <exception>
 #include <optional>
 
+#include "backends/device_worker/kept_values.h"
 #include "backends/device_worker/recording_sink.h"
 #include "backends/device_worker/remote_program.h"
 #include "backends/device_worker/wire.h"
@@ -72,9 +73,56 @@ class TpuExecutable final : public Executable {
                                                 for (const auto& c : constants_)
                                                   w.pods(options_.timing_only ? kNoValues : c);
                                               });
+    remote_carries_ = RemoteCarries("tpu-emu:" + spec_.name);
   }
 
   RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    return run_program(inputs, sink, false);
+  }
+
+  // Carried values stay in the worker's memory (kept_values.h), in the device's layout, unless
+  // the run is timing-only (no values at all) or an input and its output are laid out differently.
+  void set_carries(std::vector<Carry> carries, std::vector<ir::HostTensor> initial) override {
+    device_carries_ = !options_.timing_only;
+    for (const Carry& c : carries)
+      device_carries_ = device_carries_ && host_.inputs_channels_last[c.input] ==
+                                               host_.outputs_channels_last[c.output];
+    if (!device_carries_) {
+      remote_carries_.set({}, {});
+      Executable::set_carries(std::move(carries), std::move(initial));
+      return;
+    }
+    carries_ = carries;
+    remote_carries_.set(std::move(carries), std::move(initial));
+  }
+  RunResult run_carried(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
+    return device_carries_ ? run_program(inputs, sink, true)
+                           : Executable::run_carried(inputs, sink);
+  }
+  ir::HostTensor read_carry(size_t carry) override {
+    if (!device_carries_) return Executable::read_carry(carry);
+    if (const ir::HostTensor* t = remote_carries_.unsent(carry)) return t->clone();
+    remote_carries_.check_held(remote_->loads());
+    size_t input = static_cast<size_t>(carries_.at(carry).input);
+    ir::HostTensor value;
+    remote_->read_kept(static_cast<uint32_t>(input), [&](wire::Reader& r) {
+      value = read_tensor(r, input_types_[input], host_.inputs_channels_last[input]);
+    });
+    return value;
+  }
+  void write_carry(size_t carry, const ir::HostTensor& value) override {
+    if (device_carries_)
+      remote_carries_.write(carry, value);
+    else
+      Executable::write_carry(carry, value);
+  }
+  bool carries_on_device() const override { return device_carries_; }
+
+  const CompileReport& compile_report() const override { return report_; }
+
+ private:
+  RunResult run_program(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink,
+                        bool carried) {
     auto start = std::chrono::steady_clock::now();
     if (options_.compile_only)
       throw InvalidArgument(
@@ -88,33 +136,44 @@ class TpuExecutable final : public Executable {
       w.boolean(options_.timing_only);
       w.boolean(record);
       if (options_.timing_only) return;
+      write_carries(w, carried ? remote_carries_.carries() : std::vector<Carry>{});
       w.u64(inputs.size());
       for (size_t i = 0; i < inputs.size(); ++i) {
-        check_input(inputs[i], i);
-        write_f32(
-            w, host_.inputs_channels_last[i] ? tpu_emu::to_channels_last(inputs[i]) : inputs[i], i);
+        InputMode mode = carried ? remote_carries_.mode(i, remote_->loads()) : InputMode::sent;
+        w.u8(static_cast<uint8_t>(mode));
+        if (mode == InputMode::kept) continue;
+        const ir::HostTensor& t =
+            mode == InputMode::sent_and_kept ? remote_carries_.pending(i) : inputs[i];
+        check_input(t, i);
+        write_f32(w, host_.inputs_channels_last[i] ? tpu_emu::to_channels_last(t) : t, i);
       }
     };
     RunResult result;
     remote_->run(write_inputs, [&](wire::Reader& r) {
       uint64_t n = r.u64();
-      for (size_t i = 0; i < output_types_.size(); ++i)
-        result.outputs.push_back(
-            i < n ? read_output(r, i)
-                  : ir::HostTensor(output_types_[i].dtype, output_types_[i].shape));
+      for (size_t i = 0; i < output_types_.size(); ++i) {
+        const ir::TensorType& type = output_types_[i];
+        if (i < n && carried && remote_carries_.carried_output(i)) {
+          r.pods<float>();  // empty: the value stayed on the device
+          result.outputs.emplace_back();
+          continue;
+        }
+        result.outputs.push_back(i < n ? read_tensor(r, type, host_.outputs_channels_last[i])
+                                       : ir::HostTensor(type.dtype, type.shape));
+      }
       result.report = wire::read_report(r);
       if (r.boolean()) RecordingSink::replay(r, sink);
     });
+    if (carried) remote_carries_.sent(remote_->loads());
     for (const auto& [key, value] : report_.metrics)  // the HBM plan, as the run's
       if (key.rfind("memory.", 0) == 0) result.report.metrics[key] = value;
+    result.report.metrics["host.request_bytes"] = static_cast<double>(remote_->request_bytes());
+    result.report.metrics["host.reply_bytes"] = static_cast<double>(remote_->reply_bytes());
     result.report.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return result;
   }
 
-  const CompileReport& compile_report() const override { return report_; }
-
- private:
   // A program compiled over HBM capacity (allow_out_of_memory) has no place on the chip.
   void check_fits() const {
     auto peak = report_.metrics.find("memory.peak_bytes");
@@ -166,11 +225,10 @@ class TpuExecutable final : public Executable {
     }
   }
 
-  // Output i as the caller expects it (relaid channels-first when the device gave it
+  // A tensor of `type` as the caller expects it (relaid channels-first when the device holds it
   // channels-last).
-  ir::HostTensor read_output(wire::Reader& r, size_t i) const {
-    ir::TensorType type = output_types_[i];
-    if (!host_.outputs_channels_last[i]) return read_values(r, type);
+  static ir::HostTensor read_tensor(wire::Reader& r, ir::TensorType type, bool channels_last) {
+    if (!channels_last) return read_values(r, type);
     const ir::Shape& s = type.shape;
     type.shape = ir::Shape({s[0], s[2], s[3], s[1]});
     return tpu_emu::to_channels_first(read_values(r, type));
@@ -213,6 +271,8 @@ class TpuExecutable final : public Executable {
   models::tpu::Program program_;               // sent to the worker when loaded
   std::vector<std::vector<float>> constants_;  // program_.constants' data
   std::unique_ptr<RemoteProgram> remote_;
+  RemoteCarries remote_carries_{""};
+  bool device_carries_ = false;
 };
 
 class TpuEmuBackend final : public Backend {

@@ -17,6 +17,8 @@ struct Executable::Impl {
   CompileOptions options;
   std::unique_ptr<backends::Executable> backend_executable;
   RunInfo info;
+  std::vector<backends::Carry> carries;
+  std::vector<bool> carried_inputs;  // by graph input
 };
 
 ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_bytes) {
@@ -60,33 +62,123 @@ Executable compile(const ir::Graph& g, const Device& device, const CompileOption
   return e;
 }
 
-RunOutput Executable::run(const std::vector<ir::HostTensor>& inputs) const {
-  const ir::Graph& g = impl_->graph;
-  if (impl_->options.compile_only)
-    throw InvalidArgument(
-        fmt::format("graph '{}' was compiled for {} with compile_only: it cannot run", g.name(),
-                    impl_->device.str()));
+namespace {
+
+// Count, dtype and shape of every input but the carried ones.
+void check_inputs(const ir::Graph& g, const std::vector<ir::HostTensor>& inputs,
+                  const std::vector<bool>& carried) {
   if (inputs.size() != g.inputs().size())
     throw InvalidArgument(fmt::format("graph '{}' takes {} input(s), got {}", g.name(),
                                       g.inputs().size(), inputs.size()));
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i < carried.size() && carried[i]) continue;
     const ir::Value& v = g.value(g.inputs()[i]);
     if (!inputs[i].defined() || inputs[i].type() != v.type)
       throw InvalidArgument(
           fmt::format("input {} '{}' must be {}, got {}", i, v.name, v.type.str(),
                       inputs[i].defined() ? inputs[i].type().str() : "an undefined tensor"));
   }
+}
+
+void check_carry(const ir::Graph& g, const backends::Carry& c, std::vector<bool>& input_used,
+                 std::vector<bool>& output_used) {
+  int n_in = static_cast<int>(g.inputs().size()), n_out = static_cast<int>(g.outputs().size());
+  if (c.input < 0 || c.input >= n_in || c.output < 0 || c.output >= n_out || c.guard < -1 ||
+      c.guard >= n_out)
+    throw InvalidArgument(fmt::format(
+        "graph '{}': carry input {} <- output {} (guard {}) is out of range ({} inputs, {} "
+        "outputs)",
+        g.name(), c.input, c.output, c.guard, n_in, n_out));
+  if (input_used[c.input] || output_used[c.output])
+    throw InvalidArgument(fmt::format("graph '{}': input {} or output {} is carried twice",
+                                      g.name(), c.input, c.output));
+  input_used[c.input] = output_used[c.output] = true;
+  const ir::TensorType& in = g.input_type(c.input);
+  const ir::TensorType& out = g.value(g.outputs()[c.output]).type;
+  if (in != out)
+    throw InvalidArgument(fmt::format("graph '{}': carried input {} is {}, its output {} is {}",
+                                      g.name(), c.input, in.str(), c.output, out.str()));
+  if (c.guard >= 0) {
+    const ir::TensorType& guard = g.value(g.outputs()[c.guard]).type;
+    if (guard.dtype != ir::DType::f32 || guard.shape.numel() != 1)
+      throw InvalidArgument(fmt::format("graph '{}': carry guard output {} is {}, not one f32",
+                                        g.name(), c.guard, guard.str()));
+  }
+}
+
+}  // namespace
+
+template <typename Run>
+RunOutput Executable::observed_run(Run&& run) const {
+  if (impl_->options.compile_only)
+    throw InvalidArgument(
+        fmt::format("graph '{}' was compiled for {} with compile_only: it cannot run",
+                    impl_->graph.name(), impl_->device.str()));
   RunObserver* observer = current_run_observer();
   sim::NullSink null_sink;
   sim::EventSink& sink = observer ? observer->begin_run(impl_->info) : null_sink;
   try {
-    backends::RunResult r = impl_->backend_executable->run(inputs, sink);
+    backends::RunResult r = run(sink);
     if (observer) observer->end_run(true, "");
     return RunOutput{std::move(r.outputs), std::move(r.report)};
   } catch (const std::exception& e) {
     if (observer) observer->end_run(false, e.what());
     throw;
   }
+}
+
+RunOutput Executable::run(const std::vector<ir::HostTensor>& inputs) const {
+  check_inputs(impl_->graph, inputs, {});
+  return observed_run(
+      [&](sim::EventSink& sink) { return impl_->backend_executable->run(inputs, sink); });
+}
+
+RunOutput Executable::run_carried(const std::vector<ir::HostTensor>& inputs) const {
+  check_inputs(impl_->graph, inputs, impl_->carried_inputs);
+  return observed_run(
+      [&](sim::EventSink& sink) { return impl_->backend_executable->run_carried(inputs, sink); });
+}
+
+void Executable::set_carries(const std::vector<backends::Carry>& carries,
+                             const std::vector<ir::HostTensor>& initial) {
+  const ir::Graph& g = impl_->graph;
+  std::vector<bool> input_used(g.inputs().size(), false), output_used(g.outputs().size(), false);
+  for (const backends::Carry& c : carries) check_carry(g, c, input_used, output_used);
+  if (initial.size() != carries.size())
+    throw InvalidArgument(fmt::format("graph '{}': {} initial values for {} carries", g.name(),
+                                      initial.size(), carries.size()));
+  for (size_t i = 0; i < carries.size(); ++i) check_carry_value(i, initial[i], carries[i].input);
+  impl_->carried_inputs = input_used;
+  impl_->carries = carries;
+  impl_->backend_executable->set_carries(carries, initial);
+}
+
+void Executable::check_carry_value(size_t carry, const ir::HostTensor& value, int input) const {
+  const ir::TensorType& want = impl_->graph.input_type(input);
+  if (!value.defined() || value.type() != want)
+    throw InvalidArgument(
+        fmt::format("carried value {} (input {} '{}') must be {}, got {}", carry, input,
+                    impl_->graph.value(impl_->graph.inputs()[input]).name, want.str(),
+                    value.defined() ? value.type().str() : "an undefined tensor"));
+}
+
+ir::HostTensor Executable::read_carry(size_t carry) const {
+  if (carry >= impl_->carries.size())
+    throw InvalidArgument(
+        fmt::format("carry {} does not exist ({} carries)", carry, impl_->carries.size()));
+  return impl_->backend_executable->read_carry(carry);
+}
+
+void Executable::write_carry(size_t carry, const ir::HostTensor& value) const {
+  if (carry >= impl_->carries.size())
+    throw InvalidArgument(
+        fmt::format("carry {} does not exist ({} carries)", carry, impl_->carries.size()));
+  check_carry_value(carry, value, impl_->carries[carry].input);
+  impl_->backend_executable->write_carry(carry, value);
+}
+
+bool Executable::carries_on_device() const {
+  return impl_->backend_executable->carries_on_device();
 }
 
 const ir::Graph& Executable::graph() const {

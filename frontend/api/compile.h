@@ -30,6 +30,20 @@ class Executable {
   // Checks count, dtype and shape of every input (InvalidArgument naming the input otherwise).
   RunOutput run(const std::vector<ir::HostTensor>& inputs) const;
 
+  // Values kept on the device between runs (backends::Carry: a training step's parameters and
+  // optimizer state). Checked here: inputs and outputs in range and each carried once, an input
+  // and its output of one type, a guard a one-element f32 output, `initial` one value per carry of
+  // its input's type. Replaces earlier carries.
+  void set_carries(const std::vector<backends::Carry>& carries,
+                   const std::vector<ir::HostTensor>& initial);
+  // run() with the carried inputs taken from the device: their entries in `inputs` are ignored
+  // (undefined tensors are fine); carried outputs come back undefined.
+  RunOutput run_carried(const std::vector<ir::HostTensor>& inputs) const;
+  ir::HostTensor read_carry(size_t carry) const;  // a copy of the device's value
+  void write_carry(size_t carry, const ir::HostTensor& value) const;
+  // False when the backend keeps carried values in host memory (cpu, a graph split by fallback).
+  bool carries_on_device() const;
+
   const ir::Graph& graph() const;  // batch bound, shapes inferred, constants folded
   const Device& device() const;
   const CompileOptions& options() const;
@@ -39,6 +53,9 @@ class Executable {
   const RunInfo& run_info() const;
 
  private:
+  template <typename Run>
+  RunOutput observed_run(Run&& run) const;
+  void check_carry_value(size_t carry, const ir::HostTensor& value, int input) const;
   friend Executable compile(const ir::Graph&, const Device&, const CompileOptions&);
   struct Impl;
   std::shared_ptr<Impl> impl_;

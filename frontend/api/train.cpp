@@ -65,11 +65,53 @@ TrainStep::TrainStep(const ir::Graph& forward, const NamedTensors& params, const
                                       forward.name(), data_inputs));
   std::map<std::string, const ir::HostTensor*> by_name;
   for (const auto& [name, tensor] : params) by_name[name] = &tensor;
-  for (const std::string& n : t.params) params_.push_back(by_name.at(n)->clone());
-  for (const std::string& n : t.buffers) buffers_.push_back(by_name.at(n)->clone());
-  for (const ir::TensorType& type : t.state_types) state_.emplace_back(type.dtype, type.shape);
+  std::vector<ir::HostTensor> initial;
+  for (const std::string& n : t.params) initial.push_back(*by_name.at(n));
+  for (const std::string& n : t.buffers) initial.push_back(*by_name.at(n));
+  for (const ir::TensorType& type : t.state_types) initial.emplace_back(type.dtype, type.shape);
   exe_ = compile(t.graph, device, options.compile);
   exe_.run_info().model = forward.name() + ".train";
+  carry_state(std::move(initial));
+}
+
+// Parameters, buffers and optimizer state become carried values: input slot (role, index) takes
+// the output slot of the same role and index. With loss scaling, the grads_check output guards
+// parameters and optimizer state (a step with an inf or NaN gradient keeps them); BatchNorm
+// statistics update either way, as PyTorch's forward pass updates them before the check.
+void TrainStep::carry_state(std::vector<ir::HostTensor> initial) {
+  const TrainGraph& t = *graph_;
+  int guard = -1;
+  for (size_t o = 0; o < t.outputs.size(); ++o)
+    if (t.outputs[o].role == TrainRole::grads_check) guard = static_cast<int>(o);
+  auto base = [&](TrainRole role) -> size_t {
+    return role == TrainRole::param    ? 0
+           : role == TrainRole::buffer ? t.params.size()
+                                       : t.params.size() + t.buffers.size();
+  };
+  std::vector<backends::Carry> carries(initial.size());
+  for (size_t i = 0; i < t.inputs.size(); ++i) {
+    TrainRole role = t.inputs[i].role;
+    if (role != TrainRole::param && role != TrainRole::buffer && role != TrainRole::state) continue;
+    carries[base(role) + t.inputs[i].index].input = static_cast<int>(i);
+  }
+  for (size_t o = 0; o < t.outputs.size(); ++o) {
+    TrainRole role = t.outputs[o].role;
+    if (role != TrainRole::param && role != TrainRole::buffer && role != TrainRole::state) continue;
+    backends::Carry& c = carries[base(role) + t.outputs[o].index];
+    c.output = static_cast<int>(o);
+    c.guard = role == TrainRole::buffer ? -1 : guard;
+  }
+  for (const auto* names : {&t.params, &t.buffers, &t.state})
+    carry_names_.insert(carry_names_.end(), names->begin(), names->end());
+  for (const ir::HostTensor& v : initial) carry_types_.push_back(v.type());
+  read_back_ = initial;
+  for (ir::HostTensor& v : read_back_) v = v.clone();  // the step never writes the caller's
+  exe_.set_carries(carries, read_back_);
+}
+
+const ir::HostTensor& TrainStep::carried(size_t carry) const {
+  if (!read_back_[carry].defined()) read_back_[carry] = exe_.read_carry(carry);
+  return read_back_[carry];
 }
 
 TrainStep::TrainStep(nn::Module& module, const ir::TensorType& input_type, const Device& device,
@@ -104,13 +146,9 @@ float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target)
         feed.push_back(ir::HostTensor::from(ir::Shape(), &step));
         break;
       case TrainRole::param:
-        feed.push_back(params_[s.index]);
-        break;
       case TrainRole::buffer:
-        feed.push_back(buffers_[s.index]);
-        break;
       case TrainRole::state:
-        feed.push_back(state_[s.index]);
+        feed.emplace_back();  // carried: on the device
         break;
       case TrainRole::dropout_mask:
         feed.push_back(dropout_mask(t.dropouts[s.index], options_.seed, step_ + 1, s.index));
@@ -123,19 +161,14 @@ float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target)
         break;
     }
   }
-  RunOutput out = exe_.run(feed);
+  RunOutput out = exe_.run_carried(feed);
+  for (ir::HostTensor& v : read_back_) v = ir::HostTensor();
   bool found_inf = false;
-  for (size_t i = 0; i < t.outputs.size(); ++i)
-    if (t.outputs[i].role == TrainRole::grads_check)
-      found_inf = !std::isfinite(out.outputs[i].data<float>()[0]);
   float loss = 0;
   for (size_t i = 0; i < t.outputs.size(); ++i) {
-    const TrainSlot& s = t.outputs[i];
-    ir::HostTensor v = out.outputs[i].clone();  // outputs may alias the backend's buffers
-    if (s.role == TrainRole::loss) loss = v.data<float>()[0];
-    if (s.role == TrainRole::param && !found_inf) params_[s.index] = v;
-    if (s.role == TrainRole::buffer) buffers_[s.index] = v;
-    if (s.role == TrainRole::state && !found_inf) state_[s.index] = v;
+    if (t.outputs[i].role == TrainRole::grads_check)
+      found_inf = !std::isfinite(out.outputs[i].data<float>()[0]);
+    if (t.outputs[i].role == TrainRole::loss) loss = out.outputs[i].data<float>()[0];
   }
   if (scaling()) scaler_.update(found_inf);
   if (found_inf)
@@ -148,14 +181,15 @@ float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target)
 
 NamedTensors TrainStep::parameters() const {
   NamedTensors out;
-  for (size_t i = 0; i < params_.size(); ++i) out.emplace_back(graph_->params[i], params_[i]);
-  for (size_t i = 0; i < buffers_.size(); ++i) out.emplace_back(graph_->buffers[i], buffers_[i]);
+  size_t n = graph_->params.size() + graph_->buffers.size();
+  for (size_t i = 0; i < n; ++i) out.emplace_back(carry_names_[i], carried(i));
   return out;
 }
 
 NamedTensors TrainStep::state_dict() const {
   NamedTensors out = parameters();
-  for (size_t i = 0; i < state_.size(); ++i) out.emplace_back(graph_->state[i], state_[i]);
+  for (size_t i = out.size(); i < carry_names_.size(); ++i)
+    out.emplace_back(carry_names_[i], carried(i));
   int64_t step = step_;
   out.emplace_back("optimizer.step", ir::HostTensor::from(ir::Shape(), &step));
   if (scaling()) {
@@ -168,10 +202,8 @@ NamedTensors TrainStep::state_dict() const {
 }
 
 void TrainStep::load_state_dict(const NamedTensors& values) {
-  std::map<std::string, ir::HostTensor*> slots;
-  for (size_t i = 0; i < params_.size(); ++i) slots[graph_->params[i]] = &params_[i];
-  for (size_t i = 0; i < buffers_.size(); ++i) slots[graph_->buffers[i]] = &buffers_[i];
-  for (size_t i = 0; i < state_.size(); ++i) slots[graph_->state[i]] = &state_[i];
+  std::map<std::string, size_t> slots;
+  for (size_t i = 0; i < carry_names_.size(); ++i) slots[carry_names_[i]] = i;
   for (const auto& [name, v] : values) {  // check everything before changing anything
     if (name == "optimizer.step") {
       if (v.dtype() != ir::DType::i64 || v.numel() != 1 || v.data<int64_t>()[0] < 0)
@@ -186,9 +218,9 @@ void TrainStep::load_state_dict(const NamedTensors& values) {
     auto it = slots.find(name);
     if (it == slots.end())
       throw InvalidArgument(fmt::format("load_state_dict: unknown entry '{}'", name));
-    if (it->second->type() != v.type())
+    if (carry_types_[it->second] != v.type())
       throw InvalidArgument(fmt::format("load_state_dict: '{}' is {}, the model has {}", name,
-                                        v.type().str(), it->second->type().str()));
+                                        v.type().str(), carry_types_[it->second].str()));
   }
   for (const auto& [name, v] : values) {
     if (name == "optimizer.step")
@@ -197,8 +229,11 @@ void TrainStep::load_state_dict(const NamedTensors& values) {
       scaler_.set_scale(v.data<float>()[0], scaler_.good_steps());
     else if (name == "loss_scale.good_steps")
       scaler_.set_scale(scaler_.scale(), v.data<int64_t>()[0]);
-    else
-      *slots.at(name) = v.clone();
+    else {
+      size_t carry = slots.at(name);
+      read_back_[carry] = v.clone();
+      exe_.write_carry(carry, read_back_[carry]);
+    }
   }
 }
 

@@ -1,7 +1,9 @@
 // mimic::TrainStep: one compiled training step (forward, loss, backward, optimizer update; see
-// train_graph.h) plus the buffers it owns between steps: parameters, BatchNorm running
-// statistics, optimizer state and the step count. step(x, y) feeds them in with the batch and
-// takes the updated values back; checkpoints are .npz files keyed by name (npz.h).
+// train_graph.h) plus the state it owns between steps: parameters, BatchNorm running statistics,
+// optimizer state and the step count. The tensors stay on the device from step to step (carried
+// values, backends::Carry): step(x, y) sends the batch and the scalars and reads the loss back;
+// parameters() and state_dict() read the tensors back when asked, load_state_dict() writes them.
+// Checkpoints are .npz files keyed by name (npz.h).
 #pragma once
 
 #include <memory>
@@ -63,16 +65,24 @@ class TrainStep {
   int64_t skipped_steps() const { return skipped_; }
   const TrainGraph& train_graph() const { return *graph_; }
   const Executable& executable() const { return exe_; }
+  // Whether parameters and optimizer state live in the device's memory between steps (false: in
+  // host memory, as on cpu or when cpu fallback splits the step).
+  bool state_on_device() const { return exe_.carries_on_device(); }
   const backends::RunReport& last_report() const { return last_report_; }
 
  private:
   bool scaling() const { return options_.loss_scale.mode != LossScaleMode::none; }
   void load_scaler_entry(const std::string& name, const ir::HostTensor& v);
+  void carry_state(std::vector<ir::HostTensor> initial);
+  // Carried value `carry` (params, then buffers, then state), read from the device once per step.
+  const ir::HostTensor& carried(size_t carry) const;
 
   std::shared_ptr<TrainGraph> graph_;
   Executable exe_;
   TrainOptions options_;
-  std::vector<ir::HostTensor> params_, buffers_, state_;
+  std::vector<std::string> carry_names_;  // params, buffers, state: the carries' order
+  std::vector<ir::TensorType> carry_types_;
+  mutable std::vector<ir::HostTensor> read_back_;  // per carry; undefined: not read this step
   double lr_;
   int64_t step_ = 0, skipped_ = 0;
   LossScaler scaler_;

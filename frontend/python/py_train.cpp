@@ -132,6 +132,7 @@ void bind_train(py::module_& m) {
       .def_property_readonly("steps", &TrainStep::steps_taken)
       .def_property_readonly("loss_scale", &TrainStep::loss_scale)
       .def_property_readonly("skipped_steps", &TrainStep::skipped_steps)
+      .def_property_readonly("state_on_device", &TrainStep::state_on_device)
       .def_property_readonly("graph", [](const TrainStep& s) { return s.executable().graph(); })
       .def_property_readonly("report",
                              [](const TrainStep& s) { return report_dict(s.last_report()); })

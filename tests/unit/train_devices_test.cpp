@@ -10,8 +10,16 @@
 #include <iostream>
 #include <set>
 
+#include <signal.h>
+
+#include <cstring>
+
+#include "backends/device_worker/worker_process.h"
+#include "backends/ipu_emu/ipu_device_host.h"
+#include "base/error.h"
 #include "frontend/api/random.h"
 #include "frontend/api/train.h"
+#include "models/ipu/ipu_spec.h"
 #include "tests/unit/train_test_util.h"
 
 namespace mimic {
@@ -36,6 +44,8 @@ std::vector<float> losses(const std::string& device, const std::string& precisio
   std::cout << device << " (" << precision << "): ops on cpu:";
   for (const std::string& op : fell_back) std::cout << " " << op;
   std::cout << "\n";
+  // The parameters and optimizer state stay on the device unless cpu fallback splits the step.
+  EXPECT_EQ(step.state_on_device(), device != "cpu" && fell_back.empty()) << device;
   ir::HostTensor x = Random(5).tensor(DType::f32, in.shape);
   ir::HostTensor y = Random(6).tensor(DType::i64, Shape({8}), 10);
   std::vector<float> out;
@@ -126,6 +136,75 @@ void checkpoint_across_devices(const std::string& precision, double rtol) {
 TEST(TrainDevices, CheckpointFromTpuEmuResumesOnCpu) {
   checkpoint_across_devices("highest", 1e-4);
   checkpoint_across_devices("default", 0.05);
+}
+
+// The state lives on the device between steps: load_state_dict() writes it there, so loading the
+// state of step 3 and stepping again repeats steps 4 and 5 exactly, on every device.
+TEST(TrainDevices, LoadingAStateDictRewindsTheDeviceState) {
+  ir::TensorType in{DType::f32, Shape({8, 3, 8, 8})};
+  ir::HostTensor x = Random(5).tensor(DType::f32, in.shape);
+  ir::HostTensor y = Random(6).tensor(DType::i64, Shape({8}), 10);
+  TrainOptions o;
+  o.optimizer = {OptimizerKind::adamw, 1e-3};
+  for (const char* device : {"cpu", "tpu-emu:v4", "ipu-emu:gc200"}) {
+    SCOPED_TRACE(device);
+    auto model = train_test::small_cnn();
+    TrainStep step(*model, in, Device(device), o);
+    for (int i = 0; i < 3; ++i) step.step(x, y);
+    NamedTensors at3 = step.state_dict();
+    float l4 = step.step(x, y), l5 = step.step(x, y);
+    NamedTensors at5 = step.state_dict();
+    step.load_state_dict(at3);
+    EXPECT_EQ(step.steps_taken(), 3);
+    EXPECT_EQ(step.step(x, y), l4);
+    EXPECT_EQ(step.step(x, y), l5);
+    NamedTensors again = step.state_dict();
+    ASSERT_EQ(again.size(), at5.size());
+    for (size_t p = 0; p < again.size(); ++p) {
+      const ir::HostTensor &a = again[p].second, &b = at5[p].second;
+      ASSERT_EQ(a.nbytes(), b.nbytes()) << again[p].first;
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0) << again[p].first;
+    }
+  }
+}
+
+// A device worker that dies takes the state it kept with it: the next step says so in one line,
+// and loading a checkpoint brings the step back.
+TEST(TrainDevices, AWorkerRestartLosesTheDeviceStateWithAClearError) {
+  ir::TensorType in{DType::f32, Shape({8, 3, 8, 8})};
+  ir::HostTensor x = Random(5).tensor(DType::f32, in.shape);
+  ir::HostTensor y = Random(6).tensor(DType::i64, Shape({8}), 10);
+  TrainOptions o;
+  o.optimizer = {OptimizerKind::sgd, 0.05, 0.9};
+  o.compile.precision = "float32";
+  auto model = train_test::small_cnn();
+  TrainStep step(*model, in, Device("ipu-emu:gc200"), o);
+  ASSERT_TRUE(step.state_on_device());
+  step.step(x, y);
+  NamedTensors at1 = step.state_dict();
+  float l2 = step.step(x, y);
+  pid_t victim = backends::shared_worker("ipu", backends::ipu_emu::device_config(
+                                                    models::ipu::resolve_specs("gc200"), 1))
+                     ->pid();
+  kill(victim, SIGKILL);
+  std::string first, second;
+  try {
+    step.step(x, y);
+  } catch (const RuntimeError& e) {
+    first = e.what();
+  }
+  try {
+    step.step(x, y);
+  } catch (const RuntimeError& e) {
+    second = e.what();
+  }
+  EXPECT_NE(first.find("signal 9"), std::string::npos) << first;
+  EXPECT_EQ(second,
+            "ipu-emu:gc200: the device worker was restarted after a failure and the values kept on "
+            "the device (a training step's parameters and optimizer state) were lost with it; "
+            "write them again (TrainStep::load_state_dict or load)");
+  step.load_state_dict(at1);
+  EXPECT_EQ(step.step(x, y), l2);
 }
 
 }  // namespace
