@@ -237,6 +237,9 @@ FusionPlan plan_fusion(const ir::Graph& g, bool in_place_weight_grads) {
     const bool slices = head.op == OpType::Conv && out.rank() == 5;
     int channel_axis = conv ? (ir::is_channels_last(head) ? out.rank() - 1 : 1) : out.rank() - 1;
     int stage = 0;  // 0: head, 1: after BN, 2: after bias, 3: after residual, 4: after activation
+    // A runtime bias (a training step's parameter) takes the epilogue's bias: nothing folds into
+    // it.
+    if (conv && head.has_input(2) && !g.value(head.inputs[2]).constant) stage = 2;
     for (int j; stage < 4 && (j = next(cur)) >= 0 && plan.group_of[j] < 0;) {
       const ir::Node& n = g.node(j);
       // A training step's phases do not fuse: a weight gradient's product is all-reduced

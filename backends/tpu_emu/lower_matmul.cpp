@@ -43,6 +43,7 @@ struct Lowered {
                            // it moves to the node's
   bool unrounded = false;  // the GEMM stores its sums unrounded (a residual is added later)
   ir::WindowGeometry geometry;
+  ir::ValueId bias_value = ir::kNoValue;  // a runtime bias (a training step's), per column
 };
 
 std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
@@ -50,6 +51,17 @@ std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
   if (t.dtype() != ir::DType::f32)
     throw CompileError(fmt::format("tpu_emu.compile: constant '{}' must be f32", g.value(v).name));
   return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+// A Conv's bias: a constant joins the epilogue's constant bias (with folded BatchNorm and Add
+// constants, fusion.cpp); a runtime one (a parameter of a training step) is read from its tensor
+// by the epilogue, as XLA fuses the bias add into the convolution's output fusion.
+void conv_bias(const ir::Graph& g, const ir::Node& n, Lowered& L) {
+  if (!n.has_input(2)) return;
+  if (g.value(n.inputs[2]).constant)
+    L.bias = constant_floats(g, n.inputs[2]);
+  else
+    L.bias_value = n.inputs[2];
 }
 
 // Runtime conv weights: a strided copy (dims, element strides and offset into the weight tensor)
@@ -99,7 +111,7 @@ void lower_conv(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L) {
           for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kvol];
         }
   }
-  if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
+  conv_bias(g, n, L);
 }
 
 // A weight gradient as one GEMM that reads x and dy where they are, as XLA's convolution with
@@ -179,7 +191,7 @@ void lower_conv_transpose(Context& c, const ir::Graph& g, const ir::Node& n, Low
     L.a_scratch = dilate_input(c, n, c.tensor(n.inputs[0]), in, w.h, w.w);
   }
   transposed_filter(c, g, n, L, t.kw);
-  if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
+  conv_bias(g, n, L);
 }
 
 // Conv with 3 spatial dims as one 2-D implicit GEMM: the input unfolded over depth into N*OD
@@ -219,7 +231,7 @@ void lower_conv_3d(Context& c, const ir::Graph& g, const ir::Node& n, Lowered& L
             for (int64_t o = 0; o < ng; ++o) row[o] = src[o * cg * kd * khw];
           }
   }
-  if (n.has_input(2)) L.bias = constant_floats(g, n.inputs[2]);
+  conv_bias(g, n, L);
 }
 
 void lower_matmul_node(const ir::Graph& g, const ir::Node& n, Lowered& L) {
@@ -418,7 +430,9 @@ void emit_gemm(Context& c, const ir::Node& head, Lowered& L) {
             ? c.add_constant(L.name + ".weights", {d.batch, d.k, d.n}, std::move(L.w), w_eb)
         : L.w_tensor >= 0 ? L.w_tensor
                           : c.tensor(L.w_value);
-  if (!L.bias.empty()) {
+  if (L.bias_value != ir::kNoValue) {
+    d.epi.bias = c.tensor(L.bias_value);
+  } else if (!L.bias.empty()) {
     int64_t count = static_cast<int64_t>(L.bias.size());
     d.epi.bias = c.add_constant(L.name + ".bias", {count}, std::move(L.bias), 4);
   }

