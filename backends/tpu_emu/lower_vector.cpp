@@ -628,7 +628,11 @@ void lower_depthwise_group(Context& c, const std::vector<int>& nodes) {
   d.func = VectorFunc::depthwise_conv;
   d.window = pool_window(c, head);
   const int64_t m = d.window.m, kvol = d.window.kh * d.window.kw;
-  std::vector<float> w = constant_floats(g, head.inputs[1]);  // [M, 1, KH, KW]
+  // [M, 1, KH, KW]: constant taps (BatchNormalization folds into them), or a training step's
+  // runtime weights, read where they are (row-major [M, 1, KH, KW] is the kernel's [M, KH * KW]).
+  const bool runtime_weights = !g.value(head.inputs[1]).constant;
+  std::vector<float> w =
+      runtime_weights ? std::vector<float>() : constant_floats(g, head.inputs[1]);
   std::vector<float> bias(m, 0.0f);
   bool has_bias = head.has_input(2);
   if (has_bias) bias = constant_floats(g, head.inputs[2]);
@@ -661,7 +665,8 @@ void lower_depthwise_group(Context& c, const std::vector<int>& nodes) {
     cur = n.outputs[0];
   }
   d.in = {c.tensor(head.inputs[0]),
-          c.add_constant(head.name + ".weights", {m, kvol}, std::move(w), 4)};
+          runtime_weights ? c.tensor(head.inputs[1])
+                          : c.add_constant(head.name + ".weights", {m, kvol}, std::move(w), 4)};
   if (has_bias) d.in.push_back(c.add_constant(head.name + ".bias", {m}, std::move(bias), 4));
   emit_vector(c, head, d, d.window.n * d.window.oh, window_work(c, d), cur);
 }

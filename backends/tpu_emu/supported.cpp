@@ -207,16 +207,17 @@ bool all_float_data(const ir::Graph& g, const ir::Node& n) {
 }
 
 // 1-D and 2-D convolutions, channels-first 3-D ones as 2-D GEMMs over the depth-unfolded input
-// (lower_matmul.cpp); depthwise ones need constant weights.
+// (lower_matmul.cpp); depthwise ones on the vector unit (lower_vector.cpp), with constant or
+// runtime f32 weights and a constant bias.
 bool conv_ok(const ir::Graph& g, const ir::Node& n, std::string* why) {
   if (!(window_2d(g, n) || (window_3d(g, n) && !ir::is_channels_last(n))) || !weights_ok(g, n) ||
       g.value(n.inputs[0]).constant) {
     if (why) *why = "only 1-D, 2-D and channels-first 3-D convolutions with f32 weights";
     return false;
   }
-  if (is_depthwise(g, n) &&
-      (g.value(n.inputs[1]).type.shape[1] != 1 || !g.value(n.inputs[1]).constant)) {
-    if (why) *why = "depthwise convolutions with runtime weights";
+  if (is_depthwise(g, n) && (g.value(n.inputs[1]).type.shape[1] != 1 || !constant_f32(g, n, 2) ||
+                             g.value(n.inputs[1]).type.dtype != ir::DType::f32)) {
+    if (why) *why = "depthwise convolutions with a runtime bias or non-f32 weights";
     return false;
   }
   return true;

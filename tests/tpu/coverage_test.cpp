@@ -454,6 +454,7 @@ TEST(TpuCoverage, ConvolutionsWithRuntimeWeightsReadTwoDimensionalFiltersInPlace
 // A training step's convolutions take their bias as a runtime input, like their weights: the
 // GEMM's epilogue reads it, and followers that would fold into a constant bias (BatchNormalization
 // with constant statistics, an Add of a constant) run after it instead; an activation still fuses.
+// A depthwise convolution's runtime weights are the vector unit's taps, read where they are.
 ir::Graph runtime_bias_graph() {
   ir::Graph g("runtime_bias");
   using V = std::vector<int64_t>;
@@ -470,10 +471,15 @@ ir::Graph runtime_bias_graph() {
   auto b3 = f32_input(g, "b3", Shape({4}));
   g.add_output(g.add_node(OpType::Conv, "conv3d", {x3, w3, b3},
                           {{"group", int64_t{2}}, {"pads", V{1, 1, 0, 0, 1, 1}}})[0]);
+  auto wd = f32_input(g, "wd", Shape({4, 1, 3, 3}));
+  auto bd = g.add_constant("bd", tpu_test::random_tensor(Shape({4}), 61));
+  auto dw = g.add_node(OpType::Conv, "depthwise", {x, wd, bd},
+                       {{"group", int64_t{4}}, {"pads", V{1, 1, 1, 1}}, {"strides", V{2, 1}}})[0];
+  g.add_output(g.add_node(OpType::Relu, "depthwise_relu", {dw})[0]);
   return g;
 }
 
-TEST(TpuCoverage, ConvolutionsWithRuntimeBiasReadItInTheEpilogue) {
+TEST(TpuCoverage, ConvolutionsWithRuntimeBiasOrDepthwiseWeightsRunOnTheChip) {
   expect_on_chip(runtime_bias_graph(), 1e-5);
   expect_on_chip(runtime_bias_graph(), 0.05, {}, "default");
 }
