@@ -258,8 +258,38 @@ void conv_kernel(const KernelArgs& a) {
 
 namespace {
 
+// col2im_cf for two spatial dimensions: the same additions in the same order, with each input
+// row's in-range columns found once instead of testing every element.
+void col2im_cf_2d(const float* col, float* out, int64_t channels, const WindowGeometry& g) {
+  const int64_t ih = g.in_size[0], iw = g.in_size[1], oh = g.out_size[0], ow = g.out_size[1];
+  const int64_t kh = g.kernel[0], kw = g.kernel[1], sh = g.strides[0], sw = g.strides[1];
+  const int64_t p_in = ih * iw, out_sp = oh * ow;
+#pragma omp parallel for if (channels * kh * kw * p_in > parallel_threshold(65536))
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t ky = 0; ky < kh; ++ky)
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const float* row = col + ((c * kh + ky) * kw + kx) * p_in;
+        const int64_t dy = ky * g.dilations[0] - g.pad_begin[0];
+        const int64_t dx = kx * g.dilations[1] - g.pad_begin[1];
+        // Input columns x with 0 <= x * sw + dx < ow.
+        const int64_t x_lo = dx >= 0 ? 0 : (-dx + sw - 1) / sw;
+        const int64_t x_hi = std::min(iw, ow - dx <= 0 ? 0 : (ow - dx - 1) / sw + 1);
+        for (int64_t y = 0; y < ih; ++y) {
+          const int64_t o = y * sh + dy;
+          if (o < 0 || o >= oh) continue;
+          float* dst = out + c * out_sp + o * ow + dx;
+          const float* src = row + y * iw;
+          for (int64_t x = x_lo; x < x_hi; ++x) dst[x * sw] += src[x];
+        }
+      }
+}
+
 // Scatter-adds col[Mg * kvol, P_in] into out[Mg, out spatial] (one image, one group).
 void col2im_cf(const float* col, float* out, int64_t channels, const WindowGeometry& g) {
+  if (g.spatial_rank == 2) {
+    col2im_cf_2d(col, out, channels, g);
+    return;
+  }
   int sr = g.spatial_rank;
   int64_t kvol = g.kernel_volume(), p_in = g.in_spatial(), out_sp = g.out_spatial();
   std::vector<int64_t> out_strides(sr, 1);

@@ -180,16 +180,22 @@ void im2col_nhwc(const float* x, float* col, int64_t c0, int64_t cc, const ir::W
 }
 
 // Channels-last, not pointwise: per K chunk (input channels c0 .. c1 of a group), the weights are
-// reordered to [Mg, kernel position, channel] to match the chunk's im2col columns.
+// reordered to [Mg, kernel position, channel] to match the chunk's im2col columns. Images are
+// processed in batches whose im2col rows are stacked ([images x P, K]), so each chunk is one GEMM
+// for many images: a weight gradient (the batch/channel-swapped convolution, whose "images" are
+// the input channels and whose P is the kernel's few positions) was a matrix-vector product per
+// image otherwise, reading the whole output gradient each time.
 void conv2d_nhwc(const float* x, const float* w, float* y, const ir::WindowGeometry& g,
                  const std::vector<int64_t>& channel_bounds, bool half) {
   int64_t cg = g.in_channels / g.group, mg = g.out_channels / g.group, kvol = g.kernel_volume();
   int64_t p = g.out_spatial(), in_sp = g.in_spatial();
   size_t chunks = channel_bounds.size() - 1;
   std::vector<std::vector<float>> wt(g.group * chunks);
+  int64_t widest = 0;
   for (int64_t grp = 0; grp < g.group; ++grp)
     for (size_t ci = 0; ci < chunks; ++ci) {
       int64_t c0 = channel_bounds[ci], cc = channel_bounds[ci + 1] - c0;
+      widest = std::max(widest, cc);
       auto& t = wt[grp * chunks + ci];
       t.resize(static_cast<size_t>(mg * kvol * cc));
       for (int64_t m = 0; m < mg; ++m)
@@ -197,17 +203,24 @@ void conv2d_nhwc(const float* x, const float* w, float* y, const ir::WindowGeome
           for (int64_t kk = 0; kk < kvol; ++kk)
             t[(m * kvol + kk) * cc + c] = w[((grp * mg + m) * cg + c0 + c) * kvol + kk];
     }
+  constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;  // 16 MiB of im2col per batch of images
+  const int64_t per = std::max<int64_t>(
+      1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(p * kvol * widest, 1)));
   std::vector<float> col, scratch;
-  for (int64_t b = 0; b < g.batch; ++b)
+  for (int64_t b0 = 0; b0 < g.batch; b0 += per) {
+    const int64_t nb = std::min(per, g.batch - b0);
     for (int64_t grp = 0; grp < g.group; ++grp)
       for (size_t ci = 0; ci < chunks; ++ci) {
         int64_t c0 = channel_bounds[ci], cc = channel_bounds[ci + 1] - c0;
-        col.resize(static_cast<size_t>(p * kvol * cc));
-        im2col_nhwc(x + b * in_sp * g.in_channels, col.data(), grp * cg + c0, cc, g);
-        accumulate_chunk(ci, p, mg, kvol * cc, {col.data(), kvol * cc, false},
+        col.resize(static_cast<size_t>(nb * p * kvol * cc));
+        for (int64_t b = 0; b < nb; ++b)
+          im2col_nhwc(x + (b0 + b) * in_sp * g.in_channels, col.data() + b * p * kvol * cc,
+                      grp * cg + c0, cc, g);
+        accumulate_chunk(ci, nb * p, mg, kvol * cc, {col.data(), kvol * cc, false},
                          {wt[grp * chunks + ci].data(), kvol * cc, true}, half,
-                         y + b * p * g.out_channels + grp * mg, g.out_channels, scratch);
+                         y + b0 * p * g.out_channels + grp * mg, g.out_channels, scratch);
       }
+  }
 }
 
 void add_channel_bias(float* y, const float* bias, const ir::WindowGeometry& g, bool half) {
