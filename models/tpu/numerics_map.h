@@ -81,6 +81,21 @@ bool binary(VectorFunc f, const float* a, int64_t sa, const float* b, int64_t sb
           a, sa, b, sb, y, sy, n, is_plain, [](float u, float v) { return std::min(u, v); },
           finish);
       return true;
+    case VectorFunc::greater:  // comparisons give 1 or 0 (a ReLU gradient's mask is x > 0)
+      binary_run(
+          a, sa, b, sb, y, sy, n, is_plain, [](float u, float v) { return u > v ? 1.0f : 0.0f; },
+          finish);
+      return true;
+    case VectorFunc::less:
+      binary_run(
+          a, sa, b, sb, y, sy, n, is_plain, [](float u, float v) { return u < v ? 1.0f : 0.0f; },
+          finish);
+      return true;
+    case VectorFunc::equal:
+      binary_run(
+          a, sa, b, sb, y, sy, n, is_plain, [](float u, float v) { return u == v ? 1.0f : 0.0f; },
+          finish);
+      return true;
     default:
       return false;
   }

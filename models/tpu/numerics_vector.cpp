@@ -193,8 +193,42 @@ float store(const Epilogue& e, float v) {
 // Elementwise over `dims` for output elements [r0, r1): strided inputs, strided or contiguous
 // output.
 constexpr size_t kMaxInputs = 16;
-void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float* out, int64_t r0,
-                 int64_t r1) {
+// An elementwise instruction's iteration space with adjacent dimensions merged wherever every
+// input and the output step through them as one (row-major order, hence the flat element indices,
+// unchanged): an NCHW tensor's [N, C, H, W] walk becomes one run of N*C*H*W elements instead of
+// N*C*H runs of W, each of which paid for its offsets.
+struct Walk {
+  std::vector<int64_t> dims, out_strides;  // out_strides empty: contiguous output
+  std::vector<std::vector<int64_t>> in_strides;
+};
+
+Walk coalesced(const VectorDesc& d, size_t nin) {
+  Walk w{d.dims, d.out_strides, {}};
+  for (size_t k = 0; k < nin; ++k) w.in_strides.push_back(d.in_strides[k]);
+  for (int i = static_cast<int>(w.dims.size()) - 2; i >= 0; --i) {
+    const int64_t inner = w.dims[i + 1];
+    bool merge = w.out_strides.empty() || w.out_strides[i] == w.out_strides[i + 1] * inner;
+    for (size_t k = 0; k < nin && merge; ++k)
+      merge = w.in_strides[k][i] == w.in_strides[k][i + 1] * inner;
+    if (!merge) continue;
+    w.dims[i] *= inner;
+    w.dims.erase(w.dims.begin() + i + 1);
+    if (!w.out_strides.empty()) {
+      w.out_strides[i] = w.out_strides[i + 1];
+      w.out_strides.erase(w.out_strides.begin() + i + 1);
+    }
+    for (size_t k = 0; k < nin; ++k) {
+      w.in_strides[k][i] = w.in_strides[k][i + 1];
+      w.in_strides[k].erase(w.in_strides[k].begin() + i + 1);
+    }
+  }
+  return w;
+}
+
+void elementwise(const VectorDesc& desc, const std::vector<const float*>& in, float* out,
+                 int64_t r0, int64_t r1) {
+  const size_t nin = std::min(in.size(), kMaxInputs);
+  const Walk d = coalesced(desc, nin);
   const int rank = static_cast<int>(d.dims.size());
   const int64_t inner = rank ? d.dims.back() : 1;
   std::vector<int64_t> idx(rank, 0);
@@ -203,15 +237,14 @@ void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float
     idx[i] = rem % d.dims[i];
     rem /= d.dims[i];
   }
-  const size_t nin = std::min(in.size(), kMaxInputs);
   const bool contiguous_out = d.out_strides.empty();
-  const bool plain = map::plain(d.epi);
-  auto finish = [&d](float v) { return store(d.epi, v); };
+  const bool plain = map::plain(desc.epi);
+  auto finish = [&desc](float v) { return store(desc.epi, v); };
   for (int64_t e = r0; e < r1;) {
     int64_t run = std::min(inner - (rank ? idx[rank - 1] : 0), r1 - e);
-    int64_t off[kMaxInputs] = {0}, out_off = d.out_offset;
+    int64_t off[kMaxInputs] = {0}, out_off = desc.out_offset;
     for (size_t k = 0; k < nin; ++k) {
-      off[k] = d.in_offsets.empty() ? 0 : d.in_offsets[k];
+      off[k] = desc.in_offsets.empty() ? 0 : desc.in_offsets[k];
       for (int i = 0; i < rank; ++i) off[k] += idx[i] * d.in_strides[k][i];
     }
     if (contiguous_out)
@@ -223,24 +256,24 @@ void elementwise(const VectorDesc& d, const std::vector<const float*>& in, float
     const int64_t so = contiguous_out ? 1 : (rank ? d.out_strides[rank - 1] : 0);
     float* y = out + out_off;
     if (nin == 0) {
-      for (int64_t j = 0; j < run; ++j) y[j * so] = store(d.epi, d.p0);
+      for (int64_t j = 0; j < run; ++j) y[j * so] = store(desc.epi, desc.p0);
     } else if (nin == 1) {
       const float* x = in[0] + off[0];
-      if (!map::unary(d.func, x, s0, y, so, run, plain, finish))
+      if (!map::unary(desc.func, x, s0, y, so, run, plain, finish))
         for (int64_t j = 0; j < run; ++j)
-          y[j * so] = store(d.epi, unary(d.func, x[j * s0], d.p0, d.p1));
+          y[j * so] = store(desc.epi, unary(desc.func, x[j * s0], desc.p0, desc.p1));
     } else if (nin == 2) {
       const float* a = in[0] + off[0];
       const float* b = in[1] + off[1];
-      if (!map::binary(d.func, a, s0, b, s1, y, so, run, plain, finish))
+      if (!map::binary(desc.func, a, s0, b, s1, y, so, run, plain, finish))
         for (int64_t j = 0; j < run; ++j)
-          y[j * so] = store(d.epi, binary(d.func, a[j * s0], b[j * s1]));
+          y[j * so] = store(desc.epi, binary(desc.func, a[j * s0], b[j * s1]));
     } else {
       float v[kMaxInputs];
       for (int64_t j = 0; j < run; ++j) {
         for (size_t k = 0; k < nin; ++k)
           v[k] = in[k][off[k] + (rank ? j * d.in_strides[k][rank - 1] : 0)];
-        y[j * so] = store(d.epi, nary(d.func, v, nin));
+        y[j * so] = store(desc.epi, nary(desc.func, v, nin));
       }
     }
     e += run;
