@@ -87,6 +87,8 @@ def predicted(metric, report, batch, row=None):
         return batch / seconds, None
     if metric == "latency_ms":
         return seconds * 1e3, None
+    if metric == "useful_pct" and report.get("peak_flops_per_s") and seconds:
+        return 100.0 * report["total_flops"] / seconds / report["peak_flops_per_s"], None
     metrics = report.get("metrics") or {}
     if metric == "busy_pct" and "mxu_busy_fraction" in metrics:
         return 100.0 * metrics["mxu_busy_fraction"], None
