@@ -19,8 +19,13 @@ for a in "$@"; do
 done
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
+# A new build directory is configured; an existing one again when cmake arguments are given (a
+# changed option then reaches it, as in a clean clone).
 if [[ ! -f "$dir/CMakeCache.txt" ]]; then
   cmake -S "$root" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" >"$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log" >&2; exit 1; }
+elif [[ ${#cmake_args[@]} -gt 0 ]]; then
+  cmake -S "$root" -B "$dir" "${cmake_args[@]}" >"$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log" >&2; exit 1; }
 fi
 log="$dir.build.log"

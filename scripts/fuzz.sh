@@ -25,7 +25,7 @@ if [[ ! -f "$dir/CMakeCache.txt" ]]; then
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DMIMIC_SANITIZE=ON -DMIMIC_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMIMIC_BUILD_BENCHMARKS=OFF -DMIMIC_BUILD_PYTHON=OFF \
-    >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log" >&2; exit 1; }
+    -DMIMIC_TEST_PER_BINARY=ON >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log" >&2; exit 1; }
 fi
 targets=()
 for f in "${fuzzers[@]}"; do targets+=(--target "${f}_fuzzer"); done

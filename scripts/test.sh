@@ -14,10 +14,12 @@ echo "== unit tests under ASan+UBSan (clang), with the fuzz targets from the sam
 # the unit tests link without libFuzzer's main, the fuzz targets with it.
 # -O1 -g1: the sanitizers' recommended optimization, line tables for their reports, and a build
 # that fits CI's time (full -g on these template-heavy sources costs minutes on 2 cores).
+# MIMIC_TEST_PER_BINARY: each test binary runs its cases in one process (the release run above
+# isolates every case; here an instrumented process start cost more than most cases).
 scripts/build.sh "$root/build-clang-asan" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DMIMIC_SANITIZE=ON -DMIMIC_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DMIMIC_BUILD_BENCHMARKS=OFF -DMIMIC_BUILD_PYTHON=OFF \
-  --target-unit-tests --target-fuzzers
+  -DMIMIC_TEST_PER_BINARY=ON --target-unit-tests --target-fuzzers
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-clang-asan -L unit --output-on-failure --timeout 900 -j "$(nproc)"
 echo "== fuzz smoke: every fuzzer, a bounded time each (any crash, hang or OOM fails)"

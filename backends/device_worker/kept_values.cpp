@@ -75,4 +75,39 @@ void RemoteCarries::check_held(uint64_t loads) const {
       device_));
 }
 
+void WorkerExecutable::set_carries(std::vector<Carry> carries,
+                                   std::vector<ir::HostTensor> initial) {
+  device_carries_ = keeps(carries);
+  if (!device_carries_) {
+    remote_carries_.set({}, {});
+    Executable::set_carries(std::move(carries), std::move(initial));
+    return;
+  }
+  carries_ = carries;
+  remote_carries_.set(std::move(carries), std::move(initial));
+}
+
+RunResult WorkerExecutable::run_carried(const std::vector<ir::HostTensor>& inputs,
+                                        sim::EventSink& sink) {
+  return device_carries_ ? run_program(inputs, sink, true) : Executable::run_carried(inputs, sink);
+}
+
+ir::HostTensor WorkerExecutable::read_carry(size_t carry) {
+  if (!device_carries_) return Executable::read_carry(carry);
+  if (const ir::HostTensor* t = remote_carries_.unsent(carry)) return t->clone();
+  remote_carries_.check_held(remote().loads());
+  size_t input = static_cast<size_t>(carries_.at(carry).input);
+  ir::HostTensor value;
+  remote().read_kept(static_cast<uint32_t>(input),
+                     [&](wire::Reader& r) { value = read_kept(input, r); });
+  return value;
+}
+
+void WorkerExecutable::write_carry(size_t carry, const ir::HostTensor& value) {
+  if (device_carries_)
+    remote_carries_.write(carry, value);
+  else
+    Executable::write_carry(carry, value);
+}
+
 }  // namespace mimic::backends

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/device_worker/remote_program.h"
 #include "backends/device_worker/wire.h"
 #include "base/error.h"
 
@@ -89,6 +90,31 @@ class RemoteCarries {
   std::vector<ir::HostTensor> pending_;  // per carry: defined until sent
   bool held_ = false;
   uint64_t held_since_load_ = 0;
+};
+
+// An emulated device's Executable whose carried values stay in its worker: tpu-emu's and
+// ipu-emu's derive from it and say how a run is sent and a kept value read.
+class WorkerExecutable : public Executable {
+ public:
+  void set_carries(std::vector<Carry> carries, std::vector<ir::HostTensor> initial) override;
+  RunResult run_carried(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override;
+  ir::HostTensor read_carry(size_t carry) override;
+  void write_carry(size_t carry, const ir::HostTensor& value) override;
+  bool carries_on_device() const override { return device_carries_; }
+
+ protected:
+  explicit WorkerExecutable(std::string device) : remote_carries_(std::move(device)) {}
+  // Whether the worker can keep `carries` (false: they stay in host memory, the base class's way).
+  virtual bool keeps(const std::vector<Carry>& carries) const = 0;
+  // One run; with `carried`, remote_carries_ says each input's mode and which outputs stay.
+  virtual RunResult run_program(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink,
+                                bool carried) = 0;
+  virtual RemoteProgram& remote() = 0;
+  // Graph input `input`'s kept value as the worker writes it (ProgramHost::write_kept).
+  virtual ir::HostTensor read_kept(size_t input, wire::Reader& r) const = 0;
+
+  RemoteCarries remote_carries_;
+  bool device_carries_ = false;
 };
 
 }  // namespace mimic::backends

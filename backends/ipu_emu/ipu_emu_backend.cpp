@@ -38,10 +38,11 @@ IpuSpec resolve(const std::string& arg, const std::map<std::string, std::string>
   return s;
 }
 
-class IpuExecutable final : public Executable {
+class IpuExecutable final : public WorkerExecutable {
  public:
   IpuExecutable(IpuCompilation c, IpuSpec specs, IpuOptions options, std::string device)
-      : c_(std::move(c)),
+      : WorkerExecutable(device),
+        c_(std::move(c)),
         specs_(std::move(specs)),
         options_(std::move(options)),
         device_(std::move(device)),
@@ -58,43 +59,17 @@ class IpuExecutable final : public Executable {
     return run_program(inputs, sink, false);
   }
 
-  // Carried values stay in the worker's memory (kept_values.h), as weights and optimizer state
-  // stay in tile memory between a Poplar program's runs; timing-only programs have no values.
-  void set_carries(std::vector<Carry> carries, std::vector<ir::HostTensor> initial) override {
-    device_carries_ = !options_.timing_only;
-    if (!device_carries_) {
-      Executable::set_carries(std::move(carries), std::move(initial));
-      return;
-    }
-    carries_ = carries;
-    remote_carries_.set(std::move(carries), std::move(initial));
-  }
-  RunResult run_carried(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
-    return device_carries_ ? run_program(inputs, sink, true)
-                           : Executable::run_carried(inputs, sink);
-  }
-  ir::HostTensor read_carry(size_t carry) override {
-    if (!device_carries_) return Executable::read_carry(carry);
-    if (const ir::HostTensor* t = remote_carries_.unsent(carry)) return t->clone();
-    remote_carries_.check_held(remote_.loads());
-    ir::HostTensor value;
-    remote_.read_kept(static_cast<uint32_t>(carries_.at(carry).input),
-                      [&](wire::Reader& r) { value = r.tensor(); });
-    return value;
-  }
-  void write_carry(size_t carry, const ir::HostTensor& value) override {
-    if (device_carries_)
-      remote_carries_.write(carry, value);
-    else
-      Executable::write_carry(carry, value);
-  }
-  bool carries_on_device() const override { return device_carries_; }
-
   const CompileReport& compile_report() const override { return c_.report; }
 
  private:
+  // Carried values stay in the worker's memory, as weights and optimizer state stay in tile
+  // memory between a Poplar program's runs; timing-only programs have no values.
+  bool keeps(const std::vector<Carry>&) const override { return !options_.timing_only; }
+  RemoteProgram& remote() override { return remote_; }
+  ir::HostTensor read_kept(size_t, wire::Reader& r) const override { return r.tensor(); }
+
   RunResult run_program(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink,
-                        bool carried) {
+                        bool carried) override {
     if (options_.compile_only)
       throw InvalidArgument(
           fmt::format("{} was compiled with compile_only: it cannot run", device_));
@@ -159,8 +134,6 @@ class IpuExecutable final : public Executable {
   IpuOptions options_;
   std::string device_;
   RemoteProgram remote_;
-  RemoteCarries remote_carries_{device_};
-  bool device_carries_ = false;
 };
 
 class IpuEmuBackend final : public Backend {

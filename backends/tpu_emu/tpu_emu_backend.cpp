@@ -50,11 +50,12 @@ struct HostLayout {
 
 const std::vector<float> kNoValues;
 
-class TpuExecutable final : public Executable {
+class TpuExecutable final : public WorkerExecutable {
  public:
   TpuExecutable(const ir::Graph& g, TpuSpec spec, CompiledProgram compiled,
                 const CompileOptions& options, HostLayout host)
-      : spec_(std::move(spec)),
+      : WorkerExecutable("tpu-emu:" + spec.name),
+        spec_(std::move(spec)),
         options_(options),
         report_(std::move(compiled.report)),
         host_(std::move(host)) {
@@ -73,56 +74,31 @@ class TpuExecutable final : public Executable {
                                                 for (const auto& c : constants_)
                                                   w.pods(options_.timing_only ? kNoValues : c);
                                               });
-    remote_carries_ = RemoteCarries("tpu-emu:" + spec_.name);
   }
 
   RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
     return run_program(inputs, sink, false);
   }
 
-  // Carried values stay in the worker's memory (kept_values.h), in the device's layout, unless
-  // the run is timing-only (no values at all) or an input and its output are laid out differently.
-  void set_carries(std::vector<Carry> carries, std::vector<ir::HostTensor> initial) override {
-    device_carries_ = !options_.timing_only;
-    for (const Carry& c : carries)
-      device_carries_ = device_carries_ && host_.inputs_channels_last[c.input] ==
-                                               host_.outputs_channels_last[c.output];
-    if (!device_carries_) {
-      remote_carries_.set({}, {});
-      Executable::set_carries(std::move(carries), std::move(initial));
-      return;
-    }
-    carries_ = carries;
-    remote_carries_.set(std::move(carries), std::move(initial));
-  }
-  RunResult run_carried(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) override {
-    return device_carries_ ? run_program(inputs, sink, true)
-                           : Executable::run_carried(inputs, sink);
-  }
-  ir::HostTensor read_carry(size_t carry) override {
-    if (!device_carries_) return Executable::read_carry(carry);
-    if (const ir::HostTensor* t = remote_carries_.unsent(carry)) return t->clone();
-    remote_carries_.check_held(remote_->loads());
-    size_t input = static_cast<size_t>(carries_.at(carry).input);
-    ir::HostTensor value;
-    remote_->read_kept(static_cast<uint32_t>(input), [&](wire::Reader& r) {
-      value = read_tensor(r, input_types_[input], host_.inputs_channels_last[input]);
-    });
-    return value;
-  }
-  void write_carry(size_t carry, const ir::HostTensor& value) override {
-    if (device_carries_)
-      remote_carries_.write(carry, value);
-    else
-      Executable::write_carry(carry, value);
-  }
-  bool carries_on_device() const override { return device_carries_; }
-
   const CompileReport& compile_report() const override { return report_; }
 
  private:
+  // Carried values stay in the worker's memory, in the device's layout, unless the run is
+  // timing-only (no values at all) or an input and its output are laid out differently.
+  bool keeps(const std::vector<Carry>& carries) const override {
+    if (options_.timing_only) return false;
+    for (const Carry& c : carries)
+      if (host_.inputs_channels_last[c.input] != host_.outputs_channels_last[c.output])
+        return false;
+    return true;
+  }
+  RemoteProgram& remote() override { return *remote_; }
+  ir::HostTensor read_kept(size_t input, wire::Reader& r) const override {
+    return read_tensor(r, input_types_[input], host_.inputs_channels_last[input]);
+  }
+
   RunResult run_program(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink,
-                        bool carried) {
+                        bool carried) override {
     auto start = std::chrono::steady_clock::now();
     if (options_.compile_only)
       throw InvalidArgument(
@@ -271,8 +247,6 @@ class TpuExecutable final : public Executable {
   models::tpu::Program program_;               // sent to the worker when loaded
   std::vector<std::vector<float>> constants_;  // program_.constants' data
   std::unique_ptr<RemoteProgram> remote_;
-  RemoteCarries remote_carries_{""};
-  bool device_carries_ = false;
 };
 
 class TpuEmuBackend final : public Backend {
