@@ -34,7 +34,10 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     e.g. {"offchip.bytes": 8 << 30}. Other keywords are the device's options (e.g. replicas=4,
     allow_out_of_memory=True on tpu-emu; gradient_accumulation=4 on ipu-emu).
     Returns a TrainStep: `loss = step(x, y)`; `step.state_dict()` gives the trained parameters
-    (load them into the model with `model.load_state_dict(step.state_dict())`).
+    (load them into the model with `model.load_state_dict(step.state_dict())`). Parameters and
+    optimizer state stay on the device between steps (`step.state_on_device`; in host memory on
+    cpu or when cpu fallback splits the step): state_dict() reads them back, load_state_dict()
+    writes them.
     """
     if not isinstance(optimizer, Optimizer):
         raise InvalidArgument(f"compile_train needs optimizer=mimic.optim.SGD/Adam/AdamW(...), got {optimizer!r}")
