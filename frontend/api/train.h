@@ -38,6 +38,11 @@ class TrainStep {
   // Traces `module` on an input of `input_type`.
   TrainStep(nn::Module& module, const ir::TensorType& input_type, const Device& device,
             const TrainOptions& options);
+  // One step owns one copy of the state on the device: a copy would share it, so there is none.
+  TrainStep(const TrainStep&) = delete;
+  TrainStep& operator=(const TrainStep&) = delete;
+  TrainStep(TrainStep&&) = default;
+  TrainStep& operator=(TrainStep&&) = default;
 
   // One step on a batch; returns the loss before the update (with loss scaling, a step whose
   // gradients hold an inf or NaN changes no parameter: see loss_scale.h). The target is checked
