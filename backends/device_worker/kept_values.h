@@ -43,17 +43,14 @@ class KeptValues {
   }
   void keep(size_t input, Value value) { kept_[input] = std::move(value); }
   // After a run: each carry's output becomes its input's kept value when `finite(guard output)`
-  // (or it has no guard); carried outputs are left empty, `empty` (they do not travel back).
+  // (or it has no guard), and the output's slot gets the value the input held before, a buffer of
+  // the same size the caller may reuse. Carried outputs do not travel back.
   template <typename Finite>
-  void advance(const std::vector<Carry>& carries, std::vector<Value>& outputs, Finite finite,
-               const Value& empty) {
+  void advance(const std::vector<Carry>& carries, std::vector<Value>& outputs, Finite finite) {
     std::vector<bool> take;
     for (const Carry& c : carries) take.push_back(c.guard < 0 || finite(outputs.at(c.guard)));
-    for (size_t i = 0; i < carries.size(); ++i) {
-      Value& out = outputs.at(carries[i].output);
-      if (take[i]) kept_[carries[i].input] = std::move(out);
-      out = empty;
-    }
+    for (size_t i = 0; i < carries.size(); ++i)
+      if (take[i]) std::swap(kept_[carries[i].input], outputs.at(carries[i].output));
   }
 
  private:

@@ -18,11 +18,14 @@ namespace {
 
 using namespace models::tpu;
 
+const std::vector<float> kNoValues;
+
 struct Loaded final : LoadedProgram {
   Program program;
   std::vector<std::vector<float>> constants;  // moved into `numerics` on first numeric run
   std::unique_ptr<Numerics> numerics;
-  KeptValues<std::vector<float>> kept;  // carried inputs' values (kept_values.h)
+  KeptValues<std::vector<float>> kept;      // carried inputs' values (kept_values.h)
+  std::vector<std::vector<float>> outputs;  // the last run's, reused as the next run's buffers
 };
 
 class TpuDeviceHost final : public ProgramHost {
@@ -51,20 +54,22 @@ class TpuDeviceHost final : public ProgramHost {
     flags.timing_only = r.boolean();
     flags.record_events = r.boolean();
     const Program& p = l.program;
-    std::vector<std::vector<float>> outputs;
+    std::vector<std::vector<float>>& outputs = l.outputs;
     std::vector<Carry> carries;
     if (!flags.timing_only) {
       carries = read_carries(r);
-      outputs = run_numerics(l, r);
+      run_numerics(l, r);
     }
     TimingResult timing = run_model([&] { return chip_->run(p); });
-    l.kept.advance(
-        carries, outputs,
-        [](const std::vector<float>& guard) { return !guard.empty() && std::isfinite(guard[0]); },
-        {});
+    l.kept.advance(carries, outputs, [](const std::vector<float>& guard) {
+      return !guard.empty() && std::isfinite(guard[0]);
+    });
     RunReport report = build_report(spec_, p, timing, flags.timing_only);
-    w.u64(outputs.size());
-    for (const auto& o : outputs) w.pods(o);
+    std::vector<bool> stays(outputs.size(), false);
+    for (const Carry& c : carries) stays.at(c.output) = true;
+    w.u64(flags.timing_only ? 0 : outputs.size());
+    for (size_t i = 0; i < outputs.size() && !flags.timing_only; ++i)
+      w.pods(stays[i] ? kNoValues : outputs[i]);
     wire::write_report(w, report);
     w.boolean(flags.record_events);
     if (flags.record_events) {
@@ -74,7 +79,7 @@ class TpuDeviceHost final : public ProgramHost {
     }
   }
 
-  std::vector<std::vector<float>> run_numerics(Loaded& l, wire::Reader& r) {
+  void run_numerics(Loaded& l, wire::Reader& r) {
     const Program& p = l.program;
     uint64_t n = r.u64();
     if (n != p.inputs.size())
@@ -100,7 +105,7 @@ class TpuDeviceHost final : public ProgramHost {
       inputs.push_back(values);
     }
     if (!l.numerics) l.numerics = std::make_unique<Numerics>(p, std::move(l.constants));
-    return l.numerics->run(inputs);
+    l.numerics->run(inputs, l.outputs);
   }
 
   void write_kept(LoadedProgram& program, uint32_t input, wire::Writer& w) override {

@@ -221,7 +221,7 @@ const float* Numerics::keep_operand(Buffer& slot, Buffer out, int32_t t, int par
   return slot.data.get();
 }
 
-std::vector<std::vector<float>> Numerics::run(const std::vector<const float*>& inputs) {
+void Numerics::run(const std::vector<const float*>& inputs, std::vector<std::vector<float>>& out) {
   if (inputs.size() != program_.inputs.size())
     throw InvalidArgument(fmt::format("tpu numerics: program takes {} inputs, got {}",
                                       program_.inputs.size(), inputs.size()));
@@ -247,14 +247,13 @@ std::vector<std::vector<float>> Numerics::run(const std::vector<const float*>& i
     }
     for (int32_t t : frees_[i]) release(t);
   }
-  std::vector<std::vector<float>> out;
-  for (int32_t t : program_.outputs) {
-    const float* p = data(t);
-    out.emplace_back(p, p + program_.tensors[t].numel());
+  out.resize(program_.outputs.size());
+  for (size_t i = 0; i < program_.outputs.size(); ++i) {
+    const float* p = data(program_.outputs[i]);
+    out[i].assign(p, p + program_.tensors[program_.outputs[i]].numel());
   }
   for (int32_t t = 0; t < static_cast<int32_t>(store_.size()); ++t)
     if (!program_.tensors[t].constant && base(t) == t) release(t);
-  return out;
 }
 
 const float* Numerics::im2col_block(const int64_t key[5], size_t elements, bool* fresh) {

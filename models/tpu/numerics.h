@@ -75,8 +75,9 @@ class Numerics {
   ~Numerics();
 
   // Runs every computing instruction; `inputs` in program.inputs order (f32 row-major, sizes
-  // checked). Returns the outputs in program.outputs order.
-  std::vector<std::vector<float>> run(const std::vector<const float*>& inputs);
+  // checked). `out` gets the outputs in program.outputs order; its vectors are reused when they
+  // hold enough room (the previous run's: no fresh pages for a training step's hundreds of MB).
+  void run(const std::vector<const float*>& inputs, std::vector<std::vector<float>>& out);
 
   // Scale used for an int8 tensor in the last run (for tests); 0 when none.
   float last_scale(int32_t tensor) const;
