@@ -193,42 +193,10 @@ float store(const Epilogue& e, float v) {
 // Elementwise over `dims` for output elements [r0, r1): strided inputs, strided or contiguous
 // output.
 constexpr size_t kMaxInputs = 16;
-// An elementwise instruction's iteration space with adjacent dimensions merged wherever every
-// input and the output step through them as one (row-major order, hence the flat element indices,
-// unchanged): an NCHW tensor's [N, C, H, W] walk becomes one run of N*C*H*W elements instead of
-// N*C*H runs of W, each of which paid for its offsets.
-struct Walk {
-  std::vector<int64_t> dims, out_strides;  // out_strides empty: contiguous output
-  std::vector<std::vector<int64_t>> in_strides;
-};
-
-Walk coalesced(const VectorDesc& d, size_t nin) {
-  Walk w{d.dims, d.out_strides, {}};
-  for (size_t k = 0; k < nin; ++k) w.in_strides.push_back(d.in_strides[k]);
-  for (int i = static_cast<int>(w.dims.size()) - 2; i >= 0; --i) {
-    const int64_t inner = w.dims[i + 1];
-    bool merge = w.out_strides.empty() || w.out_strides[i] == w.out_strides[i + 1] * inner;
-    for (size_t k = 0; k < nin && merge; ++k)
-      merge = w.in_strides[k][i] == w.in_strides[k][i + 1] * inner;
-    if (!merge) continue;
-    w.dims[i] *= inner;
-    w.dims.erase(w.dims.begin() + i + 1);
-    if (!w.out_strides.empty()) {
-      w.out_strides[i] = w.out_strides[i + 1];
-      w.out_strides.erase(w.out_strides.begin() + i + 1);
-    }
-    for (size_t k = 0; k < nin; ++k) {
-      w.in_strides[k][i] = w.in_strides[k][i + 1];
-      w.in_strides[k].erase(w.in_strides[k].begin() + i + 1);
-    }
-  }
-  return w;
-}
-
 void elementwise(const VectorDesc& desc, const std::vector<const float*>& in, float* out,
                  int64_t r0, int64_t r1) {
   const size_t nin = std::min(in.size(), kMaxInputs);
-  const Walk d = coalesced(desc, nin);
+  const map::Walk d = map::coalesced(desc, nin);
   const int rank = static_cast<int>(d.dims.size());
   const int64_t inner = rank ? d.dims.back() : 1;
   std::vector<int64_t> idx(rank, 0);
