@@ -51,7 +51,9 @@ struct Carry {
 class Executable {
  public:
   virtual ~Executable() = default;
-  // Inputs in graph-input order with the compiled (bound) shapes. Emits to `sink`.
+  // Inputs in graph-input order with the compiled (bound) shapes. Emits to `sink`. The outputs
+  // belong to the caller: the backend never writes their storage after run() returns (carried
+  // values rely on it and keep them without a copy).
   virtual RunResult run(const std::vector<ir::HostTensor>& inputs, sim::EventSink& sink) = 0;
   virtual const CompileReport& compile_report() const = 0;
 

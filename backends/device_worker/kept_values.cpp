@@ -30,15 +30,23 @@ InputMode read_input_mode(wire::Reader& r) {
 
 void RemoteCarries::set(std::vector<Carry> carries, std::vector<ir::HostTensor> initial) {
   carries_ = std::move(carries);
+  carry_of_input_.clear();
+  carried_output_.clear();
+  for (size_t i = 0; i < carries_.size(); ++i) {
+    const auto input = static_cast<size_t>(carries_[i].input);
+    const auto output = static_cast<size_t>(carries_[i].output);
+    if (carry_of_input_.size() <= input) carry_of_input_.resize(input + 1, -1);
+    if (carried_output_.size() <= output) carried_output_.resize(output + 1, false);
+    carry_of_input_[input] = static_cast<int>(i);
+    carried_output_[output] = true;
+  }
   pending_.clear();
   for (const ir::HostTensor& t : initial) pending_.push_back(t.clone());
   held_ = false;
 }
 
 int RemoteCarries::carry_of_input(size_t input) const {
-  for (size_t i = 0; i < carries_.size(); ++i)
-    if (carries_[i].input == static_cast<int>(input)) return static_cast<int>(i);
-  return -1;
+  return input < carry_of_input_.size() ? carry_of_input_[input] : -1;
 }
 
 InputMode RemoteCarries::mode(size_t input, uint64_t loads) const {
@@ -50,9 +58,7 @@ InputMode RemoteCarries::mode(size_t input, uint64_t loads) const {
 }
 
 bool RemoteCarries::carried_output(size_t output) const {
-  for (const Carry& c : carries_)
-    if (c.output == static_cast<int>(output)) return true;
-  return false;
+  return output < carried_output_.size() && carried_output_[output];
 }
 
 void RemoteCarries::sent(uint64_t loads) {

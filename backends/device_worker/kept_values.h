@@ -84,6 +84,8 @@ class RemoteCarries {
 
   std::string device_;
   std::vector<Carry> carries_;
+  std::vector<int> carry_of_input_;      // by graph input: its carry, or -1
+  std::vector<bool> carried_output_;     // by graph output
   std::vector<ir::HostTensor> pending_;  // per carry: defined until sent
   bool held_ = false;
   uint64_t held_since_load_ = 0;
