@@ -11,6 +11,12 @@ momentum and of AdamW, on
 Writes the loss curves side by side as an SVG and prints each run's final loss and its relative
 difference to PyTorch's.
 
+How far a reduced-precision run can be expected to end from PyTorch's fp32 run depends on how
+sensitive the training is, so the example measures that on PyTorch itself: the same training under
+torch.autocast(bfloat16) (PyTorch's own bf16 run) and in fp32 from initial weights perturbed by
+0.1% (w * (1 + 1e-3 N(0, 1)), about a bf16 rounding of each weight). Where these end more than 2%
+from the fp32 run, no run whose arithmetic differs by a rounding can be expected to end closer.
+
     PYTHONPATH=build/python python3 examples/train_curves.py [--out docs/figures] [--steps 100]
 """
 import argparse
@@ -28,6 +34,8 @@ RUNS = [("cpu", "cpu", "default", None, {}, "#1f77b4"),
         ("ipu-emu:gc200 (fp16, fp32 master weights)", "ipu-emu:gc200", "float16", FP16_SCALE,
          {"master_weights": "float32"}, "#ff7f0e")]
 TORCH_COLOR = "#000000"
+TORCH_BF16_COLOR = "#9467bd"
+PERTURBATION = 1e-3  # relative, of every initial weight: about a bf16 rounding (2^-8 = 3.9e-3 at most)
 
 
 def mlp():
@@ -78,17 +86,24 @@ def torch_twin(model, torch):
     return torch.nn.Sequential(*layers).train()
 
 
-def torch_curve(model_name, opt_name, steps):
+def torch_curve(model_name, opt_name, steps, bf16=False, perturbation=0.0):
+    """PyTorch's loss curve: fp32, or under torch.autocast(bfloat16) with `bf16`, from the initial weights
+    each multiplied by (1 + perturbation * N(0, 1)) when `perturbation` is not 0."""
     import torch
     torch.set_num_threads(1)
     make, shape = MODELS[model_name]
     twin = torch_twin(make(), torch)
+    noise = torch.Generator().manual_seed(5)
+    for p in twin.parameters():
+        p.data *= 1 + perturbation * torch.randn(p.shape, generator=noise)
     opt = OPTIMIZERS[opt_name](torch.optim, twin.parameters())
     data, out = batches(shape), []
     for i in range(steps):
         x, y = data[i % len(data)]
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(twin(torch.tensor(x)), torch.tensor(y))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            logits = twin(torch.tensor(x))
+        loss = torch.nn.functional.cross_entropy(logits.float(), torch.tensor(y))
         loss.backward()
         opt.step()
         out.append(loss.item())
@@ -109,7 +124,7 @@ def svg_panels(panels, steps):
     """One loss-vs-step chart per (model, optimizer), side by side; `panels` maps a title to
     [(label, color, losses)]."""
     pw, ph, left, top, bottom, gap = 300, 240, 45, 40, 35, 20
-    w, h = len(panels) * (pw + gap) + 20, ph + 90
+    w, h = len(panels) * (pw + gap) + 20, ph + 100
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
              f'<rect width="{w}" height="{h}" fill="white"/>',
              f'<text x="10" y="18" font-size="13" font-weight="bold">Training loss, {steps} steps: PyTorch vs mimic '
@@ -130,11 +145,11 @@ def svg_panels(panels, steps):
             parts.append(f'<text x="{fx(s):.1f}" y="{top + 20 + ih + 14}" text-anchor="middle">{s + 1}</text>')
         for label, color, curve in lines:
             pts = " ".join(f"{fx(i):.1f},{fy(v):.1f}" for i, v in enumerate(curve))
-            dash = ' stroke-dasharray="4,3"' if label == "PyTorch" else ""
+            dash = ' stroke-dasharray="4,3"' if label.startswith("PyTorch") else ""
             parts.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.3"{dash}/>')
-    legend = [("PyTorch", TORCH_COLOR)] + [(r[0], r[4]) for r in RUNS]
+    legend = [(label, color) for label, color, _ in next(iter(panels.values()))]
     for i, (label, color) in enumerate(legend):
-        x, y = 10 + left + i * 230, h - 12
+        x, y = 10 + left + (i % 3) * 330, h - 30 + (i // 3) * 16
         parts.append(f'<line x1="{x}" y1="{y - 4}" x2="{x + 20}" y2="{y - 4}" stroke="{color}" stroke-width="2"/>'
                      f'<text x="{x + 25}" y="{y}">{label}</text>')
     parts.append("</svg>")
@@ -148,20 +163,36 @@ def last_epoch(curve):
     return float(np.mean(curve[-NUM_BATCHES:]))
 
 
+def relative(a, b):
+    return abs(a - b) / abs(b)
+
+
+def sensitivity(model_name, opt_name, steps, ref):
+    """How far PyTorch's own final loss moves from `ref`'s under bf16 autocast and under the initial weights'
+    perturbation: (bf16 autocast curve, relative difference, relative difference after the perturbation)."""
+    bf16 = torch_curve(model_name, opt_name, steps, bf16=True)
+    perturbed = torch_curve(model_name, opt_name, steps, perturbation=PERTURBATION)
+    rel_bf16, rel_perturbed = relative(bf16[-1], ref[-1]), relative(perturbed[-1], ref[-1])
+    print(f"{model_name:4s} {opt_name:12s} PyTorch's own spread: bf16 autocast ends {rel_bf16:.2e} from fp32, "
+          f"initial weights x (1 + {PERTURBATION:g} N(0,1)) end {rel_perturbed:.2e} from it")
+    return bf16, rel_bf16, rel_perturbed
+
+
 def main(out_dir=os.path.join(ROOT, "docs", "figures"), steps=100):
-    """Runs every curve, writes train_curves.svg into `out_dir`; returns {(model, optimizer, run): (final loss,
+    """Runs every curve, writes train_curves.svg into `out_dir`; returns ({(model, optimizer, run): (final loss,
     relative difference to PyTorch's final loss, relative difference of the last epoch's loss, skipped
-    steps)}."""
-    panels, results = {}, {}
+    steps)}, {(model, optimizer): (PyTorch bf16 autocast's relative difference, the perturbed run's)})."""
+    panels, results, spreads = {}, {}, {}
     for model_name in MODELS:
         for opt_name in OPTIMIZERS:
             ref = torch_curve(model_name, opt_name, steps)
-            lines = [("PyTorch", TORCH_COLOR, ref)]
+            bf16, *spreads[(model_name, opt_name)] = sensitivity(model_name, opt_name, steps, ref)
+            lines = [("PyTorch", TORCH_COLOR, ref), ("PyTorch (bf16 autocast)", TORCH_BF16_COLOR, bf16)]
             for label, device, precision, loss_scale, options, color in RUNS:
                 curve, skipped = mimic_curve(model_name, opt_name, device, precision, loss_scale, options, steps)
-                rel = abs(curve[-1] - ref[-1]) / abs(ref[-1])
+                rel = relative(curve[-1], ref[-1])
                 epoch, ref_epoch = last_epoch(curve), last_epoch(ref)
-                rel_epoch = abs(epoch - ref_epoch) / abs(ref_epoch)
+                rel_epoch = relative(epoch, ref_epoch)
                 results[(model_name, opt_name, label)] = (curve[-1], rel, rel_epoch, skipped)
                 print(f"{model_name:4s} {opt_name:12s} {label:36s} final loss {curve[-1]:.5f}  PyTorch {ref[-1]:.5f}  "
                       f"relative difference {rel:.2e}; last epoch's loss {epoch:.5f}  PyTorch {ref_epoch:.5f}  "
@@ -173,7 +204,7 @@ def main(out_dir=os.path.join(ROOT, "docs", "figures"), steps=100):
     with open(path, "w") as f:
         f.write(svg_panels(panels, steps))
     print("wrote", path)
-    return results
+    return results, spreads
 
 
 if __name__ == "__main__":
