@@ -9,10 +9,10 @@
 #include <cstring>
 #include <vector>
 
-#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
 #include "backends/cpu/threading.h"
+#include "base/gemm.h"
 #include "frontend/ir/nn_geometry.h"
 
 namespace mimic::backends::cpu {

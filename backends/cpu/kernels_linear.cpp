@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 #include <omp.h>
 
-#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
 #include "backends/cpu/threading.h"
 #include "base/error.h"
+#include "base/gemm.h"
 
 namespace mimic::backends::cpu {
 namespace {

@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "backends/cpu/gemm.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
 #include "base/error.h"
+#include "base/gemm.h"
 #include "frontend/ir/recurrent.h"
 
 namespace mimic::backends::cpu {

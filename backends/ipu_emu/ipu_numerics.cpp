@@ -5,15 +5,14 @@
 #include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/gemm.h"
 #include "base/error.h"
+#include "base/gemm.h"
 #include "base/numeric_formats.h"
 #include "frontend/ir/nn_geometry.h"
 
 namespace mimic::backends::ipu_emu {
 namespace {
 
-using cpu::GemmOperand;
 using ir::HostTensor;
 
 void round_f16(float* data, int64_t n) {
@@ -37,11 +36,11 @@ struct Operand {
 void accumulate_chunk(size_t index, int64_t m, int64_t n, int64_t kc, GemmOperand a, GemmOperand b,
                       bool half, float* acc, int64_t ldc, std::vector<float>& scratch) {
   if (!half) {
-    cpu::gemm_f32(m, n, kc, 1.0f, a, b, index == 0 ? 0.0f : 1.0f, acc, ldc);
+    gemm_f32(m, n, kc, 1.0f, a, b, index == 0 ? 0.0f : 1.0f, acc, ldc);
     return;
   }
   scratch.resize(static_cast<size_t>(m * n));
-  cpu::gemm_f32(m, n, kc, 1.0f, a, b, 0.0f, scratch.data(), n);
+  gemm_f32(m, n, kc, 1.0f, a, b, 0.0f, scratch.data(), n);
   round_f16(scratch.data(), m * n);
   for (int64_t r = 0; r < m; ++r) {
     float* row = acc + r * ldc;

@@ -3,7 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/gemm.h"
+#include "base/gemm.h"
 #include "base/numeric_formats.h"
 #include "frontend/api/compile.h"
 #include "frontend/api/random.h"
@@ -20,8 +20,8 @@ void BM_GemmF32(benchmark::State& state) {
                  b = rng.tensor(ir::DType::f32, ir::Shape({k, n}));
   ir::HostTensor c(ir::DType::f32, ir::Shape({m, n}));
   for (auto _ : state)
-    backends::cpu::gemm_f32(m, n, k, 1.0f, {a.data<float>(), k, false}, {b.data<float>(), n, false},
-                            0.0f, c.data<float>(), n);
+    gemm_f32(m, n, k, 1.0f, {a.data<float>(), k, false}, {b.data<float>(), n, false}, 0.0f,
+             c.data<float>(), n);
   state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * double(m) * double(n) * double(k),
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -1,11 +1,13 @@
-// Numerics of matmul instructions: one Eigen GEMM per bf16 pass over the instruction's whole K
-// range (rows [r0, r1) x columns [c0, c1) of batch `batch`), then the fused epilogue.
+// Numerics of matmul instructions: one f32 GEMM (oneDNN's sgemm) per bf16 pass over the
+// instruction's whole K range (rows [r0, r1) x columns [c0, c1) of batch `batch`), then the fused
+// epilogue.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "base/activations.h"
+#include "base/gemm.h"
 #include "base/numeric_formats.h"
 #include "models/tpu/numerics.h"
 
@@ -245,34 +247,24 @@ struct GemmBlock {
     return base_ptr + b * g.w_batch_stride;
   }
 
-  // acc (+)= A x W, or acc_t (+)= W^T x A^T.
-  template <class A, class W>
-  void assign(const A& a, const W& w, bool first) {
-    if (out_t) {
-      if (first)
-        acc_t.noalias() = w.transpose() * a.transpose();
-      else
-        acc_t.noalias() += w.transpose() * a.transpose();
-    } else {
-      if (first)
-        acc.noalias() = a * w;
-      else
-        acc.noalias() += a * w;
-    }
+  // acc (+)= op(A) x op(W), or acc_t (+)= op(W)^T x op(A)^T.
+  void product(GemmOperand a, GemmOperand w, bool first) {
+    const float beta = first ? 0.0f : 1.0f;
+    if (out_t)
+      gemm_f32(cols, rows, K, 1.0f, {w.data, w.ld, !w.transposed}, {a.data, a.ld, !a.transposed},
+               beta, acc_t.data(), rows);
+    else
+      gemm_f32(rows, cols, K, 1.0f, a, w, beta, acc.data(), cols);
   }
 
   // NCHW pointwise convolutions read the planes in place: per image, Y^T[cols x p] = W^T x X.
   void gemm_planar(const float* a, int64_t plane, const float* w, int64_t ldw, bool first) {
     const int64_t channels = g.conv.c, cg = channels / g.conv.groups;
-    ConstMap wm(w + c0, K, cols, Eigen::OuterStride<>(ldw));
     for (int64_t row = r0; row < in.r1;) {
       const int64_t img = row / plane, p = row % plane, len = std::min(in.r1 - row, plane - p);
-      ConstMap xm(a + (img * channels + b * cg) * plane + p, cg, len, Eigen::OuterStride<>(plane));
-      auto out = acc_t.block(0, row - r0, cols, len);
-      if (first)
-        out.noalias() = wm.transpose() * xm;
-      else
-        out.noalias() += wm.transpose() * xm;
+      gemm_f32(cols, len, cg, 1.0f, {w + c0, ldw, true},
+               {a + (img * channels + b * cg) * plane + p, plane, false}, first ? 0.0f : 1.0f,
+               acc_t.data() + (row - r0), rows);
       row += len;
     }
   }
@@ -280,30 +272,17 @@ struct GemmBlock {
   void gemm(const float* a, int64_t lda, const float* w, int64_t ldw, bool first) {
     if (planar) return gemm_planar(a, lda, w, ldw, first);
     if (columns) {  // other NCHW convolutions: the im2col block is built transposed ([K x rows])
-      ConstMap colm(a, K, rows, Eigen::OuterStride<>(lda));
-      ConstMap wm(w + c0, K, cols, Eigen::OuterStride<>(ldw));
-      if (first)
-        acc_t.noalias() = wm.transpose() * colm;
-      else
-        acc_t.noalias() += wm.transpose() * colm;
+      gemm_f32(cols, rows, K, 1.0f, {w + c0, ldw, true}, {a, lda, false}, first ? 0.0f : 1.0f,
+               acc_t.data(), rows);
       return;
     }
     const bool at = g.a_transposed && !conv;
-    // Transposed views address the stored matrices with swapped extents.
-    ConstMap am(a + (at     ? r0
-                     : conv ? 0
-                            : r0 * lda),
-                at ? K : rows, at ? rows : K, Eigen::OuterStride<>(lda));
-    ConstMap wm(w + (g.w_transposed ? c0 * ldw : c0), g.w_transposed ? cols : K,
-                g.w_transposed ? K : cols, Eigen::OuterStride<>(ldw));
-    if (!at && !g.w_transposed)
-      assign(am, wm, first);
-    else if (!at)
-      assign(am, wm.transpose(), first);
-    else if (!g.w_transposed)
-      assign(am.transpose(), wm, first);
-    else
-      assign(am.transpose(), wm.transpose(), first);
+    // Transposed operands address the stored matrices with swapped extents.
+    product({a + (at     ? r0
+                  : conv ? 0
+                         : r0 * lda),
+             lda, at},
+            {w + (g.w_transposed ? c0 * ldw : c0), ldw, g.w_transposed}, first);
   }
 
   // A weight gradient (GemmDesc::AView::filter), one pass: acc[(c, kh, kw), m] (+)= the sum over
@@ -328,11 +307,11 @@ struct GemmBlock {
           for (int64_t oh = 0; oh < w.oh; ++oh) {
             const int64_t ih = oh * w.sh + kh * w.dh - w.ph;
             if (ih < 0 || ih >= w.h) continue;
-            ConstMap xm(x + ((img * w.h + ih) * w.w + ow0 * w.sw + off) * w.c + c_lo, ow1 - ow0 + 1,
-                        cc, Eigen::OuterStride<>(w.sw * w.c));
-            ConstMap dm(dy + ((img * w.oh + oh) * w.ow + ow0) * w.m + c0, ow1 - ow0 + 1, cols,
-                        Eigen::OuterStride<>(w.m));
-            tap.noalias() += xm.transpose() * dm;
+            gemm_f32(
+                cc, cols, ow1 - ow0 + 1, 1.0f,
+                {x + ((img * w.h + ih) * w.w + ow0 * w.sw + off) * w.c + c_lo, w.sw * w.c, true},
+                {dy + ((img * w.oh + oh) * w.ow + ow0) * w.m + c0, w.m, false}, 1.0f, tap.data(),
+                cols);
           }
         for (int64_t ch = 0; ch < cc; ++ch) {
           const int64_t row = (c_lo + ch) * taps + kh * w.kw + kw;
