@@ -1,5 +1,6 @@
 // Numerics of the emulated IPU (runs in the device worker): executes the program's graph with the
-// chip's precision rules, one large Eigen GEMM per planned K chunk (never per-tile loops):
+// chip's precision rules, one large f32 GEMM (base/gemm.h) per planned K chunk (never per-tile
+// loops):
 //   - fp16 storage when precision is float16: inputs, constants and every f32 result are rounded
 //     to fp16 (round to nearest even, or stochastically), as tensors held in tile memory would be,
 //     except fp32 master weights and what the update computes (half_storage.h);
@@ -11,9 +12,9 @@
 //     accumulators would;
 //   - depthwise convolutions accumulate tap by tap in the partials format (vector unit);
 //   - every other op runs the cpu backend's reference kernel, rounded to the storage format.
-// Approximated: within a chunk the accumulation is fp32 in Eigen's order (the AMP's internal order
-// and its fp16 accumulator width inside a pass are not modeled); transcendental functions are the
-// host's.
+// Approximated: within a chunk the accumulation is fp32 in oneDNN sgemm's order (the AMP's internal
+// order and its fp16 accumulator width inside a pass are not modeled); transcendental functions are
+// the host's.
 #pragma once
 
 #include <vector>

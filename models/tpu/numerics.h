@@ -1,5 +1,6 @@
 // The chip's numerics: executes a device program's instructions in program order on host buffers,
-// under the chip's precision rules, with Eigen doing the arithmetic.
+// under the chip's precision rules, with oneDNN's sgemm (base/gemm.h) and Eigen doing the
+// arithmetic.
 //
 // Rules (sheet sections A.2 and C):
 //   bf16 chips (v2+), matrix units: each f32 operand is split into bf16 parts (RNE) and the
@@ -37,7 +38,7 @@
 // A kernel's computing instructions write disjoint regions of its output from inputs that are
 // complete before the kernel starts, so their order does not change any value: the engine
 // collects a kernel's regions and, when they tile the whole output, computes it in a few large
-// row blocks (large Eigen GEMMs) instead of one small call per tile; otherwise region by region.
+// row blocks (large GEMMs) instead of one small call per tile; otherwise region by region.
 #pragma once
 
 #include <cstdint>
