@@ -7,7 +7,8 @@ but int8 chips quantize them, which needs finite non-zero scales. Every model ta
 batch (first input dimension "N"), so one file serves every batch.
 
 Where the paper does not publish a layer width, the shapes below are chosen to match the published
-layer counts, weight counts and operational intensity (ops per weight byte at the production batch)
+layer counts, weight counts and operational intensity (the paper's ops per weight byte: multiply-
+accumulates per weight byte, equal to the batch for the MLPs and LSTMs, at the production batch)
 and each builder's docstring states the assumption.
 """
 import numpy as np
@@ -82,37 +83,40 @@ def mlp(layers, width):
 
 
 def cnn0():
-    """TPUv1 CNN0: 16 convolutions, 8M weights, 2888 ops per weight byte at batch 8. Assumed: 16
-    same-padded 3x3 convolutions of 236 -> 236 channels (8.02M weights) on 13x14 feature maps
-    (2 * 13 * 14 * 8 = 2912 ops per weight byte at batch 8, 0.8% above the paper's 2888)."""
+    """TPUv1 CNN0: 16 convolutions, 8M weights, 2888 ops per weight byte at batch 8 (the paper's "ops"
+    are multiply-accumulates: for the MLPs and LSTMs they equal the batch), and in Table 3 as many
+    useful MACs as array-active cycles (78.2% each: no unused MACs, so every layer fills the 256x256
+    array). Assumed: 256 -> 256 channels (whole weight tiles), 13 same-padded 3x3 convolutions and
+    3 1x1 ones (every fifth layer; 7.86M weights), on 19x19 feature maps: 19 * 19 * 8 = 2888 MACs
+    per weight byte at batch 8, exactly (19x19 is the one square map that gives it)."""
     b = Builder("tpuv1_cnn0")
-    x, c = "x", 236
-    for _ in range(16):
-        x = b.conv(x, c, c, 3)
-    return b.model(["N", c, 13, 14], x, ["N", c, 13, 14])
+    x, c = "x", 256
+    for i in range(16):
+        x = b.conv(x, c, c, 1 if i % 5 == 4 else 3)
+    return b.model(["N", c, 19, 19], x, ["N", c, 19, 19])
 
 
 def cnn1():
     """TPUv1 CNN1: 72 convolutions, 13 pools and 4 fully connected layers (89 layers), 100M weights,
-    1750 ops per weight byte at batch 32, its FC layers at intensity 32. Assumed: 60M weights in the
-    convolutions (72 same-padded 3x3 convolutions of 304 -> 304 channels on 7x7 maps, 59.9M) and about
-    40M in the FC layers (14896 -> 2048 from the flattened 304x7x7 map, then 2048 -> 1536 -> 2048 ->
-    1000: 38.8M), and 13 stride-1 3x3 max pools (one after every 6 convolutions, one before the FC
-    layers). At batch 32 that is 2 * 7 * 7 * 32 = 3136 ops per conv weight byte and 64 per FC weight
-    byte: 1,928 overall, 10% above the paper's 1750 (the split between conv and FC weights is not
-    published)."""
+    1750 MACs per weight byte at batch 32, its FC layers at intensity 32 (one MAC per weight per
+    sample). Solving 32 * (H * W * Wc + Wf) = 1750 * (Wc + Wf) with Wc + Wf = 100M needs feature maps
+    above 9x9 (at 7x7 the convolutions would need 112M weights); assumed: 19x19 maps (the Go board
+    of AlphaGo, which CNN1 is reported to be), 72 same-padded 3x3 convolutions of 152 -> 152 channels
+    (14.97M weights), 13 stride-1 3x3 max pools (one after every 6 convolutions, one before the FC
+    layers), and FC layers 54872 -> 1536 -> 512 -> 256 -> 1000 from the flattened 152x19x19 map
+    (85.46M). At batch 32: (14.97M * 361 * 32 + 85.46M * 32) / 100.43M = 1,749 MACs per weight byte."""
     b = Builder("tpuv1_cnn1")
-    x, c = "x", 304
+    x, c = "x", 152
     for i in range(72):
         x = b.conv(x, c, c, 3)
         if i % 6 == 5:
             x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
     x = b.op("MaxPool", [x], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
     x = b.op("Flatten", [x], axis=1)
-    widths = [c * 7 * 7, 2048, 1536, 2048, 1000]
+    widths = [c * 19 * 19, 1536, 512, 256, 1000]
     for i in range(4):
         x = b.dense(x, widths[i], widths[i + 1], relu=i < 3)
-    return b.model(["N", c, 7, 7], x, ["N", 1000])
+    return b.model(["N", c, 19, 19], x, ["N", 1000])
 
 
 def lstm_app(name, cells, hidden, seq, final_fc=False):
