@@ -215,5 +215,26 @@ def _tpu_v4_training_rows():
                            "time)"}]
 
 
+TESSELLATE_PEAK_FLOPS = ("graphcore-research/tessellate-ipu, notebooks/IPU Peak Flops.ipynb, saved outputs "
+                         "(github.com/graphcore-research/tessellate-ipu at 3ab241f)")
+# The notebook's measured TFLOPS by N (its `sizes, tflops` output), run on IPU hardware (it asserts
+# `not d.is_ipu_model`): IpuDevice(num_tiles=1472, version=ipu2) at a 1.85 GHz tile clock, the Bow
+# IPU's. Each tile runs FP16[N,16] @ FP16[16,16] -> FP16 with the ConvPartial1x1 vertex, timed by
+# the tiles' cycle counters (mean over tiles, less the counter's own overhead).
+_IPU_TILE_TFLOPS = {16: 55.49366766, 64: 152.79763288, 256: 264.00537751, 1024: 322.72628427,
+                    2048: 334.94046716}
+
+
+def _ipu_tile_rows():
+    return [{"id": f"bow-tile-matmul-n{n}", "chip": "Bow IPU", "device": "ipu-emu:bow",
+             "workload": "ipu_tile_matmul", "batch": 1472 * n, "metric": "tile_tflops", "scope": "tile",
+             "published": tflops, "tag": "M", "source": TESSELLATE_PEAK_FLOPS, "precision": "float16",
+             "options": {"enable_half_partials": "true"},
+             "conditions": f"fp16 [{n},16] x [16,16] -> fp16 on each of 1,472 tiles, one ConvPartial1x1 "
+                           "vertex per tile; the compute phase alone (the weights are already on the "
+                           "tiles); emulated: the MatMul superstep's compute cycles"}
+            for n, tflops in _IPU_TILE_TFLOPS.items()]
+
+
 FIGURES = (_tpuv1_rows() + _edge_rows() + _tpuv3_rows() + _training_rows() + _tpu_training_rows() +
-           _tpu_v4_training_rows())
+           _tpu_v4_training_rows() + _ipu_tile_rows())

@@ -1,6 +1,6 @@
 """ONNX builders for the workloads of the published measurements that mimic's zoo does not have:
-the TPUv1 paper's production apps (Jouppi et al., ISCA 2017, Table 1) and MobileNet v1 (Howard et
-al., 2017) for the Coral Edge TPU rows.
+the TPUv1 paper's production apps (Jouppi et al., ISCA 2017, Table 1), MobileNet v1 (Howard et
+al., 2017) for the Coral Edge TPU rows, and the per-tile matrix product of the IPU tile rows.
 
 Weights are random (seeded): the fidelity suite runs timing-only, so values do not change cycles,
 but int8 chips quantize them, which needs finite non-zero scales. Every model takes a symbolic
@@ -154,6 +154,16 @@ def mobilenet_v1(image=224, classes=1000):
     return b.model(["N", 3, image, image], x, ["N", classes])
 
 
+def ipu_tile_matmul():
+    """One [rows, 16] x [16, 16] matrix product whose rows the IPU planner spreads evenly over the
+    chip's tiles (the batch is rows-per-tile x tiles): on every tile, the [N, 16] x [16, 16] product
+    of tessellate-ipu's peak-FLOPS notebook (one ConvPartial1x1 vertex per tile)."""
+    b = Builder("ipu_tile_matmul")
+    w = b.weight((16, 16), 16)
+    y = b.op("MatMul", ["x", w])
+    return b.model(["N", 16], y, ["N", 16])
+
+
 BUILDERS = {
     "tpuv1_mlp0": lambda: mlp(5, 2000),
     "tpuv1_mlp1": lambda: mlp(4, 1118),
@@ -162,6 +172,7 @@ BUILDERS = {
     "tpuv1_lstm0": lambda: lstm_app("tpuv1_lstm0", 12, 736, 16),
     "tpuv1_lstm1": lambda: lstm_app("tpuv1_lstm1", 18, 486, 16, final_fc=True),
     "mobilenet_v1": mobilenet_v1,
+    "ipu_tile_matmul": ipu_tile_matmul,
 }
 
 

@@ -30,9 +30,9 @@ import paper_models  # noqa: E402
 IMAGENET = figures.IMAGENET_TRAIN_IMAGES
 
 
-def run_workload(mimic, workload, device, batch, tmp, options=()):
-    """One timing-only run with the row's compile options ((key, value) pairs); returns the report
-    dict or {"error": message}."""
+def run_workload(mimic, workload, device, batch, tmp, options=(), precision=None):
+    """One timing-only run with the row's compile options ((key, value) pairs) and precision; returns
+    the report dict or {"error": message}."""
     if workload.startswith("zoo:"):
         model = ["--model", workload[4:], "--model-arg", "image_size=224"]
     else:
@@ -43,6 +43,8 @@ def run_workload(mimic, workload, device, batch, tmp, options=()):
     cmd = [mimic, "run", *model, "--device", device, "--batch", str(batch), "--timing-only", "--json", "--no-compare"]
     for k, v in options:
         cmd += ["--option", f"{k}={v}"]
+    if precision:
+        cmd += ["--precision", precision]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         lines = p.stderr.strip().splitlines() or [f"exit status {p.returncode}"]
@@ -87,6 +89,8 @@ def predicted(metric, report, batch, row=None):
         return batch / seconds, None
     if metric == "latency_ms":
         return seconds * 1e3, None
+    if metric == "tile_tflops":
+        return tile_tflops(report)
     if metric == "useful_pct" and report.get("peak_flops_per_s") and seconds:
         return 100.0 * report["total_flops"] / seconds / report["peak_flops_per_s"], None
     metrics = report.get("metrics") or {}
@@ -96,6 +100,17 @@ def predicted(metric, report, batch, row=None):
         mxus = sum(1 for u in report.get("units", []) if u["kind"] == "matrix") or 1
         return 100.0 * metrics["mxu_weight_stall_cycles"] / (mxus * report["cycles"]), None
     return None, f"the run report has no counterpart of '{metric}'"
+
+
+def tile_tflops(report):
+    """TFLOPS of the compute phase of an IPU run's busiest computing superstep (the matrix product's),
+    without its exchange and sync: what cycle counters around one vertex per tile measure."""
+    table = (report.get("tables") or {}).get("ipu_supersteps")
+    if not table or not report.get("cycles"):
+        return None, "the run report has no ipu_supersteps table"
+    compute = max(row[table["columns"].index("compute")] for row in table["rows"])
+    seconds = compute * report["device_seconds"] / report["cycles"]
+    return report["total_flops"] / seconds / 1e12, None
 
 
 def is_counter(row):
@@ -110,12 +125,12 @@ def evaluate(mimic, rows):
                 results.append(dict(row, status="not modeled", reason=row["not_modeled"]))
                 continue
             key = (row["workload"], row["device"], row["batch"], "train" in row,
-                   tuple(sorted(row.get("options", {}).items())))
+                   tuple(sorted(row.get("options", {}).items())), row.get("precision"))
             if key not in cache:
                 print(f"running {row['workload']} on {row['device']} at batch {row['batch']}"
                       f"{' (training step)' if 'train' in row else ''}", file=sys.stderr)
                 cache[key] = (run_training(mimic, row, tmp) if "train" in row
-                              else run_workload(mimic, *key[:3], tmp, key[4]))
+                              else run_workload(mimic, *key[:3], tmp, key[4], key[5]))
             report = cache[key]
             out = dict(row)
             if "error" in report:
@@ -143,9 +158,10 @@ def fmt(v):
 
 
 def summary(results):
-    """Error statistics of the performance figures, per scope (device alone, end to end)."""
+    """Error statistics of the performance figures, per scope (device alone, end to end, one tile's
+    compute phase)."""
     out = {}
-    for scope in ("device", "end_to_end"):
+    for scope in ("device", "end_to_end", "tile"):
         rows = [r for r in results if not is_counter(r) and r["scope"] == scope]
         errors = [abs(r["error"]) for r in rows if r["status"] == "ok"]
         s = {"rows": len(rows), "compared": len(errors)}
@@ -163,7 +179,8 @@ def markdown(results, s, host):
              + machine.markdown(host), ""]
     for scope, what in [("device", "Device figures (the chip alone)"),
                         ("end_to_end", "End-to-end figures (host, link and queuing included; device time "
-                                       "undercounts them)")]:
+                                       "undercounts them)"),
+                        ("tile", "Tile microbenchmarks (one compute phase on every tile, no exchange)")]:
         t = s[scope]
         if t["compared"]:
             lines.append(f"- {what}: {t['compared']} of {t['rows']} compared, median absolute error "
