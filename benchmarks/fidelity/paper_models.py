@@ -46,6 +46,11 @@ class Builder:
         self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
         return out
 
+    def split(self, x, sizes, parts, axis=1):
+        outs = [self._fresh("split") for _ in range(parts)]
+        self.nodes.append(helper.make_node("Split", [x, sizes], outs, name=outs[0], axis=axis))
+        return outs
+
     def const_axes(self, axes):
         name = self._fresh("axes")
         self.inits.append(numpy_helper.from_array(np.array(axes, np.int64), name))
@@ -119,22 +124,36 @@ def cnn1():
     return b.model(["N", c, 19, 19], x, ["N", 1000])
 
 
-def lstm_app(name, cells, hidden, seq, final_fc=False):
-    """TPUv1 LSTM0/LSTM1 as stacked LSTM layers: each ONNX LSTM layer is 2 of the paper's FC layers
-    (input and recurrent projections, W: 4H x H and R: 4H x H) plus its gate vector ops. LSTM0: 24 FC
-    layers and 52M weights -> 12 layers of hidden 736 (52.0M); LSTM1: 37 FC -> 18 layers of hidden
-    486 (34.0M) plus a final 486 x 486 FC layer. Sequence length is not published: assumed `seq`."""
+def lstm_app(name, cells, hidden, steps, final_fc=False):
+    """TPUv1 LSTM0/LSTM1 as a stack of LSTM cells unrolled over `steps` time steps, decoder-style:
+    each step's input is the previous step's output (the top cell's, or the final FC layer's), as
+    in GNM Translate's decoder, of which LSTM0 is a subset. Table 1 gives both apps an operational
+    intensity equal to their batch (64 and 96 multiply-accumulates per weight byte): every weight is
+    fetched once per time step and used once per sample, which is what a step-by-step execution does
+    and what one GEMM over all steps' input projections (an encoder's shortcut) would not. Each cell
+    is 2 of the paper's FC layers (input and recurrent projections, [H, 4H] each) and its gate vector
+    ops; the first step has no recurrent product (zero initial state). LSTM0: 24 FC layers and 52M
+    weights -> 12 cells of hidden 736 (52.0M); LSTM1: 37 FC -> 18 cells of hidden 486 (34.0M) and a
+    final 486 x 486 FC layer. The sequence length is not published: assumed `steps`."""
     b = Builder(name)
-    x = "x"
-    for _ in range(cells):
-        w = b.weight((1, 4 * hidden, hidden), hidden)
-        r = b.weight((1, 4 * hidden, hidden), hidden)
-        y = b.op("LSTM", [x, w, r], hidden_size=hidden, layout=1)
-        x = b.op("Squeeze", [y, b.const_axes([2])])
-    if final_fc:
-        x = b.op("MatMul", [x, b.weight((hidden, hidden), hidden)])
-    # layout=1: batch first ([N, seq, features]), so the symbolic batch is the first dimension.
-    return b.model(["N", seq, hidden], x, ["N", seq, hidden], opset=14)
+    w = [b.weight((hidden, 4 * hidden), hidden) for _ in range(cells)]
+    r = [b.weight((hidden, 4 * hidden), hidden) for _ in range(cells)]
+    fc = b.weight((hidden, hidden), hidden) if final_fc else None
+    sizes = b.const_axes([hidden] * 4)
+    h, c, x = [None] * cells, [None] * cells, "x"
+    for _ in range(steps):
+        for layer in range(cells):
+            gates = b.op("MatMul", [x, w[layer]])
+            if h[layer] is not None:
+                gates = b.op("Add", [gates, b.op("MatMul", [h[layer], r[layer]])])
+            i, f, g, o = b.split(gates, sizes, 4)
+            i, f, g, o = b.op("Sigmoid", [i]), b.op("Sigmoid", [f]), b.op("Tanh", [g]), b.op("Sigmoid", [o])
+            ig = b.op("Mul", [i, g])
+            c[layer] = ig if c[layer] is None else b.op("Add", [b.op("Mul", [f, c[layer]]), ig])
+            h[layer] = x = b.op("Mul", [o, b.op("Tanh", [c[layer]])])
+        if fc:
+            x = b.op("MatMul", [x, fc])
+    return b.model(["N", hidden], x, ["N", hidden], opset=14)
 
 
 def mobilenet_v1(image=224, classes=1000):
