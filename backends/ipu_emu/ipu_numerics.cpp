@@ -205,13 +205,13 @@ void conv2d_nhwc(const float* x, const float* w, float* y, const ir::WindowGeome
   constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;  // 16 MiB of im2col per batch of images
   const int64_t per = std::max<int64_t>(
       1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(p * kvol * widest, 1)));
-  std::vector<float> col, scratch;
+  thread_local std::vector<float> col, scratch;  // kept from call to call, written before read
   for (int64_t b0 = 0; b0 < g.batch; b0 += per) {
     const int64_t nb = std::min(per, g.batch - b0);
     for (int64_t grp = 0; grp < g.group; ++grp)
       for (size_t ci = 0; ci < chunks; ++ci) {
         int64_t c0 = channel_bounds[ci], cc = channel_bounds[ci + 1] - c0;
-        col.resize(static_cast<size_t>(nb * p * kvol * cc));
+        col.resize(std::max(col.size(), static_cast<size_t>(nb * p * kvol * cc)));
         for (int64_t b = 0; b < nb; ++b)
           im2col_nhwc(x + (b0 + b) * in_sp * g.in_channels, col.data() + b * p * kvol * cc,
                       grp * cg + c0, cc, g);
@@ -242,8 +242,14 @@ void conv2d_nchw(const float* x, const float* w, float* y, const ir::WindowGeome
   constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;  // 16 MiB of im2col per batch of images
   int64_t per = std::max<int64_t>(
       1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(kdim * p, 1)));
-  std::vector<float> col(static_cast<size_t>(kdim * p * per)),
-      acc(static_cast<size_t>(mg * p * per));
+  // Scratch kept from call to call (never read before written): no clearing of 2 x 16 MiB per
+  // convolution. The parallel loops below use the pointers (a thread_local names another
+  // thread's copy inside them).
+  thread_local std::vector<float> col_buffer, acc_buffer;
+  col_buffer.resize(std::max(col_buffer.size(), static_cast<size_t>(kdim * p * per)));
+  acc_buffer.resize(std::max(acc_buffer.size(), static_cast<size_t>(mg * p * per)));
+  float* const col = col_buffer.data();
+  float* const acc = acc_buffer.data();
   for (int64_t b0 = 0; b0 < g.batch; b0 += per) {
     int64_t nb = std::min(per, g.batch - b0), np = nb * p;
     for (int64_t grp = 0; grp < g.group; ++grp) {
@@ -251,20 +257,19 @@ void conv2d_nchw(const float* x, const float* w, float* y, const ir::WindowGeome
 #pragma omp parallel for collapse(2) schedule(static) if (kdim * np > 65536)
         for (int64_t c = 0; c < kdim; ++c)
           for (int64_t b = 0; b < nb; ++b)
-            std::memcpy(col.data() + c * np + b * p,
-                        x + ((b0 + b) * g.in_channels + grp * cg + c) * in_sp, p * sizeof(float));
+            std::memcpy(col + c * np + b * p, x + ((b0 + b) * g.in_channels + grp * cg + c) * in_sp,
+                        p * sizeof(float));
       } else {
         for (int64_t b = 0; b < nb; ++b)
-          im2col_nchw(x + ((b0 + b) * g.in_channels + grp * cg) * in_sp, col.data() + b * p, np, cg,
-                      g);
+          im2col_nchw(x + ((b0 + b) * g.in_channels + grp * cg) * in_sp, col + b * p, np, cg, g);
       }
-      chunked_gemm(mg, np, {w + grp * mg * kdim, kdim, false}, {col.data(), np, false}, bounds,
-                   half, acc.data(), np);
+      chunked_gemm(mg, np, {w + grp * mg * kdim, kdim, false}, {col, np, false}, bounds, half, acc,
+                   np);
 #pragma omp parallel for collapse(2) schedule(static) if (mg * np > 65536)
       for (int64_t m = 0; m < mg; ++m)
         for (int64_t b = 0; b < nb; ++b)
-          std::memcpy(y + ((b0 + b) * g.out_channels + grp * mg + m) * p,
-                      acc.data() + m * np + b * p, p * sizeof(float));
+          std::memcpy(y + ((b0 + b) * g.out_channels + grp * mg + m) * p, acc + m * np + b * p,
+                      p * sizeof(float));
     }
   }
 }
@@ -429,7 +434,8 @@ std::vector<HostTensor> IpuNumerics::run(const std::vector<HostTensor>& inputs) 
       if (t.dtype != ir::DType::f32 && t.dtype != ir::DType::f16)
         throw RuntimeError(fmt::format("ipu-emu: {} must be f32 or f16 for the chip's matrix path",
                                        ir::describe(g, n)));
-      HostTensor out(ir::DType::f32, t.shape);
+      // Every matrix recipe writes each element of its output (the first K chunk overwrites).
+      HostTensor out = HostTensor::uninitialized(ir::DType::f32, t.shape);
       if (r.kind == RecipeKind::matmul)
         matmul(n, ins, out, r);
       else if (r.kind == RecipeKind::conv)
