@@ -15,7 +15,6 @@ namespace mimic::models::tpu {
 namespace {
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 using Map = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
 
 // A fused epilogue activation (the formulas are base/activations.h, as for the vector unit).
