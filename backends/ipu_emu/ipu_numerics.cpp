@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "base/gemm.h"
 #include "base/numeric_formats.h"
+#include "frontend/ir/host_memory.h"
 #include "frontend/ir/nn_geometry.h"
 
 namespace mimic::backends::ipu_emu {
@@ -30,6 +31,20 @@ struct Operand {
     bool k_is_column = is_a != transposed;
     return {data + (k_is_column ? k : k * ld), ld, transposed};
   }
+};
+
+// Uninitialized float scratch from the host-memory cache (frontend/ir/host_memory.h): a
+// convolution's im2col columns and accumulators are written before they are read, so the 16 MiB
+// buffers are neither cleared nor mapped afresh on every call.
+class ScratchBuffer {
+ public:
+  explicit ScratchBuffer(int64_t floats)
+      : memory_(
+            ir::allocate_host(static_cast<size_t>(std::max<int64_t>(floats, 1)) * sizeof(float))) {}
+  float* data() const { return static_cast<float*>(memory_.get()); }
+
+ private:
+  std::shared_ptr<void> memory_;
 };
 
 // Adds chunk `index` (A[:, k0:k0+kc] * B[k0:k0+kc, :]) into acc with the partials' rules.
@@ -205,13 +220,13 @@ void conv2d_nhwc(const float* x, const float* w, float* y, const ir::WindowGeome
   constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;  // 16 MiB of im2col per batch of images
   const int64_t per = std::max<int64_t>(
       1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(p * kvol * widest, 1)));
-  thread_local std::vector<float> col, scratch;  // kept from call to call, written before read
+  ScratchBuffer col(per * p * kvol * widest);
+  std::vector<float> scratch;
   for (int64_t b0 = 0; b0 < g.batch; b0 += per) {
     const int64_t nb = std::min(per, g.batch - b0);
     for (int64_t grp = 0; grp < g.group; ++grp)
       for (size_t ci = 0; ci < chunks; ++ci) {
         int64_t c0 = channel_bounds[ci], cc = channel_bounds[ci + 1] - c0;
-        col.resize(std::max(col.size(), static_cast<size_t>(nb * p * kvol * cc)));
         for (int64_t b = 0; b < nb; ++b)
           im2col_nhwc(x + (b0 + b) * in_sp * g.in_channels, col.data() + b * p * kvol * cc,
                       grp * cg + c0, cc, g);
@@ -242,12 +257,7 @@ void conv2d_nchw(const float* x, const float* w, float* y, const ir::WindowGeome
   constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;  // 16 MiB of im2col per batch of images
   int64_t per = std::max<int64_t>(
       1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(kdim * p, 1)));
-  // Scratch kept from call to call (never read before written): no clearing of 2 x 16 MiB per
-  // convolution. The parallel loops below use the pointers (a thread_local names another
-  // thread's copy inside them).
-  thread_local std::vector<float> col_buffer, acc_buffer;
-  col_buffer.resize(std::max(col_buffer.size(), static_cast<size_t>(kdim * p * per)));
-  acc_buffer.resize(std::max(acc_buffer.size(), static_cast<size_t>(mg * p * per)));
+  ScratchBuffer col_buffer(kdim * p * per), acc_buffer(mg * p * per);
   float* const col = col_buffer.data();
   float* const acc = acc_buffer.data();
   for (int64_t b0 = 0; b0 < g.batch; b0 += per) {
