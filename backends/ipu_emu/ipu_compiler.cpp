@@ -229,18 +229,24 @@ MemoryInputs memory_inputs(const ir::Graph& g, const StagePlan& st, uint32_t sta
   std::vector<ir::StepPhase> made_in;  // per buffer: the phase of its producer
   int n = static_cast<int>(st.ops.size());
   int last = std::max(n - 1, 0);
+  // A value made on another stage (or streamed from the host) carries its producer's phase: a
+  // gradient received from a later stage is a backward value, never a stashed activation.
   auto add = [&](ir::ValueId v, int first) {
     buffer_of[v] = static_cast<int>(in.buffers.size());
     bool resident = st.resident[v];
     in.buffers.push_back(
         Buffer{st.placement[v], first, resident ? last : std::max(first, 0), base_category(g, v)});
-    made_in.push_back(first >= 0 ? g.node(st.ops[first].node).phase : ir::StepPhase::forward);
+    int producer = first >= 0 ? st.ops[first].node : g.value(v).producer;
+    made_in.push_back(producer >= 0 ? g.node(producer).phase : ir::StepPhase::forward);
   };
   for (ir::ValueId v : st.host_inputs) add(v, -1);
   for (ir::ValueId v : st.received) {
     add(v, -1);
     // The next micro-batch's copy arrives while this one is in use (double buffering).
-    if (pipelined) in.buffers.push_back(Buffer{st.placement[v], -1, n - 1, base_category(g, v)});
+    if (pipelined) {
+      in.buffers.push_back(Buffer{st.placement[v], -1, n - 1, base_category(g, v)});
+      made_in.push_back(made_in.back());
+    }
   }
   for (int i = 0; i < n; ++i) {
     const LoweredOp& op = st.ops[i];
@@ -256,6 +262,7 @@ MemoryInputs memory_inputs(const ir::Graph& g, const StagePlan& st, uint32_t sta
                      made_in[b] != ir::StepPhase::backward;
       if (stashed && buf.category == Category::activation)
         buf.category = Category::saved_activations;
+      buf.stashed = buf.stashed || stashed;
       // A pipeline stashes them for every micro-batch between its forward and backward pass.
       if (stashed && pipelined && training) buf.copies = stashed_micro_batches(o, stage);
     }
@@ -373,6 +380,9 @@ void memory_metrics(const IpuCompilation& out, const IpuSpec& s, std::map<std::s
   m["memory.partials_bytes"] = double(worst->partials);
   m["memory.code_bytes"] = double(worst->code);
   m["memory.vertex_state_bytes"] = double(worst->vertex_state);
+  if (out.training)
+    for (size_t k = 0; k < out.stages.size(); ++k)
+      m[fmt::format("stashed_bytes.ipu{}", k)] = double(out.stages[k].memory.stashed_bytes);
 }
 
 // phase.<phase>_cycles before running: the planner's estimate of every op (forward, loss and

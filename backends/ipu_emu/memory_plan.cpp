@@ -105,6 +105,7 @@ IpuMemoryPlan plan_memory(const IpuSpec& specs, const MemoryInputs& in) {
   std::vector<uint64_t> live(tiles, 0), peak(tiles, 0);
   Live cats(tiles);
   for (const Buffer& b : in.buffers) {
+    if (b.stashed) plan.stashed_bytes += b.place.bytes_per_tile * b.place.span.count * b.copies;
     if (b.first_op < 0)
       add_buffer(live, cats, b, true);
     else if (b.first_op < n)

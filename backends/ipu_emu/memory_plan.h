@@ -50,7 +50,8 @@ struct Buffer {
   int first_op = -1;  // live from this op (-1: from the start)
   int last_op = 0;    // through this op
   Category category = Category::activation;
-  uint32_t copies = 1;  // pipelined training: micro-batches stashed at once
+  uint32_t copies = 1;   // pipelined training: micro-batches stashed at once
+  bool stashed = false;  // a forward value (activation or data) a backward op reads
 };
 
 struct MemoryInputs {
@@ -62,6 +63,9 @@ struct IpuMemoryPlan {
   std::vector<TileMemory> tiles;
   uint32_t fullest_tile = 0;
   uint64_t fullest_bytes = 0;
+  // The IPU's stash over all its tiles: forward values kept for the backward pass, times the
+  // micro-batches a pipeline holds at once.
+  uint64_t stashed_bytes = 0;
 };
 
 IpuMemoryPlan plan_memory(const models::ipu::IpuSpec& specs, const MemoryInputs& in);
