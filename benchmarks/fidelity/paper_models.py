@@ -124,29 +124,41 @@ def cnn1():
     return b.model(["N", c, 19, 19], x, ["N", 1000])
 
 
-def lstm_app(name, cells, hidden, steps, final_fc=False):
+def lstm_app(name, cells, hidden, steps, final_fc=False, gate_matrices=False):
     """TPUv1 LSTM0/LSTM1 as a stack of LSTM cells unrolled over `steps` time steps, decoder-style:
     each step's input is the previous step's output (the top cell's, or the final FC layer's), as
     in GNM Translate's decoder, of which LSTM0 is a subset. Table 1 gives both apps an operational
     intensity equal to their batch (64 and 96 multiply-accumulates per weight byte): every weight is
     fetched once per time step and used once per sample, which is what a step-by-step execution does
-    and what one GEMM over all steps' input projections (an encoder's shortcut) would not. Each cell
-    is 2 of the paper's FC layers (input and recurrent projections, [H, 4H] each) and its gate vector
-    ops; the first step has no recurrent product (zero initial state). LSTM0: 24 FC layers and 52M
-    weights -> 12 cells of hidden 736 (52.0M); LSTM1: 37 FC -> 18 cells of hidden 486 (34.0M) and a
-    final 486 x 486 FC layer. The sequence length is not published: assumed `steps`."""
+    and what one GEMM over all steps' input projections (an encoder's shortcut) would not. A cell's
+    input and recurrent projections are [H, 4H] each (the paper's 2 FC layers per cell), or with
+    `gate_matrices` one [H, H] matrix per gate and projection (8 per cell); the first step has no
+    recurrent product (zero initial state).
+    LSTM0: 24 FC layers and 52M weights -> 12 cells of hidden 736 (52.0M).
+    LSTM1: 34M weights in 600 x 600 matrices: the paper's sensitivity study (Section 7) names "a
+    600x600 matrix used in LSTM1", taking 9 steps of the 256x256 array, and Table 3 agrees: its
+    useful MACs are 60% of the active ones (6.3 of 10.5), as 600^2 / 768^2 = 61% of a padded
+    3 x 3 tile grid. -> 12 cells of hidden 600 with a 600 x 600 matrix per gate and projection
+    (34.6M). Table 1's count of 37 FC layers does not fit 34M weights of such matrices, and is not
+    followed. The sequence length is not published: assumed `steps`."""
     b = Builder(name)
-    w = [b.weight((hidden, 4 * hidden), hidden) for _ in range(cells)]
-    r = [b.weight((hidden, 4 * hidden), hidden) for _ in range(cells)]
+    shape = (hidden, hidden) if gate_matrices else (hidden, 4 * hidden)
+    per_cell = 4 if gate_matrices else 1
+    w = [[b.weight(shape, hidden) for _ in range(per_cell)] for _ in range(cells)]
+    r = [[b.weight(shape, hidden) for _ in range(per_cell)] for _ in range(cells)]
     fc = b.weight((hidden, hidden), hidden) if final_fc else None
-    sizes = b.const_axes([hidden] * 4)
+    sizes = None if gate_matrices else b.const_axes([hidden] * 4)
+
+    def project(x, ws):
+        return [b.op("MatMul", [x, m]) for m in ws]
+
     h, c, x = [None] * cells, [None] * cells, "x"
     for _ in range(steps):
         for layer in range(cells):
-            gates = b.op("MatMul", [x, w[layer]])
+            gates = project(x, w[layer])
             if h[layer] is not None:
-                gates = b.op("Add", [gates, b.op("MatMul", [h[layer], r[layer]])])
-            i, f, g, o = b.split(gates, sizes, 4)
+                gates = [b.op("Add", [g, u]) for g, u in zip(gates, project(h[layer], r[layer]))]
+            i, f, g, o = gates if gate_matrices else b.split(gates[0], sizes, 4)
             i, f, g, o = b.op("Sigmoid", [i]), b.op("Sigmoid", [f]), b.op("Tanh", [g]), b.op("Sigmoid", [o])
             ig = b.op("Mul", [i, g])
             c[layer] = ig if c[layer] is None else b.op("Add", [b.op("Mul", [f, c[layer]]), ig])
@@ -189,7 +201,7 @@ BUILDERS = {
     "tpuv1_cnn0": cnn0,
     "tpuv1_cnn1": cnn1,
     "tpuv1_lstm0": lambda: lstm_app("tpuv1_lstm0", 12, 736, 16),
-    "tpuv1_lstm1": lambda: lstm_app("tpuv1_lstm1", 18, 486, 16, final_fc=True),
+    "tpuv1_lstm1": lambda: lstm_app("tpuv1_lstm1", 12, 600, 16, gate_matrices=True),
     "mobilenet_v1": mobilenet_v1,
     "ipu_tile_matmul": ipu_tile_matmul,
 }

@@ -53,47 +53,91 @@ FoldTiming FoldScheduler::finish() const {
 }
 
 MatrixUnit::MatrixUnit(sc_core::sc_module_name name, RunContext& ctx,
-                       const sim::systemc::ClockDomain& clock, int32_t index, const TpuSpec& spec)
+                       const sim::systemc::ClockDomain& clock, int32_t index, const TpuSpec& spec,
+                       int64_t core, int64_t slot)
     : InstructionUnit(name, ctx, clock, "matrix", index, 16),
       weight_onchip("weight_onchip_socket"),
       weight_offchip("weight_offchip_socket"),
       weight_host("weight_host_socket"),
-      spec_(spec) {}
+      spec_(spec),
+      core_(core),
+      slot_(slot) {}
 
 sim::systemc::Initiator* MatrixUnit::source(Level l) {
   return l == Level::onchip ? &weight_onchip : l == Level::offchip ? &weight_offchip : &weight_host;
 }
 
+void MatrixUnit::reset_run() {
+  stall_cycles = 0;
+  prefetched_for_ = -1;
+  prefetched_.clear();
+}
+
+uint64_t MatrixUnit::fetch(const Instruction& in, int64_t f, uint64_t slot_free,
+                           InstructionTiming& t) {
+  uint64_t bytes = fold_weight_bytes(spec_.mxu.dataflow, GemmDims{in.m, in.k, in.n}, spec_.mxu.rows,
+                                     spec_.mxu.cols, in.passes, f, spec_.matrix_element_bytes());
+  sc_core::sc_time at = clock_.to_time(Cycles(slot_free));
+  sc_core::sc_time done =
+      source(in.weight_source)->transport(tlm::TLM_READ_COMMAND, in.weight_address, bytes, at);
+  t.fetched_bytes += bytes;
+  return clock_.ceil_cycles(done).count();
+}
+
+int64_t MatrixUnit::next_prefetchable(size_t index) const {
+  const Program& p = *ctx_.program;
+  for (size_t i = index + 1; i < p.instructions.size(); ++i) {
+    const Instruction& in = p.instructions[i];
+    if (in.opcode != Opcode::matmul || in.core != core_ || in.unit % spec_.mxu.per_core != slot_)
+      continue;
+    bool constant = in.kernel >= 0 && p.kernels[in.kernel].kind == KernelKind::gemm &&
+                    p.tensors[p.kernels[in.kernel].gemm.w].constant;
+    return constant && in.weight_source != Level::onchip ? static_cast<int64_t>(i) : -1;
+  }
+  return -1;
+}
+
 uint64_t MatrixUnit::execute(const Instruction& in, InstructionTiming& t) {
   const Dataflow d = spec_.mxu.dataflow;
   const int64_t rows = spec_.mxu.rows, cols = spec_.mxu.cols;
-  const GemmDims g{in.m, in.k, in.n};
-  const FoldPlan plan = fold_plan(d, g, rows, cols, in.passes);
+  const FoldPlan plan = fold_plan(d, GemmDims{in.m, in.k, in.n}, rows, cols, in.passes);
+  const size_t index = static_cast<size_t>(&in - ctx_.program->instructions.data());
+  const uint64_t start = local_.now().count();
+  std::vector<uint64_t> ready(std::max<int64_t>(plan.folds, 0), 0);
+  int64_t issued = 0;
+  if (prefetched_for_ == static_cast<int64_t>(index))
+    for (; issued < plan.folds && issued < static_cast<int64_t>(prefetched_.size()); ++issued)
+      ready[issued] = prefetched_[issued] > start ? prefetched_[issued] - start : 0;
+  prefetched_for_ = -1;
+  prefetched_.clear();
   if (plan.folds == 0 || plan.stream == 0) {
     local_.sync();
     return 0;
   }
   const int64_t depth = spec_.mxu.weight_fifo_tiles;
-  const int64_t element_bytes = spec_.matrix_element_bytes();
+  // Virtual tile indices past this instruction's folds are the next matmul's first tiles.
+  const int64_t next = next_prefetchable(index);
+  const Instruction* after = next >= 0 ? &ctx_.program->instructions[next] : nullptr;
+  const FoldPlan after_plan =
+      after ? fold_plan(d, GemmDims{after->m, after->k, after->n}, rows, cols, after->passes)
+            : FoldPlan{};
+  const int64_t limit = plan.folds + std::min(depth, after_plan.folds);
   FoldScheduler schedule(rows, cols, spec_.mxu.weight_double_buffering, plan.stream);
   consumed_.assign(plan.folds, 0);
-  sim::systemc::Initiator* port = source(in.weight_source);
-  uint64_t address = in.weight_address;
-  std::vector<uint64_t> ready(plan.folds, 0);
-  int64_t issued = 0;
+  // Tile j may be fetched once tile j - depth has left the FIFO (shifted into the array).
+  auto issue = [&](int64_t j) {
+    uint64_t slot_free = j >= depth ? consumed_[j - depth] : 0;
+    if (j < plan.folds)
+      ready[j] = fetch(in, j, slot_free, t);
+    else
+      prefetched_.push_back(start + fetch(*after, j - plan.folds, slot_free, ctx_.timing[next]));
+  };
   for (int64_t f = 0; f < plan.folds; ++f) {
-    // Keep up to `depth` tiles fetched ahead: tile j may be fetched once tile j - depth has left
-    // the FIFO (shifted into the array).
-    for (; issued < plan.folds && issued < f + depth; ++issued) {
-      uint64_t slot_free = issued >= depth ? consumed_[issued - depth] : 0;
-      uint64_t bytes = fold_weight_bytes(d, g, rows, cols, in.passes, issued, element_bytes);
-      sc_core::sc_time at = clock_.to_time(Cycles(slot_free));
-      sc_core::sc_time done = port->transport(tlm::TLM_READ_COMMAND, address, bytes, at);
-      ready[issued] = clock_.ceil_cycles(done).count();
-      t.fetched_bytes += bytes;
-    }
+    for (; issued < limit && issued < f + depth; ++issued) issue(issued);
     consumed_[f] = schedule.next(ready[f]);
   }
+  for (; issued < limit; ++issued) issue(issued);
+  if (after) prefetched_for_ = next;
   FoldTiming ft = schedule.finish();
   local_.advance(Cycles(ft.end));
   local_.sync();

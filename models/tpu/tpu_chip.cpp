@@ -88,8 +88,9 @@ TpuChip::TpuChip(sc_core::sc_module_name name, const TpuSpec& spec)
       core->dma.push_back(std::move(dma));
     }
     for (int64_t m = 0; m < spec_.mxu.per_core; ++m) {
-      auto mxu = std::make_unique<MatrixUnit>(fmt::format("{}mxu{}", prefix, m).c_str(), ctx_,
-                                              clock_, static_cast<int32_t>(units_.size()), spec_);
+      auto mxu =
+          std::make_unique<MatrixUnit>(fmt::format("{}mxu{}", prefix, m).c_str(), ctx_, clock_,
+                                       static_cast<int32_t>(units_.size()), spec_, c, m);
       units_.push_back(mxu.get());
       mxu->weight_onchip.initiator_socket.bind(core->onchip->target_socket);
       mxu->weight_offchip.initiator_socket.bind(offchip->target_socket);
@@ -141,7 +142,7 @@ TimingResult TpuChip::run(const Program& program) {
     cores_[program.instructions[i].core]->sequencer->stream.push_back(i);
   for (auto* u : units_) u->stats = UnitStats{u->stats.name, u->stats.kind, 0, 0};
   for (auto& core : cores_)
-    for (auto& m : core->mxu) m->stall_cycles = 0;
+    for (auto& m : core->mxu) m->reset_run();
   std::vector<sim::systemc::MemoryCounters> before;
   auto memories = [&] {
     std::vector<MemoryTarget*> m{host_link_.get()};
