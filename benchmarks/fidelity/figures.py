@@ -236,5 +236,25 @@ def _ipu_tile_rows():
             for n, tflops in _IPU_TILE_TFLOPS.items()]
 
 
+GC_IPUTRAFFICTEST = ("Graphcore Command Line Tools 1.2.3, gc-iputraffictest, its sample JSON output "
+                     "(docs.graphcore.ai/projects/command-line-tools/en/1.2.3/gc-iputraffictest_main.html)")
+# The tool's output on an IPU-M2000, devices 2 and 3: 4,096,000 KiB in 0.079266418 s, "the sum of
+# the bandwidth from device0 to device1 and the bandwidth from device1 to device0" (its "gbps",
+# 423.31, is that in Gbit/s of 2^10-byte KiB). One direction's share, in GB/s of 10^9 bytes:
+_M2000_LINK_GBPS = 4_096_000 * 1024 / 2 / 0.079266418 / 1e9
+
+
+def _ipu_link_rows():
+    return [{"id": "m2000-ipu-link-bandwidth", "chip": "GC200 x 2 (M2000)", "device": "ipu-emu:gc200",
+             "workload": "ipu_link_transfer", "batch": 256, "metric": "link_GBps", "scope": "link",
+             "published": _M2000_LINK_GBPS, "tag": "V", "source": GC_IPUTRAFFICTEST,
+             "options": {"num_ipus": "2"},
+             "conditions": "gc-iputraffictest between IPUs 2 and 3 of an IPU-M2000: 4,096,000 KiB in "
+                           "79.3 ms, both directions at once (423.3 Gbit/s summed), 64 KiB transfers "
+                           "per tile (the tool's documented sample output; how many tiles is not "
+                           "stated); per direction; emulated: one direction's IPU-Link transfers of a "
+                           "two-IPU pipeline, 4 MiB per micro-batch"}]
+
+
 FIGURES = (_tpuv1_rows() + _edge_rows() + _tpuv3_rows() + _training_rows() + _tpu_training_rows() +
-           _tpu_v4_training_rows() + _ipu_tile_rows())
+           _tpu_v4_training_rows() + _ipu_tile_rows() + _ipu_link_rows())

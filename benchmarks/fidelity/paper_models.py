@@ -195,6 +195,14 @@ def ipu_tile_matmul():
     return b.model(["N", 16], y, ["N", 16])
 
 
+def ipu_link_transfer():
+    """Two elementwise ops that a two-IPU pipeline puts one per IPU, so that the whole [N, 16384]
+    f32 activation crosses the IPU-Links between them, one micro-batch at a time."""
+    b = Builder("ipu_link_transfer")
+    y = b.op("Neg", [b.op("Relu", ["x"])])
+    return b.model(["N", 16384], y, ["N", 16384])
+
+
 BUILDERS = {
     "tpuv1_mlp0": lambda: mlp(5, 2000),
     "tpuv1_mlp1": lambda: mlp(4, 1118),
@@ -204,6 +212,7 @@ BUILDERS = {
     "tpuv1_lstm1": lambda: lstm_app("tpuv1_lstm1", 12, 600, 16, gate_matrices=True),
     "mobilenet_v1": mobilenet_v1,
     "ipu_tile_matmul": ipu_tile_matmul,
+    "ipu_link_transfer": ipu_link_transfer,
 }
 
 

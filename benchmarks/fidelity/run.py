@@ -91,6 +91,8 @@ def predicted(metric, report, batch, row=None):
         return seconds * 1e3, None
     if metric == "tile_tflops":
         return tile_tflops(report)
+    if metric == "link_GBps":
+        return link_gbps(report)
     if metric == "useful_pct" and report.get("peak_flops_per_s") and seconds:
         return 100.0 * report["total_flops"] / seconds / report["peak_flops_per_s"], None
     metrics = report.get("metrics") or {}
@@ -111,6 +113,16 @@ def tile_tflops(report):
     compute = max(row[table["columns"].index("compute")] for row in table["rows"])
     seconds = compute * report["device_seconds"] / report["cycles"]
     return report["total_flops"] / seconds / 1e12, None
+
+
+def link_gbps(report):
+    """GB/s of an IPU run's IPU-Link transfers: the bytes they moved over the time the links were
+    busy (one direction of one hop, latency included)."""
+    links = [u for u in report.get("units", []) if u["kind"] == "link"]
+    moved = (report.get("bytes_moved") or {}).get("ipu_link", 0)
+    if not links or not links[0]["busy_cycles"] or not moved:
+        return None, "the run moved nothing over the IPU-Links"
+    return moved / (links[0]["busy_cycles"] / report["clock_hz"]) / 1e9, None
 
 
 def is_counter(row):
@@ -161,7 +173,7 @@ def summary(results):
     """Error statistics of the performance figures, per scope (device alone, end to end, one tile's
     compute phase)."""
     out = {}
-    for scope in ("device", "end_to_end", "tile"):
+    for scope in ("device", "end_to_end", "tile", "link"):
         rows = [r for r in results if not is_counter(r) and r["scope"] == scope]
         errors = [abs(r["error"]) for r in rows if r["status"] == "ok"]
         s = {"rows": len(rows), "compared": len(errors)}
@@ -180,7 +192,8 @@ def markdown(results, s, host):
     for scope, what in [("device", "Device figures (the chip alone)"),
                         ("end_to_end", "End-to-end figures (host, link and queuing included; device time "
                                        "undercounts them)"),
-                        ("tile", "Tile microbenchmarks (one compute phase on every tile, no exchange)")]:
+                        ("tile", "Tile microbenchmarks (one compute phase on every tile, no exchange)"),
+                        ("link", "Link microbenchmarks (transfers between two IPUs)")]:
         t = s[scope]
         if t["compared"]:
             lines.append(f"- {what}: {t['compared']} of {t['rows']} compared, median absolute error "
