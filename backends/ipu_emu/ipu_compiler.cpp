@@ -401,8 +401,7 @@ void phase_estimates(const IpuCompilation& out, const IpuOptions& o, const IpuSp
     uint64_t chunk = ceil_div(st.gradient_bytes, o.replicas);
     if (out.training && o.replicas > 1)
       c["allreduce"] +=
-          2.0 * (o.replicas - 1) *
-          double(s.ipu_link_latency_cycles + s.cycles_for(chunk, s.ipu_link_bytes_per_second));
+          2.0 * (o.replicas - 1) * double(s.ipu_link_latency_cycles + s.ipu_link_cycles(chunk));
   }
   for (const auto& [phase, cycles] : c) m["phase." + phase + "_cycles"] = cycles;
 }

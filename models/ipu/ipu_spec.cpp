@@ -58,6 +58,9 @@ models::SpecFields<IpuSpec> make_fields() {
   add("ipu_link_bytes_per_second", U::bytes_per_s, 1'000'000, kBig,
       "IPU-Link bandwidth between neighbouring IPUs, each direction",
       SPEC_MEMBER(ipu_link_bytes_per_second));
+  t.integer({"ipu_link_efficiency_percent", U::none,
+             "share of the IPU-Link rate a transfer achieves (default 100)", 1, 100, false},
+            SPEC_MEMBER(ipu_link_efficiency_percent));
   add("ipu_link_latency_cycles", U::cycles, 0, kCycles, "IPU-Link latency per hop",
       SPEC_MEMBER(ipu_link_latency_cycles));
   add("host_bytes_per_second", U::bytes_per_s, 1'000'000, kBig,
@@ -109,6 +112,9 @@ Sources mk2_common_sources() {
       {"internal_sync_cycles", "[I] sync cost not documented (docs/references.md §E)"},
       {"external_sync_cycles", "[I] sync cost not documented (docs/references.md §E)"},
       {"ipu_link_latency_cycles", "[I] ~1 us; Jia et al. absolute latencies not retrieved"},
+      {"ipu_link_efficiency_percent",
+       "[R-3P] poplibs' IPU model: linkEfficiency = 0.85 (addGlobalExchangeConstraints); measured "
+       "on an IPU-M2000: 83% of the Bow-2000's 512 Gbps (gc-iputraffictest's documented output)"},
       {"host_bytes_per_second", "[D] PCIe Gen4 x16 64 GB/s (R-3P S9) / 2 directions"},
       {"host_latency_cycles", "[I] ~1 us"},
       {"max_ipus", "[I] largest pod modelled"},
@@ -150,6 +156,7 @@ IpuSpec mk2_common() {
   s.internal_sync_cycles = 150;
   s.external_sync_cycles = 1500;
   s.ipu_link_bytes_per_second = 32'000'000'000ull;
+  s.ipu_link_efficiency_percent = 85;
   s.host_bytes_per_second = 32'000'000'000ull;
   s.max_ipus = 64;
   s.ipus_per_gateway = 4;

@@ -56,6 +56,8 @@ struct IpuSpec {
 
   // Chip-to-chip and host.
   uint64_t ipu_link_bytes_per_second = 0;  // between neighbouring IPUs, each direction
+  // Share of that rate a transfer achieves (link protocol overhead), applied to every IPU-Link hop.
+  uint64_t ipu_link_efficiency_percent = 100;
   uint64_t ipu_link_latency_cycles = 0;
   uint64_t host_bytes_per_second = 0;  // PCIe, each direction, shared by the IPUs of a system
   uint64_t host_latency_cycles = 0;
@@ -82,6 +84,10 @@ struct IpuSpec {
   }
   // Cycles to move `bytes` at `bytes_per_second` at this clock (rounded up).
   uint64_t cycles_for(uint64_t bytes, uint64_t bytes_per_second) const;
+  // Cycles to move `bytes` over one IPU-Link hop at its achieved rate (latency not included).
+  uint64_t ipu_link_cycles(uint64_t bytes) const {
+    return cycles_for(bytes, ipu_link_bytes_per_second * ipu_link_efficiency_percent / 100);
+  }
 };
 
 // Every settable field, in documentation order, with its unit, range and description.

@@ -111,8 +111,8 @@ class LinkFabric {
       uint32_t next = up ? r.at + 1 : r.at - 1;
       // Hops between machines (IPU-Gateways) are GW-Links.
       bool gateway = std::max(r.at, next) % specs_.ipus_per_gateway == 0;
-      uint64_t xfer = specs_.cycles_for(
-          t.bytes, gateway ? specs_.gw_link_bytes_per_second : specs_.ipu_link_bytes_per_second);
+      uint64_t xfer = gateway ? specs_.cycles_for(t.bytes, specs_.gw_link_bytes_per_second)
+                              : specs_.ipu_link_cycles(t.bytes);
       size_t hop = 2 * std::min(r.at, next) + (up ? 0 : 1);
       uint64_t start = std::max(r.time, busy_[hop]);
       busy_[hop] = start + xfer;

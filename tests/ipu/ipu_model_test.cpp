@@ -129,7 +129,7 @@ TEST(IpuModel, ExternalSyncIsABarrierAndLinksCarryData) {
   EXPECT_EQ(by_ipu[0][1].sync,
             s.external_sync_cycles);  // the last to arrive waits only for the sync
   EXPECT_GT(by_ipu[1][1].sync, s.external_sync_cycles);
-  uint64_t xfer = s.cycles_for(bytes, s.ipu_link_bytes_per_second);
+  uint64_t xfer = s.ipu_link_cycles(bytes);
   EXPECT_EQ(by_ipu[0][1].exchange, xfer);  // sender: until the data has left
   EXPECT_EQ(by_ipu[1][1].exchange,
             xfer + s.ipu_link_latency_cycles);  // receiver: until it has arrived
@@ -144,7 +144,7 @@ TEST(IpuModel, TwoHopTransfersAndSharedLinks) {
   a.links.push_back({2, 64000});  // 0 -> 2 crosses hops 0->1 and 1->2
   b.links.push_back({2, 64000});  // 1 -> 2 shares hop 1->2
   RunStats r = system3().run(program({{a}, {b}, {c}}), TraceTarget{});
-  uint64_t xfer = s.cycles_for(64000, s.ipu_link_bytes_per_second);
+  uint64_t xfer = s.ipu_link_cycles(64000);
   uint64_t lat = s.ipu_link_latency_cycles;
   // Hop 1->2 carries IPU 1's transfer first, then IPU 0's (arriving after one hop of latency).
   uint64_t arrival = std::max(xfer, lat) + xfer + lat;
