@@ -25,6 +25,8 @@ transfers, queuing); the suite compares device time and says so rather than addi
 `scope` is "device" for figures of the chip alone (TOPS and counters from the chip's performance
 counters) and "end_to_end" for figures that include the host (production throughput, latency over
 USB or PCIe): the two are summarized apart, since device time undercounts the second kind.
+"tile" rows time one compute phase on every tile of an IPU (no exchange), "link" rows the transfers
+between two IPUs; each scope has its own summary.
 """
 
 TPUV1 = "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017"
