@@ -8,7 +8,6 @@
 #include "base/error.h"
 #include "base/gemm.h"
 #include "base/numeric_formats.h"
-#include "frontend/ir/host_memory.h"
 #include "frontend/ir/nn_geometry.h"
 
 namespace mimic::backends::ipu_emu {
@@ -33,19 +32,12 @@ struct Operand {
   }
 };
 
-// Uninitialized float scratch from the host-memory cache (frontend/ir/host_memory.h): a
+// Uninitialized float scratch, a tensor from the host-memory cache (frontend/ir/host_memory.h): a
 // convolution's im2col columns and accumulators are written before they are read, so the 16 MiB
 // buffers are neither cleared nor mapped afresh on every call.
-class ScratchBuffer {
- public:
-  explicit ScratchBuffer(int64_t floats)
-      : memory_(
-            ir::allocate_host(static_cast<size_t>(std::max<int64_t>(floats, 1)) * sizeof(float))) {}
-  float* data() const { return static_cast<float*>(memory_.get()); }
-
- private:
-  std::shared_ptr<void> memory_;
-};
+HostTensor scratch_floats(int64_t floats) {
+  return HostTensor::uninitialized(ir::DType::f32, ir::Shape({std::max<int64_t>(floats, 1)}));
+}
 
 // Adds chunk `index` (A[:, k0:k0+kc] * B[k0:k0+kc, :]) into acc with the partials' rules.
 void accumulate_chunk(size_t index, int64_t m, int64_t n, int64_t kc, GemmOperand a, GemmOperand b,
@@ -220,7 +212,7 @@ void conv2d_nhwc(const float* x, const float* w, float* y, const ir::WindowGeome
   constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;  // 16 MiB of im2col per batch of images
   const int64_t per = std::max<int64_t>(
       1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(p * kvol * widest, 1)));
-  ScratchBuffer col(per * p * kvol * widest);
+  HostTensor col = scratch_floats(per * p * kvol * widest);
   std::vector<float> scratch;
   for (int64_t b0 = 0; b0 < g.batch; b0 += per) {
     const int64_t nb = std::min(per, g.batch - b0);
@@ -228,9 +220,9 @@ void conv2d_nhwc(const float* x, const float* w, float* y, const ir::WindowGeome
       for (size_t ci = 0; ci < chunks; ++ci) {
         int64_t c0 = channel_bounds[ci], cc = channel_bounds[ci + 1] - c0;
         for (int64_t b = 0; b < nb; ++b)
-          im2col_nhwc(x + (b0 + b) * in_sp * g.in_channels, col.data() + b * p * kvol * cc,
+          im2col_nhwc(x + (b0 + b) * in_sp * g.in_channels, col.data<float>() + b * p * kvol * cc,
                       grp * cg + c0, cc, g);
-        accumulate_chunk(ci, nb * p, mg, kvol * cc, {col.data(), kvol * cc, false},
+        accumulate_chunk(ci, nb * p, mg, kvol * cc, {col.data<float>(), kvol * cc, false},
                          {wt[grp * chunks + ci].data(), kvol * cc, true}, half,
                          y + b0 * p * g.out_channels + grp * mg, g.out_channels, scratch);
       }
@@ -257,9 +249,9 @@ void conv2d_nchw(const float* x, const float* w, float* y, const ir::WindowGeome
   constexpr int64_t kMaxColumnFloats = int64_t{1} << 22;  // 16 MiB of im2col per batch of images
   int64_t per = std::max<int64_t>(
       1, std::min<int64_t>(g.batch, kMaxColumnFloats / std::max<int64_t>(kdim * p, 1)));
-  ScratchBuffer col_buffer(kdim * p * per), acc_buffer(mg * p * per);
-  float* const col = col_buffer.data();
-  float* const acc = acc_buffer.data();
+  HostTensor col_buffer = scratch_floats(kdim * p * per), acc_buffer = scratch_floats(mg * p * per);
+  float* const col = col_buffer.data<float>();
+  float* const acc = acc_buffer.data<float>();
   for (int64_t b0 = 0; b0 < g.batch; b0 += per) {
     int64_t nb = std::min(per, g.batch - b0), np = nb * p;
     for (int64_t grp = 0; grp < g.group; ++grp) {
