@@ -136,15 +136,19 @@ void unary_rule(GradContext& c) {
   c.set(0, b.mul(g, d));
 }
 
-// Relu, LeakyRelu, Clip: the gradient passes where a comparison on x holds.
+// Relu, LeakyRelu: the gradient passes where the input is positive. Relu tests its output
+// instead (y > 0 exactly where x > 0), as PyTorch's threshold_backward(grad, result, 0) does: the
+// backward pass then reads the value the next layer reads anyway, and the input need not be kept.
 void relu_rule(GradContext& c) {
   auto& b = c.b;
-  ValueId x = c.x(0), g = c.dy();
-  ValueId pos = b.op(OpType::Greater, {x, b.scalar_like(0.0, x)});
+  ValueId g = c.dy();
   if (c.node().op == OpType::Relu) {
-    c.set(0, b.mul(g, b.cast(pos, b.dtype(x))));
+    ValueId y = c.y();
+    c.set(0, b.mul(g, b.cast(b.op(OpType::Greater, {y, b.scalar_like(0.0, y)}), b.dtype(y))));
     return;
   }
+  ValueId x = c.x(0);
+  ValueId pos = b.op(OpType::Greater, {x, b.scalar_like(0.0, x)});
   c.set(0, b.op(OpType::Where, {pos, g, b.scale(g, unary_attrs(c.node()).alpha)}));
 }
 

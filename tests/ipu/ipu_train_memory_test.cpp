@@ -90,7 +90,7 @@ std::map<std::string, int64_t> message_bytes(const std::string& m) {
   return out;
 }
 
-constexpr int64_t kBatch = 288;  // does not fit one GC200 without accumulation or recomputation
+constexpr int64_t kBatch = 304;  // does not fit one GC200 without accumulation or recomputation
 
 TEST(IpuTrainMemory, OutOfMemoryNamesSavedActivations) {
   try {

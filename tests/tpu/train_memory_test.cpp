@@ -25,13 +25,15 @@ namespace {
 
 constexpr int64_t kBatch = 1024, kWidth = 512, kHidden = 4, kClasses = 128;
 
-// kHidden layers Linear(512, 512) + ReLU, then Linear(512, 128): every weight is a whole number of
-// (8, 128) f32 tiles, each bias [n] one tile row (padded to [8, n]).
+// kHidden layers Linear(512, 512) + GELU, then Linear(512, 128): every weight is a whole number of
+// (8, 128) f32 tiles, each bias [n] one tile row (padded to [8, n]). GELU's gradient reads its
+// input, so the step saves both sides of every activation (ReLU's reads its output, the next
+// layer's input, which leaves nothing for recomputation to drop).
 std::shared_ptr<nn::Sequential> mlp() {
   auto m = std::make_shared<nn::Sequential>();
   for (int l = 0; l < kHidden; ++l) {
     m->push_back(std::make_shared<nn::Linear>(kWidth, kWidth, true, nn::Init{uint64_t(l + 1)}));
-    m->push_back(std::make_shared<nn::ReLU>());
+    m->push_back(std::make_shared<nn::GELU>());
   }
   m->push_back(std::make_shared<nn::Linear>(kWidth, kClasses, true, nn::Init{9}));
   return m;
@@ -113,7 +115,7 @@ TEST(TpuTrainMemory, PlanBreaksTheStepDownByCategory) {
 TEST(TpuTrainMemory, OutOfMemoryNamesSavedActivationsAndRecomputationFits) {
   TrainOptions allow = train_options(Recompute::none, {{"allow_out_of_memory", "true"}});
   double none = metric(plan("tpu-emu:v4", allow).metrics, "memory.peak_bytes");
-  // Per-layer rematerialization: the matrix products' outputs are kept, the ReLUs recomputed.
+  // Per-layer rematerialization: the matrix products' outputs are kept, the GELUs recomputed.
   allow.recompute = Recompute::checkpoints;
   backends::CompileReport remat_plan = plan("tpu-emu:v4", allow);
   double remat = metric(remat_plan.metrics, "memory.peak_bytes");
