@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "backends/common.h"
+#include "backends/ipu_emu/expression_fusion.h"
 #include "backends/ipu_emu/train_plan.h"
 #include "models/ipu/tile_costs.h"
 
@@ -145,6 +146,16 @@ std::vector<uint32_t> assign_stages(const IpuSpec& s, const IpuOptions& o, const
   return training_stages(gi.g, gi.nodes, forward_stage);
 }
 
+// Per position of gi.nodes: fused into the next node's expression (expression_fusion.h).
+std::vector<bool> expression_fusion(const IpuOptions& o, const GraphInfo& gi,
+                                    const std::vector<uint32_t>& stage_of,
+                                    const std::vector<bool>& resident) {
+  if (!o.expression_fusion) return std::vector<bool>(gi.nodes.size(), false);
+  std::vector<uint32_t> stage;
+  for (int node : gi.nodes) stage.push_back(stage_of[gi.op_of_node[node]]);
+  return plan_expression_fusion(gi.g, gi.nodes, stage, resident);
+}
+
 StagePlan lower_stage(const IpuSpec& s, const IpuOptions& o, const GraphInfo& gi,
                       const std::vector<uint32_t>& stage_of, uint32_t stage, Labels& labels) {
   const ir::Graph& g = gi.g;
@@ -164,11 +175,19 @@ StagePlan lower_stage(const IpuSpec& s, const IpuOptions& o, const GraphInfo& gi
       place_input(c, v);
     }
   }
-  for (int node : gi.nodes) {
+  plan.resident = resident_values(g);
+  std::vector<bool> fused = expression_fusion(o, gi, stage_of, plan.resident);
+  for (size_t k = 0; k < gi.nodes.size(); ++k) {
+    int node = gi.nodes[k];
     if (stage_of[gi.op_of_node[node]] != stage) continue;
     c.op_index = gi.op_of_node[node];
     plan.ops.push_back(lower_node(c, node));
-    for (const auto& [v, p] : plan.ops.back().stored) plan.weight_bytes += p.total_bytes;
+    LoweredOp& op = plan.ops.back();
+    op.fused_into_next = fused[k];
+    // The expression's ops run behind the sync of its first op.
+    if (k > 0 && fused[k - 1] && !op.steps.empty())
+      op.steps.front().sync = models::ipu::SyncKind::none;
+    for (const auto& [v, p] : op.stored) plan.weight_bytes += p.total_bytes;
   }
   std::vector<bool> is_output(g.num_values(), false);
   for (ir::ValueId v : g.outputs()) is_output[v] = true;
@@ -192,7 +211,6 @@ StagePlan lower_stage(const IpuSpec& s, const IpuOptions& o, const GraphInfo& gi
   plan.placement = c.placement;
   plan.bytes.resize(g.num_values());
   for (int v = 0; v < g.num_values(); ++v) plan.bytes[v] = value_bytes(c, v);
-  plan.resident = resident_values(g);
   plan.gradients = stage_gradients(g, plan.ops);
   for (ir::ValueId v : plan.gradients) plan.gradient_bytes += plan.bytes[v];
   for (ir::ValueId v : plan.host_inputs)
@@ -269,7 +287,7 @@ MemoryInputs memory_inputs(const ir::Graph& g, const StagePlan& st, uint32_t sta
     for (ir::ValueId v : node.outputs) {
       if (op.view && buffer_of[node.inputs[0]] >= 0)
         buffer_of[v] = buffer_of[node.inputs[0]];
-      else if (!op.view && !st.resident[v])  // resident: written in place
+      else if (!op.view && !st.resident[v] && !op.fused_into_next)  // resident: written in place
         add(v, i);
     }
   }
@@ -568,6 +586,10 @@ void compile_metrics(IpuCompilation& out, const IpuSpec& s, const IpuOptions& o)
   size_t steps = 0;
   for (const auto& ipu : p.bsp.ipus) steps += ipu.size();
   m["supersteps"] = static_cast<double>(steps);
+  size_t fused = 0;
+  for (const auto& st : out.stages)
+    for (const auto& op : st.ops) fused += op.fused_into_next;
+  m["fused_elementwise_ops"] = static_cast<double>(fused);
   memory_metrics(out, s, m);
   phase_estimates(out, o, s, m);
   m["out_of_memory"] = out.out_of_memory ? 1 : 0;

@@ -148,6 +148,9 @@ std::map<std::string, std::string> option_help() {
        "share of tile memory an op may use for temporaries (default 0.6, Poplar's "
        "availableMemoryProportion)"},
       {"enable_half_partials", "fp16 partial sums for fp16 matmuls/convolutions (default false)"},
+      {"expression_fusion",
+       "run chains of elementwise ops as one popops expression: one compute set, no "
+       "intermediate tensors (default true)"},
       {"master_weights",
        "precision float16: float16 (default: every tensor in fp16) or float32 (parameters, "
        "optimizer state and the update in f32, read through fp16 copies)"},
@@ -196,6 +199,8 @@ IpuOptions parse_options(const CompileOptions& options, const models::ipu::IpuSp
       o.memory_proportion = parse_proportion(key, value);
     else if (key == "enable_half_partials")
       o.half_partials = parse_bool(key, value);
+    else if (key == "expression_fusion")
+      o.expression_fusion = parse_bool(key, value);
     else if (key == "master_weights")
       o.fp32_master_weights = parse_master_weights(value, o.half_precision);
     else if (key == "stochastic_rounding")

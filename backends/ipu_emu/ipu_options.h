@@ -44,8 +44,9 @@ struct IpuOptions {
   // Optimizer state lives in streaming memory (PopTorch's remote buffers) instead of on tiles:
   // loaded for the update and written back, over the host link's bandwidth.
   bool offload_optimizer_state = false;
-  bool half_precision = false;  // precision float16: fp16 storage of activations and weights
-  bool half_partials = false;   // enable_half_partials: AMP partial sums in fp16 (fp16 ops only)
+  bool half_precision = false;    // precision float16: fp16 storage of activations and weights
+  bool half_partials = false;     // enable_half_partials: AMP partial sums in fp16 (fp16 ops only)
+  bool expression_fusion = true;  // expression_fusion: expression_fusion.h
   bool fp32_master_weights = false;  // master_weights=float32 (half_storage.h)
   bool stochastic_rounding = false;  // stochastic_rounding=true (half_storage.h)
   double memory_proportion = 0.6;

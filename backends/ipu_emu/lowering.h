@@ -34,6 +34,7 @@ struct LoweredOp {
   std::vector<models::ipu::Superstep> steps;
   std::vector<Placement> outputs;  // per node output
   bool view = false;               // outputs alias input 0 (no new memory)
+  bool fused_into_next = false;    // its result is fused into the next op (expression_fusion.h)
   TileSpan temp_span;              // temporaries while the op runs
   uint64_t temp_exchange = 0, temp_partials = 0;
   std::vector<std::pair<ir::ValueId, Placement>> stored;  // constants this op placed

@@ -29,6 +29,8 @@ void count_code(const LoweredOp& op, uint32_t workers, CodeCounts& cc,
     for (const auto& g : s.exchange)
       for (uint32_t t = g.first_tile; t < g.first_tile + g.tile_count; ++t) ++cc.exchanges[t];
     for (const auto& g : s.compute) {
+      // A fused op's vertices are the next op's expression vertex: one compute set, one state.
+      if (op.fused_into_next) break;
       uint64_t vertices = 0;
       std::vector<size_t> ids;
       for (const auto& b : g.vertices) {

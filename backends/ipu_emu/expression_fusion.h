@@ -1,0 +1,28 @@
+// Elementwise expression fusion, as Graphcore's frameworks hand chains of elementwise ops to
+// popops::map as one expression, for which poplibs generates a single vertex
+// (lib/popops/ExpressionGenerator.cpp: GenerateCodeletFromMapExpr): the chain runs as one compute
+// set, and its intermediate values never exist in tile memory.
+//
+// An elementwise op is fused into the op that runs right after it (in execution order, on the same
+// IPU) when that op is elementwise too and is the only reader of its result, which is of the
+// reader's own size (not a broadcast operand), not a graph output and not kept across the step.
+// Modeled: the fused value takes no memory; the pair is one compute set (control code and vertex
+// state counted once, for the reader) behind one sync. Approximated: each op keeps its own
+// exchange of its other operands and its own per-element cost (the expression vertex's saved
+// loads and stores of the intermediate are not credited).
+#pragma once
+
+#include <vector>
+
+#include "frontend/ir/graph.h"
+
+namespace mimic::backends::ipu_emu {
+
+// Per position of `order` (device nodes in execution order, `stage` of each): true when that
+// node's result is fused into the next node's expression. `kept` marks values that live across
+// the step (resident parameters and state).
+std::vector<bool> plan_expression_fusion(const ir::Graph& g, const std::vector<int>& order,
+                                         const std::vector<uint32_t>& stage,
+                                         const std::vector<bool>& kept);
+
+}  // namespace mimic::backends::ipu_emu
