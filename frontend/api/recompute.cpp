@@ -58,8 +58,27 @@ std::vector<ValueId> articulation_checkpoints(const ir::Graph& g, const std::vec
   return picked;
 }
 
+// The outputs of the forward nodes named in `names`.
+std::vector<ValueId> named_checkpoints(const ir::Graph& g, const std::vector<int>& forward,
+                                       const std::vector<std::string>& names) {
+  std::unordered_map<std::string, int> by_name;
+  for (int n : forward) by_name.emplace(g.node(n).name, n);
+  std::vector<ValueId> out;
+  for (const std::string& name : names) {
+    auto it = by_name.find(name);
+    if (it == by_name.end())
+      throw InvalidArgument(fmt::format(
+          "recompute checkpoint '{}' is not a node of the forward pass ({} nodes, e.g. '{}')", name,
+          forward.size(), forward.empty() ? "" : g.node(forward[forward.size() / 2]).name));
+    const ir::Node& n = g.node(it->second);
+    out.insert(out.end(), n.outputs.begin(), n.outputs.end());
+  }
+  return out;
+}
+
 // The forward values the backward pass reads from memory instead of recomputing.
-std::unordered_set<ValueId> kept_values(const ir::Graph& g, Recompute mode) {
+std::unordered_set<ValueId> kept_values(const ir::Graph& g, Recompute mode,
+                                        const std::vector<std::string>& checkpoints) {
   std::unordered_set<ValueId> kept(g.outputs().begin(), g.outputs().end());
   std::vector<int> forward;
   for (int n = 0; n < g.num_nodes(); ++n)
@@ -70,7 +89,9 @@ std::unordered_set<ValueId> kept_values(const ir::Graph& g, Recompute mode) {
         kept.insert(g.node(n).outputs.begin(), g.node(n).outputs.end());
     return kept;
   }
-  for (ValueId v : articulation_checkpoints(g, forward)) kept.insert(v);
+  for (ValueId v : checkpoints.empty() ? articulation_checkpoints(g, forward)
+                                       : named_checkpoints(g, forward, checkpoints))
+    kept.insert(v);
   return kept;
 }
 
@@ -182,9 +203,13 @@ const char* recompute_name(Recompute mode) {
   return "none";
 }
 
-int apply_recompute(TrainGraph& t, Recompute mode) {
+int apply_recompute(TrainGraph& t, Recompute mode, const std::vector<std::string>& checkpoints) {
+  if (!checkpoints.empty() && mode != Recompute::full)
+    throw InvalidArgument(
+        fmt::format("recompute checkpoints ({} named) need recompute 'full', not '{}'",
+                    checkpoints.size(), recompute_name(mode)));
   if (mode == Recompute::none) return 0;
-  Rewriter r(t.graph, kept_values(t.graph, mode));
+  Rewriter r(t.graph, kept_values(t.graph, mode, checkpoints));
   t.graph = r.run();
   return r.added();
 }

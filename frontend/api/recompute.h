@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "frontend/api/train_graph.h"
 
@@ -20,7 +21,10 @@ enum class Recompute {
   checkpoints,
   // Keep only the values that cross the boundaries of about sqrt(n) segments of the forward
   // pass (Chen et al.'s sqrt(n) schedule) and recompute each segment whole before its backward:
-  // about one extra forward pass for activations of O(sqrt(n)) layers.
+  // about one extra forward pass for activations of O(sqrt(n)) layers. Named checkpoints
+  // (apply_recompute's `checkpoints`) replace the sqrt(n) boundaries, as PopTorch's
+  // recomputationCheckpoint, IPU TensorFlow's pipeline splits on one IPU and PyTorch's
+  // torch.utils.checkpoint segments place them by hand.
   full
 };
 
@@ -29,7 +33,10 @@ const char* recompute_name(Recompute mode);
 
 // Rewrites t.graph in place (same inputs and outputs, so TrainGraph's slots stay valid). Graph
 // inputs, constants and values that are graph outputs are never recomputed (the IR has no random
-// ops: dropout masks are inputs of the step). Returns the number of nodes added.
-int apply_recompute(TrainGraph& t, Recompute mode);
+// ops: dropout masks are inputs of the step). `checkpoints` (mode full only): the forward nodes
+// whose outputs are kept, by name (e.g. "layer1.0.relu"); InvalidArgument for a name that is no
+// forward node, or with another mode. Returns the number of nodes added.
+int apply_recompute(TrainGraph& t, Recompute mode,
+                    const std::vector<std::string>& checkpoints = {});
 
 }  // namespace mimic

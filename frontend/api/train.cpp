@@ -44,7 +44,7 @@ std::shared_ptr<TrainGraph> step_graph(const ir::Graph& forward, const NamedTens
   auto t = std::make_shared<TrainGraph>(
       build_train_graph(forward, params, options.loss, options.optimizer,
                         options.loss_scale.mode != LossScaleMode::none));
-  apply_recompute(*t, options.recompute);
+  apply_recompute(*t, options.recompute, options.recompute_checkpoints);
   return t;
 }
 

@@ -25,6 +25,7 @@ struct TrainOptions {
   LossScaleConfig loss_scale;  // fp16: scale the loss, unscale gradients, skip steps with inf/NaN
   LrSchedule schedule;         // of optimizer.lr (the base lr); empty: constant
   Recompute recompute = Recompute::none;  // recompute.h: fewer activations kept, more cycles
+  std::vector<std::string> recompute_checkpoints;  // recompute full: nodes whose outputs are kept
   uint64_t seed = 0;  // dropout masks: step k's masks come from (seed, k), so runs repeat exactly
 };
 

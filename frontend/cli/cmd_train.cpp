@@ -31,7 +31,7 @@ struct TrainArgs {
   std::string model, onnx, layout = "nchw", device = "cpu", optimizer = "sgd",
                            loss = "cross_entropy", save, precision = "default",
                            schedule = "constant", loss_scale = "none", trace, recompute = "none";
-  std::vector<std::string> model_args, data, options, overrides;
+  std::vector<std::string> model_args, data, options, overrides, recompute_checkpoints;
   int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
          min_lr = 0.0;
@@ -179,6 +179,7 @@ void print_json(const TrainArgs& a, const std::string& model, const TrainStep& s
                    {"batch", a.batch},
                    {"precision", a.precision},
                    {"recompute", a.recompute},
+                   {"recompute_checkpoints", a.recompute_checkpoints},
                    {"options", a.options},
                    {"train",
                     {{"steps", a.steps},
@@ -240,6 +241,7 @@ TrainOptions train_options(const TrainArgs& a) {
   o.compile.overrides = parse_key_values(a.overrides, "--set");
   o.compile.timing_only = a.timing_only;
   o.recompute = parse_recompute(a.recompute);
+  o.recompute_checkpoints = a.recompute_checkpoints;
   return o;
 }
 
@@ -349,6 +351,10 @@ Command add_train_command(CLI::App& app) {
                   "Recompute activations in the backward pass instead of keeping them: none, "
                   "checkpoints (keep conv/matmul outputs) or full (keep ~sqrt(n) block outputs)")
       ->capture_default_str();
+  cmd->add_option("--recompute-checkpoints", a->recompute_checkpoints,
+                  "With --recompute full: the forward nodes whose outputs are kept, comma "
+                  "separated (e.g. layer1.0.relu,layer2.0.relu), instead of ~sqrt(n) block outputs")
+      ->delimiter(',');
   cmd->add_option("--loss-scale", a->loss_scale,
                   "fp16 loss scaling: none, dynamic (GradScaler's rule) or a fixed number")
       ->capture_default_str();

@@ -143,7 +143,8 @@ void bind_train(py::module_& m) {
         [](const ir::Graph& g, const py::object& params, const std::string& device,
            const py::dict& loss, const py::dict& opt, const std::string& precision,
            const py::dict& options, uint64_t seed, const py::list& schedule,
-           const py::object& loss_scale, const std::string& recompute) {
+           const py::object& loss_scale, const std::string& recompute,
+           const std::vector<std::string>& checkpoints) {
           // params None: an imported model, whose initializers are the parameters.
           NamedTensors named;
           if (params.is_none())
@@ -155,6 +156,7 @@ void bind_train(py::module_& m) {
           o.schedule = make_schedule(schedule);
           o.loss_scale = make_loss_scale(loss_scale);
           o.recompute = parse_recompute(recompute);
+          o.recompute_checkpoints = checkpoints;
           py::gil_scoped_release release;
           return std::make_unique<TrainStep>(g, named, Device(device), o);
         });

@@ -251,3 +251,24 @@ def test_recomputation_gives_the_same_losses(recompute):
         model = cnn()
         mimic.compile_train(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
                             example_inputs=batches[0][0], recompute="often")
+
+
+def test_named_recomputation_checkpoints_give_the_same_losses():
+    """recompute="full" with recompute_checkpoints keeps the named nodes' outputs (a Sequential's
+    layer is named by its index) and recomputes the rest: the same steps; a name that is no forward
+    node, or checkpoints without "full", is a one-line error."""
+    batches = data((16, 3, 8, 8), 10, 3)
+    losses = {}
+    for mode, names in [("none", ()), ("full", ("2", "5"))]:
+        model = cnn()
+        step = mimic.compile_train(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
+                                   example_inputs=batches[0][0], recompute=mode, recompute_checkpoints=names)
+        losses[mode] = [step(x, y) for x, y in batches]
+    assert losses["full"] == losses["none"]
+    model = cnn()
+    with pytest.raises(mimic.InvalidArgument, match="recompute checkpoint 'relu9' is not a node of the forward pass"):
+        mimic.compile_train(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
+                            example_inputs=batches[0][0], recompute="full", recompute_checkpoints=["relu9"])
+    with pytest.raises(mimic.InvalidArgument, match=r"recompute checkpoints \(1 named\) need recompute 'full', not 'none'"):
+        mimic.compile_train(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
+                            example_inputs=batches[0][0], recompute_checkpoints=["2"])

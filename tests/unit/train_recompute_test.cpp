@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <set>
 
 #include "base/error.h"
 #include "frontend/api/random.h"
@@ -100,6 +101,47 @@ TEST(Recompute, SameLossesFewerLiveBytesMoreNodes) {
   EXPECT_LT(peak[2], peak[1]);
   EXPECT_LT(saved[1], saved[0]);
   EXPECT_LT(saved[2], saved[1]);
+}
+
+// Named checkpoints (PopTorch's recomputationCheckpoint, IPU TensorFlow's pipeline splits on one
+// IPU): their outputs are kept whole and every segment between them is recomputed from them; the
+// losses are unchanged, and a name that is no forward node, or checkpoints with another mode, is a
+// one-line error.
+TEST(Recompute, NamedCheckpointsAreKeptAndTheSegmentsBetweenThemRecomputed) {
+  auto model = deep_cnn();
+  ir::HostTensor x = Random(5).tensor(DType::f32, kInput.shape);
+  ir::HostTensor y = Random(6).tensor(DType::i64, Shape({8}), 10);
+  TrainStep plain(*model, kInput, Device("cpu"), options(Recompute::none));
+  std::vector<std::string> relus;
+  for (const ir::Node& n : plain.train_graph().graph.nodes())
+    if (n.phase == ir::StepPhase::forward && n.op == ir::OpType::Relu) relus.push_back(n.name);
+  ASSERT_EQ(relus.size(), 8u);
+  TrainOptions o = options(Recompute::full);
+  o.recompute_checkpoints = {relus[2], relus[5]};
+  TrainStep named(*model, kInput, Device("cpu"), o);
+  std::set<std::string> recomputed;
+  for (const ir::Node& n : named.train_graph().graph.nodes())
+    if (n.name.rfind("recompute/", 0) == 0) recomputed.insert(n.name.substr(10));
+  for (int b = 0; b < 8; ++b)  // blocks 0-2 from the input, 3-5 from block 2's, 6-7 from block 5's
+    EXPECT_EQ(recomputed.count(relus[b]), b == 2 || b == 5 ? 0u : 1u) << relus[b];
+  for (int s = 0; s < 3; ++s) EXPECT_FLOAT_EQ(named.step(x, y), plain.step(x, y)) << "step " << s;
+  auto error = [&](Recompute mode, std::vector<std::string> names) {
+    TrainOptions bad = options(mode);
+    bad.recompute_checkpoints = std::move(names);
+    try {
+      TrainStep step(*model, kInput, Device("cpu"), bad);
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string unknown = error(Recompute::full, {relus[0], "no.such.node"});
+  EXPECT_EQ(
+      unknown.rfind("recompute checkpoint 'no.such.node' is not a node of the forward pass (", 0),
+      0u)
+      << unknown;
+  EXPECT_EQ(error(Recompute::checkpoints, {relus[0]}),
+            "recompute checkpoints (1 named) need recompute 'full', not 'checkpoints'");
 }
 
 TEST(Recompute, NamesAreParsedAndBadOnesRefused) {

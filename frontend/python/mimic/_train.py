@@ -9,8 +9,8 @@ from .lr_scheduler import LRScheduler
 
 def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
                   label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
-                  loss_scale=None, recompute="none", timing_only=False, compile_only=False, overrides=None,
-                  **options):
+                  loss_scale=None, recompute="none", recompute_checkpoints=(), timing_only=False,
+                  compile_only=False, overrides=None, **options):
     """Compiles the training step of nn module `model` for `device`; `model` may also be an
     imported model (mimic.onnx.load), whose floating-point initializers are the parameters and
     whose symbolic batch is bound to example_inputs' first dimension.
@@ -27,7 +27,9 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     recompute: "none", "checkpoints" (keep conv/matmul outputs, recompute the ops between them
     in the backward pass) or "full" (keep about sqrt(n) block outputs, recompute each block):
     fewer activations live across the step for more operations (PopTorch's recomputation, XLA's
-    rematerialization). The losses are the same.
+    rematerialization). The losses are the same. recompute_checkpoints (with "full"): the names of
+    the forward nodes whose outputs are kept (e.g. ["layer1.0.relu", "layer2.0.relu"]), in place
+    of the sqrt(n) block outputs, as PopTorch's recomputationCheckpoint places them.
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
     timing_only: emulators compute cycles only (the loss is 0); compile_only: compile and report
     (`step.compile_report`: the memory plan), the step cannot run. overrides: preset fields,
@@ -62,7 +64,8 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     opts.update({f"set.{k}": str(v) for k, v in (overrides or {}).items()})
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
                                  opts, int(seed),
-                                 [] if schedule is None else schedule.phases(), loss_scale, str(recompute))
+                                 [] if schedule is None else schedule.phases(), loss_scale, str(recompute),
+                                 [str(name) for name in recompute_checkpoints])
 
 
 def fit(step, x, y, epochs=1, batch_size=None, shuffle=True, seed=0, verbose=False):
