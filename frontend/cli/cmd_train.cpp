@@ -365,6 +365,7 @@ Command add_train_command(CLI::App& app) {
                   "Record every step as a run in this SQLite trace (`mimic trace summary` shows "
                   "per-phase time: forward, backward, update)");
   cmd->add_flag("--quiet", a->quiet, "Only the summary");
+  add_memory_limit_option(cmd);
   return {cmd, [a]() { return run_train(*a); }};
 }
 

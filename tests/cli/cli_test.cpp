@@ -176,7 +176,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"train --model mlp --lr -1", 2, "optimizer: lr = -1 must be a finite number >= 0"},
         BadInput{"train --model mlp --optimizer lbfgs", 2, "unknown optimizer 'lbfgs'"},
         BadInput{"train --model mlp --steps 0", 2, "--steps 0"},
-        BadInput{"train --model mlp --loss hinge", 2, "unknown loss 'hinge'"}),
+        BadInput{"train --model mlp --loss hinge", 2, "unknown loss 'hinge'"},
+        BadInput{"train --model mlp --batch 64 --max-tensor-bytes 1KiB", 2,
+                 "needs 262.1 kB (262144 bytes), over the tensor memory limit of 1.0 kB (1024 "
+                 "bytes) (--max-tensor-bytes)"},
+        BadInput{"train --model mlp --recompute full --recompute-checkpoints fc1.matmul,nope", 2,
+                 "recompute checkpoint 'nope' is not a node of the forward pass (8 nodes"},
+        BadInput{"train --model mlp --recompute-checkpoints fc1.matmul", 2,
+                 "recompute checkpoints (1 named) need recompute 'full', not 'none'"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       std::string name = std::to_string(info.index) + "_";
       for (const char* c = info.param.args; *c && name.size() < 40; ++c)
