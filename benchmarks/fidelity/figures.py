@@ -16,6 +16,8 @@ paper_models.py), the device string of the matching preset, the batch, and the m
   train_sps     training samples per second of one chip (a timing-only `mimic train` step: the
                 batch of one step over its device time), set up as the row's `train` says
   minutes       time to train: `epochs` passes over ImageNet at `chips` x the one-chip train_sps
+  micro_batch_fit  the largest micro-batch (up to the published one) whose training step's
+                tile-memory plan fits an IPU, set up as the row's `train` says
 
 Counters (the _pct metrics) are compared in percentage points and kept out of the relative-error
 summary: a published 0.0% has no relative error.
@@ -26,7 +28,8 @@ transfers, queuing); the suite compares device time and says so rather than addi
 counters) and "end_to_end" for figures that include the host (production throughput, latency over
 USB or PCIe): the two are summarized apart, since device time undercounts the second kind.
 "tile" rows time one compute phase on every tile of an IPU (no exchange), "link" rows the transfers
-between two IPUs; each scope has its own summary.
+between two IPUs, "memory" rows the micro-batch a chip's memory holds; each scope has its own
+summary.
 """
 
 TPUV1 = "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017"
@@ -113,29 +116,64 @@ GRAPHCORE_RN50_BLOG = ("Krell, Liu, Menage, Bogdanski, 'Accelerating ResNet-50 T
 GRAPHCORE_BOW_TABLE = "Graphcore performance results, Bow Pod training table (graphcore.ai/performance-results)"
 IMAGENET_TRAIN_IMAGES = 1281167
 
-# How the emulated training step is set up for the IPU training rows, fixed before comparing and the
-# same for every row: the submissions' precision (16.16: fp16 weights and partials), recomputation
-# checkpoints (the blog: "recomputation checkpoints rather than pipelining"), momentum state in
-# streaming memory, one IPU of the data-parallel system, and the largest micro-batch of 8, 4, 2, 1
-# that fits its tiles, accumulated to 16 micro-batches per step.
-IPU_TRAIN = {"precision": "float16", "recompute": "checkpoints", "micro_batches": [8, 4, 2, 1],
-             "accumulation": 16, "options": {"offload_optimizer_state": "true"}}
+GRAPHCORE_CNN_CONFIGS = ("graphcore/examples, applications/tensorflow/cnns/training/configs.yml: "
+                         "mk2_resnet50_mlperf_pod16_lars and mk2_resnet50_mlperf_pod16_bs20")
+# How the emulated training step is set up for the IPU training rows: as the submissions' own
+# configurations (GRAPHCORE_CNN_CONFIGS) say, fixed before comparing. Both run one replica per IPU
+# at micro-batch 20 in 16.16 precision with half partials (enable_half_partials: True),
+# available_memory_proportion 0.15, variables kept on chip (disable_variable_offloading: True) and
+# recomputation from six checkpoints on one IPU (pipeline_splits with shards: 1, after stage1/unit1,
+# stage1/unit3, stage2/unit1, stage2/unit3, stage3/unit1 and stage3/unit4): emulated as recompute
+# "full" with those block outputs as named checkpoints (torchvision's layer1.0 ... layer3.3), each
+# segment between them recomputed from its kept input. The MLPerf LARS run accumulates 10
+# micro-batches (global batch 3,200), the Bow table's run 6 (global batch 1,920 = 16 x 20 x 6).
+# LARS is emulated as SGD with momentum (the same per-weight update, less LARS's per-layer norms).
+# The Pod16's 16 replicas are emulated (replication_factor=16: the gradient all-reduce over the
+# IPU-Links and, between the four machines, the GW-Links) and the figure compared per IPU. The step
+# is timed at micro-batch 20 even where the emulated tile-memory plan does not fit it
+# (allow_out_of_memory: the submissions ran it), and the memory row below reports the largest
+# micro-batch that fits (one replica: the all-reduce adds under 1 KB to the fullest tile).
+_GRAPHCORE_RN50_SPLITS = ["layer1.0.relu", "layer1.2.relu", "layer2.0.relu", "layer2.2.relu",
+                          "layer3.0.relu", "layer3.3.relu"]
+
+
+def _ipu_train(accumulation, replicas=16):
+    return {"precision": "float16", "recompute": "full", "recompute_checkpoints": _GRAPHCORE_RN50_SPLITS,
+            "micro_batches": [20], "accumulation": accumulation,
+            "options": {"enable_half_partials": "true", "memory_proportion": "0.15",
+                        "stochastic_rounding": "true", "allow_out_of_memory": "true",
+                        "replication_factor": str(replicas)}}
+
+
+IPU_TRAIN_MLPERF = _ipu_train(10)
+IPU_TRAIN_BOW = _ipu_train(6)
+IPU_FIT_MLPERF = _ipu_train(10, replicas=1)
 
 
 def _training_rows():
     rn50 = "ResNet-50 v1.5, 224x224, ImageNet, fp16 (16.16)"
     return [{"id": "graphcore-pod16-resnet50-train", "chip": "GC200 x 16", "device": "ipu-emu:gc200",
              "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
-             "published": 30000 / 16, "tag": "D", "source": GRAPHCORE_RN50_BLOG, "train": IPU_TRAIN,
+             "published": 30000 / 16, "tag": "D", "source": GRAPHCORE_RN50_BLOG, "train": IPU_TRAIN_MLPERF,
              "conditions": f"{rn50}; MLPerf v1.1 IPU-POD16: '30k images per second', / 16 IPUs; LARS, "
-                           "distributed BatchNorm, stochastic rounding; emulated: one IPU's step"},
+                           "distributed BatchNorm, stochastic rounding; emulated: the 16 replicas' step "
+                           "in the run's configuration (mk2_resnet50_mlperf_pod16_lars: micro-batch 20 "
+                           "x 10, half partials, recomputation checkpoints), per IPU"},
             {"id": "mlperf-ipu-pod16-resnet50-train", "chip": "GC200 x 16", "device": "ipu-emu:gc200",
              "workload": "zoo:resnet50", "batch": 0, "metric": "minutes", "scope": "end_to_end",
-             "published": 28.3, "tag": "M", "source": GRAPHCORE_MLPERF_11, "train": IPU_TRAIN,
+             "published": 28.3, "tag": "M", "source": GRAPHCORE_MLPERF_11, "train": IPU_TRAIN_MLPERF,
              "chips": 16, "epochs": 38,
              "conditions": f"{rn50}; time to 75.9% top-1 on IPU-POD16, 38 epochs (the blog); emulated: "
-                           "38 epochs of 1,281,167 images at 16 x one IPU's samples/s (no all-reduce, "
-                           "evaluation or host input time)"},
+                           "38 epochs of 1,281,167 images at the 16 replicas' samples/s (all-reduce "
+                           "included; no evaluation or host input time)"},
+            {"id": "mlperf-ipu-pod16-resnet50-micro-batch-fit", "chip": "GC200", "device": "ipu-emu:gc200",
+             "workload": "zoo:resnet50", "batch": 0, "metric": "micro_batch_fit", "scope": "memory",
+             "published": 20, "tag": "D", "source": GRAPHCORE_CNN_CONFIGS, "train": IPU_FIT_MLPERF,
+             "conditions": f"{rn50}; the MLPerf v1.1 IPU-POD16 run's configuration "
+                           "(mk2_resnet50_mlperf_pod16_lars) trains micro-batches of 20 on each IPU, "
+                           "so at least 20 fit its tiles (a lower bound); emulated: the largest "
+                           "micro-batch up to 20 whose step's tile-memory plan fits, same "
+                           "configuration"},
             {"id": "mlperf-ipu-pod256-resnet50-train", "chip": "GC200 x 256",
              "device": "ipu-emu:gc200", "workload": "zoo:resnet50", "batch": 0, "metric": "minutes",
              "scope": "end_to_end", "published": 3.79, "tag": "M", "source": GRAPHCORE_MLPERF_11,
@@ -143,14 +181,18 @@ def _training_rows():
              "conditions": "IPU-POD256 (256 GC200 IPUs), ResNet-50 v1.5, 'available' category"},
             {"id": "graphcore-bow-pod16-resnet50-train", "chip": "Bow x 16", "device": "ipu-emu:bow",
              "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
-             "published": 42029 / 16, "tag": "D", "source": GRAPHCORE_BOW_TABLE, "train": IPU_TRAIN,
+             "published": 42029 / 16, "tag": "D", "source": GRAPHCORE_BOW_TABLE, "train": IPU_TRAIN_BOW,
              "conditions": f"{rn50}; Bow Pod16, TensorFlow 1, global batch 1,920: 42,029 images/s / 16 "
-                           "IPUs; emulated: one IPU's step"},
+                           "IPUs; emulated: the 16 replicas' step in the configuration of that global "
+                           "batch (mk2_resnet50_mlperf_pod16_bs20: micro-batch 20 x 6, half partials, "
+                           "recomputation checkpoints), per IPU"},
             {"id": "graphcore-bow-pod16-bert-base-train", "chip": "Bow x 16", "device": "ipu-emu:bow",
              "workload": "zoo:bert", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
              "published": 16391 / 16, "tag": "D", "source": GRAPHCORE_BOW_TABLE,
-             "not_modeled": "training: BERT's word-embedding gradient is a one-hot MatMul over the "
-                            "30,522-word vocabulary, which does not fit a tile (Graphcore serializes it)",
+             "not_modeled": "the run (graphcore/examples popart/bert configs/mk2/pretrain_base_128) "
+                            "trains a masked-LM head over 20 tokens, which the zoo's BERT (an encoder) "
+                            "lacks, and shards LAMB's state over the replicas (replicated tensor "
+                            "sharding), which mimic does not model; 4 IPUs per replica pipeline it",
              "conditions": "BERT-Base phase 1 (seq 128), PopART, global batch 65,536: 16,391 sequences/s "
                            "/ 16 IPUs"}]
 

@@ -52,34 +52,77 @@ def run_workload(mimic, workload, device, batch, tmp, options=(), precision=None
     return json.loads(p.stdout)["report"]
 
 
-def run_training(mimic, row, tmp):
-    """A timing-only train step of the row's workload, at the largest micro-batch of the row's list
-    that fits (`train` in figures.py); {"samples_per_s", "micro_batch"} or {"error": message}."""
+def train_step(mimic, row, micro, fit=False):
+    """One timing-only train step of the row's workload at `micro` samples per micro-batch, set up as
+    the row's `train` says (figures.py); fit=True drops allow_out_of_memory, so that a step whose
+    tile-memory plan does not fit fails. Returns the `mimic train --json` dict or {"error": message}."""
     t = row["train"]
-    last = None
-    for micro in t["micro_batches"]:
-        accumulation = t["accumulation"] or 1
-        cmd = [mimic, "train", "--model", row["workload"][4:], "--model-arg", "image_size=224",
-               "--device", row["device"], "--precision", t["precision"], "--recompute", t["recompute"],
-               "--batch", str(micro * accumulation), "--optimizer", "sgd", "--momentum", "0.9",
-               "--steps", "1", "--timing-only", "--json"]
-        if t["accumulation"]:
-            cmd += ["--option", f"gradient_accumulation={accumulation}"]
-        if t.get("layout"):
-            cmd += ["--layout", t["layout"]]
-        for k, v in t["options"].items():
+    accumulation = t["accumulation"] or 1
+    # The whole system's batch: every replica's micro-batches (the host-memory guard on tensors
+    # does not apply: a timing-only step allocates none).
+    batch = micro * accumulation * replicas_of(row)
+    cmd = [mimic, "train", "--model", row["workload"][4:], "--model-arg", "image_size=224",
+           "--device", row["device"], "--precision", t["precision"], "--recompute", t["recompute"],
+           "--batch", str(batch), "--optimizer", "sgd", "--momentum", "0.9",
+           "--steps", "1", "--timing-only", "--json", "--max-tensor-bytes", "1TiB"]
+    if t["accumulation"]:
+        cmd += ["--option", f"gradient_accumulation={accumulation}"]
+    if t.get("layout"):
+        cmd += ["--layout", t["layout"]]
+    if t.get("recompute_checkpoints"):
+        cmd += ["--recompute-checkpoints", ",".join(t["recompute_checkpoints"])]
+    for k, v in t["options"].items():
+        if not (fit and k == "allow_out_of_memory"):
             cmd += ["--option", f"{k}={v}"]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode == 0:
-            return {"samples_per_s": json.loads(p.stdout)["train"]["samples_per_s"], "micro_batch": micro}
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
         last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-    return {"error": last.replace("mimic: error: ", "")}
+        return {"error": last.replace("mimic: error: ", "")}
+    return json.loads(p.stdout)
+
+
+def replicas_of(row):
+    """ipu-emu replicas (one IPU each) a training row emulates; 1 for the others (tpu-emu's
+    "replicas" are the cores of the one chip its figures are per)."""
+    return int(row["train"]["options"].get("replication_factor", 1))
+
+
+def run_training(mimic, row, tmp):
+    """The row's training step at the first micro-batch of its list that runs (`train` in
+    figures.py): {"samples_per_s", "micro_batch", "memory_fraction"} or {"error": message}.
+    A row whose options allow out-of-memory plans runs its first micro-batch whatever its plan
+    needs; "memory_fraction" is the fullest tile's share of its memory (IPU) where reported."""
+    last = None
+    for micro in row["train"]["micro_batches"]:
+        out = train_step(mimic, row, micro)
+        if "error" not in out:
+            metrics = out["report"].get("metrics") or {}
+            return {"samples_per_s": out["train"]["samples_per_s"] / replicas_of(row), "micro_batch": micro,
+                    "memory_fraction": metrics.get("memory_used_fraction")}
+        last = out["error"]
+    return {"error": last}
+
+
+def largest_fitting_micro_batch(mimic, row):
+    """The largest micro-batch up to the row's published one whose step's memory plan fits, by
+    bisection (a plan's peak grows with the micro-batch): {"micro_batch_fit"} or {"error"}."""
+    low, high, last = 0, int(row["published"]), None
+    while low < high:
+        mid = (low + high + 1) // 2
+        out = train_step(mimic, row, mid, fit=True)
+        if "error" in out:
+            last, high = out["error"], mid - 1
+        else:
+            low = mid
+    return {"micro_batch_fit": low} if low else {"error": last}
 
 
 def predicted(metric, report, batch, row=None):
     """The metric a row compares, from a run report; None with a reason when it has no counterpart."""
     if metric == "train_sps":
         return report["samples_per_s"], None
+    if metric == "micro_batch_fit":
+        return report["micro_batch_fit"], None
     if metric == "minutes":
         return row["epochs"] * IMAGENET / (row["chips"] * report["samples_per_s"]) / 60, None
     seconds = report.get("device_seconds") or 0
@@ -137,12 +180,17 @@ def evaluate(mimic, rows):
                 results.append(dict(row, status="not modeled", reason=row["not_modeled"]))
                 continue
             key = (row["workload"], row["device"], row["batch"], "train" in row,
-                   tuple(sorted(row.get("options", {}).items())), row.get("precision"))
+                   tuple(sorted(row.get("options", {}).items())), row.get("precision"),
+                   row["metric"] == "micro_batch_fit", json.dumps(row.get("train"), sort_keys=True))
             if key not in cache:
                 print(f"running {row['workload']} on {row['device']} at batch {row['batch']}"
                       f"{' (training step)' if 'train' in row else ''}", file=sys.stderr)
-                cache[key] = (run_training(mimic, row, tmp) if "train" in row
-                              else run_workload(mimic, *key[:3], tmp, key[4], key[5]))
+                if row["metric"] == "micro_batch_fit":
+                    cache[key] = largest_fitting_micro_batch(mimic, row)
+                elif "train" in row:
+                    cache[key] = run_training(mimic, row, tmp)
+                else:
+                    cache[key] = run_workload(mimic, *key[:3], tmp, key[4], key[5])
             report = cache[key]
             out = dict(row)
             if "error" in report:
@@ -153,6 +201,10 @@ def evaluate(mimic, rows):
                     accumulation = row["train"]["accumulation"]
                     out["batch"] = (f"{report['micro_batch']} x {accumulation}" if accumulation
                                     else f"{report['micro_batch']} per replica")
+                    if replicas_of(row) > 1:
+                        out["batch"] += f" x {replicas_of(row)} replicas"
+                if report.get("memory_fraction"):
+                    out["memory_fraction"] = report["memory_fraction"]
                 if value is None:
                     out.update(status="not modeled", reason=reason)
                 else:
@@ -171,9 +223,9 @@ def fmt(v):
 
 def summary(results):
     """Error statistics of the performance figures, per scope (device alone, end to end, one tile's
-    compute phase)."""
+    compute phase, IPU-Link transfers, the micro-batch that fits)."""
     out = {}
-    for scope in ("device", "end_to_end", "tile", "link"):
+    for scope in ("device", "end_to_end", "tile", "link", "memory"):
         rows = [r for r in results if not is_counter(r) and r["scope"] == scope]
         errors = [abs(r["error"]) for r in rows if r["status"] == "ok"]
         s = {"rows": len(rows), "compared": len(errors)}
@@ -193,7 +245,8 @@ def markdown(results, s, host):
                         ("end_to_end", "End-to-end figures (host, link and queuing included; device time "
                                        "undercounts them)"),
                         ("tile", "Tile microbenchmarks (one compute phase on every tile, no exchange)"),
-                        ("link", "Link microbenchmarks (transfers between two IPUs)")]:
+                        ("link", "Link microbenchmarks (transfers between two IPUs)"),
+                        ("memory", "Memory figures (the largest micro-batch whose step fits the tiles)")]:
         t = s[scope]
         if t["compared"]:
             lines.append(f"- {what}: {t['compared']} of {t['rows']} compared, median absolute error "
@@ -212,8 +265,12 @@ def markdown(results, s, host):
             else:
                 pred, err = fmt(r["predicted"]), f"{r['error'] * 100:+.1f}%"
             batch = r["batch"] or "-"
+            conditions = r["conditions"]
+            if r.get("memory_fraction", 0) > 1:
+                conditions += (f"; the emulated step's plan does not fit (fullest tile at "
+                               f"{r['memory_fraction'] * 100:.0f}% of its memory): timed as if it did")
             lines.append(f"| {r['id']} | {r['chip']} | {r['workload']} | {batch} | {r['metric']} | "
-                         f"{r['scope']} | {fmt(r['published'])} | {pred} | {err} | [{r['tag']}] | {r['conditions']} |")
+                         f"{r['scope']} | {fmt(r['published'])} | {pred} | {err} | [{r['tag']}] | {conditions} |")
         lines.append("")
     lines += ["Sources:", ""] + [f"- {s}" for s in sorted({r["source"] for r in results})]
     return "\n".join(lines) + "\n"
