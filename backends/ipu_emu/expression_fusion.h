@@ -4,8 +4,9 @@
 // set, and its intermediate values never exist in tile memory.
 //
 // An elementwise op is fused into the op that runs right after it (in execution order, on the same
-// IPU) when that op is elementwise too and is the only reader of its result, which is of the
-// reader's own size (not a broadcast operand), not a graph output and not kept across the step.
+// IPU, in the same pass of a training step) when that op is elementwise too and is the only reader
+// of its result, which is of the reader's own size (not a broadcast operand), not a graph output
+// and not kept across the step.
 // Modeled: the fused value takes no memory; the pair is one compute set (control code and vertex
 // state counted once, for the reader) behind one sync. Approximated: each op keeps its own
 // exchange of its other operands and its own per-element cost (the expression vertex's saved
