@@ -24,8 +24,8 @@ std::vector<bool> plan_expression_fusion(const ir::Graph& g, const std::vector<i
     const ir::Node& producer = g.node(order[i]);
     const ir::Node& reader = g.node(order[i + 1]);
     // The same IPU and the same pass: a pipeline stashes what crosses from forward to backward.
-    if (stage[i] != stage[i + 1] || producer.phase != reader.phase ||
-        !is_expression_op(producer) || !is_expression_op(reader))
+    if (stage[i] != stage[i + 1] || producer.phase != reader.phase || !is_expression_op(producer) ||
+        !is_expression_op(reader))
       continue;
     ir::ValueId v = producer.outputs[0];
     bool reads = false;
