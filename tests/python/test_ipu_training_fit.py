@@ -54,3 +54,24 @@ def test_pipeline_recomputation_runs_on_a_pipelined_model():
     assert losses[-1] < losses[0]
     m = step.report["metrics"]
     assert m["stages"] == 2 and m["phase.backward_cycles"] > 0 and m["phase.pipeline_exchange_cycles"] > 0
+
+
+def test_named_recomputation_checkpoints_on_the_ipu_give_the_same_losses():
+    """training_model(recomputation="recompute_all", recomputation_checkpoints=[...]) keeps the named
+    layer's output and recomputes the rest: the losses of the step without recomputation."""
+    x = np.random.default_rng(0).normal(size=(16, 20)).astype(np.float32)
+    y = np.arange(16, dtype=np.int64) % 10
+    losses = {}
+    for names in [None, ["1"]]:
+        model = mimic.nn.Sequential(mimic.nn.Linear(20, 64, seed=1), mimic.nn.ReLU(), mimic.nn.Linear(64, 64, seed=2),
+                                    mimic.nn.ReLU(), mimic.nn.Linear(64, 10, seed=3))
+        with mimic.ipu.Manager(num_ipus=1) as ipu:
+            kwargs = {"recomputation": "recompute_all", "recomputation_checkpoints": names} if names else {}
+            step = ipu.training_model(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
+                                      example_inputs=x, **kwargs)
+            losses[bool(names)] = [step(x, y) for _ in range(3)]
+    assert losses[True] == losses[False]
+    with pytest.raises(mimic.InvalidArgument, match="recompute checkpoint 'relu7' is not a node of the forward pass"):
+        with mimic.ipu.Manager(num_ipus=1) as ipu:
+            ipu.training_model(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1), example_inputs=x,
+                               recomputation="recompute_all", recomputation_checkpoints=["relu7"])

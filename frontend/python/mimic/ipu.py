@@ -54,7 +54,8 @@ class Manager:
 
     def training_model(self, model, loss="cross_entropy", optimizer=None, example_inputs=None, *,
                        gradient_accumulation=1, replication_factor=1, recomputation="none",
-                       offload_optimizer_state=False, loss_scale=None, schedule=None, **kwargs):
+                       recomputation_checkpoints=(), offload_optimizer_state=False, loss_scale=None,
+                       schedule=None, **kwargs):
         """A compiled training step on the emulated IPU(s), as poptorch.trainingModel: `loss = step(x, y)`.
 
         example_inputs' batch is the combined batch of one step (PopTorch's micro-batch x
@@ -64,7 +65,9 @@ class Manager:
         once per step, on num_ipus IPUs (a multiple of it; num_ipus / replication_factor pipeline
         stages per replica). recomputation: "none", "standard" (PopART's name; keep the matrix
         ops' outputs, recompute the rest: mimic's "checkpoints"), "pipeline" (the same per
-        pipeline stage; needs stages) or "full"/"recompute_all". offload_optimizer_state: keep the
+        pipeline stage; needs stages) or "full"/"recompute_all". recomputation_checkpoints: with
+        "recompute_all", the names of the nodes whose outputs are kept (where poptorch's
+        recomputationCheckpoint would go; e.g. ["layer1.0.relu"]). offload_optimizer_state: keep the
         optimizer state in streaming memory (remote buffers). The update uses the mean gradient
         of the whole batch, which is what accumulating equal micro-batches and all-reducing
         replicas compute, except that BatchNorm here normalizes over the whole batch, not per
@@ -75,7 +78,7 @@ class Manager:
         if kwargs:
             raise InvalidArgument(f"training_model: option(s) {', '.join(sorted(kwargs))} are not modeled "
                                   "(known: gradient_accumulation, replication_factor, recomputation, "
-                                  "offload_optimizer_state, loss_scale, schedule)")
+                                  "recomputation_checkpoints, offload_optimizer_state, loss_scale, schedule)")
         for name, value in (("gradient_accumulation", gradient_accumulation),
                             ("replication_factor", replication_factor)):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -94,6 +97,7 @@ class Manager:
                                   f"{stages} stage; use 'standard' or more IPUs per replica")
         options = dict(self.options, num_ipus=self.num_ipus, memory_proportion=self.memory_proportion,
                        enable_half_partials=self.enable_half_partials, recompute=self._RECOMPUTE[mode],
+                       recompute_checkpoints=list(recomputation_checkpoints),
                        gradient_accumulation=gradient_accumulation, replication_factor=replication_factor,
                        offload_optimizer_state=bool(offload_optimizer_state))
         if self.compile_only:
