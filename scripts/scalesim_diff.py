@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Differential test of `mimic scalesim` against SCALE-Sim v2 itself: random small configs (array
 shapes, SRAM sizes, offsets, dataflows) and topologies (conv layers with strides, GEMMs) run through
-both; the three reports must be equal byte for byte. Needs a scale-sim-v2 checkout and its Python
+both, in SCALE-Sim's CALC and USER interface-bandwidth modes; the three reports must be equal
+byte for byte. Needs a scale-sim-v2 checkout and its Python
 dependencies (Debian: python3-numpy python3-tqdm); it is a verification tool, not a test dependency.
 
   python3 scripts/scalesim_diff.py --scalesim /tmp/scale-sim-v2 --cases 100 --seed 1
@@ -52,18 +53,18 @@ OfmapSramSzkB: {kb[2]}
 IfmapOffset: {offset}
 FilterOffset: 10000000
 OfmapOffset: 20000000
-Bandwidth : 10
+Bandwidth : {bw}
 Dataflow : {df}
 
 [run_presets]
-InterfaceBandwidth: CALC
+InterfaceBandwidth: {mode}
 """
 
 
-def random_case(rng):
-    cfg = CONFIG.format(rows=rng.choice([1, 2, 3, 4, 5, 8, 16, 32]), cols=rng.choice([1, 2, 3, 4, 7, 8, 16, 32]),
-                        kb=[rng.choice([1, 1, 2, 3, 8, 64]) for _ in range(3)], offset=rng.choice([0, 5, 1000]),
-                        df=rng.choice(["os", "ws", "is"]))
+def random_case(rng, modes):
+    arch = dict(rows=rng.choice([1, 2, 3, 4, 5, 8, 16, 32]), cols=rng.choice([1, 2, 3, 4, 7, 8, 16, 32]),
+                kb=[rng.choice([1, 1, 2, 3, 8, 64]) for _ in range(3)], offset=rng.choice([0, 5, 1000]),
+                df=rng.choice(["os", "ws", "is"]))
     gemm = rng.random() < 0.3
     rows = ["header,"]
     for j in range(rng.randint(1, 2)):
@@ -73,7 +74,10 @@ def random_case(rng):
             h, w = rng.randint(1, 20), rng.randint(1, 20)
             rows.append(f"l{j}, {h}, {w}, {rng.randint(1, h)}, {rng.randint(1, w)}, {rng.randint(1, 6)}, "
                         f"{rng.randint(1, 40)}, {rng.randint(1, 4)}, {rng.randint(1, 4)},")
-    return cfg, "\n".join(rows) + "\n", gemm
+    # Drawn last, so that a CALC-only run draws the same cases as before USER mode was added.
+    mode = modes[0] if len(modes) == 1 else rng.choice(modes)
+    bw = rng.choice([1, 2, 3, 8, 10, 64]) if mode == "USER" else 10
+    return CONFIG.format(mode=mode, bw=bw, **arch), "\n".join(rows) + "\n", gemm
 
 
 def main():
@@ -82,6 +86,8 @@ def main():
     ap.add_argument("--mimic", default=os.path.join(ROOT, "build", "bin", "mimic"))
     ap.add_argument("--cases", type=int, default=50)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--mode", choices=["calc", "user", "both"], default="both",
+                    help="SCALE-Sim's InterfaceBandwidth: CALC, USER (stalling read buffers) or a random mix")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     env = dict(os.environ, PYTHONPATH=args.scalesim)
@@ -93,7 +99,7 @@ def main():
         for i in range(args.cases):
             d = os.path.join(tmp, str(i))
             os.makedirs(d)
-            cfg, topo, gemm = random_case(rng)
+            cfg, topo, gemm = random_case(rng, {"calc": ["CALC"], "user": ["USER"]}.get(args.mode, ["CALC", "USER"]))
             for name, text in (("c.cfg", cfg), ("t.csv", topo)):
                 with open(os.path.join(d, name), "w") as f:
                     f.write(text)

@@ -1,7 +1,7 @@
 // `mimic scalesim -c scale.cfg -t topology.csv [-i conv|gemm] [-p out_dir] [--native]`: a drop-in
 // for SCALE-Sim v2's scale.py. Writes COMPUTE_REPORT.csv, BANDWIDTH_REPORT.csv and
-// DETAILED_ACCESS_REPORT.csv into out_dir/<run_name>/ with SCALE-Sim's numbers (CALC mode; see
-// models/tpu/scalesim_compat.h and backends/tpu_emu/README.md "SCALE-Sim"). --native adds
+// DETAILED_ACCESS_REPORT.csv into out_dir/<run_name>/ with SCALE-Sim's numbers (CALC or USER mode;
+// see models/tpu/scalesim_compat.h and backends/tpu_emu/README.md "SCALE-Sim"). --native adds
 // NATIVE_REPORT.csv: the same layers through mimic's own fold model (models/tpu/dataflow.h).
 #include <fmt/format.h>
 
@@ -44,11 +44,6 @@ int run_scalesim(const std::string& config, const std::string& topology, const s
   if (input != "conv" && input != "gemm")
     throw InvalidArgument("scalesim: -i '" + input + "' is not conv or gemm");
   const scalesim::Config cfg = scalesim::read_config(config);
-  if (cfg.user_bandwidth)
-    throw UnsupportedOpError(
-        "scalesim: " + config +
-        ": InterfaceBandwidth USER is not reproduced (it needs SCALE-Sim's stalling "
-        "read-buffer simulation); set it to CALC");
   const std::vector<ss::Layer> layers = scalesim::read_topology(topology, input == "gemm");
   std::vector<ss::LayerReport> reps;
   for (const ss::Layer& l : layers) reps.push_back(ss::simulate_layer(cfg.arch, l));
@@ -82,7 +77,8 @@ Command add_scalesim_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "scalesim", "SCALE-Sim v2 drop-in: its reports (CALC mode) for a config and a topology");
+      "scalesim",
+      "SCALE-Sim v2 drop-in: its reports (CALC or USER mode) for a config and a topology");
   cmd->add_option("-c", a->config, "SCALE-Sim config file (.cfg)")->required();
   cmd->add_option("-t", a->topology, "Topology CSV (conv rows, or M,N,K rows with -i gemm)")
       ->required();

@@ -154,6 +154,11 @@ void read_user_bandwidths(const ConfigReader& r, const std::string& path, Config
                     "' is not a positive integer");
     c.bandwidths.push_back(v);
   }
+  if (c.bandwidths.empty())
+    throw IoError(where(path, e.line) + ": [architecture_presets] Bandwidth: '" + e.value +
+                  "' is not a positive integer");
+  // SCALE-Sim's USER mode gives all three buffers the first value.
+  c.arch.user_bandwidth = c.bandwidths[0];
 }
 
 const char* const kConvFields[] = {"Layer name",    "IFMAP Height", "IFMAP Width",

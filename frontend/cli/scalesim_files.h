@@ -5,8 +5,7 @@
 //
 // Errors are mimic::Error with a one-line message naming the file, line and field:
 // ErrorKind::io for unreadable or malformed files, invalid_argument for well-formed values that
-// SCALE-Sim cannot run (a dataflow other than os/ws/is, a zero array), unsupported_op for the
-// USER interface-bandwidth mode, which mimic does not reproduce.
+// SCALE-Sim cannot run (a dataflow other than os/ws/is, a zero array).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +23,8 @@ struct Config {
   std::string run_name;
   ss::ArchConfig arch;
   bool user_bandwidth = false;      // [run_presets] InterfaceBandwidth = USER
-  std::vector<int64_t> bandwidths;  // [architecture_presets] Bandwidth (read in USER mode only)
+  std::vector<int64_t> bandwidths;  // [architecture_presets] Bandwidth (read in USER mode only;
+                                    // arch.user_bandwidth is the first)
 };
 
 // `path` names the file in messages. Throws mimic::Error.

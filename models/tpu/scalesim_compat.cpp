@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "base/error.h"
+#include "models/tpu/scalesim_read_buffer.h"
 
 namespace mimic::models::tpu::scalesim {
 namespace {
@@ -312,19 +314,114 @@ void widen(Span& s, bool& seen, int64_t cycle) {
   s.stop = cycle;
 }
 
-// One demand row of a read operand: feeds the buffer; true when it held an address.
-bool read_row(const Operands& ops, const Block& b, int64_t y, int64_t cycle, ReadBuffer& buf) {
-  const auto [lo, hi] = data_cols(b, y);
-  bool any = false;
-  for (int64_t col = lo; col < hi; ++col) {
-    const int64_t addr = element(ops, b, y, col);
-    if (addr < 0) continue;
-    if (!any) buf.row(cycle);
-    any = true;
-    buf.access(addr, cycle);
+// Sizes this emulation holds in memory: a 4-byte stamp per ifmap and filter word, 24 bytes per
+// ofmap pixel (the ofmap is no larger than the ifmap); 2^26 words is a 4096x4096x4 ifmap.
+constexpr int64_t kMaxWords = int64_t{1} << 26;
+constexpr int64_t kMaxArraySide = int64_t{1} << 20;
+constexpr int64_t kMaxSramKb = int64_t{1} << 32;
+
+// How SCALE-Sim's USER-mode read buffer prefetches an operand (create_*_prefetch_mat of
+// systolic_compute_{os,ws,is}): per fold, a block of `block_rows` rows of `cols` entries (nulls
+// past `valid`), the folds stacked, then read along anti-diagonals where `diagonal` (the order of
+// skewed demand) or row by row. Entry (t, i) of a fold is the operand at (i, t) when `index_first`,
+// else at (t, i), i counting across folds.
+struct FetchLayout {
+  Operand op;
+  int64_t folds, block_rows, cols, valid;
+  bool diagonal, index_first;
+};
+
+FetchLayout fetch_layout(const ArchConfig& a, const Mapping& m, Operand op) {
+  const int64_t rf = ceil_div(m.sr, a.rows), cf = ceil_div(m.sc, a.cols), r = a.rows, c = a.cols;
+  const bool ifmap = op == Operand::ifmap;
+  switch (a.dataflow) {
+    case Dataflow::output_stationary:
+      return ifmap ? FetchLayout{op, rf, m.t, r, m.sr, true, true}
+                   : FetchLayout{op, cf, m.t, c, m.sc, true, false};
+    case Dataflow::weight_stationary:
+      return ifmap ? FetchLayout{op, rf, m.t, r, m.sr, true, false}
+                   : FetchLayout{op, cf, m.sr, c, m.sc, false, false};
+    case Dataflow::input_stationary:
+      break;
   }
-  return any;
+  return ifmap ? FetchLayout{op, cf, m.sr, c, m.sc, false, true}
+               : FetchLayout{op, rf, m.t, r, m.sr, true, true};
 }
+
+// The prefetch order of `f` as offsets from `base` (-1: null).
+std::vector<int32_t> fetch_order(const Operands& ops, const FetchLayout& f, int64_t base,
+                                 const std::string& layer) {
+  const int64_t rows = f.folds * f.block_rows;
+  if (rows > kMaxWords / f.cols)
+    throw InvalidArgument("scalesim: layer '" + layer + "': the USER-mode prefetch order has " +
+                          "more than 2^26 entries; too large for this emulation");
+  const auto at = [&](int64_t row, int64_t col) -> int32_t {
+    const int64_t t = row % f.block_rows, i = (row / f.block_rows) * f.cols + col;
+    if (i >= f.valid) return -1;
+    const int64_t x = f.index_first ? i : t, y = f.index_first ? t : i;
+    const int64_t addr = f.op == Operand::ifmap ? ops.ifmap(x, y) : ops.filter(x, y);
+    return addr < 0 ? -1 : static_cast<int32_t>(addr - base);
+  };
+  std::vector<int32_t> order;
+  order.reserve(static_cast<size_t>(rows * f.cols));
+  if (!f.diagonal) {
+    for (int64_t row = 0; row < rows; ++row)
+      for (int64_t col = 0; col < f.cols; ++col) order.push_back(at(row, col));
+    return order;
+  }
+  for (int64_t d = 0; d < rows + f.cols; ++d)
+    for (int64_t row = std::min(d, rows - 1); row >= std::max<int64_t>(0, d - f.cols + 1); --row)
+      order.push_back(at(row, d - row));
+  return order;
+}
+
+// One read operand's buffer: SCALE-Sim's estimate buffer (CALC) or its stalling one (USER).
+class ReadSide {
+ public:
+  ReadSide(const ArchConfig& a, const Operands& ops, const Mapping& m, Operand op, int64_t size_kb,
+           int64_t base, int64_t span, const std::string& layer)
+      : base_(base) {
+    const std::string what = op == Operand::ifmap ? "ifmap" : "filter";
+    if (a.user_bandwidth > 0)
+      user_.emplace(size_kb, a.user_bandwidth,
+                    fetch_order(ops, fetch_layout(a, m, op), base, layer), span, what, layer);
+    else
+      calc_.emplace(size_kb, base, span, what, layer);
+  }
+  // Serves demand row y of block b issued at `cycle`: returns the row's stall and widens the
+  // operand's SRAM span to the cycle the row is served.
+  int64_t serve(const Operands& ops, const Block& b, int64_t y, int64_t cycle, Span& sram,
+                bool& seen) {
+    row_.clear();
+    const auto [lo, hi] = data_cols(b, y);
+    for (int64_t col = lo; col < hi; ++col) {
+      const int64_t addr = element(ops, b, y, col);
+      if (addr >= 0) row_.push_back(static_cast<int32_t>(addr - base_));
+    }
+    int64_t stall = 0;
+    if (user_) {
+      stall = user_->serve(row_, cycle);
+    } else if (!row_.empty()) {
+      calc_->row(cycle);
+      for (int32_t o : row_) calc_->access(base_ + o, cycle);
+    }
+    if (!row_.empty()) widen(sram, seen, cycle + 1 + stall);
+    return stall;
+  }
+  void finish() {
+    if (calc_) calc_->finish();
+  }
+  int64_t reads() const { return user_ ? user_->reads() : calc_->reads(); }
+  Span dram() const {
+    return user_ ? Span{user_->dram_start(), user_->dram_stop()} : calc_->dram();
+  }
+
+ private:
+  int64_t base_;
+  std::optional<ReadBuffer> calc_;
+  std::optional<StallingReadBuffer> user_;
+  std::vector<int32_t> row_;
+};
 
 int64_t write_row_words(const Block& b, int64_t y) {
   const auto [lo, hi] = data_cols(b, y);
@@ -334,12 +431,6 @@ int64_t write_row_words(const Block& b, int64_t y) {
     n += (b.rows - 1 - (y - b.prefix - (b.skew ? col : 0))) < b.valid_rows;
   return n;
 }
-
-// Sizes this emulation holds in memory: a 4-byte stamp per ifmap and filter word, 24 bytes per
-// ofmap pixel (the ofmap is no larger than the ifmap); 2^26 words is a 4096x4096x4 ifmap.
-constexpr int64_t kMaxWords = int64_t{1} << 26;
-constexpr int64_t kMaxArraySide = int64_t{1} << 20;
-constexpr int64_t kMaxSramKb = int64_t{1} << 32;
 
 // a * b * c, saturated above kMaxWords.
 int64_t words(int64_t a, int64_t b, int64_t c = 1) {
@@ -395,10 +486,11 @@ FoldAverages replay(const ArchConfig& a, const Layer& l, const LayerGemm& g, con
                     LayerReport& rep) {
   const Operands ops(a, l, g);
   const int64_t row_folds = ceil_div(m.sr, a.rows), col_folds = ceil_div(m.sc, a.cols);
-  ReadBuffer ifmap_buf(a.ifmap_sram_kb, a.ifmap_offset, l.ifmap_h * l.ifmap_w * l.channels, "ifmap",
-                       l.name);
-  ReadBuffer filter_buf(a.filter_sram_kb, a.filter_offset, g.k * g.n, "filter", l.name);
-  WriteBuffer ofmap_buf(a.ofmap_sram_kb, a.cols);
+  ReadSide ifmap_buf(a, ops, m, Operand::ifmap, a.ifmap_sram_kb, a.ifmap_offset,
+                     l.ifmap_h * l.ifmap_w * l.channels, l.name);
+  ReadSide filter_buf(a, ops, m, Operand::filter, a.filter_sram_kb, a.filter_offset, g.k * g.n,
+                      l.name);
+  WriteBuffer ofmap_buf(a.ofmap_sram_kb, a.user_bandwidth > 0 ? a.user_bandwidth : a.cols);
   bool seen[3] = {false, false, false};
   std::vector<double> mapping_eff, compute_util;
   int64_t row = 0, stall = 0, last_out = 0;
@@ -413,13 +505,14 @@ FoldAverages replay(const ArchConfig& a, const Layer& l, const LayerGemm& g, con
                              static_cast<double>(a.rows * a.cols * m.util_cycles));
       for (int64_t y = 0; y < m.fold_rows; ++y, ++row) {
         const int64_t cycle = row + stall;
-        if (read_row(ops, b[0], y, cycle, ifmap_buf)) widen(rep.sram_ifmap, seen[0], cycle + 1);
-        if (read_row(ops, b[1], y, cycle, filter_buf)) widen(rep.sram_filter, seen[1], cycle + 1);
+        const int64_t ifmap_stall = ifmap_buf.serve(ops, b[0], y, cycle, rep.sram_ifmap, seen[0]);
+        const int64_t filter_stall =
+            filter_buf.serve(ops, b[1], y, cycle, rep.sram_filter, seen[1]);
         const int64_t words = write_row_words(b[2], y);
-        const int64_t offset = words > 0 ? ofmap_buf.write(words, cycle) : 0;
-        last_out = cycle + offset;
+        const int64_t ofmap_stall = words > 0 ? ofmap_buf.write(words, cycle) : 0;
+        last_out = cycle + ofmap_stall;
         if (words > 0) widen(rep.sram_ofmap, seen[2], last_out);
-        stall += offset;
+        stall += std::max({ifmap_stall, filter_stall, ofmap_stall});
       }
     }
   }

@@ -26,8 +26,12 @@
 //     it raises, emulated element count by element count;
 //   - the start/stop cycles of every SRAM and DRAM stream, including the negative DRAM start
 //     cycles of the first prefetch.
-// Not reproduced: the USER interface-bandwidth mode (SCALE-Sim's stalling read buffer); callers
-// refuse it. Layers where SCALE-Sim itself fails (a division by zero in its bandwidth estimate
+// In the USER interface-bandwidth mode (ArchConfig::user_bandwidth > 0) the ifmap and filter
+// buffers are SCALE-Sim's stalling read buffers instead (scalesim_read_buffer.h), fed in the
+// prefetch order of its create_*_prefetch_mat (the folds' blocks, read along anti-diagonals where
+// the demand is skewed), and the ofmap buffer drains `user_bandwidth` words per cycle: stalls are
+// the largest of the three buffers' per demand row, as SCALE-Sim adds them.
+// Layers where SCALE-Sim itself fails (a division by zero in its CALC-mode bandwidth estimate
 // when two prefetch epochs end in one cycle) raise an error naming the layer.
 #pragma once
 
@@ -39,12 +43,15 @@
 
 namespace mimic::models::tpu::scalesim {
 
-// [architecture_presets] of a SCALE-Sim config (CALC mode).
+// [architecture_presets] of a SCALE-Sim config, and its interface-bandwidth mode.
 struct ArchConfig {
   int64_t rows = 0, cols = 0;  // ArrayHeight, ArrayWidth
   int64_t ifmap_sram_kb = 0, filter_sram_kb = 0, ofmap_sram_kb = 0;
   int64_t ifmap_offset = 0, filter_offset = 10000000, ofmap_offset = 20000000;
   Dataflow dataflow = Dataflow::weight_stationary;
+  // InterfaceBandwidth USER: the first Bandwidth value (words per cycle, SCALE-Sim uses it for all
+  // three buffers); 0: CALC.
+  int64_t user_bandwidth = 0;
 };
 
 // One topology row (a GEMM M,N,K row is the conv M x K ifmap, 1 x K filter, N filters).

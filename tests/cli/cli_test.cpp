@@ -236,6 +236,19 @@ TEST(Cli, ScaleSimWritesSCALESimsGoldenReports) {
       "0, Conv1, 112283, 112284, 108994,\n");
 }
 
+// USER interface-bandwidth mode: SCALE-Sim's stalling read buffers, its reports byte for byte.
+TEST(Cli, ScaleSimUserModeWritesSCALESimsReports) {
+  const std::string data = std::string(MIMIC_SOURCE_DIR) + "/tests/data/scalesim/";
+  const std::string out = ::testing::TempDir() + "/scalesim_user_" + std::to_string(getpid());
+  Result r = mimic("scalesim -c " + data + "u816_os.cfg -t " + data +
+                   "test_mnk_input.csv -i gemm -p " + out);
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* f : {"COMPUTE_REPORT.csv", "BANDWIDTH_REPORT.csv", "DETAILED_ACCESS_REPORT.csv"})
+    EXPECT_EQ(read_all(out + "/u816_os/" + f),
+              read_all(data + "expected/test_mnk_input__u816_os/" + f))
+        << f;
+}
+
 TEST(Cli, ScaleSimBadInputs) {
   const std::string topo = std::string(MIMIC_SOURCE_DIR) + "/tests/data/scalesim/test.csv";
   struct Case {
@@ -247,9 +260,15 @@ TEST(Cli, ScaleSimBadInputs) {
       {"scalesim -c /nonexistent.cfg -t " + topo, 6, "cannot read '/nonexistent.cfg'"},
       {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : rs") + " -t " + topo, 2,
        "Dataflow: 'rs' is not os"},
-      {"scalesim -c " + scalesim_cfg("InterfaceBandwidth: CALC", "InterfaceBandwidth: USER") +
+      {"scalesim -c " +
+           write_temp("user.cfg",
+                      [] {
+                        std::string cfg = read_all(std::string(MIMIC_SOURCE_DIR) +
+                                                   "/tests/data/scalesim/u816_os.cfg");
+                        return cfg.replace(cfg.find("Bandwidth : 4"), 13, "Bandwidth : four");
+                      }()) +
            " -t " + topo,
-       3, "InterfaceBandwidth USER is not reproduced"},
+       6, "Bandwidth: 'four' is not a positive integer"},
       {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : os") + " -t " + topo + " -i mnk",
        2, "-i 'mnk' is not conv or gemm"},
       {"scalesim -c " + scalesim_cfg("Dataflow : os", "Dataflow : os") + " -t " +

@@ -101,6 +101,9 @@ TEST(ScaleSim, ReportsMatchSCALESimRunsByteForByte) {
     cases.push_back({"test", "t816_" + df, "t816_" + df + ".cfg", d, false});
     cases.push_back({"test_mnk_input", "t816_" + df, "t816_" + df + ".cfg", d, true});
     cases.push_back({"mixed", "t168_" + df, "t168_" + df + ".cfg", d, false});
+    // USER interface-bandwidth mode: the stalling read buffers, 4 words per cycle.
+    cases.push_back({"mixed", "u816_" + df, "u816_" + df + ".cfg", d, false});
+    cases.push_back({"test_mnk_input", "u816_" + df, "u816_" + df + ".cfg", d, true});
   }
   for (const RefCase& c : cases) {
     files::Config cfg = files::read_config(kData + c.config);
@@ -125,6 +128,25 @@ TEST(ScaleSim, GemmTotalsFromSCALESim) {
   EXPECT_EQ(ss::simulate_layer(arch32(Dataflow::input_stationary), gemm).total_cycles, 5055);
   // os: 4 x 2 folds of (K + R + C - 2) rows, minus one.
   EXPECT_EQ(2543, 8 * (256 + 62) - 1);
+}
+
+// The same GEMM in USER mode on an 8x16 array with 1-2 kB SRAMs and 4 words per cycle: SCALE-Sim's
+// stalling read buffers refetch what the small active halves dropped (expected/*__u816_*).
+TEST(ScaleSim, UserModeStallsFromSCALESim) {
+  const ss::Layer gemm{"Test 1", 128, 256, 1, 256, 1, 64, 1, 1};
+  const std::pair<const char*, std::pair<int64_t, int64_t>> runs[] = {
+      {"os", {262156, 244365}}, {"ws", {115929, 95706}}, {"is", {826265, 802202}}};
+  for (const auto& [df, expected] : runs) {
+    const files::Config cfg = files::read_config(kData + "u816_" + df + ".cfg");
+    ASSERT_EQ(cfg.arch.user_bandwidth, 4);
+    const ss::LayerReport r = ss::simulate_layer(cfg.arch, gemm);
+    EXPECT_EQ(r.total_cycles, expected.first) << df;
+    EXPECT_EQ(r.stall_cycles, expected.second) << df;
+    // Without the stalls the run is as long as in CALC mode with the same array.
+    ss::ArchConfig calc = cfg.arch;
+    calc.user_bandwidth = 0;
+    EXPECT_EQ(r.total_cycles - r.stall_cycles, ss::simulate_layer(calc, gemm).total_cycles) << df;
+  }
 }
 
 TEST(ScaleSim, PythonSumIsNeumaierCompensated) {
@@ -216,12 +238,21 @@ TEST(ScaleSimFiles, BadConfigsNameFileLineAndField) {
                "s.cfg:18: [run_presets] InterfaceBandwidth: 'FAST' is not USER or CALC");
   expect_error(with("[general]", "general"), ErrorKind::io,
                "s.cfg:1: expected 'key = value' or '[section]'");
-  const files::Config user =
-      files::parse_config(good.replace(good.find("CALC"), 4, "USER")
-                              .replace(good.find("Bandwidth : 10"), 14, "Bandwidth : 10, 20"),
-                          "s.cfg");
+  std::string user_cfg = good;
+  user_cfg.replace(user_cfg.find("CALC"), 4, "USER");
+  const auto user_with = [&](const std::string& bandwidth) {
+    std::string s = user_cfg;
+    s.replace(s.find("Bandwidth : 10"), 14, "Bandwidth : " + bandwidth);
+    return s;
+  };
+  const files::Config user = files::parse_config(user_with("10, 20"), "s.cfg");
   EXPECT_TRUE(user.user_bandwidth);
   EXPECT_EQ(user.bandwidths, (std::vector<int64_t>{10, 20}));
+  EXPECT_EQ(user.arch.user_bandwidth, 10);  // SCALE-Sim gives every buffer the first value
+  expect_error([&] { files::parse_config(user_with("0"), "s.cfg"); }, ErrorKind::io,
+               "s.cfg:13: [architecture_presets] Bandwidth: '0' is not a positive integer");
+  expect_error([&] { files::parse_config(user_with(""), "s.cfg"); }, ErrorKind::io,
+               "s.cfg:13: [architecture_presets] Bandwidth: '' is not a positive integer");
 }
 
 TEST(ScaleSim, ZeroSizedAndHugeInputsAreRefused) {
