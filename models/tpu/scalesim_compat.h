@@ -1,7 +1,7 @@
 // SCALE-Sim v2 compatibility model: the numbers SCALE-Sim v2 (Samajdar et al., ISPASS 2020;
 // github.com/scalesim-project/scale-sim-v2) reports for one convolution or GEMM layer on one
-// systolic array, in its CALC interface-bandwidth mode, computed without building its operand,
-// demand and trace matrices.
+// systolic array, in its CALC and USER interface-bandwidth modes, computed without building its
+// operand, demand and trace matrices.
 //
 // What is reproduced, cycle for cycle and count for count (the semantics of SCALE-Sim's
 // operand_matrix, systolic_compute_{os,ws,is}, double_buffered_scratchpad, the estimate-bandwidth
