@@ -1,8 +1,10 @@
 #include "models/tpu/scalesim_compat.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -348,13 +350,13 @@ FetchLayout fetch_layout(const ArchConfig& a, const Mapping& m, Operand op) {
                : FetchLayout{op, rf, m.t, r, m.sr, true, true};
 }
 
-// The prefetch order of `f` as offsets from `base` (-1: null).
-std::vector<int32_t> fetch_order(const Operands& ops, const FetchLayout& f, int64_t base,
-                                 const std::string& layer) {
+// Non-null entries of the prefetch order a USER-mode buffer holds in memory (4 bytes each): 1 GiB.
+constexpr int64_t kMaxFetchWords = int64_t{1} << 28;
+
+// Calls `visit` on every entry of `f`'s prefetch order, in order: an offset from `base` or -1.
+void for_each_fetch(const Operands& ops, const FetchLayout& f, int64_t base,
+                    const std::function<void(int32_t)>& visit) {
   const int64_t rows = f.folds * f.block_rows;
-  if (rows > kMaxWords / f.cols)
-    throw InvalidArgument("scalesim: layer '" + layer + "': the USER-mode prefetch order has " +
-                          "more than 2^26 entries; too large for this emulation");
   const auto at = [&](int64_t row, int64_t col) -> int32_t {
     const int64_t t = row % f.block_rows, i = (row / f.block_rows) * f.cols + col;
     if (i >= f.valid) return -1;
@@ -362,17 +364,32 @@ std::vector<int32_t> fetch_order(const Operands& ops, const FetchLayout& f, int6
     const int64_t addr = f.op == Operand::ifmap ? ops.ifmap(x, y) : ops.filter(x, y);
     return addr < 0 ? -1 : static_cast<int32_t>(addr - base);
   };
-  std::vector<int32_t> order;
-  order.reserve(static_cast<size_t>(rows * f.cols));
   if (!f.diagonal) {
     for (int64_t row = 0; row < rows; ++row)
-      for (int64_t col = 0; col < f.cols; ++col) order.push_back(at(row, col));
-    return order;
+      for (int64_t col = 0; col < f.cols; ++col) visit(at(row, col));
+    return;
   }
   for (int64_t d = 0; d < rows + f.cols; ++d)
     for (int64_t row = std::min(d, rows - 1); row >= std::max<int64_t>(0, d - f.cols + 1); --row)
-      order.push_back(at(row, d - row));
-  return order;
+      visit(at(row, d - row));
+}
+
+// A USER-mode read buffer fed `op`'s prefetch order.
+StallingReadBuffer stalling_buffer(const ArchConfig& a, const Operands& ops, const Mapping& m,
+                                   Operand op, int64_t size_kb, int64_t base, int64_t span,
+                                   const std::string& layer) {
+  const FetchLayout f = fetch_layout(a, m, op);
+  const std::string what = op == Operand::ifmap ? "ifmap" : "filter";
+  // Nulls (padding) are visited but not stored: the stored words are at most the operand's.
+  const __int128 entries = static_cast<__int128>(f.folds) * f.block_rows * f.cols;
+  if (static_cast<__int128>(f.valid) * f.block_rows > kMaxFetchWords || entries > INT64_MAX / 2)
+    throw InvalidArgument("scalesim: layer '" + layer + "': the USER-mode " + what +
+                          " read buffer would hold more than 2^28 words; too large for this "
+                          "emulation");
+  return StallingReadBuffer(
+      size_kb, a.user_bandwidth,
+      [&](const std::function<void(int32_t)>& visit) { for_each_fetch(ops, f, base, visit); },
+      static_cast<int64_t>(entries), span, what, layer);
 }
 
 // One read operand's buffer: SCALE-Sim's estimate buffer (CALC) or its stalling one (USER).
@@ -381,12 +398,10 @@ class ReadSide {
   ReadSide(const ArchConfig& a, const Operands& ops, const Mapping& m, Operand op, int64_t size_kb,
            int64_t base, int64_t span, const std::string& layer)
       : base_(base) {
-    const std::string what = op == Operand::ifmap ? "ifmap" : "filter";
     if (a.user_bandwidth > 0)
-      user_.emplace(size_kb, a.user_bandwidth,
-                    fetch_order(ops, fetch_layout(a, m, op), base, layer), span, what, layer);
+      user_.emplace(stalling_buffer(a, ops, m, op, size_kb, base, span, layer));
     else
-      calc_.emplace(size_kb, base, span, what, layer);
+      calc_.emplace(size_kb, base, span, op == Operand::ifmap ? "ifmap" : "filter", layer);
   }
   // Serves demand row y of block b issued at `cycle`: returns the row's stall and widens the
   // operand's SRAM span to the cycle the row is served.

@@ -14,9 +14,9 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 }  // namespace
 
-StallingReadBuffer::StallingReadBuffer(int64_t size_kb, int64_t bandwidth,
-                                       const std::vector<int32_t>& fetch, int64_t span,
-                                       std::string what, std::string layer)
+StallingReadBuffer::StallingReadBuffer(int64_t size_kb, int64_t bandwidth, const FetchOrder& fetch,
+                                       int64_t entries, int64_t span, std::string what,
+                                       std::string layer)
     : bandwidth_(bandwidth), what_(std::move(what)), layer_(std::move(layer)) {
   const int64_t words = size_kb * 1024;
   active_words_ = (words + 1) / 2;  // ceil(words * 0.5): SCALE-Sim's active fraction
@@ -26,28 +26,28 @@ StallingReadBuffer::StallingReadBuffer(int64_t size_kb, int64_t bandwidth,
   std::vector<int32_t> last_set(static_cast<size_t>(span), -1);
   first_.assign(static_cast<size_t>(span) + 1, 0);
   int64_t non_null = 0;
-  for (int32_t o : fetch) {
-    if (o < 0) continue;
+  fetch([&](int32_t o) {
+    if (o < 0) return;
     const auto set = static_cast<int32_t>(non_null++ / set_words);
     if (last_set[o] != set) ++first_[o + 1];
     last_set[o] = set;
-  }
+  });
   for (size_t o = 0; o < static_cast<size_t>(span); ++o) first_[o + 1] += first_[o];
   sets_.resize(static_cast<size_t>(first_.back()));
-  std::vector<int64_t> fill(first_.begin(), first_.end() - 1);
+  std::vector<uint32_t> fill(first_.begin(), first_.end() - 1);
   std::fill(last_set.begin(), last_set.end(), -1);
   non_null = 0;
-  for (int32_t o : fetch) {
-    if (o < 0) continue;
+  fetch([&](int32_t o) {
+    if (o < 0) return;
     const auto set = static_cast<int32_t>(non_null++ / set_words);
     if (last_set[o] != set) sets_[fill[o]++] = set;
     last_set[o] = set;
-  }
+  });
   // A last set that is still open (possibly empty) counts as one.
   num_sets_ = non_null / set_words + 1;
   active_sets_ = std::min(ceil_div(active_words_, set_words), num_sets_);
   prefetch_sets_ = std::min(ceil_div(prefetch_words_, set_words), num_sets_ - active_sets_);
-  request_lines_ = ceil_div(static_cast<int64_t>(fetch.size()), bandwidth_);
+  request_lines_ = ceil_div(entries, bandwidth_);
   // The active half is filled before cycle 0: its request lines end one cycle before it and are
   // answered one cycle later.
   const int64_t lines = std::min(ceil_div(active_words_, bandwidth_), request_lines_);

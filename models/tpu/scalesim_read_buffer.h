@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,13 @@ namespace mimic::models::tpu::scalesim {
 
 class StallingReadBuffer {
  public:
-  // `fetch`: the prefetch order as offsets from the operand's base address (-1: a null entry);
-  // `span`: one more than the largest offset; `what`/`layer` name it in errors.
-  StallingReadBuffer(int64_t size_kb, int64_t bandwidth, const std::vector<int32_t>& fetch,
+  // Calls its argument on every entry of the prefetch order, in order: an offset from the
+  // operand's base address, or -1 for a null entry. Called twice.
+  using FetchOrder = std::function<void(const std::function<void(int32_t)>&)>;
+
+  // `entries`: the length of the prefetch order; `span`: one more than the largest offset;
+  // `what`/`layer` name it in errors.
+  StallingReadBuffer(int64_t size_kb, int64_t bandwidth, const FetchOrder& fetch, int64_t entries,
                      int64_t span, std::string what, std::string layer);
 
   // Serves one demand row issued at `cycle` (offsets from the base, no nulls); returns the cycles
@@ -45,7 +50,7 @@ class StallingReadBuffer {
   int64_t bandwidth_, active_words_, prefetch_words_;
   std::string what_, layer_;
   // The sets that hold each offset, ascending: sets_[first_[o] .. first_[o + 1]).
-  std::vector<int64_t> first_;
+  std::vector<uint32_t> first_;  // indexes below 2^28 (scalesim_compat.cpp bounds the words)
   std::vector<int32_t> sets_;
   int64_t num_sets_ = 0, active_sets_ = 0, prefetch_sets_ = 0, request_lines_ = 0;
   int64_t window_start_ = 0, window_end_ = 0;

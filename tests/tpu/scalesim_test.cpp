@@ -264,6 +264,12 @@ TEST(ScaleSim, ZeroSizedAndHugeInputsAreRefused) {
   expect_error([&] { ss::simulate_layer(arch32(Dataflow::weight_stationary), huge); },
                mimic::ErrorKind::invalid_argument,
                "layer 'big': ifmap or filter has more than 2^26 words");
+  // USER mode stores its prefetch order: 63,984,004 pixels x 9 window words is over 2^28.
+  ss::ArchConfig user = arch32(Dataflow::output_stationary);
+  user.user_bandwidth = 10;
+  const ss::Layer wide{"wide", 8000, 8000, 3, 3, 1, 1, 1, 1};
+  expect_error([&] { ss::simulate_layer(user, wide); }, mimic::ErrorKind::invalid_argument,
+               "layer 'wide': the USER-mode ifmap read buffer would hold more than 2^28 words");
 }
 
 }  // namespace
