@@ -1,8 +1,8 @@
 #include "models/tpu/scalesim_compat.h"
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <optional>
