@@ -350,8 +350,10 @@ FetchLayout fetch_layout(const ArchConfig& a, const Mapping& m, Operand op) {
                : FetchLayout{op, rf, m.t, r, m.sr, true, true};
 }
 
-// Non-null entries of the prefetch order a USER-mode buffer holds in memory (4 bytes each): 1 GiB.
+// Non-null entries of the prefetch order a USER-mode buffer holds in memory (4 bytes each): 1 GiB;
+// entries it visits, nulls included (twice, a few nanoseconds each).
 constexpr int64_t kMaxFetchWords = int64_t{1} << 28;
+constexpr int64_t kMaxFetchEntries = int64_t{1} << 32;
 
 // Calls `visit` on every entry of `f`'s prefetch order, in order: an offset from `base` or -1.
 void for_each_fetch(const Operands& ops, const FetchLayout& f, int64_t base,
@@ -379,17 +381,29 @@ StallingReadBuffer stalling_buffer(const ArchConfig& a, const Operands& ops, con
                                    Operand op, int64_t size_kb, int64_t base, int64_t span,
                                    const std::string& layer) {
   const FetchLayout f = fetch_layout(a, m, op);
-  const std::string what = op == Operand::ifmap ? "ifmap" : "filter";
-  // Nulls (padding) are visited but not stored: the stored words are at most the operand's.
-  const __int128 entries = static_cast<__int128>(f.folds) * f.block_rows * f.cols;
-  if (static_cast<__int128>(f.valid) * f.block_rows > kMaxFetchWords || entries > INT64_MAX / 2)
-    throw InvalidArgument("scalesim: layer '" + layer + "': the USER-mode " + what +
-                          " read buffer would hold more than 2^28 words; too large for this "
-                          "emulation");
   return StallingReadBuffer(
       size_kb, a.user_bandwidth,
       [&](const std::function<void(int32_t)>& visit) { for_each_fetch(ops, f, base, visit); },
-      static_cast<int64_t>(entries), span, what, layer);
+      f.folds * f.block_rows * f.cols, span, op == Operand::ifmap ? "ifmap" : "filter", layer);
+}
+
+// Refuses a USER-mode layer whose read buffers this emulation cannot hold, before anything is
+// allocated. Nulls (padding) are visited but not stored: the stored words are at most the
+// operand's.
+void check_user_mode(const ArchConfig& a, const Layer& l, const Mapping& m) {
+  for (Operand op : {Operand::ifmap, Operand::filter}) {
+    const FetchLayout f = fetch_layout(a, m, op);
+    const std::string at = "scalesim: layer '" + l.name + "': the USER-mode " +
+                           (op == Operand::ifmap ? "ifmap" : "filter");
+    if (static_cast<__int128>(f.valid) * f.block_rows > kMaxFetchWords)
+      throw InvalidArgument(at +
+                            " read buffer would hold more than 2^28 words; too large for "
+                            "this emulation");
+    if (static_cast<__int128>(f.folds) * f.block_rows * f.cols > kMaxFetchEntries)
+      throw InvalidArgument(at +
+                            " prefetch order, padded to the array's width, has more than "
+                            "2^32 entries; too large for this emulation");
+  }
 }
 
 // One read operand's buffer: SCALE-Sim's estimate buffer (CALC) or its stalling one (USER).
@@ -600,6 +614,7 @@ LayerReport simulate_layer(const ArchConfig& a, const Layer& l) {
   check(a, l);
   const LayerGemm g = layer_gemm(l);
   const Mapping m = mapping(a, g);
+  if (a.user_bandwidth > 0) check_user_mode(a, l, m);
   LayerReport rep;
   const FoldAverages avg = replay(a, l, g, m, rep);
   sram_counts(a, m, rep);

@@ -270,6 +270,12 @@ TEST(ScaleSim, ZeroSizedAndHugeInputsAreRefused) {
   const ss::Layer wide{"wide", 8000, 8000, 3, 3, 1, 1, 1, 1};
   expect_error([&] { ss::simulate_layer(user, wide); }, mimic::ErrorKind::invalid_argument,
                "layer 'wide': the USER-mode ifmap read buffer would hold more than 2^28 words");
+  // A tiny layer on a 2^20-wide array: its filter prefetch order is mostly padding.
+  user.cols = int64_t{1} << 20;
+  const ss::Layer tiny{"tiny", 64, 64, 64, 64, 2, 1, 1, 1};  // K = 8192: 2^33 entries
+  expect_error([&] { ss::simulate_layer(user, tiny); }, mimic::ErrorKind::invalid_argument,
+               "layer 'tiny': the USER-mode filter prefetch order, padded to the array's width, "
+               "has more than 2^32 entries");
 }
 
 }  // namespace
