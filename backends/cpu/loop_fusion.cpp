@@ -116,29 +116,32 @@ void store(const float* r, ir::HostTensor& out, int64_t offset, int64_t n) {
   }
 }
 
-// o = op(a) over n elements for the transcendental functions, vectorized as XLA computes them
-// (Eigen's packet exp, logistic and tanh, and XLA's rational erf): within a few ulp of the C
-// library's scalar functions the reference kernels call (base/activations.h's formulas). False
-// for other ops.
+// o = op(a) over n <= kBlock elements for the transcendental functions, vectorized as XLA
+// computes them (Eigen's packet exp, logistic and tanh, and XLA's rational erf): within a few ulp
+// of the C library's scalar functions the reference kernels call (base/activations.h's formulas).
+// False for other ops. Eigen computes the elements of an unaligned span before its first aligned
+// packet and after its last whole one with the scalar C function, so where a block happened to lie
+// in memory would change its result by an ulp and a run would not repeat bit for bit; every element
+// goes through the packet function instead, in an aligned buffer padded to whole packets.
 bool vectorized(OpType op, float* o, const float* a, int64_t n) {
-  Eigen::Map<Eigen::ArrayXf> y(o, n);
-  Eigen::Map<const Eigen::ArrayXf> x(a, n);
-  switch (op) {
-    case OpType::Exp:
-      y = x.exp();
-      return true;
-    case OpType::Erf:
-      y = x.erf();
-      return true;
-    case OpType::Sigmoid:
-      y = x.logistic();
-      return true;
-    case OpType::Tanh:
-      y = x.tanh();
-      return true;
-    default:
-      return false;
-  }
+  if (op != OpType::Exp && op != OpType::Erf && op != OpType::Sigmoid && op != OpType::Tanh)
+    return false;
+  constexpr int64_t kWidest = 16;  // floats in the widest packet (AVX-512)
+  alignas(64) float buffer[kBlock + kWidest];
+  const int64_t padded = (n + kWidest - 1) / kWidest * kWidest;
+  std::copy(a, a + n, buffer);
+  std::fill(buffer + n, buffer + padded, 0.0f);
+  Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64> x(buffer, padded);
+  if (op == OpType::Exp)
+    x = x.exp();
+  else if (op == OpType::Erf)
+    x = x.erf();
+  else if (op == OpType::Sigmoid)
+    x = x.logistic();
+  else
+    x = x.tanh();
+  std::copy(buffer, buffer + n, o);
+  return true;
 }
 
 // o = op(a, b, c) over n elements; booleans are 0 and 1.
