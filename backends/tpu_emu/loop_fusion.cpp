@@ -72,7 +72,16 @@ class LoopFusionPlanner {
 class SiblingPlanner {
  public:
   SiblingPlanner(const ir::Graph& g, const FusionPlan& plan, const std::vector<bool>& kept)
-      : g_(g), plan_(plan), kept_(kept), seen_(g.num_nodes(), {-1, -1}) {}
+      : g_(g), plan_(plan), kept_(kept), fusion_(g.num_nodes()), seen_(g.num_nodes(), -1) {
+    for (int i = 0; i < g.num_nodes(); ++i) fusion_[i] = i;
+    // A kept value joins its producer and its readers in one loop fusion.
+    for (int i = 0; i < g.num_nodes(); ++i)
+      for (ir::ValueId v : g.node(i).inputs)
+        if (v != ir::kNoValue && g.value(v).producer >= 0 && this->kept(v))
+          fusion_[find(i)] = find(g.value(v).producer);
+    members_.resize(g.num_nodes());
+    for (int i = 0; i < g.num_nodes(); ++i) members_[find(i)].push_back(i);
+  }
 
   std::vector<std::vector<ir::ValueId>> run() {
     std::vector<std::vector<int>> readers(g_.num_values());
@@ -88,8 +97,7 @@ class SiblingPlanner {
       for (int r : readers[v]) {
         auto fits = [&](const std::vector<int>& group) {
           if (g_.node(group.front()).phase != g_.node(r).phase) return false;
-          return std::none_of(group.begin(), group.end(),
-                              [&](int a) { return reaches_through_hbm(a, r); });
+          return std::none_of(group.begin(), group.end(), [&](int a) { return dependent(a, r); });
         };
         auto it = std::find_if(groups.begin(), groups.end(), fits);
         if (it == groups.end()) {
@@ -107,6 +115,11 @@ class SiblingPlanner {
   }
 
  private:
+  int find(int i) {
+    while (fusion_[i] != i) i = fusion_[i] = fusion_[fusion_[i]];
+    return i;
+  }
+
   bool is_loop(int i) const {
     const ir::Node& n = g_.node(i);
     return plan_.group_of[i] < 0 && !is_folded(g_, n) &&
@@ -136,23 +149,29 @@ class SiblingPlanner {
     return static_cast<size_t>(s) < kept_.size() && kept_[s];
   }
 
-  // Whether node `to` depends on node `from` through a value in HBM (from < to: nodes are in
-  // topological order, so a path runs through nodes between them only). A path through values
-  // kept on chip alone makes them one loop fusion, which reads each operand once.
-  bool reaches_through_hbm(int from, int to) {
+  // Whether the loop fusions of nodes a and b (a < b) cannot be one multi-output fusion: they are
+  // different fusions and one depends on the other (a path between them runs through HBM). One
+  // loop fusion reads each operand once: (x - mean) * x streams x once.
+  bool dependent(int a, int b) {
+    const int fa = find(a), fb = find(b);
+    return fa != fb && (reaches(fa, fb) || reaches(fb, fa));
+  }
+
+  // Whether a node of fusion `to` depends on a node of fusion `from` (walking back from `to`'s
+  // nodes; nodes are in topological order, so the path runs through nodes after from's first).
+  bool reaches(int from, int to) {
     ++query_;
-    std::vector<std::pair<int, bool>> stack{{to, false}};
+    const int first = members_[from].front();
+    std::vector<int> stack(members_[to].begin(), members_[to].end());
     while (!stack.empty()) {
-      auto [i, through_hbm] = stack.back();
+      const int i = stack.back();
       stack.pop_back();
       for (ir::ValueId v : g_.node(i).inputs) {
-        if (v == ir::kNoValue) continue;
-        const int p = g_.value(v).producer;
-        const bool hbm = through_hbm || !kept(v);
-        if (p == from && hbm) return true;
-        if (p <= from || seen_[p][hbm ? 1 : 0] == query_) continue;
-        seen_[p][hbm ? 1 : 0] = query_;
-        stack.push_back({p, hbm});
+        const int p = v == ir::kNoValue ? -1 : g_.value(v).producer;
+        if (p < first || seen_[p] == query_) continue;
+        if (find(p) == from) return true;
+        seen_[p] = query_;
+        stack.push_back(p);
       }
     }
     return false;
@@ -160,6 +179,64 @@ class SiblingPlanner {
 
   const ir::Graph& g_;
   const FusionPlan& plan_;
+  const std::vector<bool>& kept_;
+  std::vector<int> fusion_;                // union-find over nodes: their loop fusion
+  std::vector<std::vector<int>> members_;  // per fusion root, its nodes in order
+  std::vector<int> seen_;                  // per node: the query that saw it
+  int query_ = 0;
+};
+
+// Finds, per node, the kept values it reads after a fusion barrier that depends on them.
+class LateReadFinder {
+ public:
+  LateReadFinder(const ir::Graph& g, const std::vector<bool>& kept)
+      : g_(g), kept_(kept), seen_(g.num_nodes(), {-1, -1}) {}
+
+  std::vector<std::vector<ir::ValueId>> run() {
+    std::vector<std::vector<ir::ValueId>> late(g_.num_nodes());
+    for (int r = 0; r < g_.num_nodes(); ++r)
+      for (ir::ValueId v : g_.node(r).inputs)
+        if (v != ir::kNoValue && static_cast<size_t>(v) < kept_.size() && kept_[v] &&
+            std::find(late[r].begin(), late[r].end(), v) == late[r].end() &&
+            reads_after_barrier(v, r))
+          late[r].push_back(v);
+    return late;
+  }
+
+ private:
+  // A node a loop fusion cannot run through: anything but an elementwise op, a broadcast or a view.
+  bool barrier(int i) const {
+    const ir::Node& n = g_.node(i);
+    return !is_loop_elementwise(n) && n.op != OpType::Expand && !ir::is_view_op(n.op);
+  }
+
+  // Whether node r depends on v through a barrier (walking back from r; nodes are in topological
+  // order, so the path runs through nodes after v's producer only).
+  bool reads_after_barrier(ir::ValueId v, int r) {
+    ++query_;
+    const int p = g_.value(v).producer;
+    std::vector<std::pair<int, bool>> stack{{r, false}};
+    while (!stack.empty()) {
+      auto [i, crossed] = stack.back();
+      stack.pop_back();
+      for (ir::ValueId u : g_.node(i).inputs) {
+        if (u == ir::kNoValue) continue;
+        if (u == v) {
+          if (crossed) return true;
+          continue;
+        }
+        const int q = g_.value(u).producer;
+        if (q <= p) continue;
+        const bool c = crossed || barrier(q);
+        if (seen_[q][c ? 1 : 0] == query_) continue;
+        seen_[q][c ? 1 : 0] = query_;
+        stack.push_back({q, c});
+      }
+    }
+    return false;
+  }
+
+  const ir::Graph& g_;
   const std::vector<bool>& kept_;
   std::vector<std::array<int, 2>> seen_;  // per node and path kind: the query that saw it
   int query_ = 0;
@@ -174,6 +251,34 @@ std::vector<bool> plan_loop_fusion(const ir::Graph& g, const FusionPlan& plan) {
 std::vector<std::vector<ir::ValueId>> plan_sibling_reads(const ir::Graph& g, const FusionPlan& plan,
                                                          const std::vector<bool>& kept_on_chip) {
   return SiblingPlanner(g, plan, kept_on_chip).run();
+}
+
+std::vector<std::vector<ir::ValueId>> plan_late_reads(const ir::Graph& g,
+                                                      const std::vector<bool>& kept_on_chip) {
+  return LateReadFinder(g, kept_on_chip).run();
+}
+
+std::vector<std::vector<ir::ValueId>> write_back_late_reads(const ir::Graph& g,
+                                                            std::vector<bool>& kept_on_chip,
+                                                            int* written) {
+  std::vector<std::vector<ir::ValueId>> late = plan_late_reads(g, kept_on_chip);
+  std::vector<bool> late_read(g.num_values(), false);
+  for (const auto& reads : late)
+    for (ir::ValueId v : reads) late_read[v] = true;
+  std::vector<std::vector<ir::ValueId>> on_chip(g.num_nodes());
+  *written = 0;
+  for (ir::ValueId v = 0; v < g.num_values(); ++v) {
+    if (!late_read[v]) continue;
+    kept_on_chip[v] = false;
+    ++*written;
+  }
+  for (int r = 0; r < g.num_nodes(); ++r)
+    for (ir::ValueId v : g.node(r).inputs)
+      if (v != ir::kNoValue && late_read[v] &&
+          std::find(late[r].begin(), late[r].end(), v) == late[r].end() &&
+          std::find(on_chip[r].begin(), on_chip[r].end(), v) == on_chip[r].end())
+        on_chip[r].push_back(v);
+  return on_chip;
 }
 
 }  // namespace mimic::backends::tpu_emu

@@ -14,11 +14,12 @@
 // rematerialize.h does); the fused tiles take no VMEM (XLA keeps them in vector registers). Values
 // saved by the forward pass for the backward pass, graph outputs and the inputs and outputs of
 // matrix-unit fusions stay in HBM.
-// Known undercount: a kept value whose reader runs after a reduction of that value stays "on chip"
-// across the reduction, where no vector memory could hold it and XLA would fuse its producer into
-// the reader again, re-reading the producer's inputs. So (x - mean) * rstd after a variance of
-// (x - mean)^2 reads x twice, not three times (tpu-emu:v4 ResNet-50 training: one read of every
-// BatchNorm input fewer in the forward pass, and one in the gradient, than XLA's fusions).
+// A kept value read after a reduction of it (a normalization after its variance) is not held
+// across the reduction: XLA fuses a cheap producer into the late reader again, which reads the
+// producer's inputs again (rematerialize.h makes that copy), and writes the value to HBM for the
+// late reader otherwise (write_back_late_reads). So (x - mean) * rstd after a two-pass variance of
+// x - mean reads x three times, as XLA's fusions do; a training BatchNorm on a TPU device takes
+// the one-pass variance XLA computes (train_graph.h), which reads x twice.
 #pragma once
 
 #include <vector>
@@ -53,5 +54,23 @@ std::vector<bool> plan_loop_fusion(const ir::Graph& g, const FusionPlan& plan);
 // HBM at all).
 std::vector<std::vector<ir::ValueId>> plan_sibling_reads(const ir::Graph& g, const FusionPlan& plan,
                                                          const std::vector<bool>& kept_on_chip);
+
+// Per node of `g`: the values kept on chip (`kept_on_chip`) that it reads after a fusion barrier
+// (a reduction, a matrix-unit op, a copy) that depends on them, as (x - mean) * rstd reads x - mean
+// after the variance's reduction of it. No loop holds such a value across the barrier: XLA fuses
+// its producer into the reader again, which reads the producer's inputs again, when the producer
+// is cheap to duplicate (rematerialize.h), and writes it to HBM otherwise.
+std::vector<std::vector<ir::ValueId>> plan_late_reads(const ir::Graph& g,
+                                                      const std::vector<bool>& kept_on_chip);
+
+// The late reads left once rematerialize.h duplicated the cheap producers: the value is written to
+// HBM by the loop that computes it and read back by its late readers, while its other readers take
+// it from that loop's tiles, as XLA's producer-consumer multi-output fusion writes a relu gradient
+// beside the batch-norm gradient's sums that read it. Clears those values in `kept_on_chip`,
+// counts them in `*written`, and returns per node the values it reads on chip that way (for
+// plan_sibling_reads' result).
+std::vector<std::vector<ir::ValueId>> write_back_late_reads(const ir::Graph& g,
+                                                            std::vector<bool>& kept_on_chip,
+                                                            int* written);
 
 }  // namespace mimic::backends::tpu_emu

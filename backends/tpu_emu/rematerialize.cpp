@@ -109,15 +109,110 @@ class Planner {
   std::vector<uint8_t> known_;
 };
 
-// Copies g node by node; backward readers of a recomputed value read its backward copy.
+// Which late reads (loop_fusion.h's plan_late_reads) XLA serves by fusing a copy of the value's
+// producer into the reader. Its InstructionFusion (xla/service/instruction_fusion.cc) duplicates a
+// producer into several consumer fusions when the producer is not expensive (IsExpensive: add,
+// subtract, multiply, compare, select, maximum, convert, broadcast are cheap; divide, exp, log,
+// sqrt, rsqrt, tanh, logistic, erf, power are not) and is effectively at most unary (one operand
+// as large as its output, the others broadcasts or scalars) or reads no more than it writes
+// (ComputeGloballyUnfusible); otherwise the value is written to HBM once and read back.
+class DuplicationPlanner {
+ public:
+  DuplicationPlanner(const ir::Graph& g, bool bf16_chip)
+      : g_(g), kept_(plan_loop_fusion(g, plan_fusion(g, bf16_chip))), known_(g.num_values(), 0) {}
+
+  // Per node: the kept values it reads a copy of.
+  std::vector<std::vector<ValueId>> run() {
+    std::vector<std::vector<ValueId>> late = plan_late_reads(g_, kept_);
+    for (auto& reads : late)
+      reads.erase(
+          std::remove_if(reads.begin(), reads.end(), [&](ValueId v) { return !duplicable(v); }),
+          reads.end());
+    return late;
+  }
+
+  // Input u of v's producer is recomputed by v's copy too: kept on chip and large (the others, in
+  // HBM or small beside v, are read as they are).
+  bool in_chain(ValueId u, ValueId v) const {
+    return u != kNoValue && !g_.value(u).constant && kept_[u] && !small_beside(u, v);
+  }
+
+ private:
+  static bool cheap_op(OpType op) {
+    switch (op) {
+      case OpType::Add:
+      case OpType::Sub:
+      case OpType::Mul:
+      case OpType::Neg:
+      case OpType::Abs:
+      case OpType::Max:
+      case OpType::Min:
+      case OpType::Relu:
+      case OpType::Where:
+      case OpType::Greater:
+      case OpType::Less:
+      case OpType::GreaterOrEqual:
+      case OpType::LessOrEqual:
+      case OpType::Equal:
+      case OpType::Not:
+      case OpType::And:
+      case OpType::Or:
+      case OpType::Cast:
+      case OpType::Expand:
+      case OpType::Clip:
+      case OpType::Floor:
+      case OpType::Ceil:
+      case OpType::Sign:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // u is a broadcast operand or a scalar beside an output of v's size (at most an eighth of it).
+  bool small_beside(ValueId u, ValueId v) const {
+    return g_.value(u).type.shape.numel() * 8 <= g_.value(v).type.shape.numel() &&
+           g_.value(u).type.shape.numel() < g_.value(v).type.shape.numel();
+  }
+
+  // v's producer, and the kept values it reads, can be copied into another fusion. Memoized in
+  // known_ (0: unknown, 1: yes, 2: no).
+  bool duplicable(ValueId v) {
+    if (known_[v]) return known_[v] == 1;
+    const ir::Node& p = g_.node(g_.value(v).producer);
+    int64_t large = 0, read = 0;
+    for (ValueId u : p.inputs) {
+      if (u == kNoValue || g_.value(u).constant) continue;
+      read += g_.value(u).type.shape.numel();
+      large += small_beside(u, v) ? 0 : 1;
+    }
+    bool ok = cheap_op(p.op) && (large <= 1 || read <= g_.value(v).type.shape.numel());
+    for (size_t k = 0; ok && k < p.inputs.size(); ++k)
+      ok = !in_chain(p.inputs[k], v) || duplicable(p.inputs[k]);
+    known_[v] = ok ? 1 : 2;
+    return ok;
+  }
+
+  const ir::Graph& g_;
+  std::vector<bool> kept_;
+  std::vector<uint8_t> known_;
+};
+
+// Copies g node by node; backward readers of a recomputed value read its backward copy, and a
+// late reader of a duplicated value reads a copy of it made just before the reader.
 class Rewriter {
  public:
-  Rewriter(const ir::Graph& g, std::vector<bool> recompute)
+  Rewriter(const ir::Graph& g, std::vector<bool> recompute,
+           std::vector<std::vector<ValueId>> late = {},
+           const DuplicationPlanner* duplication = nullptr)
       : g_(g),
         out_(g.name()),
         recompute_(std::move(recompute)),
+        late_(std::move(late)),
+        duplication_(duplication),
         map_(g.num_values(), kNoValue),
-        copy_(g.num_values(), kNoValue) {}
+        copy_(g.num_values(), kNoValue),
+        duplicate_(g.num_values(), kNoValue) {}
 
   ir::Graph run() {
     for (ValueId v : g_.inputs()) {
@@ -126,12 +221,11 @@ class Rewriter {
       out_.value(map_[v]).role = in.role;
       out_.value(map_[v]).initializer = in.initializer;
     }
-    for (const ir::Node& n : g_.nodes()) {
+    for (int i = 0; i < g_.num_nodes(); ++i) {
+      const ir::Node& n = g_.node(i);
       if (is_folded(g_, n)) continue;
       std::vector<ValueId> inputs;
-      for (ValueId v : n.inputs)
-        inputs.push_back(
-            n.phase == StepPhase::backward && v != kNoValue && recompute_[v] ? copy(v) : mapped(v));
+      for (ValueId v : n.inputs) inputs.push_back(late_read(i, v) ? duplicate(v) : input(n, v));
       std::vector<std::string> names;
       for (ValueId o : n.outputs) names.push_back(g_.value(o).name);
       auto outs = out_.add_node(n.op, n.name, std::move(inputs), n.attrs,
@@ -148,6 +242,16 @@ class Rewriter {
   }
 
  private:
+  bool late_read(int i, ValueId v) const {
+    return v != kNoValue && !late_.empty() &&
+           std::find(late_[i].begin(), late_[i].end(), v) != late_[i].end();
+  }
+
+  // What node n reads for v: the backward copy of a recomputed value, else v's value in the copy.
+  ValueId input(const ir::Node& n, ValueId v) {
+    return n.phase == StepPhase::backward && v != kNoValue && recompute_[v] ? copy(v) : mapped(v);
+  }
+
   // v's value in the copy (constants, folded ones included, added on first use).
   ValueId mapped(ValueId v) {
     if (v == kNoValue) return v;
@@ -155,33 +259,69 @@ class Rewriter {
     return map_[v];
   }
 
+  // v's producer copied into the current place, named "<node><suffix>", in `phase`, reading
+  // `read(u)` for each input u.
+  template <typename Read>
+  ValueId copy_producer(ValueId v, const char* suffix, StepPhase phase, Read read) {
+    const ir::Node& p = g_.node(g_.value(v).producer);
+    std::vector<ValueId> inputs;
+    for (ValueId u : p.inputs) inputs.push_back(read(u));
+    auto outs = out_.add_node(p.op, out_.unique_node_name(p.name + suffix), std::move(inputs),
+                              p.attrs, 1, {out_.unique_name(g_.value(v).name + suffix)});
+    out_.node(out_.num_nodes() - 1).phase = phase;
+    out_.value(outs[0]).role = g_.value(v).role;
+    return outs[0];
+  }
+
   // v's backward copy: its producer copied, reading the copies of recomputed inputs.
   ValueId copy(ValueId v) {
     if (copy_[v] != kNoValue) return copy_[v];
+    return copy_[v] = copy_producer(v, ".remat", StepPhase::backward, [&](ValueId u) {
+             return u != kNoValue && recompute_[u] ? copy(u) : mapped(u);
+           });
+  }
+
+  // v's copy for its late readers: its producer copied, with the kept values it reads.
+  ValueId duplicate(ValueId v) {
+    if (duplicate_[v] != kNoValue) return duplicate_[v];
     const ir::Node& p = g_.node(g_.value(v).producer);
-    std::vector<ValueId> inputs;
-    for (ValueId u : p.inputs)
-      inputs.push_back(u != kNoValue && recompute_[u] ? copy(u) : mapped(u));
-    auto outs = out_.add_node(p.op, out_.unique_node_name(p.name + ".remat"), std::move(inputs),
-                              p.attrs, 1, {out_.unique_name(g_.value(v).name + ".remat")});
-    out_.node(out_.num_nodes() - 1).phase = StepPhase::backward;
-    out_.value(outs[0]).role = g_.value(v).role;
-    return copy_[v] = outs[0];
+    return duplicate_[v] = copy_producer(v, ".dup", p.phase, [&](ValueId u) {
+             return duplication_->in_chain(u, v) ? duplicate(u) : input(p, u);
+           });
   }
 
   const ir::Graph& g_;
   ir::Graph out_;
   std::vector<bool> recompute_;
-  std::vector<ValueId> map_, copy_;
+  std::vector<std::vector<ValueId>> late_;
+  const DuplicationPlanner* duplication_;
+  std::vector<ValueId> map_, copy_, duplicate_;
 };
 
 }  // namespace
 
-ir::Graph rematerialize_cheap_values(const ir::Graph& g, bool bf16_chip, int* count) {
+ir::Graph rematerialize_cheap_values(const ir::Graph& g, bool bf16_chip, int* count,
+                                     int* duplicated) {
   std::vector<bool> recompute = Planner(g, bf16_chip).run();
   *count = static_cast<int>(std::count(recompute.begin(), recompute.end(), true));
-  if (*count == 0) return ir::Graph();  // the caller compiles `g` itself
-  return Rewriter(g, std::move(recompute)).run();
+  *duplicated = 0;
+  ir::Graph out = *count > 0 ? Rewriter(g, std::move(recompute)).run() : ir::Graph();
+  // A copy can have late readers of its own (the backward copy of a normalized value, read after
+  // the reductions of the gradient): a few rounds reach them.
+  for (int round = 0; round < 4; ++round) {
+    const ir::Graph& current = *count + *duplicated > 0 ? out : g;
+    DuplicationPlanner planner(current, bf16_chip);
+    std::vector<std::vector<ValueId>> late = planner.run();
+    int reads = 0;
+    for (const auto& r : late) reads += static_cast<int>(r.size());
+    if (reads == 0) break;
+    *duplicated += reads;
+    ir::Graph next =
+        Rewriter(current, std::vector<bool>(current.num_values(), false), std::move(late), &planner)
+            .run();
+    out = std::move(next);
+  }
+  return out;  // empty when nothing was rewritten: the caller compiles `g` itself
 }
 
 }  // namespace mimic::backends::tpu_emu

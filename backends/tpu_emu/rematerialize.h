@@ -13,14 +13,22 @@
 // more read of a value kept in HBM, which then stays alive into the backward pass). A training
 // BatchNormalization written with primitive ops then saves its input alone, not its centered and
 // normalized copies. Values are unchanged: the copy computes what the original computed.
+//
+// Within a phase, a reader of a kept value that runs after a reduction of it (plan_late_reads:
+// (x - mean) * rstd after the variance of x - mean) gets a copy of the value's producer (named
+// "<node>.dup") placed before it, when XLA would duplicate that producer (cheap and effectively
+// unary, see DuplicationPlanner): the copy reads the producer's inputs from HBM again, as the
+// reader's fusion does on the chip.
 #pragma once
 
 #include "frontend/ir/graph.h"
 
 namespace mimic::backends::tpu_emu {
 
-// The graph with qualifying values recomputed; `count` gets their number (0: nothing to rewrite,
-// and an empty graph is returned instead of a copy of `g`).
-ir::Graph rematerialize_cheap_values(const ir::Graph& g, bool bf16_chip, int* count);
+// The graph with qualifying values recomputed; `count` gets their number, `duplicated` the number
+// of late reads given a copy of a cheap producer (loop_fusion.h's plan_late_reads). When neither
+// rewrote anything, an empty graph is returned instead of a copy of `g`.
+ir::Graph rematerialize_cheap_values(const ir::Graph& g, bool bf16_chip, int* count,
+                                     int* duplicated);
 
 }  // namespace mimic::backends::tpu_emu

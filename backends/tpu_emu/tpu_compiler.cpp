@@ -679,6 +679,23 @@ void emit_group(Context& c, const ir::Graph& g, const FusionPlan& plan, int i) {
     lower_vector_node(c, n);
 }
 
+// Loop fusion's plan (loop_fusion.h): the values kept on chip, and per node those it reads from
+// another loop's tiles (siblings, and the early readers of values written back for late ones).
+// Returns the number of values written back.
+int plan_loops(Context& c, const ir::Graph& g, const FusionPlan& plan) {
+  int written_back = 0;
+  c.kept_on_chip = plan_loop_fusion(g, plan);
+  std::vector<std::vector<ir::ValueId>> on_chip_reads =
+      write_back_late_reads(g, c.kept_on_chip, &written_back);
+  c.sibling_reads = plan_sibling_reads(g, plan, c.kept_on_chip);
+  for (int i = 0; i < g.num_nodes(); ++i)
+    for (ir::ValueId v : on_chip_reads[i])
+      if (std::find(c.sibling_reads[i].begin(), c.sibling_reads[i].end(), v) ==
+          c.sibling_reads[i].end())
+        c.sibling_reads[i].push_back(v);
+  return written_back;
+}
+
 // The compile report's counts of what the compiler did to the program.
 void program_metrics(const Context& c, const FusionPlan& plan, int recomputed, CompileReport& r) {
   const Program& p = c.p;
@@ -710,11 +727,12 @@ CompiledProgram compile_program(const ir::Graph& given, const TpuSpec& spec,
   auto t0 = std::chrono::steady_clock::now();
   const bool loop_fusion =
       program.loop_fusion && !spec.activations_on_chip && spec.offchip.bytes > 0;
-  int recomputed = 0;
-  ir::Graph rewritten = loop_fusion ? rematerialize_cheap_values(
-                                          given, spec.numerics == MatrixNumerics::bf16, &recomputed)
-                                    : ir::Graph();
-  const ir::Graph& g = recomputed > 0 ? rewritten : given;
+  int recomputed = 0, duplicated = 0, written_back = 0;
+  ir::Graph rewritten =
+      loop_fusion ? rematerialize_cheap_values(given, spec.numerics == MatrixNumerics::bf16,
+                                               &recomputed, &duplicated)
+                  : ir::Graph();
+  const ir::Graph& g = recomputed + duplicated > 0 ? rewritten : given;
   CompiledProgram out;
   Program& p = out.program;
   p.name = g.name();
@@ -723,10 +741,7 @@ CompiledProgram compile_program(const ir::Graph& given, const TpuSpec& spec,
   p.numerics = spec.numerics;
   Context c(g, spec, options, p, out.constants, device);
   FusionPlan plan = plan_fusion(g, spec.numerics == MatrixNumerics::bf16);
-  if (loop_fusion) {
-    c.kept_on_chip = plan_loop_fusion(g, plan);
-    c.sibling_reads = plan_sibling_reads(g, plan, c.kept_on_chip);
-  }
+  if (loop_fusion) written_back = plan_loops(c, g, plan);
   c.bf16_activations = program.bf16_activations && spec.numerics == MatrixNumerics::bf16;
   std::vector<std::vector<ir::ValueId>> dies_after =
       deaths(g, plan, c.kept_on_chip, &c.residual_in_place);
@@ -763,6 +778,8 @@ CompiledProgram compile_program(const ir::Graph& given, const TpuSpec& spec,
   CompileReport& r = out.report;
   r.device = device;
   program_metrics(c, plan, recomputed, r);
+  r.metrics["late_reads_duplicated"] = duplicated;
+  r.metrics["late_read_values_written_back"] = written_back;
   r.metrics["matrix_passes"] = static_cast<double>(p.passes);
   if (spec.numerics == MatrixNumerics::int8 && options.precision != "default")
     c.notes.push_back(fmt::format("precision '{}' has no effect on {}: its matrix units are int8",

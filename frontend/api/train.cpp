@@ -40,10 +40,13 @@ ir::HostTensor dropout_mask(const TrainGraph::Dropout& d, uint64_t seed, int64_t
 }
 
 std::shared_ptr<TrainGraph> step_graph(const ir::Graph& forward, const NamedTensors& params,
-                                       const TrainOptions& options) {
+                                       const Device& device, const TrainOptions& options) {
+  const bool tpu = device.backend().rfind("tpu", 0) == 0;
   auto t = std::make_shared<TrainGraph>(
       build_train_graph(forward, params, options.loss, options.optimizer,
-                        options.loss_scale.mode != LossScaleMode::none));
+                        options.loss_scale.mode != LossScaleMode::none,
+                        options.batch_norm_variance.value_or(tpu ? BatchNormVariance::one_pass
+                                                                 : BatchNormVariance::two_pass)));
   apply_recompute(*t, options.recompute, options.recompute_checkpoints);
   return t;
 }
@@ -52,7 +55,7 @@ std::shared_ptr<TrainGraph> step_graph(const ir::Graph& forward, const NamedTens
 
 TrainStep::TrainStep(const ir::Graph& forward, const NamedTensors& params, const Device& device,
                      const TrainOptions& options)
-    : graph_(step_graph(forward, params, options)),
+    : graph_(step_graph(forward, params, device, options)),
       options_(options),
       lr_(options.optimizer.lr),
       scaler_(options.loss_scale) {

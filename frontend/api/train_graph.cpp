@@ -60,6 +60,7 @@ struct LiveValues {
   std::vector<ValueId> params, buffers;
   std::unordered_map<ValueId, ValueId> updated;   // buffer input -> its new value
   std::vector<ir::CompositeGradient> composites;  // training BatchNormalizations
+  BatchNormVariance variance = BatchNormVariance::two_pass;
 };
 
 // Training-mode BatchNormalization from batch statistics; returns y and records the running-stat
@@ -76,7 +77,12 @@ ValueId batch_norm_train(ir::GraphBuilder& b, const ir::Node& n, const std::vect
   double eps = n.attrs.get_float("epsilon", 1e-5), m = 1.0 - n.attrs.get_float("momentum", 0.9);
   ValueId mean = b.reduce_mean(in[0], axes, true);
   ValueId xc = b.sub(in[0], mean);
-  ValueId var = b.reduce_mean(b.mul(xc, xc), axes, true);
+  ValueId var =
+      live.variance == BatchNormVariance::two_pass
+          ? b.reduce_mean(b.mul(xc, xc), axes, true)
+          : b.op(OpType::Max,
+                 {b.sub(b.reduce_mean(b.mul(in[0], in[0]), axes, true), b.mul(mean, mean)),
+                  b.scalar_like(0.0, mean)});
   ValueId rstd =
       b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar_like(eps, var))})});
   ValueId xhat = b.mul(xc, rstd);
@@ -309,12 +315,13 @@ NamedTensors graph_parameters(const ir::Graph& g) {
 
 TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
                              const LossConfig& loss, const OptimizerConfig& optimizer,
-                             bool loss_scaling) {
+                             bool loss_scaling, BatchNormVariance variance) {
   optimizer.validate();
   TrainGraph t;
   t.graph.set_name(forward.name() + ".train");
   std::unordered_map<ValueId, ValueId> map;
   LiveValues live;
+  live.variance = variance;
   add_parameter_inputs(t, forward, params, map, live.params, live.buffers);
   live.output = copy_forward(forward, t, map, live);
   unroll_recurrent_layers(t, live);

@@ -33,6 +33,12 @@ enum class TrainRole {
   grads_check  // output: the sum of every unscaled gradient times 0 (0, or NaN on an inf/NaN)
 };
 
+// How a training BatchNormalization computes its batch variance. two_pass: mean((x - mean)^2), as
+// PyTorch does. one_pass: mean(x^2) - mean^2 (at least 0), from two sums one pass over x takes, as
+// XLA's BatchNormExpander (xla/service/batchnorm_expander.cc) writes BatchNormTraining for every
+// TPU framework (TensorFlow, PyTorch/XLA) and Flax's BatchNorm does with use_fast_variance.
+enum class BatchNormVariance { two_pass, one_pass };
+
 // One graph input or output of the step: its role and, for params/buffers/state/dropout masks, an
 // index into TrainGraph::params / buffers / state / dropouts.
 struct TrainSlot {
@@ -70,6 +76,7 @@ NamedTensors graph_parameters(const ir::Graph& g);
 // layer that cannot be unrolled is an UnsupportedOpError naming it and why.
 TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
                              const LossConfig& loss, const OptimizerConfig& optimizer,
-                             bool loss_scaling = false);
+                             bool loss_scaling = false,
+                             BatchNormVariance variance = BatchNormVariance::two_pass);
 
 }  // namespace mimic

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include <signal.h>
@@ -74,6 +75,45 @@ constexpr int kSteps = 10;
 
 TEST(TrainDevices, TpuEmuHighestFollowsCpu) {
   expect_close(losses("tpu-emu:v4", "highest", kSteps), losses("cpu", "default", kSteps), 1e-4);
+}
+
+// BatchNormalization's batch variance is mean(x^2) - mean^2 on tpu devices (XLA's
+// BatchNormExpander, Flax's fast variance) and mean((x - mean)^2) elsewhere, unless the options
+// say; the losses agree to float rounding.
+TEST(TrainDevices, TpuBatchNormUsesTheOnePassVariance) {
+  ir::TensorType in{DType::f32, Shape({8, 3, 8, 8})};
+  ir::HostTensor x = Random(5).tensor(DType::f32, in.shape);
+  ir::HostTensor y = Random(6).tensor(DType::i64, Shape({8}), 10);
+  auto run = [&](const char* device, std::optional<BatchNormVariance> variance, bool* one_pass) {
+    TrainOptions o;
+    o.optimizer = {OptimizerKind::sgd, 0.05, 0.9};
+    o.compile.precision = "highest";
+    o.batch_norm_variance = variance;
+    auto model = train_test::small_cnn();
+    TrainStep step(*model, in, Device(device), o);
+    // The one-pass variance squares the input itself: a Mul of a value by itself whose producer
+    // is the convolution.
+    *one_pass = false;
+    const ir::Graph& g = step.train_graph().graph;
+    for (const ir::Node& n : g.nodes())
+      *one_pass |= n.op == ir::OpType::Mul && n.inputs[0] == n.inputs[1] &&
+                   g.value(n.inputs[0]).producer >= 0 &&
+                   g.node(g.value(n.inputs[0]).producer).op == ir::OpType::Conv;
+    std::vector<float> out;
+    for (int i = 0; i < 3; ++i) out.push_back(step.step(x, y));
+    return out;
+  };
+  bool one_pass = false;
+  std::vector<float> tpu = run("tpu-emu:v4", std::nullopt, &one_pass);
+  EXPECT_TRUE(one_pass);
+  std::vector<float> cpu = run("cpu", std::nullopt, &one_pass);
+  EXPECT_FALSE(one_pass);
+  std::vector<float> cpu_one_pass = run("cpu", BatchNormVariance::one_pass, &one_pass);
+  EXPECT_TRUE(one_pass);
+  run("tpu-emu:v4", BatchNormVariance::two_pass, &one_pass);
+  EXPECT_FALSE(one_pass);
+  expect_close(cpu_one_pass, cpu, 1e-5);
+  expect_close(tpu, cpu_one_pass, 1e-4);
 }
 
 // Every convolution and matrix product of the step takes bf16 operands (the first conv's input
