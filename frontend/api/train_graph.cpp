@@ -313,6 +313,14 @@ NamedTensors graph_parameters(const ir::Graph& g) {
   return out;
 }
 
+std::optional<BatchNormVariance> parse_batch_norm_variance(const std::string& name) {
+  if (name == "auto") return std::nullopt;
+  if (name == "one_pass" || name == "one-pass") return BatchNormVariance::one_pass;
+  if (name == "two_pass" || name == "two-pass") return BatchNormVariance::two_pass;
+  throw InvalidArgument(
+      fmt::format("batch norm variance '{}' is not one of auto, one_pass, two_pass", name));
+}
+
 TrainGraph build_train_graph(const ir::Graph& forward, const NamedTensors& params,
                              const LossConfig& loss, const OptimizerConfig& optimizer,
                              bool loss_scaling, BatchNormVariance variance) {

@@ -7,6 +7,7 @@
 // with the unbiased variance, where m = 1 - the node's ONNX `momentum` (default 0.9, so m = 0.1).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +39,9 @@ enum class TrainRole {
 // XLA's BatchNormExpander (xla/service/batchnorm_expander.cc) writes BatchNormTraining for every
 // TPU framework (TensorFlow, PyTorch/XLA) and Flax's BatchNorm does with use_fast_variance.
 enum class BatchNormVariance { two_pass, one_pass };
+// "one_pass" or "two_pass" (dashes too); "auto": none (the device's default, see TrainOptions).
+// Anything else is an InvalidArgument naming it.
+std::optional<BatchNormVariance> parse_batch_norm_variance(const std::string& name);
 
 // One graph input or output of the step: its role and, for params/buffers/state/dropout masks, an
 // index into TrainGraph::params / buffers / state / dropouts.

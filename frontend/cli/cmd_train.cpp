@@ -30,7 +30,8 @@ namespace {
 struct TrainArgs {
   std::string model, onnx, layout = "nchw", device = "cpu", optimizer = "sgd",
                            loss = "cross_entropy", save, precision = "default",
-                           schedule = "constant", loss_scale = "none", trace, recompute = "none";
+                           schedule = "constant", loss_scale = "none", trace, recompute = "none",
+                           batch_norm_variance = "auto";
   std::vector<std::string> model_args, data, options, overrides, recompute_checkpoints;
   int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
@@ -242,6 +243,7 @@ TrainOptions train_options(const TrainArgs& a) {
   o.compile.timing_only = a.timing_only;
   o.recompute = parse_recompute(a.recompute);
   o.recompute_checkpoints = a.recompute_checkpoints;
+  o.batch_norm_variance = parse_batch_norm_variance(a.batch_norm_variance);
   return o;
 }
 
@@ -355,6 +357,11 @@ Command add_train_command(CLI::App& app) {
                   "With --recompute full: the forward nodes whose outputs are kept, comma "
                   "separated (e.g. layer1.0.relu,layer2.0.relu), instead of ~sqrt(n) block outputs")
       ->delimiter(',');
+  cmd->add_option("--batch-norm-variance", a->batch_norm_variance,
+                  "BatchNorm's batch variance: auto (one-pass on tpu devices, as XLA computes "
+                  "it; two-pass elsewhere, as PyTorch), one-pass (mean(x^2) - mean^2) or "
+                  "two-pass (mean((x - mean)^2))")
+      ->capture_default_str();
   cmd->add_option("--loss-scale", a->loss_scale,
                   "fp16 loss scaling: none, dynamic (GradScaler's rule) or a fixed number")
       ->capture_default_str();

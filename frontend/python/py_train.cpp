@@ -144,7 +144,7 @@ void bind_train(py::module_& m) {
            const py::dict& loss, const py::dict& opt, const std::string& precision,
            const py::dict& options, uint64_t seed, const py::list& schedule,
            const py::object& loss_scale, const std::string& recompute,
-           const std::vector<std::string>& checkpoints) {
+           const std::vector<std::string>& checkpoints, const std::string& batch_norm_variance) {
           // params None: an imported model, whose initializers are the parameters.
           NamedTensors named;
           if (params.is_none())
@@ -157,6 +157,7 @@ void bind_train(py::module_& m) {
           o.loss_scale = make_loss_scale(loss_scale);
           o.recompute = parse_recompute(recompute);
           o.recompute_checkpoints = checkpoints;
+          o.batch_norm_variance = parse_batch_norm_variance(batch_norm_variance);
           py::gil_scoped_release release;
           return std::make_unique<TrainStep>(g, named, Device(device), o);
         });

@@ -183,7 +183,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"train --model mlp --recompute full --recompute-checkpoints fc1.matmul,nope", 2,
                  "recompute checkpoint 'nope' is not a node of the forward pass (8 nodes"},
         BadInput{"train --model mlp --recompute-checkpoints fc1.matmul", 2,
-                 "recompute checkpoints (1 named) need recompute 'full', not 'none'"}),
+                 "recompute checkpoints (1 named) need recompute 'full', not 'none'"},
+        BadInput{"train --model mlp --batch-norm-variance sometimes", 2,
+                 "batch norm variance 'sometimes' is not one of auto, one_pass, two_pass"}),
     [](const ::testing::TestParamInfo<BadInput>& info) {
       std::string name = std::to_string(info.index) + "_";
       for (const char* c = info.param.args; *c && name.size() < 40; ++c)

@@ -233,6 +233,23 @@ def test_a_step_repeated_from_the_same_state_repeats_bit_for_bit():
             np.testing.assert_array_equal(value, after[0][name], err_msg=f"repeat {i}: {name}")
 
 
+def test_batch_norm_variance_one_pass_follows_two_pass():
+    """batch_norm_variance="one_pass" (what XLA computes on TPUs) trains as "two_pass" (PyTorch's)
+    to float rounding; a bad name is a one-line error."""
+    batches = data((16, 3, 8, 8), 10, 3)
+    losses = {}
+    for variance in ["two_pass", "one_pass"]:
+        model = cnn()
+        step = mimic.compile_train(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.05),
+                                   example_inputs=batches[0][0], batch_norm_variance=variance)
+        losses[variance] = [step(x, y) for x, y in batches]
+    np.testing.assert_allclose(losses["one_pass"], losses["two_pass"], rtol=1e-5)
+    with pytest.raises(mimic.InvalidArgument, match="batch norm variance 'sometimes' is not one of"):
+        model = cnn()
+        mimic.compile_train(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1),
+                            example_inputs=batches[0][0], batch_norm_variance="sometimes")
+
+
 def test_bad_inputs_are_one_line_errors():
     model = mlp()
     x, y = data((16, 20), 10, 1)[0]

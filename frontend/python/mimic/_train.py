@@ -10,7 +10,7 @@ from .lr_scheduler import LRScheduler
 def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
                   label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
                   loss_scale=None, recompute="none", recompute_checkpoints=(), timing_only=False,
-                  compile_only=False, overrides=None, **options):
+                  compile_only=False, overrides=None, batch_norm_variance="auto", **options):
     """Compiles the training step of nn module `model` for `device`; `model` may also be an
     imported model (mimic.onnx.load), whose floating-point initializers are the parameters and
     whose symbolic batch is bound to example_inputs' first dimension.
@@ -30,6 +30,9 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     rematerialization). The losses are the same. recompute_checkpoints (with "full"): the names of
     the forward nodes whose outputs are kept (e.g. ["layer1.0.relu", "layer2.0.relu"]), in place
     of the sqrt(n) block outputs, as PopTorch's recomputationCheckpoint places them.
+    batch_norm_variance: how BatchNorm computes its batch variance: "auto" (one_pass on tpu
+    devices, as XLA's BatchNormExpander and Flax do; two_pass elsewhere, as PyTorch does),
+    "one_pass" (mean(x^2) - mean^2) or "two_pass" (mean((x - mean)^2)).
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
     timing_only: emulators compute cycles only (the loss is 0); compile_only: compile and report
     (`step.compile_report`: the memory plan), the step cannot run. overrides: preset fields,
@@ -65,7 +68,7 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
                                  opts, int(seed),
                                  [] if schedule is None else schedule.phases(), loss_scale, str(recompute),
-                                 [str(name) for name in recompute_checkpoints])
+                                 [str(name) for name in recompute_checkpoints], str(batch_norm_variance))
 
 
 def fit(step, x, y, epochs=1, batch_size=None, shuffle=True, seed=0, verbose=False):
