@@ -28,8 +28,8 @@ struct TrainOptions {
   Recompute recompute = Recompute::none;  // recompute.h: fewer activations kept, more cycles
   std::vector<std::string> recompute_checkpoints;  // recompute full: nodes whose outputs are kept
   uint64_t seed = 0;  // dropout masks: step k's masks come from (seed, k), so runs repeat exactly
-  // BatchNormalization's batch variance (train_graph.h); unset: one_pass on tpu devices (what XLA
-  // computes there), two_pass elsewhere (PyTorch's).
+  // BatchNormalization's batch variance (train_graph.h); unset: one_pass on tpu and ipu devices
+  // (what XLA and PopART compute there), two_pass elsewhere (PyTorch's).
   std::optional<BatchNormVariance> batch_norm_variance;
 };
 

@@ -37,7 +37,8 @@ enum class TrainRole {
 // How a training BatchNormalization computes its batch variance. two_pass: mean((x - mean)^2), as
 // PyTorch does. one_pass: mean(x^2) - mean^2 (at least 0), from two sums one pass over x takes, as
 // XLA's BatchNormExpander (xla/service/batchnorm_expander.cc) writes BatchNormTraining for every
-// TPU framework (TensorFlow, PyTorch/XLA) and Flax's BatchNorm does with use_fast_variance.
+// TPU framework (TensorFlow, PyTorch/XLA), Flax's BatchNorm does with use_fast_variance, and
+// PopART's norm ops do unless SessionOptions::enableStableNorm (false by default) is set.
 enum class BatchNormVariance { two_pass, one_pass };
 // "one_pass" or "two_pass" (dashes too); "auto": none (the device's default, see TrainOptions).
 // Anything else is an InvalidArgument naming it.

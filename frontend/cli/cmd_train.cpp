@@ -358,8 +358,9 @@ Command add_train_command(CLI::App& app) {
                   "separated (e.g. layer1.0.relu,layer2.0.relu), instead of ~sqrt(n) block outputs")
       ->delimiter(',');
   cmd->add_option("--batch-norm-variance", a->batch_norm_variance,
-                  "BatchNorm's batch variance: auto (one-pass on tpu devices, as XLA computes "
-                  "it; two-pass elsewhere, as PyTorch), one-pass (mean(x^2) - mean^2) or "
+                  "BatchNorm's batch variance: auto (one-pass on tpu and ipu devices, as XLA and "
+                  "PopART compute it; two-pass elsewhere, as PyTorch), one-pass (mean(x^2) - "
+                  "mean^2) or "
                   "two-pass (mean((x - mean)^2))")
       ->capture_default_str();
   cmd->add_option("--loss-scale", a->loss_scale,

@@ -77,17 +77,18 @@ TEST(TrainDevices, TpuEmuHighestFollowsCpu) {
   expect_close(losses("tpu-emu:v4", "highest", kSteps), losses("cpu", "default", kSteps), 1e-4);
 }
 
-// BatchNormalization's batch variance is mean(x^2) - mean^2 on tpu devices (XLA's
-// BatchNormExpander, Flax's fast variance) and mean((x - mean)^2) elsewhere, unless the options
-// say; the losses agree to float rounding.
-TEST(TrainDevices, TpuBatchNormUsesTheOnePassVariance) {
+// BatchNormalization's batch variance is mean(x^2) - mean^2 on tpu and ipu devices (XLA's
+// BatchNormExpander, Flax's fast variance, PopART without enableStableNorm) and mean((x - mean)^2)
+// elsewhere, unless the options say; the losses agree to float rounding.
+TEST(TrainDevices, TpuAndIpuBatchNormTakeTheOnePassVariance) {
   ir::TensorType in{DType::f32, Shape({8, 3, 8, 8})};
   ir::HostTensor x = Random(5).tensor(DType::f32, in.shape);
   ir::HostTensor y = Random(6).tensor(DType::i64, Shape({8}), 10);
-  auto run = [&](const char* device, std::optional<BatchNormVariance> variance, bool* one_pass) {
+  auto run = [&](const std::string& device, std::optional<BatchNormVariance> variance,
+                 bool* one_pass) {
     TrainOptions o;
     o.optimizer = {OptimizerKind::sgd, 0.05, 0.9};
-    o.compile.precision = "highest";
+    o.compile.precision = device.rfind("ipu", 0) == 0 ? "float32" : "highest";
     o.batch_norm_variance = variance;
     auto model = train_test::small_cnn();
     TrainStep step(*model, in, Device(device), o);
@@ -104,16 +105,19 @@ TEST(TrainDevices, TpuBatchNormUsesTheOnePassVariance) {
     return out;
   };
   bool one_pass = false;
-  std::vector<float> tpu = run("tpu-emu:v4", std::nullopt, &one_pass);
-  EXPECT_TRUE(one_pass);
   std::vector<float> cpu = run("cpu", std::nullopt, &one_pass);
   EXPECT_FALSE(one_pass);
   std::vector<float> cpu_one_pass = run("cpu", BatchNormVariance::one_pass, &one_pass);
   EXPECT_TRUE(one_pass);
-  run("tpu-emu:v4", BatchNormVariance::two_pass, &one_pass);
-  EXPECT_FALSE(one_pass);
   expect_close(cpu_one_pass, cpu, 1e-5);
-  expect_close(tpu, cpu_one_pass, 1e-4);
+  for (const char* device : {"tpu-emu:v4", "ipu-emu:gc200"}) {
+    SCOPED_TRACE(device);
+    std::vector<float> emulated = run(device, std::nullopt, &one_pass);
+    EXPECT_TRUE(one_pass);
+    expect_close(emulated, cpu_one_pass, 1e-4);
+    run(device, BatchNormVariance::two_pass, &one_pass);
+    EXPECT_FALSE(one_pass);
+  }
 }
 
 // Every convolution and matrix product of the step takes bf16 operands (the first conv's input

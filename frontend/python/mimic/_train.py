@@ -30,8 +30,8 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
     rematerialization). The losses are the same. recompute_checkpoints (with "full"): the names of
     the forward nodes whose outputs are kept (e.g. ["layer1.0.relu", "layer2.0.relu"]), in place
     of the sqrt(n) block outputs, as PopTorch's recomputationCheckpoint places them.
-    batch_norm_variance: how BatchNorm computes its batch variance: "auto" (one_pass on tpu
-    devices, as XLA's BatchNormExpander and Flax do; two_pass elsewhere, as PyTorch does),
+    batch_norm_variance: how BatchNorm computes its batch variance: "auto" (one_pass on tpu and
+    ipu devices, as XLA's BatchNormExpander, Flax and PopART do; two_pass elsewhere, as PyTorch does),
     "one_pass" (mean(x^2) - mean^2) or "two_pass" (mean((x - mean)^2)).
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
     timing_only: emulators compute cycles only (the loss is 0); compile_only: compile and report
