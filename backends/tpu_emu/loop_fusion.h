@@ -6,7 +6,7 @@
 //
 // Modeled: the HBM reads and writes of every fused intermediate vanish, and so do its bytes in the
 // HBM plan (a BatchNormalization or LayerNorm written as primitive ops streams its input once per
-// reduction, instead of once per op).
+// pass, the statistics' and the normalization's, instead of once per op).
 // Approximated: each op still runs as its own pass of the vector unit (the fused loop's ALU work is
 // the sum of its ops'; a reader waits for its producer's whole pass, which on one vector unit per
 // core changes the order of work, not its amount); a value read by several fusions is computed
