@@ -35,7 +35,26 @@ float stochastic_round_f16(float x, uint64_t random) {
 }
 
 HalfStorage::HalfStorage(const ir::Graph& g, bool half, bool fp32_master, bool stochastic)
-    : g_(g), half_(half), fp32_master_(fp32_master), stochastic_(stochastic) {}
+    : g_(g),
+      half_(half),
+      fp32_master_(fp32_master),
+      stochastic_(stochastic),
+      summed_square_(g.num_values(), false) {
+  // Graph outputs count as readers that are no sums.
+  std::vector<int> readers(g.num_values(), 0), sums(g.num_values(), 0);
+  for (ir::ValueId v : g.outputs()) ++readers[v];
+  for (const ir::Node& n : g.nodes())
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] == ir::kNoValue) continue;
+      ++readers[n.inputs[k]];
+      sums[n.inputs[k]] +=
+          k == 0 && (n.op == ir::OpType::ReduceSum || n.op == ir::OpType::ReduceMean);
+    }
+  for (const ir::Node& n : g.nodes())
+    if (n.op == ir::OpType::Mul && n.inputs.size() == 2 && n.inputs[0] == n.inputs[1])
+      summed_square_[n.outputs[0]] =
+          readers[n.outputs[0]] > 0 && readers[n.outputs[0]] == sums[n.outputs[0]];
+}
 
 bool HalfStorage::is_master(ir::ValueId v) const {
   const ir::Value& val = g_.value(v);
@@ -46,7 +65,8 @@ bool HalfStorage::is_master(ir::ValueId v) const {
 }
 
 bool HalfStorage::stored_half(ir::ValueId v) const {
-  return half_ && g_.value(v).type.dtype == ir::DType::f32 && !(fp32_master_ && is_master(v));
+  return half_ && g_.value(v).type.dtype == ir::DType::f32 && !(fp32_master_ && is_master(v)) &&
+         !summed_square_[v];
 }
 
 bool HalfStorage::read_as_half(ir::ValueId v, const ir::Node& reader) const {

@@ -10,9 +10,13 @@
 //    than half an ulp survive on average. The random bits are a counter-based hash of (run,
 //    value, element), so a sequence of runs repeats exactly. The AMP's fp16 partials (option
 //    enable_half_partials) keep rounding to nearest even.
+// A square x * x read only by sums (ReduceSum, ReduceMean: a BatchNorm's one-pass statistics) is
+// never stored: popops reduces it with Operation::SQUARE_ADD, squaring each element inside its
+// fp32-partials reduction, so it stays f32 and an input of magnitude 256 does not overflow.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "frontend/ir/graph.h"
 #include "frontend/ir/host_tensor.h"
@@ -36,6 +40,7 @@ class HalfStorage {
 
   const ir::Graph& g_;
   bool half_, fp32_master_, stochastic_;
+  std::vector<bool> summed_square_;  // per value: a square only sums read
 };
 
 // x rounded to one of its two fp16 neighbours, up with probability (x - below) / (above - below);

@@ -14,9 +14,10 @@
 //   - every other op runs the cpu backend's reference kernel, rounded to the storage format.
 // Approximated: within a chunk the accumulation is fp32 in oneDNN sgemm's order (the AMP's internal
 // order and its fp16 accumulator width inside a pass are not modeled); transcendental functions are
-// the host's. A training BatchNorm's statistics are primitive ops here, so at float16 the squares
-// its variance sums are stored in fp16 first (an input of magnitude 256 or more overflows), where
-// popnn squares inside its fp32-partials reduction (SQUARE_ADD).
+// the host's. A training BatchNorm's statistics are primitive ops here: the square its one-pass
+// variance sums stays f32 as in popnn's SQUARE_ADD reduction (half_storage.h), but the mean of
+// squares is stored in fp16, where popnn keeps its statistics in fp32 partials until the inverse
+// standard deviation (an input whose root mean square reaches 256 overflows here).
 #pragma once
 
 #include <vector>

@@ -3,6 +3,7 @@
 // trace events and tables; cpu fallback; several presets in one process.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
@@ -156,6 +157,35 @@ TEST(IpuBackend, Float16StorageRoundsLikeTheChip) {
   // fp16 AMP rate: four times the fp32 peak on gc200.
   Compared f = run_both(matmul_graph(16, 256, 64), "ipu-emu:gc200");
   EXPECT_NEAR(r.ipu.report.peak_flops_per_s / f.ipu.report.peak_flops_per_s, 2.0, 1e-9);
+}
+
+// A square read only by a sum (a BatchNorm's one-pass mean of x^2) is summed in fp32 at float16,
+// as popops' SQUARE_ADD reduction squares inside its fp32 partials: elements of 300 (90,000 when
+// squared, over fp16's 65,504) give the f32 mean to fp16 rounding, not inf. A square something
+// else reads is stored in fp16 as every value is.
+TEST(IpuBackend, Float16SumOfSquaresSquaresInsideTheReduction) {
+  ir::Graph g("mean_square");
+  ir::ValueId x = g.add_input("x", ir::DType::f32, ir::Shape({4, 8, 16, 16}));
+  ir::HostTensor axes(ir::DType::i64, ir::Shape({3}));
+  const int64_t spatial[3] = {0, 2, 3};
+  std::copy(spatial, spatial + 3, axes.data<int64_t>());
+  ir::ValueId sq = g.add_node(ir::OpType::Mul, "sq", {x, x})[0];
+  g.add_output(g.add_node(ir::OpType::ReduceMean, "mean_sq", {sq, g.add_constant("axes", axes)},
+                          {{"keepdims", int64_t{1}}})[0]);
+  ir::HostTensor in = Random(3).tensor(ir::DType::f32, ir::Shape({4, 8, 16, 16}));
+  for (int64_t i = 0; i < in.numel(); i += 97) in.data<float>()[i] = 300.0f;
+  CompileOptions o;
+  o.precision = "float16";
+  Executable ipu = compile(g, Device("ipu-emu:gc200"), o), cpu = compile(g, Device("cpu"));
+  ir::HostTensor got = ipu.run({in}).outputs.at(0), want = cpu.run({in}).outputs.at(0);
+  for (int64_t c = 0; c < 8; ++c) {
+    ASSERT_TRUE(std::isfinite(got.data<float>()[c])) << "channel " << c;
+    // The input rounds to fp16 first (2^-11 relative), then the mean when stored.
+    EXPECT_NEAR(got.data<float>()[c], want.data<float>()[c], 2e-3 * want.data<float>()[c]);
+  }
+  g.add_output(sq);  // now the square is a graph output too: stored in fp16, 300^2 overflows
+  Executable both = compile(g, Device("ipu-emu:gc200"), o);
+  EXPECT_TRUE(std::isinf(both.run({in}).outputs.at(1).data<float>()[0]));
 }
 
 TEST(IpuBackend, ReportTraceAndTables) {
