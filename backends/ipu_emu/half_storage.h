@@ -11,8 +11,9 @@
 //    value, element), so a sequence of runs repeats exactly. The AMP's fp16 partials (option
 //    enable_half_partials) keep rounding to nearest even.
 // A square x * x read only by sums (ReduceSum, ReduceMean: a BatchNorm's one-pass statistics) is
-// never stored: popops reduces it with Operation::SQUARE_ADD, squaring each element inside its
-// fp32-partials reduction, so it stays f32 and an input of magnitude 256 does not overflow.
+// never stored: poplibs reduces the input with popops::Operation::SQUARE_ADD (poplin/Norms.cpp,
+// normReduce), squaring each element inside the reduction, so it stays f32 and an input of
+// magnitude 256 does not overflow; the reduction's result is stored as any value is.
 #pragma once
 
 #include <cstdint>

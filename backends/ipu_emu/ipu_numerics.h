@@ -14,10 +14,11 @@
 //   - every other op runs the cpu backend's reference kernel, rounded to the storage format.
 // Approximated: within a chunk the accumulation is fp32 in oneDNN sgemm's order (the AMP's internal
 // order and its fp16 accumulator width inside a pass are not modeled); transcendental functions are
-// the host's. A training BatchNorm's statistics are primitive ops here: the square its one-pass
-// variance sums stays f32 as in popnn's SQUARE_ADD reduction (half_storage.h), but the mean of
-// squares is stored in fp16, where popnn keeps its statistics in fp32 partials until the inverse
-// standard deviation (an input whose root mean square reaches 256 overflows here).
+// the host's. A training BatchNorm's statistics are primitive ops here, as poplibs computes them
+// (poplin/Norms.cpp, normStatistics): the squares its one-pass variance sums stay f32 inside the
+// SQUARE_ADD reduction (half_storage.h), and the mean and the mean of squares are stored in the
+// activations' type ("keep it at reduced precision to save memory"), so at float16 an input whose
+// root mean square reaches 256 overflows on the chip too.
 #pragma once
 
 #include <vector>
