@@ -9,6 +9,14 @@ bool is_expression_op(const ir::Node& n) {
   return n.outputs.size() == 1 && lowerer_for(n) == lower_elementwise;
 }
 
+// A square x * x summed by `reader` (ReduceSum, ReduceMean): one SQUARE_ADD reduction.
+bool is_summed_square(const ir::Node& producer, const ir::Node& reader) {
+  return producer.op == ir::OpType::Mul && producer.inputs.size() == 2 &&
+         producer.inputs[0] == producer.inputs[1] &&
+         (reader.op == ir::OpType::ReduceSum || reader.op == ir::OpType::ReduceMean) &&
+         reader.inputs[0] == producer.outputs[0];
+}
+
 }  // namespace
 
 std::vector<bool> plan_expression_fusion(const ir::Graph& g, const std::vector<int>& order,
@@ -24,10 +32,14 @@ std::vector<bool> plan_expression_fusion(const ir::Graph& g, const std::vector<i
     const ir::Node& producer = g.node(order[i]);
     const ir::Node& reader = g.node(order[i + 1]);
     // The same IPU and the same pass: a pipeline stashes what crosses from forward to backward.
-    if (stage[i] != stage[i + 1] || producer.phase != reader.phase || !is_expression_op(producer) ||
-        !is_expression_op(reader))
+    if (stage[i] != stage[i + 1] || producer.phase != reader.phase || !is_expression_op(producer))
       continue;
     ir::ValueId v = producer.outputs[0];
+    if (is_summed_square(producer, reader)) {
+      fused[i] = readers[v] == 1 && !kept[v];
+      continue;
+    }
+    if (!is_expression_op(reader)) continue;
     bool reads = false;
     for (ir::ValueId u : reader.inputs) reads = reads || u == v;
     fused[i] = reads && readers[v] == 1 && !kept[v] &&

@@ -6,7 +6,9 @@
 // An elementwise op is fused into the op that runs right after it (in execution order, on the same
 // IPU, in the same pass of a training step) when that op is elementwise too and is the only reader
 // of its result, which is of the reader's own size (not a broadcast operand), not a graph output
-// and not kept across the step.
+// and not kept across the step. A square x * x is fused the same way into a ReduceSum or
+// ReduceMean that runs right after it and alone reads it, as poplibs sums a BatchNorm's squares
+// with one popops SQUARE_ADD reduction (poplin/Norms.cpp, normReduce).
 // Modeled: the fused value takes no memory; the pair is one compute set (control code and vertex
 // state counted once, for the reader) behind one sync. Approximated: each op keeps its own
 // exchange of its other operands and its own per-element cost (the expression vertex's saved

@@ -75,5 +75,26 @@ TEST(IpuExpressionFusion, AValueReadTwiceStaysATensor) {
   EXPECT_GE(fused.metrics.at("max_tile_bytes"), chain.metrics.at("max_tile_bytes") + intermediate);
 }
 
+// A square summed right after it (a BatchNorm's one-pass mean of x^2) is one SQUARE_ADD reduction,
+// as poplibs computes it: one sync fewer, no tensor for the square, the same values.
+TEST(IpuExpressionFusion, ASummedSquareIsOneSquareAddReduction) {
+  ir::Graph g("mean_square");
+  auto x = g.add_input("x", DType::f32, {kBatch, kC, kHW, kHW});
+  ir::HostTensor axes(DType::i64, ir::Shape({3}));
+  axes.data<int64_t>()[0] = 0;
+  axes.data<int64_t>()[1] = 2;
+  axes.data<int64_t>()[2] = 3;
+  auto sq = g.add_node(OpType::Mul, "sq", {x, x})[0];
+  g.add_output(g.add_node(OpType::ReduceMean, "mean_sq", {sq, g.add_constant("axes", axes)},
+                          {{"keepdims", int64_t{1}}})[0]);
+  Result fused = run(g, true), plain = run(g, false);
+  EXPECT_EQ(fused.metrics.at("fused_elementwise_ops"), 1);
+  EXPECT_EQ(plain.metrics.at("fused_elementwise_ops"), 0);
+  EXPECT_EQ(max_rel_diff(fused.out.outputs[0], plain.out.outputs[0]), 0.0);
+  EXPECT_EQ(plain.metrics.at("sync_cycles") - fused.metrics.at("sync_cycles"), 150.0);
+  double square = double(kBatch * kC * kHW * kHW) * 4 / 1472;
+  EXPECT_LE(fused.metrics.at("max_tile_bytes"), plain.metrics.at("max_tile_bytes") - square);
+}
+
 }  // namespace
 }  // namespace mimic
