@@ -1,6 +1,7 @@
 """ONNX builders for the workloads of the published measurements that mimic's zoo does not have:
 the TPUv1 paper's production apps (Jouppi et al., ISCA 2017, Table 1), MobileNet v1 (Howard et
-al., 2017) for the Coral Edge TPU rows, and the per-tile matrix product of the IPU tile rows.
+al., 2017) and Inception v1 (TF-slim's) for the Coral Edge TPU rows, and the per-tile matrix
+product of the IPU tile rows.
 
 Weights are random (seeded): the fidelity suite runs timing-only, so values do not change cycles,
 but int8 chips quantize them, which needs finite non-zero scales. Every model takes a symbolic
@@ -185,6 +186,51 @@ def mobilenet_v1(image=224, classes=1000):
     return b.model(["N", 3, image, image], x, ["N", classes])
 
 
+# TF-slim's inception_v1 modules (nets/inception_v1.py, the Coral Edge TPU's Inception v1): branch
+# widths [1x1, 3x3 reduce, 3x3, second 3x3 reduce, second 3x3, pool projection], each module's
+# output the four branches concatenated. (TF-slim's third branch is a 3x3 convolution where
+# Szegedy et al. 2014 have a 5x5.)
+INCEPTION_V1_MODULES = {
+    "3b": (64, 96, 128, 16, 32, 32), "3c": (128, 128, 192, 32, 96, 64),
+    "4b": (192, 96, 208, 16, 48, 64), "4c": (160, 112, 224, 24, 64, 64),
+    "4d": (128, 128, 256, 24, 64, 64), "4e": (112, 144, 288, 32, 64, 64),
+    "4f": (256, 160, 320, 32, 128, 128), "5b": (256, 160, 320, 32, 128, 128),
+    "5c": (384, 192, 384, 48, 128, 128),
+}
+
+
+def inception_v1(image=224, classes=1001):
+    """Inception v1 as TF-slim builds it (inception_v1_base, then the logits), BatchNorm folded into
+    the convolutions as the quantized TFLite model has it: a 7x7 stride-2 convolution of 64
+    channels, 3x3 stride-2 max pooling, 1x1 (64) and 3x3 (192) convolutions, 3x3 stride-2 max
+    pooling, modules 3b-3c, pooling, 4b-4f, 2x2 stride-2 pooling, 5b-5c, 7x7 average pooling and a
+    1x1 convolution to 1,001 classes."""
+    b = Builder("inception_v1")
+
+    def max_pool(x, k, stride):
+        pad = 1 if k == 3 else 0
+        return b.op("MaxPool", [x], kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)
+
+    def module(x, c_in, widths):
+        w0, w1r, w1, w2r, w2, w3 = widths
+        b0 = b.conv(x, c_in, w0, 1)
+        b1 = b.conv(b.conv(x, c_in, w1r, 1), w1r, w1, 3)
+        b2 = b.conv(b.conv(x, c_in, w2r, 1), w2r, w2, 3)
+        b3 = b.conv(max_pool(x, 3, 1), c_in, w3, 1)
+        return b.op("Concat", [b0, b1, b2, b3], axis=1), w0 + w1 + w2 + w3
+
+    x = max_pool(b.conv("x", 3, 64, 7, stride=2), 3, 2)
+    x = max_pool(b.conv(b.conv(x, 64, 64, 1), 64, 192, 3), 3, 2)
+    c = 192
+    for name, widths in INCEPTION_V1_MODULES.items():
+        if name in ("4b", "5b"):
+            x = max_pool(x, 3 if name == "4b" else 2, 2)
+        x, c = module(x, c, widths)
+    x = b.op("GlobalAveragePool", [x])
+    x = b.op("Flatten", [b.conv(x, c, classes, 1, relu=False)], axis=1)
+    return b.model(["N", 3, image, image], x, ["N", classes])
+
+
 def ipu_tile_matmul():
     """One [rows, 16] x [16, 16] matrix product whose rows the IPU planner spreads evenly over the
     chip's tiles (the batch is rows-per-tile x tiles): on every tile, the [N, 16] x [16, 16] product
@@ -211,6 +257,7 @@ BUILDERS = {
     "tpuv1_lstm0": lambda: lstm_app("tpuv1_lstm0", 12, 736, 16),
     "tpuv1_lstm1": lambda: lstm_app("tpuv1_lstm1", 12, 600, 16, gate_matrices=True),
     "mobilenet_v1": mobilenet_v1,
+    "inception_v1": inception_v1,
     "ipu_tile_matmul": ipu_tile_matmul,
     "ipu_link_transfer": ipu_link_transfer,
 }

@@ -61,3 +61,15 @@ def test_cnns_have_table_1s_weights_and_intensity():
     intensity, weights = macs_per_weight_byte("tpuv1_cnn1", 32, 19)
     assert intensity == pytest.approx(1750, rel=0.001)
     assert weights == pytest.approx(100e6, rel=0.01)
+
+
+def test_inception_v1_is_tf_slims():
+    """The Edge TPU rows' Inception v1: TF-slim's stem, nine modules (six convolutions each, the
+    third branch 3x3) and 1x1 logits over 1,024 channels to 1,001 classes: 58 filters, 6.6M
+    weights."""
+    shapes = weight_shapes("inception_v1")
+    assert len(shapes) == 3 + 9 * 6 + 1
+    assert shapes[0] == (64, 3, 7, 7) and shapes[-1] == (1001, 1024, 1, 1)
+    third_branch = [s for s in shapes if s[2:] == (3, 3)]
+    assert len(third_branch) == 1 + 2 * 9  # the stem's 3x3 and two per module
+    assert sum(np.prod(s) for s in shapes) == pytest.approx(6.6e6, rel=0.01)
