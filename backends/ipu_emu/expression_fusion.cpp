@@ -11,13 +11,16 @@ bool is_expression_op(const ir::Node& n) {
 
 // A square x * x summed by `reader` (ReduceSum, ReduceMean): one SQUARE_ADD reduction.
 bool is_summed_square(const ir::Node& producer, const ir::Node& reader) {
-  return producer.op == ir::OpType::Mul && producer.inputs.size() == 2 &&
-         producer.inputs[0] == producer.inputs[1] &&
+  return is_square(producer) &&
          (reader.op == ir::OpType::ReduceSum || reader.op == ir::OpType::ReduceMean) &&
          reader.inputs[0] == producer.outputs[0];
 }
 
 }  // namespace
+
+bool is_square(const ir::Node& n) {
+  return n.op == ir::OpType::Mul && n.inputs.size() == 2 && n.inputs[0] == n.inputs[1];
+}
 
 std::vector<bool> plan_expression_fusion(const ir::Graph& g, const std::vector<int>& order,
                                          const std::vector<uint32_t>& stage,

@@ -21,6 +21,9 @@
 
 namespace mimic::backends::ipu_emu {
 
+// x * x: a square poplibs' SQUARE_ADD reduction computes inside a sum.
+bool is_square(const ir::Node& n);
+
 // Per position of `order` (device nodes in execution order, `stage` of each): true when that
 // node's result is fused into the next node's expression. `kept` marks values that live across
 // the step (resident parameters and state).

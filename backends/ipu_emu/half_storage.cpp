@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "backends/ipu_emu/expression_fusion.h"
 #include "base/numeric_formats.h"
 
 namespace mimic::backends::ipu_emu {
@@ -51,7 +52,7 @@ HalfStorage::HalfStorage(const ir::Graph& g, bool half, bool fp32_master, bool s
           k == 0 && (n.op == ir::OpType::ReduceSum || n.op == ir::OpType::ReduceMean);
     }
   for (const ir::Node& n : g.nodes())
-    if (n.op == ir::OpType::Mul && n.inputs.size() == 2 && n.inputs[0] == n.inputs[1])
+    if (is_square(n))
       summed_square_[n.outputs[0]] =
           readers[n.outputs[0]] > 0 && readers[n.outputs[0]] == sums[n.outputs[0]];
 }

@@ -17,6 +17,13 @@ using ir::OpType;
 using ir::StepPhase;
 using ir::ValueId;
 
+// u is a broadcast operand or a scalar beside an output of v's size (at most an eighth of it, and
+// smaller): a copy of v's producer reads it as it is.
+bool small_beside(const ir::Graph& g, ValueId u, ValueId v) {
+  const int64_t small = g.value(u).type.shape.numel(), large = g.value(v).type.shape.numel();
+  return small * 8 <= large && small < large;
+}
+
 // Which values of g are recomputed, decided in node order (a value's inputs first).
 class Planner {
  public:
@@ -73,11 +80,10 @@ class Planner {
     const int p = g_.value(v).producer;
     bool ok = p >= 0 && g_.node(p).outputs.size() == 1 && g_.node(p).phase == StepPhase::forward &&
               !output_[v] && cheap(p);
-    const int64_t numel = g_.value(v).type.shape.numel();
     for (size_t k = 0; ok && k < g_.node(p).inputs.size(); ++k) {
       const ValueId u = g_.node(p).inputs[k];
-      ok = u == kNoValue || g_.value(u).constant || g_.value(u).type.shape.numel() * 8 <= numel ||
-           in_hbm(u) || recomputable(u);
+      ok = u == kNoValue || g_.value(u).constant || small_beside(g_, u, v) || in_hbm(u) ||
+           recomputable(u);
     }
     known_[v] = ok ? 1 : 2;
     return ok;
@@ -134,7 +140,7 @@ class DuplicationPlanner {
   // Input u of v's producer is recomputed by v's copy too: kept on chip and large (the others, in
   // HBM or small beside v, are read as they are).
   bool in_chain(ValueId u, ValueId v) const {
-    return u != kNoValue && !g_.value(u).constant && kept_[u] && !small_beside(u, v);
+    return u != kNoValue && !g_.value(u).constant && kept_[u] && !small_beside(g_, u, v);
   }
 
  private:
@@ -169,12 +175,6 @@ class DuplicationPlanner {
     }
   }
 
-  // u is a broadcast operand or a scalar beside an output of v's size (at most an eighth of it).
-  bool small_beside(ValueId u, ValueId v) const {
-    return g_.value(u).type.shape.numel() * 8 <= g_.value(v).type.shape.numel() &&
-           g_.value(u).type.shape.numel() < g_.value(v).type.shape.numel();
-  }
-
   // v's producer, and the kept values it reads, can be copied into another fusion. Memoized in
   // known_ (0: unknown, 1: yes, 2: no).
   bool duplicable(ValueId v) {
@@ -184,7 +184,7 @@ class DuplicationPlanner {
     for (ValueId u : p.inputs) {
       if (u == kNoValue || g_.value(u).constant) continue;
       read += g_.value(u).type.shape.numel();
-      large += small_beside(u, v) ? 0 : 1;
+      large += small_beside(g_, u, v) ? 0 : 1;
     }
     bool ok = cheap_op(p.op) && (large <= 1 || read <= g_.value(v).type.shape.numel());
     for (size_t k = 0; ok && k < p.inputs.size(); ++k)
