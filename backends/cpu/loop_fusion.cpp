@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <set>
@@ -21,7 +22,9 @@ namespace {
 using ir::DType;
 using ir::OpType;
 
-constexpr int64_t kBlock = 1024;  // elements per slot: every slot of a group stays in L1/L2
+// Elements per slot: every slot of a group stays in L1/L2; a multiple of the widest packet, so
+// that every slot of a 64-byte-aligned cursor is too.
+constexpr int64_t kBlock = 1024;
 
 bool is_comparison(OpType op) {
   return op == OpType::Greater || op == OpType::Less || op == OpType::GreaterOrEqual ||
@@ -116,31 +119,41 @@ void store(const float* r, ir::HostTensor& out, int64_t offset, int64_t n) {
   }
 }
 
-// o = op(a) over n <= kBlock elements for the transcendental functions, vectorized as XLA
-// computes them (Eigen's packet exp, logistic and tanh, and XLA's rational erf): within a few ulp
-// of the C library's scalar functions the reference kernels call (base/activations.h's formulas).
-// False for other ops. Eigen computes the elements of an unaligned span before its first aligned
-// packet and after its last whole one with the scalar C function, so where a block happened to lie
-// in memory would change its result by an ulp and a run would not repeat bit for bit; every element
-// goes through the packet function instead, in an aligned buffer padded to whole packets.
+// y = op(x) over m elements, a multiple of the widest packet, y 64-byte aligned: Eigen computes
+// every element with its packet function (no scalar head or tail).
+void packet_apply(OpType op, float* y, const float* x, int64_t m) {
+  Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64> out(y, m);
+  Eigen::Map<const Eigen::ArrayXf> in(x, m);
+  if (op == OpType::Exp)
+    out = in.exp();
+  else if (op == OpType::Erf)
+    out = in.erf();
+  else if (op == OpType::Sigmoid)
+    out = in.logistic();
+  else
+    out = in.tanh();
+}
+
+// o = op(a) over n <= kBlock elements (o a 64-byte-aligned slot) for the transcendental
+// functions, vectorized as XLA computes them (Eigen's packet exp, logistic and tanh, and XLA's
+// rational erf): within a few ulp of the C library's scalar functions the reference kernels call
+// (base/activations.h's formulas). False for other ops. Eigen computes an unaligned span's
+// elements before its first aligned packet and after its last whole one with the scalar C
+// function, so where a block lay in memory would change its result by an ulp and a run would not
+// repeat bit for bit; every element goes through the packet function instead: the whole packets
+// in the aligned slot, the last partial one padded in a packet-sized buffer.
 bool vectorized(OpType op, float* o, const float* a, int64_t n) {
   if (op != OpType::Exp && op != OpType::Erf && op != OpType::Sigmoid && op != OpType::Tanh)
     return false;
   constexpr int64_t kWidest = 16;  // floats in the widest packet (AVX-512)
-  alignas(64) float buffer[kBlock + kWidest];
-  const int64_t padded = (n + kWidest - 1) / kWidest * kWidest;
-  std::copy(a, a + n, buffer);
-  std::fill(buffer + n, buffer + padded, 0.0f);
-  Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64> x(buffer, padded);
-  if (op == OpType::Exp)
-    x = x.exp();
-  else if (op == OpType::Erf)
-    x = x.erf();
-  else if (op == OpType::Sigmoid)
-    x = x.logistic();
-  else
-    x = x.tanh();
-  std::copy(buffer, buffer + n, o);
+  const int64_t whole = n / kWidest * kWidest;
+  packet_apply(op, o, a, whole);
+  if (whole < n) {
+    alignas(64) float tail[kWidest] = {};
+    std::copy(a + whole, a + n, tail);
+    packet_apply(op, tail, tail, kWidest);
+    std::copy(tail, tail + (n - whole), o + whole);
+  }
   return true;
 }
 
@@ -289,7 +302,12 @@ const ir::Shape& LoopFusion::shape_of(const Group& grp) const {
   return g_.value(grp.reduction >= 0 ? root.inputs[0] : root.outputs[0]).type.shape;
 }
 
-LoopFusion::Cursor::Cursor(size_t slots) : scratch(slots * kBlock), at(slots) {}
+LoopFusion::Cursor::Cursor(size_t slots) : scratch(slots * kBlock + 16), at(slots) {}
+
+float* LoopFusion::Cursor::slot(int k) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(scratch.data());
+  return scratch.data() + (64 - base % 64) % 64 / sizeof(float) + static_cast<int64_t>(k) * kBlock;
+}
 
 // Computes elements [begin, begin + n) of broadcast row `row` (n <= kBlock) into the cursor's
 // slots and writes those of the members read outside the group to `outs`.
@@ -300,10 +318,10 @@ void LoopFusion::evaluate(const Group& grp, const std::vector<ir::HostTensor>& v
   for (size_t k = 0; k < grp.inputs.size(); ++k) {
     int64_t stride = plan.strides[k + 1].back();
     c.at[k] = load(values[grp.inputs[k]], c.off[k + 1] + begin * stride, stride, n,
-                   c.scratch.data() + k * kBlock);
+                   c.slot(static_cast<int>(k)));
   }
   for (const Instr& ins : grp.code) {
-    float* o = c.scratch.data() + ins.out * kBlock;
+    float* o = c.slot(ins.out);
     auto arg = [&](int i) { return i < 0 ? nullptr : c.at[i]; };
     eval(ins.op, ins.attrs, o, arg(ins.in[0]), arg(ins.in[1]), arg(ins.in[2]), n);
     c.at[ins.out] = o;

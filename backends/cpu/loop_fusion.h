@@ -58,9 +58,11 @@ class LoopFusion {
     int reduced_slot = -1;
     std::vector<bool> reduced_axes;
   };
-  // One thread's slots of a pass over a group.
+  // One thread's slots of a pass over a group, 64-byte aligned in `scratch` (found from its
+  // address on each call, so that copies of a Cursor stay valid).
   struct Cursor {
     explicit Cursor(size_t slots);
+    float* slot(int k);
     std::vector<float> scratch;
     std::vector<const float*> at;
     std::vector<int64_t> off;
