@@ -68,11 +68,13 @@ models::SpecFields<IpuSpec> make_fields() {
   add("host_latency_cycles", U::cycles, 0, kCycles, "host transfer latency",
       SPEC_MEMBER(host_latency_cycles));
   add("max_ipus", U::count, 1, 4096, "largest num_ipus of a system", SPEC_MEMBER(max_ipus));
-  add("ipus_per_gateway", U::count, 1, 4096,
-      "IPUs per machine behind one IPU-Gateway; links between machines are GW-Links",
-      SPEC_MEMBER(ipus_per_gateway));
+  add("ipus_per_rack", U::count, 1, 4096,
+      "IPUs joined by IPU-Links (one rack); the links between racks are GW-Links",
+      SPEC_MEMBER(ipus_per_rack));
   add("gw_link_bytes_per_second", U::bytes_per_s, 1'000'000, kBig,
-      "GW-Link bandwidth between machines, each direction", SPEC_MEMBER(gw_link_bytes_per_second));
+      "GW-Link bandwidth between racks, each direction", SPEC_MEMBER(gw_link_bytes_per_second));
+  t.flag({"ipu_link_ring", U::none, "the links close into a ring (else one chain)"},
+         SPEC_MEMBER(ipu_link_ring));
   add("tile_base_code_bytes", U::bytes, 0, 64 * kMiB,
       "always-live code per tile (runtime, supervisor, stacks)", SPEC_MEMBER(tile_base_code_bytes));
   add("vertex_code_bytes", U::bytes, 0, 64 * kMiB, "code per distinct vertex type on a tile",
@@ -87,6 +89,17 @@ models::SpecFields<IpuSpec> make_fields() {
 }
 
 using Sources = std::map<std::string, std::string>;
+
+// How the IPU-Machines of a Pod are cabled (Graphcore's Pod build guides and link notes).
+constexpr const char* kMk2RackSource =
+    "[R] IPU-Links 'connect IPUs both within and between IPU-Machines in a Pod', GW-Links "
+    "'connect IPU-Machines horizontally across Bow Pod64 racks' (Bow Pod DA build guide, "
+    "glossary; its Pod16 leaves the GW-Link ports unused): a rack of 16 machines x 4 IPUs";
+constexpr const char* kMk2RingSource =
+    "[R] the IPU-Links of a rack 'form a loop in the vertical direction', the GW-Links 'a "
+    "horizontal ... looped topology' across racks (Switched GW-Links in large scale Bow Pod "
+    "systems); replicas take 'the required ring structure for communication' (Memory and "
+    "Performance Optimisation Guide, 7)";
 
 // Sources shared by the Mk2-family presets (gc200 and bow run the same tile design).
 Sources mk2_common_sources() {
@@ -117,8 +130,9 @@ Sources mk2_common_sources() {
        "on an IPU-M2000: 83% of the Bow-2000's 512 Gbps (gc-iputraffictest's documented output)"},
       {"host_bytes_per_second", "[D] PCIe Gen4 x16 64 GB/s (R-3P S9) / 2 directions"},
       {"host_latency_cycles", "[I] ~1 us"},
-      {"max_ipus", "[I] largest pod modelled"},
-      {"ipus_per_gateway", "[R-3P S9] IPU-M2000: 4 GC200 IPUs and one IPU-Gateway"},
+      {"max_ipus", "[R] IPU-POD256 and Bow Pod256: 64 machines of 4 IPUs (Bow Pod64 datasheet)"},
+      {"ipus_per_rack", kMk2RackSource},
+      {"ipu_link_ring", kMk2RingSource},
       {"gw_link_bytes_per_second",
        "[I] as the Bow-2000's 2 x 100 Gbps GW-Links (R S9) = 25 GB/s, the same IPU-Gateway"},
       {"tile_base_code_bytes", "[I] Poplar always-live code per tile, not published"},
@@ -158,9 +172,10 @@ IpuSpec mk2_common() {
   s.ipu_link_bytes_per_second = 32'000'000'000ull;
   s.ipu_link_efficiency_percent = 85;
   s.host_bytes_per_second = 32'000'000'000ull;
-  s.max_ipus = 64;
-  s.ipus_per_gateway = 4;
+  s.max_ipus = 256;
+  s.ipus_per_rack = 64;
   s.gw_link_bytes_per_second = 25'000'000'000ull;
+  s.ipu_link_ring = true;
   s.tile_base_code_bytes = 12288;
   s.vertex_code_bytes = 1024;
   s.vertex_state_bytes = 32;
@@ -198,7 +213,6 @@ IpuSpec make_bow() {
       "[D] 350 TFLOPS (R-3P S9) / (1472 * 1.85 GHz * 2) = 64";
   s.sources["amp_fp32_macs_per_cycle"] = "[I] Mk2 tile: fp32 peak not published for Bow";
   s.sources["ipu_link_bytes_per_second"] = kMk2IpuLinkSource;
-  s.sources["ipus_per_gateway"] = "[R S9] Bow-2000: 4 IPUs";
   s.sources["gw_link_bytes_per_second"] = "[R S9] Bow-2000: 2 x 100 Gbps GW-Links = 25 GB/s";
   s.sources["host_bytes_per_second"] = "[I] PCIe Gen4 host link (R S9), 32 GB/s each direction";
   return s;
@@ -218,9 +232,11 @@ IpuSpec make_gc2() {
   s.ipu_link_latency_cycles = 2000;
   s.host_latency_cycles = 1600;
   s.max_ipus = 16;
-  s.ipus_per_gateway = 16;
+  s.ipus_per_rack = 16;
   s.gw_link_bytes_per_second = 64'000'000'000ull;
-  s.sources["ipus_per_gateway"] = "[I] C2 cards have no IPU-Gateway: one IPU-Link chain";
+  s.ipu_link_ring = false;
+  s.sources["ipus_per_rack"] = "[I] C2 cards have no IPU-Gateway: one IPU-Link chain";
+  s.sources["ipu_link_ring"] = "[I] C2 cards: one IPU-Link chain";
   s.sources["gw_link_bytes_per_second"] = "[I] unused (no gateway): the IPU-Link bandwidth";
   s.sources["tiles"] = "[R-3P S7 notes] 1216 tiles";
   s.sources["tile_sram_bytes"] = "[R-3P S7 notes] 256 KiB per tile, 304 MiB total";

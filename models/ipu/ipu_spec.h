@@ -62,10 +62,13 @@ struct IpuSpec {
   uint64_t host_bytes_per_second = 0;  // PCIe, each direction, shared by the IPUs of a system
   uint64_t host_latency_cycles = 0;
   uint64_t max_ipus = 0;
-  // IPUs behind one IPU-Gateway (an IPU-M2000 or Bow-2000 holds 4): the chain's hops between
-  // machines are GW-Links, at this bandwidth, instead of IPU-Links.
-  uint64_t ipus_per_gateway = 0;
+  // IPUs of one rack, joined by IPU-Links within and between its machines (a Pod64: 16 machines
+  // of 4 IPUs): the hops between racks are GW-Links, at gw_link_bytes_per_second.
+  uint64_t ipus_per_rack = 0;
   uint64_t gw_link_bytes_per_second = 0;
+  // Whether the links close into a ring (the last IPU links back to the first, within a rack over
+  // its IPU-Links, across racks over the GW-Links) or form one chain.
+  bool ipu_link_ring = false;
 
   // Per-tile memory the compiler adds besides tensors (Poplar's "code" and "vertex state").
   uint64_t tile_base_code_bytes = 0;    // runtime, supervisor code, worker stacks

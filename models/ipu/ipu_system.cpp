@@ -69,14 +69,21 @@ class SyncController {
   sc_event release_, posted_event_;
 };
 
-// A chain of IPUs; hop h joins IPU h and h + 1, each direction carrying one transfer at a time.
+// The IPUs' links: a chain, or a ring when the preset's links close (ipu_link_ring, and more than
+// two IPUs); hop h joins IPU h and h + 1 (the last hop of a ring joins the last IPU and the first),
+// each direction carrying one transfer at a time. A hop between racks (ipus_per_rack) is a GW-Link,
+// the others IPU-Links. A transfer takes the direction with fewer hops (up on a tie).
 // Transfers of one superstep are posted by every IPU first, then scheduled together, hop by hop in
 // the order they reach each hop (ties by source IPU), so the result does not depend on the order
 // in which SystemC runs the IPUs' processes.
 class LinkFabric {
  public:
   LinkFabric(const IpuSpec& specs, uint32_t ipus)
-      : specs_(specs), busy_(2 * (ipus > 0 ? ipus - 1 : 0), 0), done_(ipus, 0) {}
+      : specs_(specs),
+        ipus_(ipus),
+        hops_(specs.ipu_link_ring && ipus > 2 ? ipus : (ipus > 0 ? ipus - 1 : 0)),
+        busy_(2 * hops_, 0),
+        done_(ipus, 0) {}
 
   void reset() {
     std::fill(busy_.begin(), busy_.end(), 0);
@@ -95,34 +102,39 @@ class LinkFabric {
       uint64_t time;
       uint32_t from;
       size_t transfer;
-      uint32_t at;  // IPU the transfer is leaving
+      uint32_t at;    // IPU the transfer is leaving
+      uint64_t tail;  // cycle its last byte left the previous hop (0 at the source)
       bool operator>(const Ready& o) const {
         return std::tie(time, from, transfer) > std::tie(o.time, o.from, o.transfer);
       }
     };
     std::priority_queue<Ready, std::vector<Ready>, std::greater<Ready>> queue;
     for (size_t i = 0; i < posted_.size(); ++i)
-      queue.push({now, posted_[i].from, i, posted_[i].from});
+      queue.push({now, posted_[i].from, i, posted_[i].from, 0});
     while (!queue.empty()) {
       Ready r = queue.top();
       queue.pop();
       const Transfer& t = posted_[r.transfer];
-      bool up = t.to > t.from;
-      uint32_t next = up ? r.at + 1 : r.at - 1;
-      // Hops between machines (IPU-Gateways) are GW-Links.
-      bool gateway = std::max(r.at, next) % specs_.ipus_per_gateway == 0;
-      uint64_t xfer = gateway ? specs_.cycles_for(t.bytes, specs_.gw_link_bytes_per_second)
-                              : specs_.ipu_link_cycles(t.bytes);
-      size_t hop = 2 * std::min(r.at, next) + (up ? 0 : 1);
+      const uint64_t lat = specs_.ipu_link_latency_cycles;
+      bool up = goes_up(t);
+      uint32_t next = up ? (r.at + 1) % ipus_ : (r.at + ipus_ - 1) % ipus_;
+      uint32_t link = up ? r.at : next;  // hop `link` joins IPU link and link + 1
+      bool gw = between_racks(link);
+      uint64_t xfer = gw ? specs_.cycles_for(t.bytes, specs_.gw_link_bytes_per_second)
+                         : specs_.ipu_link_cycles(t.bytes);
+      size_t hop = 2 * link + (up ? 0 : 1);
+      // Cut-through: the head moves on one latency after it entered the hop; the tail leaves the
+      // hop no earlier than one latency after it left the previous one.
       uint64_t start = std::max(r.time, busy_[hop]);
-      busy_[hop] = start + xfer;
+      uint64_t end = std::max(start + xfer, r.at == t.from ? 0 : r.tail + lat);
+      busy_[hop] = end;
       busy_cycles_ += xfer;
-      emit(run, hop, r.at, next, t.op, start, xfer);
-      if (r.at == t.from) done_[t.from] = std::max(done_[t.from], start + xfer);
+      emit(run, hop, gw, r.at, next, t.op, start, end - start);
+      if (r.at == t.from) done_[t.from] = std::max(done_[t.from], end);
       if (next == t.to)
-        done_[t.to] = std::max(done_[t.to], start + specs_.ipu_link_latency_cycles + xfer);
+        done_[t.to] = std::max(done_[t.to], end + lat);
       else
-        queue.push({start + specs_.ipu_link_latency_cycles, t.from, r.transfer, next});
+        queue.push({start + lat, t.from, r.transfer, next, end});
     }
     posted_.clear();
   }
@@ -142,17 +154,28 @@ class LinkFabric {
     int32_t op;
   };
 
-  void emit(RunContext& run, size_t hop, uint32_t a, uint32_t b, int32_t op, uint64_t start,
-            uint64_t dur) {
+  bool goes_up(const Transfer& t) const {
+    if (hops_ < ipus_) return t.to > t.from;  // a chain
+    uint32_t up_hops = (t.to + ipus_ - t.from) % ipus_;
+    return up_hops <= ipus_ - up_hops;
+  }
+  bool between_racks(uint32_t link) const {
+    return link / specs_.ipus_per_rack != ((link + 1) % ipus_) / specs_.ipus_per_rack;
+  }
+
+  void emit(RunContext& run, size_t hop, bool gw, uint32_t a, uint32_t b, int32_t op,
+            uint64_t start, uint64_t dur) {
     if (!run.trace->sink) return;
+    const char* kind = gw ? "gw-link" : "ipu-link";
     if (run.link_tracks.size() < busy_.size()) run.link_tracks.assign(busy_.size(), -1);
     if (run.link_tracks[hop] < 0)
       run.link_tracks[hop] = run.trace->sink->add_track(
-          run.trace->device, fmt::format("ipu-link {}->{}", a, b), "link");
-    run.trace->sink->event(run.link_tracks[hop], op_id(run, op), "ipu-link", start - run.t0, dur);
+          run.trace->device, fmt::format("{} {}->{}", kind, a, b), "link");
+    run.trace->sink->event(run.link_tracks[hop], op_id(run, op), kind, start - run.t0, dur);
   }
 
   const IpuSpec& specs_;
+  uint32_t ipus_, hops_;
   std::vector<uint64_t> busy_;
   std::vector<uint64_t> done_;
   std::vector<Transfer> posted_;

@@ -7,9 +7,9 @@
 //            - exchange: on-chip exchange (busiest tile's bytes / per-tile bandwidth + latency),
 //              overlapped with this IPU's IPU-Link sends and host (PCIe) streams;
 //   system   - sync controller: internal syncs per IPU, external syncs as barriers over all IPUs;
-//            - IPU-Links: a chain of neighbour links, each direction reserved by transfers
-//              (bandwidth, per-hop latency), so that concurrent transfers on a link serialize;
-//              the hops between machines (every ipus_per_gateway IPUs) are GW-Links;
+//            - IPU-Links: a ring (or chain) of neighbour links, each direction reserved by
+//              transfers (bandwidth, per-hop latency), so that concurrent transfers on a link
+//              serialize; the hops between racks (every ipus_per_rack IPUs) are GW-Links;
 //            - host link: PCIe, each direction shared by all IPUs.
 // Approximated: exchange has no per-route contention beyond each tile's own bandwidth (the
 // fabric is compiler-scheduled with no queues, docs/references.md §D.2); sync and link latencies

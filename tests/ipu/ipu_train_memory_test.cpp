@@ -196,23 +196,38 @@ TEST(IpuTrainMemory, AccumulationUpdatesOnceAndReplicasAllReduceTheGradients) {
   EXPECT_NEAR(four.bytes_moved.at("host"), one.bytes_moved.at("host"), 3 * 3 * 8);
 }
 
-TEST(IpuTrainMemory, AllReduceAcrossMachinesCrossesTheGwLinks) {
-  // Busy cycles of the links in a step of R replicas, with GW-Links as given (25 GB/s) or as fast
-  // as the IPU-Links (64 GB/s).
-  auto link_busy = [](const char* replicas, bool fast_gateway) {
-    TrainOptions o = train_options({{"replication_factor", replicas}}, Recompute::none, false);
-    if (fast_gateway) o.compile.overrides["gw_link_bytes_per_second"] = "64000000000";
-    TrainStep s = make_step(16, o, 2);
-    s.step(ir::HostTensor(DType::f32, Shape({16, 3, kHW, kHW})),
-           ir::HostTensor(DType::i64, Shape({16})));
-    for (const auto& u : s.last_report().units)
-      if (u.name == "ipu-links") return u.busy_cycles;
-    return uint64_t(0);
+// Busy cycles of the links in a training step of `replicas` replicas, with preset overrides.
+uint64_t link_busy_cycles(const char* replicas, std::map<std::string, std::string> overrides) {
+  TrainOptions o = train_options({{"replication_factor", replicas}}, Recompute::none, false);
+  o.compile.overrides = std::move(overrides);
+  TrainStep s = make_step(16, o, 2);
+  s.step(ir::HostTensor(DType::f32, Shape({16, 3, kHW, kHW})),
+         ir::HostTensor(DType::i64, Shape({16})));
+  for (const auto& u : s.last_report().units)
+    if (u.name == "ipu-links") return u.busy_cycles;
+  return 0;
+}
+
+TEST(IpuTrainMemory, AllReduceCrossesTheGwLinksBetweenRacksOnly) {
+  const std::map<std::string, std::string> fast_gw = {{"gw_link_bytes_per_second", "64000000000"}};
+  // 8 replicas: two IPU-Machines of one rack (a Pod64's 64 IPUs), joined by IPU-Links only.
+  EXPECT_GT(link_busy_cycles("8", {}), 0u);
+  EXPECT_EQ(link_busy_cycles("8", {}), link_busy_cycles("8", fast_gw));
+  // Racks of 4 IPUs: the ring crosses a GW-Link twice (into the second rack and back).
+  auto racks_of_4 = [](std::map<std::string, std::string> o) {
+    o["ipus_per_rack"] = "4";
+    return o;
   };
-  // 4 replicas: one IPU-M2000, IPU-Links only; 8: two machines, the ring crosses a gateway.
-  EXPECT_GT(link_busy("4", false), 0u);
-  EXPECT_EQ(link_busy("4", false), link_busy("4", true));
-  EXPECT_GT(link_busy("8", false), link_busy("8", true));
+  EXPECT_GT(link_busy_cycles("8", racks_of_4({})), link_busy_cycles("8", racks_of_4(fast_gw)));
+}
+
+TEST(IpuTrainMemory, AllReduceRingSendsEveryChunkOneHop) {
+  // Each of a ring all-reduce's 2 (R - 1) steps sends R chunks, each to the next replica. On a ring
+  // every chunk crosses one link; on a chain the last replica's chunk to the first crosses all
+  // R - 1 links back: (2R - 2) / R times the link work, 14/8 for R = 8.
+  uint64_t ring = link_busy_cycles("8", {});
+  uint64_t chain = link_busy_cycles("8", {{"ipu_link_ring", "false"}});
+  EXPECT_EQ(chain * 8, ring * 14);
 }
 
 TEST(IpuTrainMemory, OffloadedOptimizerStateLeavesTheTilesAndCostsTheLink) {
@@ -302,8 +317,8 @@ TEST(IpuTrainMemory, BadOptionsAreOneLineErrorsWithTheNumbers) {
   };
   EXPECT_EQ(error({{"gradient_accumulation", "0"}}),
             "ipu-emu: option gradient_accumulation=0 must be an integer from 1 to 1048576");
-  EXPECT_EQ(error({{"replication_factor", "128"}}),
-            "ipu-emu: num_ipus=128 (128 replica(s) x 1 stage(s)) exceeds the 64 IPUs of preset "
+  EXPECT_EQ(error({{"replication_factor", "512"}}),
+            "ipu-emu: num_ipus=512 (512 replica(s) x 1 stage(s)) exceeds the 256 IPUs of preset "
             "gc200 (max_ipus)");
   EXPECT_EQ(error({{"gradient_accumulation", "3"}}),
             "ipu-emu: gradient_accumulation=3 must divide the batch per replica (8 = 8 / 1)");

@@ -91,8 +91,8 @@ def test_ipu_training_model_errors_are_one_line():
         with pytest.raises(mimic.InvalidArgument, match=r"pipeline_schedule=grouped over 2 stages needs at least 3 "
                            r"micro-batches per step to fill the training pipeline \(2 x stages - 1"):
             ipu.training_model(model, "cross_entropy", opt, example_inputs=x, gradient_accumulation=2)
-    with mimic.ipu.Manager(num_ipus=128) as ipu:
-        with pytest.raises(mimic.InvalidArgument, match=r"num_ipus=128 \(1 replica\(s\) x 128 stage\(s\)\) exceeds the 64 IPUs of preset gc200"):
+    with mimic.ipu.Manager(num_ipus=512) as ipu:
+        with pytest.raises(mimic.InvalidArgument, match=r"num_ipus=512 \(1 replica\(s\) x 512 stage\(s\)\) exceeds the 256 IPUs of preset gc200"):
             ipu.training_model(model, "cross_entropy", opt, example_inputs=x)
     with mimic.ipu.Manager(compile_only=True) as ipu:  # compiles (memory report), cannot run
         step = ipu.training_model(model, "cross_entropy", opt, example_inputs=x)
