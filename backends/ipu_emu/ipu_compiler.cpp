@@ -584,7 +584,7 @@ void compile_metrics(IpuCompilation& out, const IpuSpec& s, const IpuOptions& o)
   m["micro_batches"] = o.micro_batches;
   m["pipeline_cycles"] = o.stages > 1 ? pipeline_cycles(o, out.training) : 0;
   size_t steps = 0;
-  for (const auto& ipu : p.bsp.ipus) steps += ipu.size();
+  for (const auto& ipu : p.bsp.ipus) steps += ipu.size() * p.bsp.replicas;
   m["supersteps"] = static_cast<double>(steps);
   size_t fused = 0;
   for (const auto& st : out.stages)

@@ -28,13 +28,13 @@ uint64_t step_exchange_bytes(const models::ipu::Superstep& s) {
 // several pipeline stages the phases overlap in time and add up to more than the step's cycles.
 void schedule_metrics(const DeviceProgram& p, const RunStats& stats,
                       std::map<std::string, double>& m) {
-  m["num_ipus"] = static_cast<double>(p.bsp.ipus.size()), m["stages"] = p.stages;
+  m["num_ipus"] = static_cast<double>(p.bsp.num_ipus()), m["stages"] = p.stages;
   m["replicas"] = p.replicas, m["micro_batches"] = p.micro_batches;
   std::map<std::string, uint64_t> cycles = {
       {"forward", 0}, {"loss", 0}, {"backward", 0}, {"allreduce", 0}, {"update", 0}};
   for (const SuperstepRecord& rec : stats.steps) {
     if (rec.ipu >= p.stages) continue;
-    const auto& step = p.bsp.ipus[rec.ipu][rec.index];
+    const auto& step = p.bsp.list(rec.ipu)[rec.index];
     std::string phase;
     if (rec.op >= 0 && static_cast<size_t>(rec.op) < p.op_nodes.size()) {
       phase = ir::phase_name(p.graph.node(p.op_nodes[rec.op]).phase);
@@ -72,7 +72,7 @@ void unit_metrics(RunReport& r, const RunStats& stats, uint32_t ipus, uint64_t e
     r.bytes_moved["ipu_link"] += static_cast<int64_t>(u.link_bytes_out);
   }
   double total = std::max<double>(1.0, static_cast<double>(stats.cycles));
-  r.units.push_back({"pcie", "host", stats.host_busy, stats.host_busy / total});
+  r.units.push_back({"host-links", "host", stats.host_busy, stats.host_busy / total});
   if (ipus > 1) r.units.push_back({"ipu-links", "link", stats.link_busy, stats.link_busy / total});
   r.bytes_moved["exchange"] = static_cast<int64_t>(exchange_bytes);
   double mean_busy = tile_count ? static_cast<double>(busy_sum) / tile_count : 0;
@@ -112,7 +112,7 @@ RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpec& s, con
   r.cycles = stats.cycles;
   r.clock_hz = static_cast<double>(s.clock_hz);
   r.device_seconds = static_cast<double>(stats.cycles) / r.clock_hz;
-  uint32_t ipus = static_cast<uint32_t>(p.bsp.ipus.size());
+  uint32_t ipus = p.bsp.num_ipus();
   double peak_per_ipu = s.peak_flops_per_s(p.macs_per_cycle);
   r.peak_flops_per_s = peak_per_ipu * ipus;
   double exchange_bw =
@@ -122,7 +122,7 @@ RunReport make_report(const DeviceProgram& p, const models::ipu::IpuSpec& s, con
   std::vector<OpTotals> ops(p.ops.size());
   uint64_t exchange_bytes = 0;
   for (const SuperstepRecord& rec : stats.steps) {
-    const auto& step = p.bsp.ipus[rec.ipu][rec.index];
+    const auto& step = p.bsp.list(rec.ipu)[rec.index];
     exchange_bytes += step_exchange_bytes(step);
     if (rec.ipu >= p.stages || rec.op < 0 || static_cast<size_t>(rec.op) >= ops.size()) continue;
     OpTotals& t = ops[rec.op];

@@ -167,32 +167,34 @@ BspProgram build_program(const IpuSpec& specs, const IpuOptions& o, const ir::Gr
                          bool training, const std::vector<StagePlan>& stages, Labels& labels) {
   Builder b{specs, o, g, training, stages, labels};
   BspProgram p;
-  p.ipus.resize(static_cast<size_t>(o.stages) * o.replicas);
-  for (uint32_t r = 0; r < o.replicas; ++r)
-    for (uint32_t s = 0; s < o.stages; ++s) {
-      auto& list = p.ipus[r * o.stages + s];
-      if (o.stages == 1) {
-        for (uint32_t m = 0; m < o.micro_batches; ++m) b.body(stages[s], list);
-      } else if (!training) {
-        for (uint32_t c = 0; c < b.cycles(); ++c) {
-          if (b.active(s, c)) b.body(stages[s], list);
-          list.push_back(b.boundary(r, s, c));
-        }
-      } else {
-        for (uint32_t c = 0; c < b.cycles(); ++c) {
-          if (b.active_backward(s, c)) b.body(stages[s], list, 1);
-          if (b.active(s, c)) b.body(stages[s], list, 0);
-          list.push_back(b.boundary(r, s, c));
-        }
-        list.push_back(b.boundary(r, s, b.cycles()));
+  // Replica 0's lists; the system runs one copy per replica (BspProgram::replicas).
+  const uint32_t r = 0;
+  p.replicas = o.replicas;
+  p.ipus.resize(o.stages);
+  for (uint32_t s = 0; s < o.stages; ++s) {
+    auto& list = p.ipus[s];
+    if (o.stages == 1) {
+      for (uint32_t m = 0; m < o.micro_batches; ++m) b.body(stages[s], list);
+    } else if (!training) {
+      for (uint32_t c = 0; c < b.cycles(); ++c) {
+        if (b.active(s, c)) b.body(stages[s], list);
+        list.push_back(b.boundary(r, s, c));
       }
-      if (training) {
-        if (o.replicas > 1) b.all_reduce(r, s, stages[s].gradient_bytes, list);
-        b.update(stages[s], list);
-      } else if (o.weight_update && o.replicas > 1) {
-        b.all_reduce(r, s, stages[s].weight_bytes, list);
+    } else {
+      for (uint32_t c = 0; c < b.cycles(); ++c) {
+        if (b.active_backward(s, c)) b.body(stages[s], list, 1);
+        if (b.active(s, c)) b.body(stages[s], list, 0);
+        list.push_back(b.boundary(r, s, c));
       }
+      list.push_back(b.boundary(r, s, b.cycles()));
     }
+    if (training) {
+      if (o.replicas > 1) b.all_reduce(r, s, stages[s].gradient_bytes, list);
+      b.update(stages[s], list);
+    } else if (o.weight_update && o.replicas > 1) {
+      b.all_reduce(r, s, stages[s].weight_bytes, list);
+    }
+  }
   return p;
 }
 

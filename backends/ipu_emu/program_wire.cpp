@@ -88,6 +88,7 @@ std::vector<uint8_t> device_config(const models::ipu::IpuSpec& specs, uint32_t n
 void write_program(wire::Writer& w, const DeviceProgram& p) {
   w.u64(p.bsp.labels.size());
   for (const auto& l : p.bsp.labels) w.str(l);
+  w.u32(p.bsp.replicas);
   w.u64(p.bsp.ipus.size());
   for (const auto& steps : p.bsp.ipus) {
     w.u64(steps.size());
@@ -121,8 +122,10 @@ void write_program(wire::Writer& w, const DeviceProgram& p) {
 DeviceProgram read_program(wire::Reader& r) {
   DeviceProgram p;
   for (uint64_t i = 0, n = r.u64(); i < n; ++i) p.bsp.labels.push_back(r.str());
+  p.bsp.replicas = r.u32();
   uint64_t ipus = r.u64();
-  if (ipus > 4096) throw RuntimeError("ipu-emu: bad IPU count in program");
+  if (ipus > 4096 || p.bsp.replicas == 0 || p.bsp.replicas > 4096)
+    throw RuntimeError("ipu-emu: bad IPU count in program");
   p.bsp.ipus.resize(ipus);
   for (auto& steps : p.bsp.ipus) {
     uint64_t n = r.u64();

@@ -71,10 +71,21 @@ struct Superstep {
   std::vector<TileGroup> compute;
 };
 
-// Per IPU lists. External syncs are global barriers: every IPU's list has the same number of them.
+// Per IPU lists, of one replica: the system runs `replicas` copies of them, so that replicas share
+// one program instead of holding a copy each. IPU r x ipus.size() + i of the system runs list i,
+// and a link transfer to IPU t of a list goes to IPU (r x ipus.size() + t) mod num_ipus() (replica
+// 0's IPU t, shifted to the sender's replica). External syncs are global barriers: every IPU's list
+// has the same number of them.
 struct BspProgram {
   std::vector<std::string> labels;
   std::vector<std::vector<Superstep>> ipus;
+  uint32_t replicas = 1;
+
+  uint32_t num_ipus() const { return replicas * static_cast<uint32_t>(ipus.size()); }
+  const std::vector<Superstep>& list(uint32_t ipu) const { return ipus[ipu % ipus.size()]; }
+  uint32_t link_target(uint32_t ipu, uint32_t to) const {
+    return (ipu - ipu % static_cast<uint32_t>(ipus.size()) + to) % num_ipus();
+  }
 };
 
 }  // namespace mimic::models::ipu

@@ -67,6 +67,8 @@ models::SpecFields<IpuSpec> make_fields() {
       "PCIe host bandwidth, each direction", SPEC_MEMBER(host_bytes_per_second));
   add("host_latency_cycles", U::cycles, 0, kCycles, "host transfer latency",
       SPEC_MEMBER(host_latency_cycles));
+  add("ipus_per_host_link", U::count, 1, 4096, "IPUs sharing one host link",
+      SPEC_MEMBER(ipus_per_host_link));
   add("max_ipus", U::count, 1, 4096, "largest num_ipus of a system", SPEC_MEMBER(max_ipus));
   add("ipus_per_rack", U::count, 1, 4096,
       "IPUs joined by IPU-Links (one rack); the links between racks are GW-Links",
@@ -130,6 +132,11 @@ Sources mk2_common_sources() {
        "on an IPU-M2000: 83% of the Bow-2000's 512 Gbps (gc-iputraffictest's documented output)"},
       {"host_bytes_per_second", "[D] PCIe Gen4 x16 64 GB/s (R-3P S9) / 2 directions"},
       {"host_latency_cycles", "[I] ~1 us"},
+      {"ipus_per_host_link",
+       "[R] a host link per IPU-Machine: 'Host-Link - PCIe Gen4 RoCEv2 NIC/SmartNIC Interface for "
+       "Bow-2000 to server communication' (Bow-2000 datasheet), '2 RNIC ports for connection to "
+       "the server' (Bow Pod DA build guide); the servers' NICs are not modeled (a Pod64 has 1-4 "
+       "servers, a Pod256 4-16: Bow Pod64 datasheet)"},
       {"max_ipus", "[R] IPU-POD256 and Bow Pod256: 64 machines of 4 IPUs (Bow Pod64 datasheet)"},
       {"ipus_per_rack", kMk2RackSource},
       {"ipu_link_ring", kMk2RingSource},
@@ -172,6 +179,7 @@ IpuSpec mk2_common() {
   s.ipu_link_bytes_per_second = 32'000'000'000ull;
   s.ipu_link_efficiency_percent = 85;
   s.host_bytes_per_second = 32'000'000'000ull;
+  s.ipus_per_host_link = 4;
   s.max_ipus = 256;
   s.ipus_per_rack = 64;
   s.gw_link_bytes_per_second = 25'000'000'000ull;
@@ -232,6 +240,8 @@ IpuSpec make_gc2() {
   s.ipu_link_latency_cycles = 2000;
   s.host_latency_cycles = 1600;
   s.max_ipus = 16;
+  s.ipus_per_host_link = 16;
+  s.sources["ipus_per_host_link"] = "[I] C2 cards in one server: its PCIe, shared";
   s.ipus_per_rack = 16;
   s.gw_link_bytes_per_second = 64'000'000'000ull;
   s.ipu_link_ring = false;

@@ -59,8 +59,10 @@ struct IpuSpec {
   // Share of that rate a transfer achieves (link protocol overhead), applied to every IPU-Link hop.
   uint64_t ipu_link_efficiency_percent = 100;
   uint64_t ipu_link_latency_cycles = 0;
-  uint64_t host_bytes_per_second = 0;  // PCIe, each direction, shared by the IPUs of a system
+  uint64_t host_bytes_per_second = 0;  // one host link, each direction
   uint64_t host_latency_cycles = 0;
+  // IPUs sharing one host link (an IPU-Machine's 4, behind its IPU-Gateway).
+  uint64_t ipus_per_host_link = 0;
   uint64_t max_ipus = 0;
   // IPUs of one rack, joined by IPU-Links within and between its machines (a Pod64: 16 machines
   // of 4 IPUs): the hops between racks are GW-Links, at gw_link_bytes_per_second.

@@ -25,7 +25,7 @@ struct RunContext {
   RunStats* stats = nullptr;
   uint64_t t0 = 0;                        // cycle at which the run began
   std::vector<sim::TrackId> link_tracks;  // per directed hop, created lazily
-  sim::TrackId h2d_track = 0, d2h_track = 0;
+  std::vector<sim::TrackId> host_tracks;  // per host link and direction, created lazily
 };
 
 sim::OpId op_id(const RunContext& run, int32_t op) {
@@ -182,21 +182,24 @@ class LinkFabric {
   uint64_t busy_cycles_ = 0;
 };
 
-// PCIe between host and the IPUs: each direction carries one transfer at a time.
+// The host links: one per ipus_per_host_link IPUs (an IPU-Machine's, behind its IPU-Gateway),
+// each direction carrying one transfer at a time.
 class HostLink {
  public:
-  explicit HostLink(const IpuSpec& specs) : specs_(specs) {}
-  void reset() { busy_[0] = busy_[1] = 0; }
-  // Returns the cycle the transfer completes.
-  uint64_t transfer(RunContext& run, bool to_device, uint64_t bytes, uint64_t now, int32_t op) {
+  HostLink(const IpuSpec& specs, uint32_t ipus) : specs_(specs), busy_(2 * links(specs, ipus), 0) {}
+  void reset() { std::fill(busy_.begin(), busy_.end(), 0); }
+  // Returns the cycle the transfer from or to IPU `ipu` completes.
+  uint64_t transfer(RunContext& run, uint32_t ipu, bool to_device, uint64_t bytes, uint64_t now,
+                    int32_t op) {
     if (bytes == 0) return now;
-    uint64_t& busy = busy_[to_device ? 0 : 1];
+    size_t lane = 2 * (ipu / specs_.ipus_per_host_link) + (to_device ? 0 : 1);
+    uint64_t& busy = busy_[lane];
     uint64_t xfer = specs_.cycles_for(bytes, specs_.host_bytes_per_second);
     uint64_t start = std::max(now, busy);
     busy = start + xfer;
     busy_cycles_ += xfer;
     if (run.trace->sink)
-      run.trace->sink->event(to_device ? run.h2d_track : run.d2h_track, op_id(run, op),
+      run.trace->sink->event(track(run, lane), op_id(run, op),
                              to_device ? "stream in" : "stream out", start - run.t0, xfer);
     return busy + specs_.host_latency_cycles;
   }
@@ -204,14 +207,27 @@ class HostLink {
   void clear_busy() { busy_cycles_ = 0; }
 
  private:
+  static uint32_t links(const IpuSpec& specs, uint32_t ipus) {
+    return std::max<uint32_t>(1, (ipus + specs.ipus_per_host_link - 1) / specs.ipus_per_host_link);
+  }
+  sim::TrackId track(RunContext& run, size_t lane) {
+    if (run.host_tracks.size() < busy_.size()) run.host_tracks.assign(busy_.size(), -1);
+    if (run.host_tracks[lane] < 0) {
+      std::string name = lane % 2 == 0 ? "host->ipu" : "ipu->host";
+      if (busy_.size() > 2) name += fmt::format(" link {}", lane / 2);
+      run.host_tracks[lane] = run.trace->sink->add_track(run.trace->device, name, "host");
+    }
+    return run.host_tracks[lane];
+  }
+
   const IpuSpec& specs_;
-  uint64_t busy_[2] = {0, 0};
+  std::vector<uint64_t> busy_;
   uint64_t busy_cycles_ = 0;
 };
 
 struct SystemUnits {
   SystemUnits(const IpuSpec& s, uint32_t n)
-      : clock(s.clock_hz), sync(s, clock, n), links(s, n), host(s) {}
+      : clock(s.clock_hz), sync(s, clock, n), links(s, n), host(s, n) {}
   BspClock clock;
   SyncController sync;
   LinkFabric links;
@@ -259,7 +275,7 @@ class IpuChip : public sc_core::sc_module {
     while (true) {
       sc_core::wait(start);
       RunContext& run = units_.run;
-      const auto& steps = run.program->ipus[index_];
+      const auto& steps = run.program->list(index_);
       for (uint32_t i = 0; i < steps.size(); ++i) {
         current_ = &steps[i];
         SuperstepRecord rec;
@@ -342,15 +358,17 @@ class IpuChip : public sc_core::sc_module {
       for (const ExchangeGroup& g : s.exchange)
         end = std::max(end, start + exchange_cycles(specs_, g.send_bytes, g.recv_bytes));
       if (s.host_to_device_bytes) {
-        end = std::max(end, units_.host.transfer(run, true, s.host_to_device_bytes, start, s.op));
+        end = std::max(
+            end, units_.host.transfer(run, index_, true, s.host_to_device_bytes, start, s.op));
         stats.host_bytes_in += s.host_to_device_bytes;
       }
       if (s.device_to_host_bytes) {
-        end = std::max(end, units_.host.transfer(run, false, s.device_to_host_bytes, start, s.op));
+        end = std::max(
+            end, units_.host.transfer(run, index_, false, s.device_to_host_bytes, start, s.op));
         stats.host_bytes_out += s.device_to_host_bytes;
       }
       for (const LinkTransfer& l : s.links) {
-        units_.links.post(index_, l.to_ipu, l.bytes, s.op);
+        units_.links.post(index_, units_.run.program->link_target(index_, l.to_ipu), l.bytes, s.op);
         stats.link_bytes_out += l.bytes;
       }
       if (s.sync == SyncKind::external) {
@@ -401,9 +419,9 @@ IpuSystem::IpuSystem(const IpuSpec& specs, uint32_t num_ipus) : specs_(specs), n
 IpuSystem::~IpuSystem() = default;
 
 void IpuSystem::check(const BspProgram& p) const {
-  if (p.ipus.size() != num_ipus_)
+  if (p.ipus.empty() || p.num_ipus() != num_ipus_)
     throw std::invalid_argument(
-        fmt::format("ipu-emu: program for {} IPUs on a system of {}", p.ipus.size(), num_ipus_));
+        fmt::format("ipu-emu: program for {} IPUs on a system of {}", p.num_ipus(), num_ipus_));
   size_t externals = SIZE_MAX;
   for (uint32_t i = 0; i < p.ipus.size(); ++i) {
     size_t ext = 0;
@@ -446,10 +464,6 @@ RunStats IpuSystem::run(const BspProgram& program, const TraceTarget& trace) {
   u.links.clear_busy();
   u.host.reset();
   u.host.clear_busy();
-  if (trace.sink) {
-    u.run.h2d_track = trace.sink->add_track(trace.device, "pcie host->ipu", "host");
-    u.run.d2h_track = trace.sink->add_track(trace.device, "pcie ipu->host", "host");
-  }
   // Host link reservations are absolute cycles: start them at the run's beginning.
   for (auto& chip : impl_->chips) {
     chip->reset();

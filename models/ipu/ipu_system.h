@@ -10,7 +10,8 @@
 //            - IPU-Links: a ring (or chain) of neighbour links, each direction reserved by
 //              transfers (bandwidth, per-hop latency), so that concurrent transfers on a link
 //              serialize; the hops between racks (every ipus_per_rack IPUs) are GW-Links;
-//            - host link: PCIe, each direction shared by all IPUs.
+//            - host links: one per ipus_per_host_link IPUs (an IPU-Machine's), each direction
+//              shared by those IPUs.
 // Approximated: exchange has no per-route contention beyond each tile's own bandwidth (the
 // fabric is compiler-scheduled with no queues, docs/references.md §D.2); sync and link latencies
 // are inferred figures (the preset's sources say which); links route along the chain. Timing
@@ -51,7 +52,7 @@ struct RunStats {
   uint64_t cycles = 0;
   std::vector<SuperstepRecord> steps;
   std::vector<IpuUnitStats> ipus;
-  uint64_t host_busy = 0, link_busy = 0;  // cycles the PCIe link / busiest IPU-Link carried data
+  uint64_t host_busy = 0, link_busy = 0;  // cycles the host links / the IPU-Links carried data
 };
 
 // Where a run's events go: `op_ids[i]` is the sink's id for the program's op i.

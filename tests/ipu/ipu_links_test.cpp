@@ -1,5 +1,6 @@
 // The links between IPUs in the SystemC model (models/ipu/ipu_system.cpp): routes around a ring,
-// links shared by transfers, GW-Links between racks, cut-through over links of unequal speed.
+// links shared by transfers, GW-Links between racks, cut-through over links of unequal speed,
+// a host link per IPU-Machine.
 // One system per process (SystemC elaborates once): six IPUs on a ring, racks of three.
 #include <gtest/gtest.h>
 
@@ -77,6 +78,26 @@ TEST(IpuLinks, CutThroughWaitsForTheSlowestHop) {
   // starts one latency after the previous one, but the tail cannot leave a hop before it has
   // crossed the slower one before it.
   EXPECT_EQ(exchange_cycles({{1, 4, 64000}})[4], latency() + gw_link(64000) + 2 * latency());
+}
+
+TEST(IpuLinks, EachMachineHasItsOwnHostLink) {
+  // IPUs 0-3 share one machine's host link, 4-5 the next one's: every IPU streams in at once.
+  ASSERT_EQ(specs().ipus_per_host_link, 4u);
+  BspProgram p;
+  p.labels = {"work"};
+  Superstep in;
+  in.host_to_device_bytes = 3'200'000;
+  p.ipus.assign(6, {in});
+  RunStats r = system6().run(p, TraceTarget{});
+  uint64_t xfer = specs().cycles_for(3'200'000, specs().host_bytes_per_second);
+  uint64_t slowest[2] = {0, 0};
+  for (const auto& rec : r.steps) {
+    uint64_t& m = slowest[rec.ipu / 4];
+    m = std::max(m, rec.exchange);
+  }
+  EXPECT_EQ(slowest[0], 4 * xfer + specs().host_latency_cycles);
+  EXPECT_EQ(slowest[1], 2 * xfer + specs().host_latency_cycles);
+  EXPECT_EQ(r.host_busy, 6 * xfer);
 }
 
 }  // namespace
