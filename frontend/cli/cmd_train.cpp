@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <iostream>
@@ -49,7 +50,7 @@ Batches synthetic_data(const TrainStep& step, const ir::TensorType& in, int64_t 
   Random rng(a.seed + 1);
   const TrainGraph& t = step.train_graph();
   Batches out;
-  for (int64_t i = 0; i < a.batches; ++i) {
+  for (int64_t i = 0; i < std::min(a.batches, a.steps); ++i) {  // no batch a step never reads
     ir::HostTensor x =
         token_ids > 0 ? rng.tensor(in.dtype, in.shape, token_ids) : rng.tensor(in.dtype, in.shape);
     ir::HostTensor y = t.target_type.dtype == ir::DType::i64
