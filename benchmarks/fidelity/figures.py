@@ -146,16 +146,18 @@ _GRAPHCORE_RN50_SPLITS = ["layer1.0.relu", "layer1.2.relu", "layer2.0.relu", "la
                           "layer3.0.relu", "layer3.3.relu"]
 
 
-def _ipu_train(accumulation, replicas=16):
+def _ipu_train(accumulation, replicas=16, memory_proportion="0.15"):
     return {"precision": "float16", "recompute": "full", "recompute_checkpoints": _GRAPHCORE_RN50_SPLITS,
             "micro_batches": [20], "accumulation": accumulation,
-            "options": {"enable_half_partials": "true", "memory_proportion": "0.15",
+            "options": {"enable_half_partials": "true", "memory_proportion": memory_proportion,
                         "stochastic_rounding": "true", "allow_out_of_memory": "true",
                         "replication_factor": str(replicas)}}
 
 
 IPU_TRAIN_MLPERF = _ipu_train(10)
 IPU_TRAIN_BOW = _ipu_train(6)
+IPU_TRAIN_BOW_POD64 = _ipu_train(2, replicas=64, memory_proportion="0.145")
+IPU_TRAIN_POD256 = _ipu_train(2, replicas=256)
 IPU_FIT_MLPERF = _ipu_train(10, replicas=1)
 
 
@@ -183,6 +185,15 @@ def _training_rows():
                            "so at least 20 fit its tiles (a lower bound); emulated: the largest "
                            "micro-batch up to 20 whose step's tile-memory plan fits, same "
                            "configuration"},
+            {"id": "graphcore-pod256-resnet50-train", "chip": "GC200 x 256", "device": "ipu-emu:gc200",
+             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+             "published": 30000 * 12 / 256, "tag": "D", "source": GRAPHCORE_RN50_BLOG,
+             "train": IPU_TRAIN_POD256,
+             "conditions": f"{rn50}; MLPerf v1.1 IPU-POD256: scaling 'from an IPU-POD16 to our "
+                           "IPU-POD256 ... gave ... 12x improvement in throughput' (12 x the POD16's 30k "
+                           "images per second) / 256 IPUs; emulated: the 256 replicas' step in the run's "
+                           "configuration (mk2_resnet50_mlperf_pod256_lars: micro-batch 20 x 2, half "
+                           "partials, recomputation checkpoints), per IPU"},
             {"id": "mlperf-ipu-pod256-resnet50-train", "chip": "GC200 x 256",
              "device": "ipu-emu:gc200", "workload": "zoo:resnet50", "batch": 0, "metric": "minutes",
              "scope": "end_to_end", "published": 3.79, "tag": "M", "source": GRAPHCORE_MLPERF_11,
@@ -194,6 +205,24 @@ def _training_rows():
              "conditions": f"{rn50}; Bow Pod16, TensorFlow 1, global batch 1,920: 42,029 images/s / 16 "
                            "IPUs; emulated: the 16 replicas' step in the configuration of that global "
                            "batch (mk2_resnet50_mlperf_pod16_bs20: micro-batch 20 x 6, half partials, "
+                           "recomputation checkpoints), per IPU"},
+            {"id": "graphcore-bow-pod64-resnet50-train", "chip": "Bow x 64", "device": "ipu-emu:bow",
+             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+             "published": 145287 / 64, "tag": "D", "source": GRAPHCORE_BOW_TABLE, "train": IPU_TRAIN_BOW_POD64,
+             "conditions": f"{rn50}; Bow Pod64, TensorFlow 1, global batch 2,560: 145,287 images/s / 64 "
+                           "IPUs; against the Pod16 row, each IPU all-reduces its gradients after 40 "
+                           "images instead of 120, over a ring of 64; emulated: the 64 replicas' step "
+                           "in the configuration of that global batch (mk2_resnet50_mlperf_pod64_bs20: "
+                           "micro-batch 20 x 2, half partials, recomputation checkpoints, memory "
+                           "proportion 0.145), per IPU"},
+            {"id": "graphcore-bow-pod256-resnet50-train", "chip": "Bow x 256", "device": "ipu-emu:bow",
+             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+             "published": 425514 / 256, "tag": "D", "source": GRAPHCORE_BOW_TABLE, "train": IPU_TRAIN_POD256,
+             "conditions": f"{rn50}; Bow Pod256 (four Pod64 racks joined by GW-Links), TensorFlow 1, "
+                           "global batch 10,240: 425,514 images/s / 256 IPUs; against the Pod64 row, the "
+                           "same micro-batches, the ring of 256 crossing the GW-Links; emulated: the 256 "
+                           "replicas' step at micro-batch 20 x 2 (the configuration of "
+                           "mk2_resnet50_mlperf_pod256_lars: memory proportion 0.15, half partials, "
                            "recomputation checkpoints), per IPU"},
             {"id": "graphcore-bow-pod16-bert-base-train", "chip": "Bow x 16", "device": "ipu-emu:bow",
              "workload": "zoo:bert", "batch": 0, "metric": "train_sps", "scope": "end_to_end",

@@ -133,10 +133,9 @@ Sources mk2_common_sources() {
       {"host_bytes_per_second", "[D] PCIe Gen4 x16 64 GB/s (R-3P S9) / 2 directions"},
       {"host_latency_cycles", "[I] ~1 us"},
       {"ipus_per_host_link",
-       "[R] a host link per IPU-Machine: 'Host-Link - PCIe Gen4 RoCEv2 NIC/SmartNIC Interface for "
-       "Bow-2000 to server communication' (Bow-2000 datasheet), '2 RNIC ports for connection to "
-       "the server' (Bow Pod DA build guide); the servers' NICs are not modeled (a Pod64 has 1-4 "
-       "servers, a Pod256 4-16: Bow Pod64 datasheet)"},
+       "[R] the host servers feed the IPU-Machines over RoCE: a Pod16 has one server (Bow Pod DA "
+       "build guide), a Pod64 1-4 and a Pod256 4-16 (Bow Pod64 datasheet), so at most one per 16 "
+       "IPUs, whose host link those 16 share"},
       {"max_ipus", "[R] IPU-POD256 and Bow Pod256: 64 machines of 4 IPUs (Bow Pod64 datasheet)"},
       {"ipus_per_rack", kMk2RackSource},
       {"ipu_link_ring", kMk2RingSource},
@@ -179,7 +178,7 @@ IpuSpec mk2_common() {
   s.ipu_link_bytes_per_second = 32'000'000'000ull;
   s.ipu_link_efficiency_percent = 85;
   s.host_bytes_per_second = 32'000'000'000ull;
-  s.ipus_per_host_link = 4;
+  s.ipus_per_host_link = 16;
   s.max_ipus = 256;
   s.ipus_per_rack = 64;
   s.gw_link_bytes_per_second = 25'000'000'000ull;

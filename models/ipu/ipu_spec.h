@@ -61,7 +61,7 @@ struct IpuSpec {
   uint64_t ipu_link_latency_cycles = 0;
   uint64_t host_bytes_per_second = 0;  // one host link, each direction
   uint64_t host_latency_cycles = 0;
-  // IPUs sharing one host link (an IPU-Machine's 4, behind its IPU-Gateway).
+  // IPUs sharing one host link (a host server feeds 16 IPUs of a Pod).
   uint64_t ipus_per_host_link = 0;
   uint64_t max_ipus = 0;
   // IPUs of one rack, joined by IPU-Links within and between its machines (a Pod64: 16 machines

@@ -182,7 +182,7 @@ class LinkFabric {
   uint64_t busy_cycles_ = 0;
 };
 
-// The host links: one per ipus_per_host_link IPUs (an IPU-Machine's, behind its IPU-Gateway),
+// The host links: one per ipus_per_host_link IPUs (a host server's, feeding their machines),
 // each direction carrying one transfer at a time.
 class HostLink {
  public:

@@ -10,7 +10,7 @@
 //            - IPU-Links: a ring (or chain) of neighbour links, each direction reserved by
 //              transfers (bandwidth, per-hop latency), so that concurrent transfers on a link
 //              serialize; the hops between racks (every ipus_per_rack IPUs) are GW-Links;
-//            - host links: one per ipus_per_host_link IPUs (an IPU-Machine's), each direction
+//            - host links: one per ipus_per_host_link IPUs (a host server's), each direction
 //              shared by those IPUs.
 // Approximated: exchange has no per-route contention beyond each tile's own bandwidth (the
 // fabric is compiler-scheduled with no queues, docs/references.md §D.2); sync and link latencies

@@ -1,7 +1,8 @@
 """benchmarks/fidelity: the IPU training rows run what Graphcore's submissions ran, as their
-configuration files say (graphcore/examples, TensorFlow CNN configs.yml): micro-batch 20, 10 or 6
-micro-batches accumulated, half partials, memory proportion 0.15, 16 replicas, and recomputation
-from the six block outputs its pipeline splits name, which must be nodes of the zoo's ResNet-50."""
+configuration files say (graphcore/examples, TensorFlow CNN configs.yml): micro-batch 20, 10, 6 or 2
+micro-batches accumulated, half partials, memory proportion 0.15 (0.145 on the Pod64), 16, 64 or 256
+replicas, and recomputation from the six block outputs its pipeline splits name, which must be nodes
+of the zoo's ResNet-50."""
 import os
 import sys
 
@@ -20,17 +21,30 @@ def rows(metric):
 
 
 def test_ipu_training_rows_follow_the_submissions_configurations():
-    accumulation = {"graphcore-pod16-resnet50-train": 10, "mlperf-ipu-pod16-resnet50-train": 10,
-                    "graphcore-bow-pod16-resnet50-train": 6, "mlperf-ipu-pod16-resnet50-micro-batch-fit": 10}
+    # Row: (accumulation, replicas, memory proportion) of the configuration it names.
+    configs = {"graphcore-pod16-resnet50-train": (10, "16", "0.15"),
+               "mlperf-ipu-pod16-resnet50-train": (10, "16", "0.15"),
+               "graphcore-pod256-resnet50-train": (2, "256", "0.15"),
+               "graphcore-bow-pod16-resnet50-train": (6, "16", "0.15"),
+               "graphcore-bow-pod64-resnet50-train": (2, "64", "0.145"),
+               "graphcore-bow-pod256-resnet50-train": (2, "256", "0.15"),
+               "mlperf-ipu-pod16-resnet50-micro-batch-fit": (10, "1", "0.15")}
     checked = rows("train_sps") + rows("minutes") + rows("micro_batch_fit")
-    assert {r["id"] for r in checked} == set(accumulation)
+    assert {r["id"] for r in checked} == set(configs)
     for r in checked:
         t = r["train"]
-        assert t["micro_batches"] == [20] and t["accumulation"] == accumulation[r["id"]], r["id"]
-        assert t["options"]["enable_half_partials"] == "true" and t["options"]["memory_proportion"] == "0.15"
+        accumulation, replicas, proportion = configs[r["id"]]
+        assert t["micro_batches"] == [20] and t["accumulation"] == accumulation, r["id"]
+        assert t["options"]["enable_half_partials"] == "true", r["id"]
+        assert t["options"]["memory_proportion"] == proportion, r["id"]
         assert t["recompute"] == "full" and len(t["recompute_checkpoints"]) == 6
-        replicas = "1" if r["metric"] == "micro_batch_fit" else "16"
         assert t["options"]["replication_factor"] == replicas, r["id"]
+        # The global batch the published figure was measured at, where the row names one.
+        batch = {"graphcore-bow-pod16-resnet50-train": 1920, "graphcore-bow-pod64-resnet50-train": 2560,
+                 "graphcore-bow-pod256-resnet50-train": 10240}.get(r["id"])
+        if batch:
+            assert 20 * accumulation * int(replicas) == batch, r["id"]
+            assert f"global batch {batch:,}" in r["conditions"], r["id"]
 
 
 def test_the_recomputation_checkpoints_are_nodes_of_the_zoo_resnet50():
