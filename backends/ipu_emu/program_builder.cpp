@@ -111,9 +111,9 @@ struct Builder {
                                        labels.id("optimizer state store")));
   }
 
-  // End of pipeline cycle `c` on stage `s` of replica `r` (c = cycles(): before the
-  // update, for update values read on another IPU): external sync, IPU-Link transfers.
-  Superstep boundary(uint32_t r, uint32_t s, uint32_t c) {
+  // End of pipeline cycle `c` on stage `s` (c = cycles(): before the update, for update values
+  // read on another IPU): external sync, IPU-Link transfers to the replica's other stages.
+  Superstep boundary(uint32_t s, uint32_t c) {
     Superstep b;
     b.label = labels.id("ipu exchange");
     b.sync = SyncKind::external;
@@ -124,7 +124,7 @@ struct Builder {
     const StagePlan& st = stages[s];
     for (const auto& [v, to] : st.sends) {
       if (!sent(s, v)) continue;
-      b.links.push_back({r * o.stages + to, st.bytes[v]});
+      b.links.push_back({to, st.bytes[v]});
       add_exchange(b.exchange, st.placement[v].span, tiles(), st.placement[v].bytes_per_tile, 0);
     }
     for (uint32_t from = 0; from < o.stages; ++from) {
@@ -137,8 +137,9 @@ struct Builder {
     return b;
   }
 
-  // Ring all-reduce of `bytes` (each replica's weights or gradients of stage s).
-  void all_reduce(uint32_t r, uint32_t s, uint64_t bytes, std::vector<Superstep>& list) {
+  // Ring all-reduce of `bytes` (each replica's weights or gradients of stage s): every step sends a
+  // chunk to the same stage of the next replica.
+  void all_reduce(uint32_t s, uint64_t bytes, std::vector<Superstep>& list) {
     uint32_t replicas = o.replicas;
     uint64_t chunk = ceil_div(bytes, replicas);
     uint64_t per_tile = ceil_div(chunk, tiles());
@@ -146,7 +147,7 @@ struct Builder {
       Superstep a;
       a.label = labels.id("all-reduce");
       a.sync = SyncKind::external;
-      a.links.push_back({((r + 1) % replicas) * o.stages + s, chunk});
+      a.links.push_back({o.stages + s, chunk});
       add_exchange(a.exchange, TileSpan{0, tiles()}, tiles(), per_tile, per_tile);
       if (k < replicas - 1 && per_tile) {  // reduce-scatter steps add the received chunk
         models::ipu::VertexWork add{models::ipu::VertexClass::vector,
@@ -167,8 +168,8 @@ BspProgram build_program(const IpuSpec& specs, const IpuOptions& o, const ir::Gr
                          bool training, const std::vector<StagePlan>& stages, Labels& labels) {
   Builder b{specs, o, g, training, stages, labels};
   BspProgram p;
-  // Replica 0's lists; the system runs one copy per replica (BspProgram::replicas).
-  const uint32_t r = 0;
+  // One replica's lists, link targets in replica 0's numbering; the system runs one copy per
+  // replica (BspProgram::replicas).
   p.replicas = o.replicas;
   p.ipus.resize(o.stages);
   for (uint32_t s = 0; s < o.stages; ++s) {
@@ -178,21 +179,21 @@ BspProgram build_program(const IpuSpec& specs, const IpuOptions& o, const ir::Gr
     } else if (!training) {
       for (uint32_t c = 0; c < b.cycles(); ++c) {
         if (b.active(s, c)) b.body(stages[s], list);
-        list.push_back(b.boundary(r, s, c));
+        list.push_back(b.boundary(s, c));
       }
     } else {
       for (uint32_t c = 0; c < b.cycles(); ++c) {
         if (b.active_backward(s, c)) b.body(stages[s], list, 1);
         if (b.active(s, c)) b.body(stages[s], list, 0);
-        list.push_back(b.boundary(r, s, c));
+        list.push_back(b.boundary(s, c));
       }
-      list.push_back(b.boundary(r, s, b.cycles()));
+      list.push_back(b.boundary(s, b.cycles()));
     }
     if (training) {
-      if (o.replicas > 1) b.all_reduce(r, s, stages[s].gradient_bytes, list);
+      if (o.replicas > 1) b.all_reduce(s, stages[s].gradient_bytes, list);
       b.update(stages[s], list);
     } else if (o.weight_update && o.replicas > 1) {
-      b.all_reduce(r, s, stages[s].weight_bytes, list);
+      b.all_reduce(s, stages[s].weight_bytes, list);
     }
   }
   return p;
