@@ -1,6 +1,6 @@
 // Hardware parameters of a Graphcore-style IPU (tile processor chip) and of the system around it:
 // tiles with their SRAM, worker contexts, the AMP (matrix) and vector datapaths, the on-chip
-// exchange, BSP syncs, IPU-Links between chips and the PCIe host link.
+// exchange, BSP syncs, IPU-Links and GW-Links between chips and the host links.
 //
 // Presets gc2 (Colossus Mk1), gc200 (Mk2) and bow follow docs/references.md §D/§E;
 // every field of every preset says where its value comes from: [R] retrieved, [R-3P] third-party,
