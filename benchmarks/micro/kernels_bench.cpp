@@ -85,6 +85,17 @@ void BM_Conv3x3(benchmark::State& state) {
 }
 BENCHMARK(BM_Conv3x3)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Runs graph `g` on the cpu backend with loop fusion on or off, `bytes` of inputs per iteration.
+void run_with_fusion(benchmark::State& state, const ir::Graph& g, bool fusion, int64_t bytes) {
+  CompileOptions o;
+  o.options["fusion"] = fusion ? "on" : "off";
+  Executable exe = compile(g, "cpu", o);
+  std::vector<ir::HostTensor> in = random_inputs(exe.graph(), 4, 10);
+  for (auto _ : state) benchmark::DoNotOptimize(exe.run(in));
+  state.SetLabel(fusion ? "fusion=on" : "fusion=off");
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+
 // Training-mode BatchNormalization as the train graph writes it (batch statistics, normalize,
 // scale, shift, Relu) on ResNet-50's layer1 at batch 8, on the cpu fast path with loop fusion
 // off (0) and on (1): the statistics' reductions, the centered values and the normalization.
@@ -103,13 +114,7 @@ void BM_BatchNormTrain(benchmark::State& state) {
   ir::ValueId xhat = b.mul(xc, rstd);
   g.add_output(xhat);  // saved for the gradient
   g.add_output(b.op(ir::OpType::Relu, {b.add(b.mul(xhat, gamma), b.scalar(0.1, ir::DType::f32))}));
-  CompileOptions o;
-  o.options["fusion"] = fusion ? "on" : "off";
-  Executable exe = compile(g, "cpu", o);
-  std::vector<ir::HostTensor> in = random_inputs(exe.graph(), 4, 10);
-  for (auto _ : state) benchmark::DoNotOptimize(exe.run(in));
-  state.SetLabel(fusion ? "fusion=on" : "fusion=off");
-  state.SetBytesProcessed(state.iterations() * xs.numel() * 4);
+  run_with_fusion(state, g, fusion, xs.numel() * 4);
 }
 BENCHMARK(BM_BatchNormTrain)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -147,13 +152,7 @@ void BM_FusedGeluGrad(benchmark::State& state) {
   ir::ValueId pdf =
       b.scale(b.op(ir::OpType::Exp, {b.scale(b.mul(x, x), -0.5)}), 0.3989422804014327);
   g.add_output(b.mul(dy, b.add(cdf, b.mul(x, pdf))));
-  CompileOptions o;
-  o.options["fusion"] = fusion ? "on" : "off";
-  Executable exe = compile(g, "cpu", o);
-  std::vector<ir::HostTensor> in = random_inputs(exe.graph(), 4, 10);
-  for (auto _ : state) benchmark::DoNotOptimize(exe.run(in));
-  state.SetLabel(fusion ? "fusion=on" : "fusion=off");
-  state.SetBytesProcessed(state.iterations() * xs.numel() * 4 * 2);
+  run_with_fusion(state, g, fusion, xs.numel() * 4 * 2);
 }
 BENCHMARK(BM_FusedGeluGrad)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
