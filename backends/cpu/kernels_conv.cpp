@@ -31,15 +31,6 @@ std::vector<std::vector<int64_t>> input_index_tables(const WindowGeometry& g, in
   return table;
 }
 
-// Advances an N-d counter; returns false after the last index.
-bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
-  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
-    if (++idx[d] < dims[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
 // col[K, P] for channels-first input x[Cg, in spatial] (one image, one group).
 void im2col_cf(const float* x, float* col, int64_t channels, const WindowGeometry& g) {
   int sr = g.spatial_rank;

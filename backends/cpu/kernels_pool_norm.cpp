@@ -25,14 +25,6 @@ struct Layout {
   }
 };
 
-bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
-  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
-    if (++idx[d] < dims[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
 // One pooling window: visits valid input offsets, and reports the padded window size.
 template <typename Visit>
 int64_t visit_window(const WindowGeometry& g, const std::vector<int64_t>& o,

@@ -11,6 +11,15 @@
 
 namespace mimic::backends::cpu {
 
+// Advances an N-d counter over `dims` (last dimension fastest); returns false after the last index.
+inline bool next_index(std::vector<int64_t>& idx, const std::vector<int64_t>& dims) {
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    if (++idx[d] < dims[d]) return true;
+    idx[d] = 0;
+  }
+  return false;
+}
+
 // Copies out[i...] = in[offset + sum(i_d * src_strides[d])] for every index of `out_dims`.
 // Strides and offset are in elements; `elem_size` is 1, 2, 4 or 8.
 void strided_copy(void* out, const void* in, const std::vector<int64_t>& out_dims,

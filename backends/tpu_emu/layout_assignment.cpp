@@ -49,10 +49,10 @@ ir::Shape permuted(const ir::Shape& s, const std::vector<int64_t>& perm) {
   return ir::Shape({s[perm[0]], s[perm[1]], s[perm[2]], s[perm[3]]});
 }
 
-class Rewriter {
+class LayoutRewriter {
  public:
   // `deliver` flags the graph inputs that arrive channels-last.
-  Rewriter(const ir::Graph& g, std::vector<bool> deliver)
+  LayoutRewriter(const ir::Graph& g, std::vector<bool> deliver)
       : g_(g), out_(g.name()), map_(g.num_values()), first_uses_(g.num_values(), 0) {
     result_.inputs_channels_last = std::move(deliver);
   }
@@ -338,11 +338,11 @@ bool needs_assignment(const ir::Graph& g) {
 LayoutAssignment assign_channels_last(const ir::Graph& g) {
   std::vector<bool> none(g.inputs().size(), false);
   if (!needs_assignment(g)) return {g, 0, 0, none, std::vector<bool>(g.outputs().size(), false)};
-  Rewriter probe(g, none);
+  LayoutRewriter probe(g, none);
   LayoutAssignment first = probe.run();
   std::vector<bool> deliver = probe.read_only_channels_last();
   if (deliver == none) return first;
-  return Rewriter(g, deliver).run();
+  return LayoutRewriter(g, deliver).run();
 }
 
 ir::HostTensor to_channels_last(const ir::HostTensor& t) {

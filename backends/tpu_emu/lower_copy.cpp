@@ -19,18 +19,6 @@ using ir::OpType;
 
 namespace {
 
-std::vector<int64_t> contiguous(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
-  return s;
-}
-
-int64_t numel(const std::vector<int64_t>& d) {
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  return n;
-}
-
 // The kernel of one copy: dims iterated, src/dst element strides and offsets (src < 0: a fill).
 int32_t copy_desc_kernel(Context& c, int32_t src, int32_t dst, const std::vector<int64_t>& dims,
                          const std::vector<int64_t>& src_strides, int64_t src_offset,
@@ -63,7 +51,7 @@ void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
   int32_t kid = copy_desc_kernel(c, src, dst, dims, src_strides, src_offset, dst_strides,
                                  dst_offset, transpose, fill);
   VectorTiling t;
-  t.rows = numel(dims);
+  t.rows = dims_product(dims);
   t.output = dst;
   double out_eb = static_cast<double>(c.element_bytes(dst));
   // Tiled bytes of the region, spread over its elements.
@@ -91,9 +79,9 @@ void copy_kernel(Context& c, const ir::Node& n, int32_t src, int32_t dst,
 // input, read from its home once, into the readers' tiles.
 void broadcast_on_chip(Context& c, const ir::Node& n, int32_t x, int32_t y,
                        const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
-  int32_t kid = copy_desc_kernel(c, x, y, dims, strides, 0, contiguous(dims), 0, false, 0);
+  int32_t kid = copy_desc_kernel(c, x, y, dims, strides, 0, row_major_strides(dims), 0, false, 0);
   VectorTiling t;
-  t.rows = numel(dims);
+  t.rows = dims_product(dims);
   t.output = y;
   const double rows = static_cast<double>(std::max<int64_t>(t.rows, 1));
   t.inputs = {x};
@@ -126,16 +114,16 @@ Placement placement(const Window& in, int64_t hs, int64_t ws) {
   p.empty = h1 <= h0 || w1 <= w0 || in.n * in.c == 0;
   const int64_t at = (h0 * in.sh + in.ph) * ws + w0 * in.sw + in.pw;  // first landing pixel
   if (in.channels_last) {  // pixels of C contiguous channels
-    const std::vector<int64_t> os = contiguous({in.n, hs, ws, in.c});
+    const std::vector<int64_t> os = row_major_strides({in.n, hs, ws, in.c});
     p.dims = {in.n, h1 - h0, w1 - w0, in.c};
-    p.x_strides = contiguous({in.n, in.h, in.w, in.c});
+    p.x_strides = row_major_strides({in.n, in.h, in.w, in.c});
     p.x_offset = (h0 * in.w + w0) * in.c;
     p.y_strides = {os[0], in.sh * ws * in.c, in.sw * in.c, 1};
     p.y_offset = at * in.c;
   } else {
-    const std::vector<int64_t> os = contiguous({in.n, in.c, hs, ws});
+    const std::vector<int64_t> os = row_major_strides({in.n, in.c, hs, ws});
     p.dims = {in.n, in.c, h1 - h0, w1 - w0};
-    p.x_strides = contiguous({in.n, in.c, in.h, in.w});
+    p.x_strides = row_major_strides({in.n, in.c, in.h, in.w});
     p.x_offset = h0 * in.w + w0;
     p.y_strides = {os[0], os[1], in.sh * ws, in.sw};
     p.y_offset = at;
@@ -152,9 +140,9 @@ std::vector<int64_t> placed_dims(int64_t n, int64_t c, int64_t h, int64_t w, boo
 void fill_placed(Context& c, const ir::Node& n, int32_t r, const Window& in, int32_t y) {
   const std::vector<int64_t> dims = placed_dims(in.n, in.c, in.oh, in.ow, in.channels_last);
   if (r >= 0)
-    copy_kernel(c, n, r, y, dims, contiguous(dims), 0, contiguous(dims), 0, false);
+    copy_kernel(c, n, r, y, dims, row_major_strides(dims), 0, row_major_strides(dims), 0, false);
   else
-    copy_kernel(c, n, -1, y, dims, {}, 0, contiguous(dims), 0, false, 0.0f);
+    copy_kernel(c, n, -1, y, dims, {}, 0, row_major_strides(dims), 0, false, 0.0f);
 }
 
 void place_phase(Context& c, const ir::Node& n, int32_t x, int32_t r, const Window& in, int32_t y,
@@ -180,7 +168,7 @@ void place_phase(Context& c, const ir::Node& n, int32_t x, int32_t r, const Wind
   k.vec = d;
   const int32_t kid = c.add_kernel(k);
   VectorTiling t;
-  t.rows = numel(p.dims);
+  t.rows = dims_product(p.dims);
   const double rows = static_cast<double>(std::max<int64_t>(t.rows, 1));
   const double tiled = static_cast<double>(tiled_elements(p.dims, c.spec.vpu));
   t.output = y;
@@ -197,7 +185,7 @@ int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in,
                      int64_t ws) {
   const std::vector<int64_t> dims = placed_dims(in.n, in.c, hs, ws, in.channels_last);
   int32_t y = c.scratch(n.name + ".dilated", dims, x);
-  copy_kernel(c, n, -1, y, dims, {}, 0, contiguous(dims), 0, false, 0.0f);
+  copy_kernel(c, n, -1, y, dims, {}, 0, row_major_strides(dims), 0, false, 0.0f);
   Placement p = placement(in, hs, ws);
   if (!p.empty)
     copy_kernel(c, n, x, y, p.dims, p.x_strides, p.x_offset, p.y_strides, p.y_offset, false);
@@ -207,7 +195,8 @@ int32_t dilate_input(Context& c, const ir::Node& n, int32_t x, const Window& in,
 int32_t relayout(Context& c, const ir::Node& n, int32_t x, const std::vector<int64_t>& dims,
                  const std::vector<int64_t>& strides, int64_t offset) {
   int32_t y = c.scratch(n.name + ".relaid", dims, x);
-  if (numel(dims) > 0) copy_kernel(c, n, x, y, dims, strides, offset, contiguous(dims), 0, false);
+  if (dims_product(dims) > 0)
+    copy_kernel(c, n, x, y, dims, strides, offset, row_major_strides(dims), 0, false);
   return y;
 }
 
@@ -225,7 +214,7 @@ int32_t unfold_depth(Context& c, const ir::Node& n, int32_t x, const ir::WindowG
     range[k] = landing_range(od, s, k * dil - pad, depth);
     padded = padded || range[k].first > 0 || range[k].second < od;
   }
-  if (padded) copy_kernel(c, n, -1, y, dims, {}, 0, contiguous(dims), 0, false, 0.0f);
+  if (padded) copy_kernel(c, n, -1, y, dims, {}, 0, row_major_strides(dims), 0, false, 0.0f);
   const int64_t plane = ch * kd * hw;  // one output slice's image
   for (int64_t k = 0; k < kd; ++k) {
     auto [o0, o1] = range[k];
@@ -243,7 +232,8 @@ void fold_depth(Context& c, const ir::Node& n, int32_t src, int32_t dst,
   const int64_t m = wg.out_channels, od = wg.out_size[0], ohw = wg.out_size[1] * wg.out_size[2];
   const std::vector<int64_t> dims{wg.batch, m, od, ohw};
   if (wg.batch * m * od * ohw == 0) return;
-  copy_kernel(c, n, src, dst, dims, {od * m * ohw, ohw, m * ohw, 1}, 0, contiguous(dims), 0, false);
+  copy_kernel(c, n, src, dst, dims, {od * m * ohw, ohw, m * ohw, 1}, 0, row_major_strides(dims), 0,
+              false);
 }
 
 namespace {
@@ -251,13 +241,14 @@ namespace {
 // Each input copied into its place along the axis.
 void lower_concat(Context& c, const ir::Node& n, int rank) {
   int32_t y = c.produce(n.outputs[0]);
-  std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
+  std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = row_major_strides(out_dims);
   int axis = ir::normalize_axis(n.attrs.get_int("axis", 0), rank, "Concat axis");
   int64_t offset = 0;
   for (int i = 0; i < n.num_inputs(); ++i) {
     int32_t xi = c.tensor(n.inputs[i]);
     std::vector<int64_t> d = c.p.tensors[xi].dims;
-    if (numel(d) > 0) copy_kernel(c, n, xi, y, d, contiguous(d), 0, os, offset * os[axis], false);
+    if (dims_product(d) > 0)
+      copy_kernel(c, n, xi, y, d, row_major_strides(d), 0, os, offset * os[axis], false);
     offset += d[axis];
   }
 }
@@ -272,9 +263,9 @@ void lower_split(Context& c, const ir::Node& n, int32_t x, const std::vector<int
   for (size_t i = 0; i < n.outputs.size(); ++i) {
     int32_t y = c.produce(n.outputs[i]);
     std::vector<int64_t> out_dims = c.p.tensors[y].dims;
-    if (numel(out_dims) > 0)
-      copy_kernel(c, n, x, y, out_dims, in_strides, offset * in_strides[axis], contiguous(out_dims),
-                  0, false);
+    if (dims_product(out_dims) > 0)
+      copy_kernel(c, n, x, y, out_dims, in_strides, offset * in_strides[axis],
+                  row_major_strides(out_dims), 0, false);
     offset += sizes[i];
   }
 }
@@ -287,11 +278,11 @@ void lower_pad(Context& c, const ir::Node& n, int32_t x, const std::vector<int64
   float value = n.has_input(2) ? g.value(n.inputs[2]).constant->data<float>()[0]
                                : 0.0f;  // checked by supported.cpp
   int32_t y = c.produce(n.outputs[0]);
-  std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = contiguous(out_dims);
+  std::vector<int64_t> out_dims = c.p.tensors[y].dims, os = row_major_strides(out_dims);
   copy_kernel(c, n, -1, y, out_dims, {}, 0, os, 0, false, value);
   int64_t offset = 0;
   for (int i = 0; i < rank; ++i) offset += pads.before[i] * os[i];
-  if (numel(in_dims) > 0) copy_kernel(c, n, x, y, in_dims, in_strides, 0, os, offset, false);
+  if (dims_product(in_dims) > 0) copy_kernel(c, n, x, y, in_dims, in_strides, 0, os, offset, false);
 }
 
 }  // namespace
@@ -300,7 +291,7 @@ void lower_copy_node(Context& c, const ir::Node& n) {
   const ir::Graph& g = c.g;
   const std::vector<int64_t> in_dims = g.value(n.inputs[0]).type.shape.dims();
   const int32_t x = c.tensor(n.inputs[0]);
-  const std::vector<int64_t> in_strides = contiguous(in_dims);
+  const std::vector<int64_t> in_strides = row_major_strides(in_dims);
   const int rank = static_cast<int>(in_dims.size());
   switch (n.op) {
     case OpType::Transpose: {
@@ -309,7 +300,7 @@ void lower_copy_node(Context& c, const ir::Node& n) {
       std::vector<int64_t> out_dims = c.p.tensors[y].dims, s(rank);
       for (int i = 0; i < rank; ++i) s[i] = in_strides[perm[i]];
       bool minor_moves = rank > 0 && perm[rank - 1] != rank - 1;
-      copy_kernel(c, n, x, y, out_dims, s, 0, contiguous(out_dims), 0, minor_moves);
+      copy_kernel(c, n, x, y, out_dims, s, 0, row_major_strides(out_dims), 0, minor_moves);
       return;
     }
     case OpType::Concat:
@@ -324,8 +315,8 @@ void lower_copy_node(Context& c, const ir::Node& n) {
         offset += s.start[i] * in_strides[i];
       }
       std::vector<int64_t> out_dims = c.p.tensors[y].dims;
-      if (numel(out_dims) > 0)
-        copy_kernel(c, n, x, y, out_dims, strides, offset, contiguous(out_dims), 0, false);
+      if (dims_product(out_dims) > 0)
+        copy_kernel(c, n, x, y, out_dims, strides, offset, row_major_strides(out_dims), 0, false);
       return;
     }
     case OpType::Split:
@@ -338,7 +329,7 @@ void lower_copy_node(Context& c, const ir::Node& n) {
       size_t off = out_dims.size() - in_dims.size();
       for (size_t i = 0; i < in_dims.size(); ++i) s[off + i] = in_dims[i] == 1 ? 0 : in_strides[i];
       if (c.fused(y)) return broadcast_on_chip(c, n, x, y, out_dims, s);
-      copy_kernel(c, n, x, y, out_dims, s, 0, contiguous(out_dims), 0, false);
+      copy_kernel(c, n, x, y, out_dims, s, 0, row_major_strides(out_dims), 0, false);
       return;
     }
     default:

@@ -46,13 +46,6 @@ struct Lowered {
   ir::ValueId bias_value = ir::kNoValue;  // a runtime bias (a training step's), per column
 };
 
-std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
-  const ir::HostTensor& t = *g.value(v).constant;
-  if (t.dtype() != ir::DType::f32)
-    throw CompileError(fmt::format("tpu_emu.compile: constant '{}' must be f32", g.value(v).name));
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
-}
-
 // A Conv's bias: a constant joins the epilogue's constant bias (with folded BatchNorm and Add
 // constants, fusion.cpp); a runtime one (a parameter of a training step) is read from its tensor
 // by the epilogue, as XLA fuses the bias add into the convolution's output fusion.

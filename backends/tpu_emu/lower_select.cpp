@@ -29,12 +29,6 @@ using ir::OpType;
 
 namespace {
 
-int64_t product(const std::vector<int64_t>& d, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end && i < d.size(); ++i) p *= d[i];
-  return p;
-}
-
 // One elementwise kernel over the output's dims with numpy broadcasting of every input.
 void elementwise(Context& c, const ir::Node& n, VectorFunc f, const std::vector<int32_t>& inputs,
                  float p0 = 0, float p1 = 0, VectorFunc activation = VectorFunc::identity,
@@ -51,7 +45,7 @@ void elementwise(Context& c, const ir::Node& n, VectorFunc f, const std::vector<
   d.epi.store = c.store_rounding(n.outputs[0]);
   d.epi.activation = activation;
   d.epi.p0 = activation_p0;
-  emit_vector_desc(c, n, std::move(d), product(out_dims, 0, out_dims.size()), 0);
+  emit_vector_desc(c, n, std::move(d), dims_product(out_dims), 0);
 }
 
 bool compare_func(OpType op, VectorFunc* f) {
@@ -103,9 +97,9 @@ void lower_arg_reduce(Context& c, const ir::Node& n) {
   const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
   int axis =
       ir::normalize_axis(n.attrs.get_int("axis", 0), static_cast<int>(x.size()), "ArgMax axis");
-  d.outer = product(x, 0, axis);
+  d.outer = dims_product(x, 0, axis);
   d.axis = x[axis];
-  d.inner = product(x, axis + 1, x.size());
+  d.inner = dims_product(x, axis + 1, x.size());
   d.out = c.produce(n.outputs[0]);
   const int64_t rows = d.outer * d.inner;
   emit_vector_desc(c, n, std::move(d), rows, 0);
@@ -121,9 +115,9 @@ void lower_gather(Context& c, const ir::Node& n) {
   const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
   int axis =
       ir::normalize_axis(n.attrs.get_int("axis", 0), static_cast<int>(x.size()), "Gather axis");
-  d.outer = product(x, 0, axis);
+  d.outer = dims_product(x, 0, axis);
   d.axis = x[axis];
-  d.inner = product(x, axis + 1, x.size());
+  d.inner = dims_product(x, axis + 1, x.size());
   const int64_t count = c.p.tensors[d.in[1]].numel();
   d.p0 = static_cast<float>(count);
   d.out = c.produce(n.outputs[0]);
@@ -151,7 +145,7 @@ void lower_scatter_nd(Context& c, const ir::Node& n) {
   d.in = {c.tensor(n.inputs[0]), c.tensor(n.inputs[1]), c.tensor(n.inputs[2])};
   const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
   d.axis = x[0];
-  d.inner = product(x, 1, x.size());
+  d.inner = dims_product(x, 1, x.size());
   const int64_t count = c.p.tensors[d.in[1]].numel();
   d.p0 = static_cast<float>(count);
   d.p1 = n.attrs.get_string("reduction", "none") == "add" ? 1.0f : 0.0f;
@@ -213,8 +207,8 @@ void lower_layer_norm_stats(Context& c, const ir::Node& n) {
     VectorDesc d;
     d.func = o == 1 ? VectorFunc::mean : VectorFunc::inv_std_dev;
     d.in = {c.tensor(n.inputs[0])};
-    d.outer = product(x, 0, axis);
-    d.axis = product(x, axis, x.size());
+    d.outer = dims_product(x, 0, axis);
+    d.axis = dims_product(x, axis, x.size());
     d.inner = 1;
     d.epsilon = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
     d.out = c.produce(n.outputs[o]);

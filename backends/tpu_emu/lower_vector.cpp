@@ -21,23 +21,6 @@ using ir::OpType;
 
 namespace {
 
-std::vector<int64_t> contiguous(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
-  return s;
-}
-
-int64_t product(const std::vector<int64_t>& d, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end && i < d.size(); ++i) p *= d[i];
-  return p;
-}
-
-std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
-  const ir::HostTensor& t = *g.value(v).constant;
-  return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
-}
-
 // Bytes per row of a tensor split into `rows` equal rows, tiled layout included.
 double bytes_per_row(const Context& c, int32_t t, int64_t rows) {
   return static_cast<double>(c.tiled_elements(t) * c.element_bytes(t)) / std::max<int64_t>(rows, 1);
@@ -86,7 +69,7 @@ Window window_2d(const ir::WindowGeometry& wg, bool count_include_pad) {
 
 std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in,
                                        const std::vector<int64_t>& out) {
-  std::vector<int64_t> s(out.size(), 0), cs = contiguous(in);
+  std::vector<int64_t> s(out.size(), 0), cs = row_major_strides(in);
   size_t off = out.size() - in.size();
   for (size_t i = 0; i < in.size(); ++i) s[off + i] = in[i] == 1 && out[off + i] != 1 ? 0 : cs[i];
   return s;
@@ -436,9 +419,9 @@ void lower_pool_3d(Context& c, const ir::Node& n) {
 
 // A reduction over dims [first, last] of x as (outer, axis, inner).
 void reduction_span(VectorDesc& d, const std::vector<int64_t>& x, int first, int last) {
-  d.outer = product(x, 0, first);
-  d.axis = product(x, first, last + 1);
-  d.inner = product(x, last + 1, x.size());
+  d.outer = dims_product(x, 0, first);
+  d.axis = dims_product(x, first, last + 1);
+  d.inner = dims_product(x, last + 1, x.size());
 }
 
 // A reduction whose reduced span does not fit on chip in one row (a loss's mean over a whole
@@ -466,8 +449,8 @@ bool split_reduction(Context& c, const ir::Node& n, const VectorDesc& d,
   const int64_t budget = static_cast<int64_t>(c.em->half_bytes()) / (4 * 4);
   if (d.axis * d.inner <= budget || first == last) return false;
   int split = last;  // the trailing reduced dims [split, last] go to the first pass
-  while (split > first + 1 && product(x, split - 1, last + 1) * d.inner <= budget) --split;
-  const int64_t trailing = product(x, split, last + 1), leading = d.axis / trailing;
+  while (split > first + 1 && dims_product(x, split - 1, last + 1) * d.inner <= budget) --split;
+  const int64_t trailing = dims_product(x, split, last + 1), leading = d.axis / trailing;
   if (trailing * d.inner > budget) return false;
   VectorDesc partial = d;
   partial.outer = d.outer * leading;
@@ -508,8 +491,8 @@ int64_t describe_batch_norm(Context& c, const ir::Node& n, VectorDesc& d) {
   d.in = {c.tensor(n.inputs[0]), c.add_constant(n.name + ".scale", {ch}, std::move(s), 4),
           c.add_constant(n.name + ".shift", {ch}, std::move(t), 4)};
   d.axis = ch;
-  d.inner = last ? 1 : product(out_dims, 2, out_dims.size());
-  d.outer = d.axis * d.inner > 0 ? product(out_dims, 0, out_dims.size()) / (d.axis * d.inner) : 0;
+  d.inner = last ? 1 : dims_product(out_dims, 2, out_dims.size());
+  d.outer = d.axis * d.inner > 0 ? dims_product(out_dims) / (d.axis * d.inner) : 0;
   return d.outer * d.axis;
 }
 
@@ -567,8 +550,8 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     lower_layer_norm_stats(c, n);
     d.func = VectorFunc::layer_norm;
     d.in = {in(0), in(1), n.has_input(2) ? in(2) : -1};
-    d.inner = product(out_dims, axis, out_dims.size());
-    d.outer = product(out_dims, 0, axis);
+    d.inner = dims_product(out_dims, axis, out_dims.size());
+    d.outer = dims_product(out_dims, 0, axis);
     d.epsilon = static_cast<float>(n.attrs.get_float("epsilon", 1e-5));
     rows = d.outer;
   } else if (n.op == OpType::Softmax || n.op == OpType::LogSoftmax) {
@@ -576,9 +559,9 @@ void lower_vector_node(Context& c, const ir::Node& n) {
                                   "Softmax axis");
     d.func = n.op == OpType::Softmax ? VectorFunc::softmax : VectorFunc::log_softmax;
     d.in = {in(0)};
-    d.outer = product(out_dims, 0, axis);
+    d.outer = dims_product(out_dims, 0, axis);
     d.axis = out_dims[axis];
-    d.inner = product(out_dims, axis + 1, out_dims.size());
+    d.inner = dims_product(out_dims, axis + 1, out_dims.size());
     rows = d.outer;
   } else if (n.op == OpType::MaxPool || n.op == OpType::AveragePool) {
     d.window = pool_window(c, n);
@@ -591,7 +574,7 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     d.in = {in(0)};
     const std::vector<int64_t> x = c.p.tensors[d.in[0]].dims;
     bool last = ir::is_channels_last(n);
-    int64_t spatial = last ? product(x, 1, x.size() - 1) : product(x, 2, x.size());
+    int64_t spatial = last ? dims_product(x, 1, x.size() - 1) : dims_product(x, 2, x.size());
     d.axis = spatial;
     d.outer = last ? x[0] : x[0] * x[1];
     d.inner = last ? x.back() : 1;
@@ -606,13 +589,13 @@ void lower_vector_node(Context& c, const ir::Node& n) {
     d.in = {in(0)};
     d.dims = out_dims;
     d.in_strides = {broadcast_strides(c.p.tensors[d.in[0]].dims, out_dims)};
-    rows = product(out_dims, 0, out_dims.size());
+    rows = dims_product(out_dims);
   } else if (binary_func(n.op, &f)) {
     d.func = f;
     d.in = {in(0), in(1)};
     d.dims = out_dims;
     for (int32_t x : d.in) d.in_strides.push_back(broadcast_strides(c.p.tensors[x].dims, out_dims));
-    rows = product(out_dims, 0, out_dims.size());
+    rows = dims_product(out_dims);
   } else {
     throw UnsupportedOpError(
         fmt::format("tpu_emu.compile: {} has no vector-unit lowering", c.describe(n)),

@@ -55,6 +55,23 @@ class RangeAllocator {
 // Data of a constant as the chip holds it (f32); integer constants beyond kExactIntegerLimit are a
 // CompileError naming the constant.
 std::vector<float> constant_as_floats(const ir::HostTensor& t, const std::string& name);
+// The same, for the constant value `v` of `g`.
+inline std::vector<float> constant_floats(const ir::Graph& g, ir::ValueId v) {
+  return constant_as_floats(*g.value(v).constant, g.value(v).name);
+}
+// Row-major element strides of `dims`.
+inline std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+// Product of dims[begin, end), clamped to the rank (all of them by default).
+inline int64_t dims_product(const std::vector<int64_t>& dims, size_t begin = 0,
+                            size_t end = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < dims.size(); ++i) p *= dims[i];
+  return p;
+}
 
 struct Context {
   Context(const ir::Graph& graph, const models::tpu::TpuSpec& spec, const CompileOptions& options,

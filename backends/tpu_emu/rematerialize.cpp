@@ -200,11 +200,11 @@ class DuplicationPlanner {
 
 // Copies g node by node; backward readers of a recomputed value read its backward copy, and a
 // late reader of a duplicated value reads a copy of it made just before the reader.
-class Rewriter {
+class RematerializationRewriter {
  public:
-  Rewriter(const ir::Graph& g, std::vector<bool> recompute,
-           std::vector<std::vector<ValueId>> late = {},
-           const DuplicationPlanner* duplication = nullptr)
+  RematerializationRewriter(const ir::Graph& g, std::vector<bool> recompute,
+                            std::vector<std::vector<ValueId>> late = {},
+                            const DuplicationPlanner* duplication = nullptr)
       : g_(g),
         out_(g.name()),
         recompute_(std::move(recompute)),
@@ -305,7 +305,8 @@ ir::Graph rematerialize_cheap_values(const ir::Graph& g, bool bf16_chip, int* co
   std::vector<bool> recompute = Planner(g, bf16_chip).run();
   *count = static_cast<int>(std::count(recompute.begin(), recompute.end(), true));
   *duplicated = 0;
-  ir::Graph out = *count > 0 ? Rewriter(g, std::move(recompute)).run() : ir::Graph();
+  ir::Graph out =
+      *count > 0 ? RematerializationRewriter(g, std::move(recompute)).run() : ir::Graph();
   // A copy can have late readers of its own (the backward copy of a normalized value, read after
   // the reductions of the gradient): a few rounds reach them.
   for (int round = 0; round < 4; ++round) {
@@ -317,7 +318,8 @@ ir::Graph rematerialize_cheap_values(const ir::Graph& g, bool bf16_chip, int* co
     if (reads == 0) break;
     *duplicated += reads;
     ir::Graph next =
-        Rewriter(current, std::vector<bool>(current.num_values(), false), std::move(late), &planner)
+        RematerializationRewriter(current, std::vector<bool>(current.num_values(), false),
+                                  std::move(late), &planner)
             .run();
     out = std::move(next);
   }

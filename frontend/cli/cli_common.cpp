@@ -77,16 +77,6 @@ std::string format_seconds(double s) {
   return fmt::format("{:.0f} ns", s * 1e9);
 }
 
-std::string format_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int i = 0;
-  while (std::fabs(b) >= 1024 && i < 4) {
-    b /= 1024;
-    ++i;
-  }
-  return i == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, units[i]);
-}
-
 std::string format_count(double n, const std::string& unit) {
   const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
   int i = 0;

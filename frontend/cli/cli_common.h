@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "frontend/api/compile.h"
+#include "traces/format.h"
 
 namespace mimic::cli {
 
@@ -45,7 +46,7 @@ std::map<std::string, int64_t> parse_int_values(const std::vector<std::string>& 
 
 // Human-readable quantities: "712.3 ms", "1.23 GB", "4.10 GFLOP".
 std::string format_seconds(double s);
-std::string format_bytes(double b);
+using traces::format_bytes;
 std::string format_count(double n, const std::string& unit);
 
 }  // namespace mimic::cli

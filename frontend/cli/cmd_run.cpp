@@ -139,7 +139,7 @@ void print_run_json(const RunArgs& a, nlohmann::json j, const Measured& m) {
   if (m.compared)
     j["difference_vs_cpu"] = {
         {"max_abs", m.diff.max_abs}, {"max_rel", m.diff.max_rel}, {"of_scale", m.diff.of_scale}};
-  j["report"] = to_json(m.out.report);
+  j["report"] = mimic::to_json(m.out.report);
   if (!a.trace.empty()) j["trace"] = {{"file", a.trace}, {"runs", m.trace_runs}};
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
@@ -196,7 +196,7 @@ int run(const RunArgs& a) {
                    {"layout", a.layout},
                    {"parameters", model.parameters},
                    {"compile_seconds", compile_s},
-                   {"compile", to_json(exe.compile_report())}};
+                   {"compile", mimic::to_json(exe.compile_report())}};
   if (a.compile_only) {
     if (a.json)
       std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";

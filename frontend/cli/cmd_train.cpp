@@ -192,8 +192,8 @@ void print_json(const TrainArgs& a, const std::string& model, const TrainStep& s
                      {"samples_per_s", step_s > 0 ? samples / step_s : 0.0},
                      {"phases", phase_seconds(r)},
                      {"memory", memory}}},
-                   {"compile", to_json(step.executable().compile_report())},
-                   {"report", to_json(r)}};
+                   {"compile", mimic::to_json(step.executable().compile_report())},
+                   {"report", mimic::to_json(r)}};
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 

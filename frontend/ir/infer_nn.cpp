@@ -10,7 +10,7 @@
 namespace mimic::ir::infer {
 namespace {
 
-void expect_float(InferContext& c, int i) {
+void expect_float_or_i8(InferContext& c, int i) {
   if (!is_floating(c.dtype(i)) && c.dtype(i) != DType::i8)
     c.fail(fmt::format("input {} is {}, expected a floating-point (or i8) tensor", i,
                        dtype_name(c.dtype(i))));
@@ -52,7 +52,7 @@ void check_flag(InferContext& c, const char* name) {
 }  // namespace
 
 void matmul(InferContext& c) {
-  expect_float(c, 0);
+  expect_float_or_i8(c, 0);
   c.expect_same_dtype(0, 1);
   Shape a = c.shape(0), b = c.shape(1);
   if (a.rank() == 0 || b.rank() == 0) c.fail("MatMul inputs must have rank >= 1");
@@ -79,7 +79,7 @@ void matmul(InferContext& c) {
 }
 
 void gemm(InferContext& c) {
-  expect_float(c, 0);
+  expect_float_or_i8(c, 0);
   c.expect_same_dtype(0, 1);
   const Shape& a = c.shape(0);
   const Shape& b = c.shape(1);
@@ -102,7 +102,7 @@ void gemm(InferContext& c) {
 }
 
 void conv(InferContext& c) {
-  expect_float(c, 0);
+  expect_float_or_i8(c, 0);
   c.expect_same_dtype(0, 1);
   WindowGeometry g = geometry(c, WindowKind::conv);
   check_bias(c, g.out_channels);
@@ -111,7 +111,7 @@ void conv(InferContext& c) {
 }
 
 void conv_transpose(InferContext& c) {
-  expect_float(c, 0);
+  expect_float_or_i8(c, 0);
   c.expect_same_dtype(0, 1);
   WindowGeometry g = geometry(c, WindowKind::conv_transpose);
   check_bias(c, g.out_channels);
@@ -119,7 +119,7 @@ void conv_transpose(InferContext& c) {
 }
 
 void pool(InferContext& c) {
-  expect_float(c, 0);
+  expect_float_or_i8(c, 0);
   if (c.attrs().get_ints("kernel_shape").empty()) c.fail("attribute kernel_shape is required");
   check_flag(c, "ceil_mode");
   check_flag(c, "count_include_pad");
@@ -146,7 +146,7 @@ void max_pool_grad(InferContext& c) {
 }
 
 void global_pool(InferContext& c) {
-  expect_float(c, 0);
+  expect_float_or_i8(c, 0);
   c.expect_rank_at_least(0, 3);
   Shape s = c.shape(0);
   bool last = is_channels_last(c.node());

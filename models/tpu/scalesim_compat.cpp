@@ -10,14 +10,11 @@
 #include <utility>
 
 #include "base/error.h"
+#include "models/tpu/dataflow.h"
 #include "models/tpu/scalesim_read_buffer.h"
 
 namespace mimic::models::tpu::scalesim {
 namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 // Addresses of the three operand matrices (SCALE-Sim's operand_matrix): ifmap(p, j) for ofmap
 // pixel p and window element j (-1 where the window overruns the ifmap), filter(j, f) and

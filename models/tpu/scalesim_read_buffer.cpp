@@ -4,15 +4,9 @@
 #include <utility>
 
 #include "base/error.h"
+#include "models/tpu/dataflow.h"
 
 namespace mimic::models::tpu::scalesim {
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-}  // namespace
 
 StallingReadBuffer::StallingReadBuffer(int64_t size_kb, int64_t bandwidth, const FetchOrder& fetch,
                                        int64_t entries, int64_t span, std::string what,

@@ -39,10 +39,3 @@ void bsp_run_until_idle() {
 }
 
 }  // namespace mimic::sim::systemc
-
-// libsystemc provides main() and calls sc_main; mimic's device workers have their own main() and
-// never call it, but the shared library still needs the symbol. Weak, so that another model's glue
-// may define it too.
-__attribute__((weak)) int sc_main(int, char**) {
-  return 1;
-}

@@ -47,9 +47,3 @@ void set_global_quantum_ps(uint64_t ps) {
 }
 
 }  // namespace mimic::sim::systemc
-
-// libsystemc's own main() calls sc_main; mimic never enters SystemC that way (its executables have
-// their own main and drive the kernel through run_until_idle), but the symbol must exist.
-int sc_main(int, char**) {
-  return 1;
-}
