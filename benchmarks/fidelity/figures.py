@@ -138,6 +138,10 @@ def _tpuv3_rows():
                            "activations (option activation_dtype=bf16), as the submission ran"}]
 
 
+# What every ResNet-50 training-throughput row compares: samples per second of a timing-only step,
+# per chip or IPU (the step's batch comes from the row's "train" set-up).
+RN50_TRAIN_SPS = {"workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end"}
+
 GRAPHCORE_RN50_BLOG = ("Krell, Liu, Menage, Bogdanski, 'Accelerating ResNet-50 Training on the IPU for "
                        "MLPerf' (graphcore.ai blog, 2022-01-17)")
 GRAPHCORE_BOW_TABLE = "Graphcore performance results, Bow Pod training table (graphcore.ai/performance-results)"
@@ -181,8 +185,8 @@ IPU_FIT_MLPERF = _ipu_train(10, replicas=1)
 
 def _training_rows():
     rn50 = "ResNet-50 v1.5, 224x224, ImageNet, fp16 (16.16)"
-    return [{"id": "graphcore-pod16-resnet50-train", "chip": "GC200 x 16", "device": "ipu-emu:gc200",
-             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+    return [{**RN50_TRAIN_SPS, "id": "graphcore-pod16-resnet50-train", "chip": "GC200 x 16",
+             "device": "ipu-emu:gc200",
              "published": 30000 / 16, "tag": "D", "source": GRAPHCORE_RN50_BLOG, "train": IPU_TRAIN_MLPERF,
              "conditions": f"{rn50}; MLPerf v1.1 IPU-POD16: '30k images per second', / 16 IPUs; LARS, "
                            "distributed BatchNorm, stochastic rounding; emulated: the 16 replicas' step "
@@ -203,8 +207,8 @@ def _training_rows():
                            "so at least 20 fit its tiles (a lower bound); emulated: the largest "
                            "micro-batch up to 20 whose step's tile-memory plan fits, same "
                            "configuration"},
-            {"id": "graphcore-pod256-resnet50-train", "chip": "GC200 x 256", "device": "ipu-emu:gc200",
-             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+            {**RN50_TRAIN_SPS, "id": "graphcore-pod256-resnet50-train", "chip": "GC200 x 256",
+             "device": "ipu-emu:gc200",
              "published": 30000 * 12 / 256, "tag": "D", "source": GRAPHCORE_RN50_BLOG,
              "train": IPU_TRAIN_POD256,
              "conditions": f"{rn50}; MLPerf v1.1 IPU-POD256: scaling 'from an IPU-POD16 to our "
@@ -217,15 +221,15 @@ def _training_rows():
              "scope": "end_to_end", "published": 3.79, "tag": "M", "source": GRAPHCORE_MLPERF_11,
              "not_modeled": "the POD256 run's epochs to convergence are not in the retrieved sources",
              "conditions": "IPU-POD256 (256 GC200 IPUs), ResNet-50 v1.5, 'available' category"},
-            {"id": "graphcore-bow-pod16-resnet50-train", "chip": "Bow x 16", "device": "ipu-emu:bow",
-             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+            {**RN50_TRAIN_SPS, "id": "graphcore-bow-pod16-resnet50-train", "chip": "Bow x 16",
+             "device": "ipu-emu:bow",
              "published": 42029 / 16, "tag": "D", "source": GRAPHCORE_BOW_TABLE, "train": IPU_TRAIN_BOW,
              "conditions": f"{rn50}; Bow Pod16, TensorFlow 1, global batch 1,920: 42,029 images/s / 16 "
                            "IPUs; emulated: the 16 replicas' step in the configuration of that global "
                            "batch (mk2_resnet50_mlperf_pod16_bs20: micro-batch 20 x 6, half partials, "
                            "recomputation checkpoints), per IPU"},
-            {"id": "graphcore-bow-pod64-resnet50-train", "chip": "Bow x 64", "device": "ipu-emu:bow",
-             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+            {**RN50_TRAIN_SPS, "id": "graphcore-bow-pod64-resnet50-train", "chip": "Bow x 64",
+             "device": "ipu-emu:bow",
              "published": 145287 / 64, "tag": "D", "source": GRAPHCORE_BOW_TABLE, "train": IPU_TRAIN_BOW_POD64,
              "conditions": f"{rn50}; Bow Pod64, TensorFlow 1, global batch 2,560: 145,287 images/s / 64 "
                            "IPUs; against the Pod16 row, each IPU all-reduces its gradients after 40 "
@@ -233,8 +237,8 @@ def _training_rows():
                            "in the configuration of that global batch (mk2_resnet50_mlperf_pod64_bs20: "
                            "micro-batch 20 x 2, half partials, recomputation checkpoints, memory "
                            "proportion 0.145), per IPU"},
-            {"id": "graphcore-bow-pod256-resnet50-train", "chip": "Bow x 256", "device": "ipu-emu:bow",
-             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+            {**RN50_TRAIN_SPS, "id": "graphcore-bow-pod256-resnet50-train", "chip": "Bow x 256",
+             "device": "ipu-emu:bow",
              "published": 425514 / 256, "tag": "D", "source": GRAPHCORE_BOW_TABLE, "train": IPU_TRAIN_POD256,
              "conditions": f"{rn50}; Bow Pod256 (four Pod64 racks joined by GW-Links), TensorFlow 1, "
                            "global batch 10,240: 425,514 images/s / 256 IPUs; against the Pod64 row, the "
@@ -270,8 +274,8 @@ def _tpu_training_rows():
     flax = ("ResNet-50 v1.5, 224x224, ImageNet, bf16 (half_precision), SGD momentum 0.9, batch 1,024 "
             "on a v3-8 (4 chips, 8 cores); 100 epochs = 125,100 steps in 4.4 h wall time")
     per_chip = 1024 * 125100 / (4.4 * 3600) / 4
-    return [{"id": "flax-v3-8-resnet50-train", "chip": "TPU v3 x 4", "device": "tpu-emu:v3",
-             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+    return [{**RN50_TRAIN_SPS, "id": "flax-v3-8-resnet50-train", "chip": "TPU v3 x 4",
+             "device": "tpu-emu:v3",
              "published": round(per_chip), "tag": "D", "source": FLAX_IMAGENET, "train": TPU_TRAIN,
              "conditions": f"{flax}: 1,024 x 125,100 / 15,840 s / 4 chips (a lower bound: the wall "
                            "time includes evaluation every epoch and compilation); emulated: one "
@@ -298,8 +302,8 @@ def _tpu_v4_training_rows():
     # Each log's blocks of "epoch_count": 4 epochs take 23.19-23.23 s after the first (23.2 s, with
     # one evaluation of the 50,000 validation images each); the runs take 4.300-4.302 minutes and
     # reach 75.9% top-1 at the evaluation after epoch 42 (zero-based): 43 epochs.
-    return [{"id": "mlperf-tpuv4-64-resnet50-train", "chip": "TPU v4 x 64", "device": "tpu-emu:v4",
-             "workload": "zoo:resnet50", "batch": 0, "metric": "train_sps", "scope": "end_to_end",
+    return [{**RN50_TRAIN_SPS, "id": "mlperf-tpuv4-64-resnet50-train", "chip": "TPU v4 x 64",
+             "device": "tpu-emu:v4",
              "published": round(4 * IMAGENET_TRAIN_IMAGES / 23.2 / 64), "tag": "D",
              "source": MLPERF_TRAIN_10_V4, "train": TPU_V4_TRAIN,
              "conditions": f"{rn50}: 4 epochs of 1,281,167 images per 23.2 s block (the logs' "
