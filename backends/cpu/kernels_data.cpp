@@ -429,28 +429,6 @@ void eye_like_kernel(const KernelArgs& a) {
 
 namespace {
 
-double load(const ir::HostTensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::f32:
-      return t.data<float>()[i];
-    case DType::f16:
-      return numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
-    case DType::bf16:
-      return numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
-    case DType::i8:
-      return t.data<int8_t>()[i];
-    case DType::i32:
-      return t.data<int32_t>()[i];
-    case DType::i64:
-      return static_cast<double>(t.data<int64_t>()[i]);
-    case DType::boolean:
-      return t.data<bool>()[i] ? 1.0 : 0.0;
-    case DType::f64:
-      return t.data<double>()[i];
-  }
-  return 0;
-}
-
 template <typename T>
 T saturate_integer(double v) {
   return saturate_cast<T>(std::trunc(v));
@@ -571,7 +549,7 @@ void cast_kernel(const KernelArgs& a) {
   bool exact = ir::is_integer(in.dtype()) || in.dtype() == DType::boolean;
   for (int64_t i = 0; i < n; ++i) {
     int64_t iv = in.dtype() == DType::i64 ? in.data<int64_t>()[i] : 0;
-    double v = load(in, i);
+    double v = ir::element_as_double(in, i);
     if (exact && in.dtype() != DType::i64)
       iv = static_cast<int64_t>(v);  // an integer or bool: in range
     store(out, i, v, iv, exact);

@@ -104,28 +104,6 @@ std::string dtype_reason(const ir::Node& n, ir::DType t) {
   return fmt::format("{} on {}", ir::op_name(n.op), ir::dtype_name(t));
 }
 
-double scalar_as_double(const ir::HostTensor& t) {
-  switch (t.dtype()) {
-    case ir::DType::f32:
-      return t.data<float>()[0];
-    case ir::DType::f64:
-      return t.data<double>()[0];
-    case ir::DType::f16:
-      return numeric::f16_to_f32(t.data<ir::Float16>()[0].bits);
-    case ir::DType::bf16:
-      return numeric::bf16_to_f32(t.data<ir::BFloat16>()[0].bits);
-    case ir::DType::i8:
-      return t.data<int8_t>()[0];
-    case ir::DType::i32:
-      return t.data<int32_t>()[0];
-    case ir::DType::i64:
-      return static_cast<double>(t.data<int64_t>()[0]);
-    case ir::DType::boolean:
-      return t.data<bool>()[0] ? 1.0 : 0.0;
-  }
-  return 0;
-}
-
 ir::HostTensor to_f32(const ir::HostTensor& t) {
   if (t.dtype() == ir::DType::f32) return t;
   ir::HostTensor out(ir::DType::f32, t.shape());

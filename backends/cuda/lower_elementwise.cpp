@@ -75,8 +75,8 @@ UnaryParams unary_params(const Lowerer& l, const ir::Node& n) {
   if (n.op == OpType::Clip) {
     const ir::HostTensor* lo = l.constant(n, 1);
     const ir::HostTensor* hi = l.constant(n, 2);
-    p.lo = lo ? scalar_as_double(*lo) : -INFINITY;
-    p.hi = hi ? scalar_as_double(*hi) : INFINITY;
+    p.lo = lo ? ir::element_as_double(*lo, 0) : -INFINITY;
+    p.hi = hi ? ir::element_as_double(*hi, 0) : INFINITY;
   }
   return p;
 }

@@ -70,7 +70,6 @@ Family family_of(ir::OpType op);
 // Helpers shared by the lowering files.
 bool is_float_type(ir::DType t);
 std::string dtype_reason(const ir::Node& n, ir::DType t);  // "Relu on bool"
-double scalar_as_double(const ir::HostTensor& t);
 // Widens a floating tensor (f32/f16/bf16) to f32 on the host.
 ir::HostTensor to_f32(const ir::HostTensor& t);
 // `t` broadcast to `shape` and widened to f32, on the host.

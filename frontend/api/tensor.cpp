@@ -9,7 +9,6 @@
 #include <unordered_set>
 
 #include "base/error.h"
-#include "base/numeric_formats.h"
 #include "frontend/api/compile.h"
 #include "frontend/ir/shape_inference.h"
 
@@ -118,34 +117,7 @@ const ir::HostTensor& Tensor::host() const {
 std::vector<float> Tensor::to_floats() const {
   const ir::HostTensor& t = host();
   std::vector<float> out(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    switch (t.dtype()) {
-      case ir::DType::f32:
-        out[i] = t.data<float>()[i];
-        break;
-      case ir::DType::f16:
-        out[i] = numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
-        break;
-      case ir::DType::bf16:
-        out[i] = numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
-        break;
-      case ir::DType::i8:
-        out[i] = t.data<int8_t>()[i];
-        break;
-      case ir::DType::i32:
-        out[i] = static_cast<float>(t.data<int32_t>()[i]);
-        break;
-      case ir::DType::i64:
-        out[i] = static_cast<float>(t.data<int64_t>()[i]);
-        break;
-      case ir::DType::boolean:
-        out[i] = t.data<bool>()[i] ? 1.0f : 0.0f;
-        break;
-      case ir::DType::f64:
-        out[i] = static_cast<float>(t.data<double>()[i]);
-        break;
-    }
-  }
+  for (int64_t i = 0; i < t.numel(); ++i) out[i] = static_cast<float>(ir::element_as_double(t, i));
   return out;
 }
 

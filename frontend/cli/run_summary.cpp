@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/numeric_formats.h"
 #include "frontend/cli/cli_common.h"
 
 namespace mimic::cli {
@@ -12,34 +11,7 @@ namespace {
 
 std::vector<double> as_doubles(const ir::HostTensor& t) {
   std::vector<double> v(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    switch (t.dtype()) {
-      case ir::DType::f32:
-        v[i] = t.data<float>()[i];
-        break;
-      case ir::DType::f16:
-        v[i] = numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
-        break;
-      case ir::DType::bf16:
-        v[i] = numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
-        break;
-      case ir::DType::i8:
-        v[i] = t.data<int8_t>()[i];
-        break;
-      case ir::DType::i32:
-        v[i] = t.data<int32_t>()[i];
-        break;
-      case ir::DType::i64:
-        v[i] = static_cast<double>(t.data<int64_t>()[i]);
-        break;
-      case ir::DType::boolean:
-        v[i] = t.data<bool>()[i];
-        break;
-      case ir::DType::f64:
-        v[i] = t.data<double>()[i];
-        break;
-    }
-  }
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = ir::element_as_double(t, i);
   return v;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "base/numeric_formats.h"
 #include "frontend/ir/host_memory.h"
 
 namespace mimic::ir {
@@ -55,6 +56,28 @@ void HostTensor::check_type(DType want) const {
   if (want != dtype_)
     throw InvalidArgument(
         fmt::format("tensor of dtype {} accessed as {}", dtype_name(dtype_), dtype_name(want)));
+}
+
+double element_as_double(const HostTensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::f32:
+      return t.data<float>()[i];
+    case DType::f64:
+      return t.data<double>()[i];
+    case DType::f16:
+      return numeric::f16_to_f32(t.data<Float16>()[i].bits);
+    case DType::bf16:
+      return numeric::bf16_to_f32(t.data<BFloat16>()[i].bits);
+    case DType::i8:
+      return t.data<int8_t>()[i];
+    case DType::i32:
+      return t.data<int32_t>()[i];
+    case DType::i64:
+      return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::boolean:
+      return t.data<bool>()[i] ? 1.0 : 0.0;
+  }
+  return 0;
 }
 
 }  // namespace mimic::ir

@@ -73,4 +73,8 @@ class HostTensor {
   void* data_ = nullptr;
 };
 
+// Element i of any dtype as a double (the 16-bit floats widened exactly, booleans as 0 or 1; i64
+// beyond 2^53 rounds to nearest).
+double element_as_double(const HostTensor& t, int64_t i);
+
 }  // namespace mimic::ir

@@ -9,7 +9,6 @@
 #include <map>
 
 #include "base/error.h"
-#include "base/numeric_formats.h"
 #include "frontend/api/compile.h"
 #include "frontend/ir/op_helpers.h"
 #include "frontend/onnx/onnx_import.h"
@@ -37,31 +36,9 @@ std::string precision_class(const std::string& precision) {
   return "";
 }
 
-double element(const ir::HostTensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::f32:
-      return t.data<float>()[i];
-    case DType::f64:
-      return t.data<double>()[i];
-    case DType::f16:
-      return numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
-    case DType::bf16:
-      return numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
-    case DType::i8:
-      return t.data<int8_t>()[i];
-    case DType::i32:
-      return t.data<int32_t>()[i];
-    case DType::i64:
-      return static_cast<double>(t.data<int64_t>()[i]);
-    case DType::boolean:
-      return t.data<bool>()[i] ? 1 : 0;
-  }
-  return 0;
-}
-
 bool integer_equal(const ir::HostTensor& e, const ir::HostTensor& a, int64_t i) {
   if (e.dtype() == DType::i64) return e.data<int64_t>()[i] == a.data<int64_t>()[i];
-  return element(e, i) == element(a, i);
+  return ir::element_as_double(e, i) == ir::element_as_double(a, i);
 }
 
 std::string index_str(const ir::Shape& s, int64_t flat) {
@@ -233,7 +210,7 @@ Comparison compare(const ir::HostTensor& expected, const ir::HostTensor& actual,
   int64_t bad = 0, worst = -1;
   double worst_excess = -1;
   for (int64_t i = 0; i < expected.numel(); ++i) {
-    double e = element(expected, i), a = element(actual, i);
+    double e = ir::element_as_double(expected, i), a = ir::element_as_double(actual, i);
     bool ok;
     double err = 0;
     if (exact) {
@@ -265,7 +242,8 @@ Comparison compare(const ir::HostTensor& expected, const ir::HostTensor& actual,
         "{} of {} elements differ, max abs error {:.3g}; at {} expected {:.8g}, got {:.8g} "
         "(rtol {:g}, atol {:g})",
         bad, expected.numel(), c.max_abs_error, index_str(expected.shape(), worst),
-        element(expected, worst), element(actual, worst), rtol, tol.atol);
+        ir::element_as_double(expected, worst), ir::element_as_double(actual, worst), rtol,
+        tol.atol);
   }
   return c;
 }

@@ -180,31 +180,7 @@ Tolerance tolerance_for(const OpCase& c, ir::DType output, const std::string& nu
   return {std::max(t.rtol, 2e-2), std::max(t.atol, 1e-2)};
 }
 
-namespace {
-
-double element(const ir::HostTensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case ir::DType::f32:
-      return t.data<float>()[i];
-    case ir::DType::f16:
-      return numeric::f16_to_f32(t.data<ir::Float16>()[i].bits);
-    case ir::DType::bf16:
-      return numeric::bf16_to_f32(t.data<ir::BFloat16>()[i].bits);
-    case ir::DType::i8:
-      return t.data<int8_t>()[i];
-    case ir::DType::i32:
-      return t.data<int32_t>()[i];
-    case ir::DType::i64:
-      return static_cast<double>(t.data<int64_t>()[i]);
-    case ir::DType::boolean:
-      return t.data<bool>()[i] ? 1 : 0;
-    case ir::DType::f64:
-      return t.data<double>()[i];
-  }
-  return 0;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string compare_tensors(const ir::HostTensor& got, const ir::HostTensor& want, Tolerance tol) {
   if (got.type() != want.type())
@@ -214,9 +190,10 @@ std::string compare_tensors(const ir::HostTensor& got, const ir::HostTensor& wan
   }
   double scale = 0;
   for (int64_t i = 0; i < want.numel(); ++i)
-    if (std::isfinite(element(want, i))) scale = std::max(scale, std::fabs(element(want, i)));
+    if (std::isfinite(ir::element_as_double(want, i)))
+      scale = std::max(scale, std::fabs(ir::element_as_double(want, i)));
   for (int64_t i = 0; i < want.numel(); ++i) {
-    double g = element(got, i), w = element(want, i);
+    double g = ir::element_as_double(got, i), w = ir::element_as_double(want, i);
     if (std::isnan(w) && std::isnan(g)) continue;
     if (std::isinf(w) && g == w) continue;
     if (!(std::fabs(g - w) <= tol.atol * scale + tol.rtol * std::fabs(w)))
@@ -231,9 +208,10 @@ std::string error_summary(const ir::HostTensor& got, const ir::HostTensor& want,
   if (got.type() != want.type()) return "types differ";
   double scale = 0, worst = 0, used = 0;
   for (int64_t i = 0; i < want.numel(); ++i)
-    if (std::isfinite(element(want, i))) scale = std::max(scale, std::fabs(element(want, i)));
+    if (std::isfinite(ir::element_as_double(want, i)))
+      scale = std::max(scale, std::fabs(ir::element_as_double(want, i)));
   for (int64_t i = 0; i < want.numel(); ++i) {
-    double g = element(got, i), w = element(want, i);
+    double g = ir::element_as_double(got, i), w = ir::element_as_double(want, i);
     if (!std::isfinite(w) || !std::isfinite(g)) continue;
     double d = std::fabs(g - w), bound = tol.atol * scale + tol.rtol * std::fabs(w);
     worst = std::max(worst, d);
