@@ -15,8 +15,8 @@ MIMIC_HD T clamp01(T y) {  // NaN stays NaN
   return y < 0 ? T(0) : (y > 1 ? T(1) : y);
 }
 template <typename T>
-MIMIC_HD T relu(T x) {
-  return x > 0 ? x : T(0);
+MIMIC_HD T relu(T x) {  // NaN stays NaN, as max(0, x) in ONNX's reference and PyTorch
+  return x < 0 ? T(0) : x;
 }
 template <typename T>
 MIMIC_HD T leaky_relu(T x, T alpha) {

@@ -285,7 +285,21 @@ struct CpuOptions {
   bool loop_fusion = true;
 };
 
+// The cpu computes in f32 whatever the precision: it takes every name another device takes (one
+// device string switches a program between them) and rejects the rest.
+void check_precision(const std::string& precision) {
+  static const char* const known[] = {"default", "fastest", "bfloat16", "high",
+                                      "bf16_3x", "highest", "float32",  "float16"};
+  for (const char* k : known)
+    if (precision == k) return;
+  throw InvalidArgument(fmt::format(
+      "cpu: unknown precision '{}' (default, high, highest, float32, float16, bfloat16; the cpu "
+      "computes f32 in every case)",
+      precision));
+}
+
 CpuOptions cpu_options(const CompileOptions& options) {
+  check_precision(options.precision);
   CpuOptions o;
   for (const auto& [key, value] : options.options) {
     if (key == "kernels" && (value == "onednn" || value == "reference")) {

@@ -8,6 +8,7 @@
 #include "backends/cpu/tensor_iter.h"
 #include "backends/cpu/threading.h"
 #include "base/error.h"
+#include "base/extrema.h"
 #include "frontend/ir/unary_math.h"
 
 namespace mimic::backends::cpu {
@@ -41,7 +42,7 @@ void unary_map(const KernelArgs& a) {
   ir::UnaryAttrs attrs = ir::unary_attrs(a.node);
   if (op == OpType::Relu) {
 #pragma omp parallel for simd if (n > parallel_threshold(32768))
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : T(0);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0 ? T(0) : x[i];
     return;
   }
 #pragma omp parallel for if (n > parallel_threshold(8192)) schedule(static)
@@ -181,9 +182,9 @@ T arith(OpType op, T x, T y, bool fmod_mode) {
       else
         return x / y;
     case OpType::Max:
-      return std::max(x, y);
+      return max_nan(x, y);
     case OpType::Min:
-      return std::min(x, y);
+      return min_nan(x, y);
     case OpType::Mod:
       if constexpr (std::is_integral_v<T>) {
         if (y == 0) return T(0);

@@ -13,6 +13,7 @@
 #include "backends/cpu/tensor_iter.h"
 #include "backends/cpu/threading.h"
 #include "base/error.h"
+#include "base/extrema.h"
 #include "frontend/ir/op_helpers.h"
 
 namespace mimic::backends::cpu {
@@ -58,11 +59,11 @@ double reduce_row(OpType op, const T* x, int64_t n) {
   switch (op) {
     case OpType::ReduceMax:
       acc = -INFINITY;
-      for (int64_t i = 0; i < n; ++i) acc = std::max<double>(acc, x[i]);
+      for (int64_t i = 0; i < n; ++i) acc = max_nan<double>(acc, x[i]);
       return acc;
     case OpType::ReduceMin:
       acc = INFINITY;
-      for (int64_t i = 0; i < n; ++i) acc = std::min<double>(acc, x[i]);
+      for (int64_t i = 0; i < n; ++i) acc = min_nan<double>(acc, x[i]);
       return acc;
     case OpType::ReduceProd:
       acc = 1;
@@ -229,7 +230,7 @@ void extremum_kept_inner(const std::vector<Axis>& axes, const float* x, float* y
       for (int64_t o : over) {
         const float* row = x + kept[k] + o;
         for (int64_t j = begin; j < end; ++j)
-          out[j] = kMax ? (out[j] < row[j] ? row[j] : out[j]) : (row[j] < out[j] ? row[j] : out[j]);
+          out[j] = kMax ? max_nan(out[j], row[j]) : min_nan(out[j], row[j]);
       }
     }
 }

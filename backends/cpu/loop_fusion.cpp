@@ -14,6 +14,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/tensor_iter.h"
+#include "base/activations.h"
 #include "frontend/ir/op_helpers.h"
 
 namespace mimic::backends::cpu {
@@ -146,6 +147,14 @@ bool vectorized(OpType op, float* o, const float* a, int64_t n) {
   if (op != OpType::Exp && op != OpType::Erf && op != OpType::Sigmoid && op != OpType::Tanh)
     return false;
   constexpr int64_t kWidest = 16;  // floats in the widest packet (AVX-512)
+  // Eigen's packet logistic flushes at its exp's floor (every x < -88.7 gives ~3e-39, where the
+  // reference formula reaches the subnormals and 0): log(sigmoid(x)), PyTorch's export of
+  // logsigmoid, would read -88.7 for all of them. The far tail takes the reference formula; its
+  // inputs are kept first, as `o` may be `a`.
+  alignas(64) float kept[kBlock];
+  const bool far_tail =
+      op == OpType::Sigmoid && std::any_of(a, a + n, [](float x) { return x < -80.0f; });
+  if (far_tail) a = std::copy(a, a + n, kept) - n;
   const int64_t whole = n / kWidest * kWidest;
   packet_apply(op, o, a, whole);
   if (whole < n) {
@@ -154,6 +163,9 @@ bool vectorized(OpType op, float* o, const float* a, int64_t n) {
     packet_apply(op, tail, tail, kWidest);
     std::copy(tail, tail + (n - whole), o + whole);
   }
+  if (far_tail)
+    for (int64_t j = 0; j < n; ++j)
+      if (a[j] < -80.0f) o[j] = activation::sigmoid(a[j]);
   return true;
 }
 
@@ -185,7 +197,7 @@ void eval(OpType op, const ir::UnaryAttrs& attrs, float* o, const float* a, cons
     case OpType::Expand:
       return each(o, n, [&](int64_t j) { return a[j]; });
     case OpType::Relu:
-      return each(o, n, [&](int64_t j) { return a[j] > 0 ? a[j] : 0.0f; });
+      return each(o, n, [&](int64_t j) { return a[j] < 0 ? 0.0f : a[j]; });
     case OpType::Neg:
       return each(o, n, [&](int64_t j) { return -a[j]; });
     default:

@@ -6,8 +6,9 @@
 // graphs are full of such chains (BatchNormalization's statistics and its gradient, Relu's
 // gradient mask). A ReduceSum/ReduceMean can end a group: it sums the values as they are computed,
 // never stored. Each element gets the reference kernels' arithmetic, so results are bitwise those
-// of the unfused kernels, but for Exp and Erf: those run vectorized (Eigen's packet exp and the
-// rational erf XLA uses), within 1 and 6 ulp of the C library's functions the reference calls.
+// of the unfused kernels, but for Exp, Erf, Sigmoid and Tanh: those run vectorized (Eigen's packet
+// exp, logistic and tanh and the rational erf XLA uses), within a few ulp of the C library's
+// functions the reference calls (Sigmoid's far tail, x < -80, takes the reference formula).
 #pragma once
 
 #include <functional>

@@ -59,10 +59,22 @@ bool pool_ok(const ir::Graph& g, const ir::Node& n) {
   return n.attrs.get_int("ceil_mode", 0) == 0;
 }
 
+// A tensor with a zero dimension (a batch of 0): oneDNN's matmul with post-ops divides by zero
+// creating such a primitive, and the reference kernels handle every empty tensor.
+bool touches_empty_tensor(const ir::Graph& g, const ir::Node& n) {
+  auto empty = [&](ir::ValueId v) {
+    const std::vector<int64_t>& d = g.value(v).type.shape.dims();
+    return std::find(d.begin(), d.end(), 0) != d.end();
+  };
+  return std::any_of(n.inputs.begin(), n.inputs.end(),
+                     [&](ir::ValueId v) { return v != ir::kNoValue && empty(v); }) ||
+         std::any_of(n.outputs.begin(), n.outputs.end(), empty);
+}
+
 }  // namespace
 
 bool supports_head(const ir::Graph& g, const ir::Node& n) {
-  if (is_folded(g, n) || !all_f32(g, n)) return false;
+  if (is_folded(g, n) || !all_f32(g, n) || touches_empty_tensor(g, n)) return false;
   switch (n.op) {
     case OpType::Conv:  // weights and bias constant (reordered once) or graph values (training)
     case OpType::ConvTranspose:

@@ -106,7 +106,7 @@ void matmul(const ir::Node& n, const std::vector<const HostTensor*>& in, HostTen
     float alpha = static_cast<float>(n.attrs.get_float("alpha", 1.0)),
           beta = static_cast<float>(n.attrs.get_float("beta", 1.0));
     // y = alpha * acc + beta * C, C broadcast to [m, cols] (scalar, [cols], [1|m, 1|cols]).
-    const HostTensor* c = in.size() > 2 ? in[2] : nullptr;
+    const HostTensor* c = in.size() > 2 && beta != 0.0f ? in[2] : nullptr;  // beta 0 ignores C
     int64_t c_rows = 1, c_cols = 1;
     if (c && c->shape().rank() >= 1) c_cols = c->shape().dim(-1);
     if (c && c->shape().rank() == 2) c_rows = c->shape().dim(0);

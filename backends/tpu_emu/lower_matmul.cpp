@@ -309,7 +309,8 @@ void lower_gemm_node(const ir::Graph& g, const ir::Node& n, Lowered& L) {
     L.w_value = n.inputs[1];
     L.d.w_transposed = tb;
   }
-  if (n.has_input(2)) lower_gemm_c(g, n, L);
+  // beta = 0 ignores C, NaN or not (ONNX's reference, PyTorch's addmm).
+  if (n.has_input(2) && n.attrs.get_float("beta", 1.0) != 0.0) lower_gemm_c(g, n, L);
 }
 
 // Folds BatchNormalization y = s * x + t (s = gamma / sqrt(var + eps), t = beta - mean * s) into

@@ -521,7 +521,10 @@ int64_t describe_reduction(Context& c, const ir::Node& n, VectorDesc& d) {
       if (first < 0) first = i;
       last = i;
     }
-  if (first < 0) first = last = 0;
+  if (first < 0) {  // only axes of size 1 reduced: the first of them, extent 1
+    auto size_one = std::find(mask.begin(), mask.end(), true);
+    first = last = size_one == mask.end() ? 0 : static_cast<int>(size_one - mask.begin());
+  }
   reduction_span(d, x, first, last);
   if (split_reduction(c, n, d, x, first, last)) return -1;
   return d.outer * d.inner;
@@ -559,9 +562,11 @@ void lower_vector_node(Context& c, const ir::Node& n) {
                                   "Softmax axis");
     d.func = n.op == OpType::Softmax ? VectorFunc::softmax : VectorFunc::log_softmax;
     d.in = {in(0)};
+    // Before opset 13 (coerce_2d) the input is read as [outer, everything from `axis` on].
+    const bool coerce = n.attrs.get_int("coerce_2d", 0) != 0;
     d.outer = dims_product(out_dims, 0, axis);
-    d.axis = out_dims[axis];
-    d.inner = dims_product(out_dims, axis + 1, out_dims.size());
+    d.axis = coerce ? dims_product(out_dims, axis, out_dims.size()) : out_dims[axis];
+    d.inner = coerce ? 1 : dims_product(out_dims, axis + 1, out_dims.size());
     rows = d.outer;
   } else if (n.op == OpType::MaxPool || n.op == OpType::AveragePool) {
     d.window = pool_window(c, n);

@@ -1,5 +1,6 @@
 // Which graph nodes the TPU can run; the rest fall back to the cpu backend (placement.cpp).
 #include <fmt/format.h>
+#include <algorithm>
 #include <set>
 
 #include "backends/tpu_emu/fusion.h"
@@ -57,7 +58,8 @@ bool contiguous_reduction(const ir::Graph& g, const ir::Node& n) {
       if (first < 0) first = i;
       last = i;
     }
-  if (first < 0) return false;
+  // Only axes of size 1 reduced (a batch of 1's bias gradient): a reduction of extent 1.
+  if (first < 0) return std::find(mask.begin(), mask.end(), true) != mask.end();
   for (int i = first; i <= last; ++i)
     if (!mask[i] && x[i] != 1) return false;
   return true;

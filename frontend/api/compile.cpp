@@ -21,6 +21,14 @@ struct Executable::Impl {
   std::vector<bool> carried_inputs;  // by graph input
 };
 
+void check_fixed_batch(const ir::Graph& g, int64_t batch) {
+  if (batch > 0 && !g.has_symbolic_batch() && !g.inputs().empty() &&
+      g.input_type(0).shape.rank() > 0 && g.input_type(0).shape[0] != batch)
+    throw InvalidArgument(fmt::format(
+        "graph '{}' has a fixed batch of {} (input '{}' {}), cannot run batch {}", g.name(),
+        g.input_type(0).shape[0], g.value(g.inputs()[0]).name, g.input_type(0).shape.str(), batch));
+}
+
 ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_bytes) {
   auto evaluator = backends::cpu::make_evaluator();
   ir::InferOptions infer{evaluator.get()};
@@ -33,11 +41,7 @@ ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_by
                       g.name(), batch));
     return ir::bind_batch(g, batch, infer);
   }
-  if (batch > 0 && !g.inputs().empty() && g.input_type(0).shape.rank() > 0 &&
-      g.input_type(0).shape[0] != batch)
-    throw InvalidArgument(fmt::format(
-        "graph '{}' has a fixed batch of {} (input '{}' {}), cannot run batch {}", g.name(),
-        g.input_type(0).shape[0], g.value(g.inputs()[0]).name, g.input_type(0).shape.str(), batch));
+  check_fixed_batch(g, batch);
   ir::Graph out = g;
   ir::infer_shapes(out, infer);
   return out;

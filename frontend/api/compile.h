@@ -63,6 +63,10 @@ class Executable {
 
 Executable compile(const ir::Graph& g, const Device& device, const CompileOptions& options = {});
 
+// Throws InvalidArgument when `g` has a fixed batch (its first input's leading dimension) other
+// than `batch` (> 0; 0 asks for none).
+void check_fixed_batch(const ir::Graph& g, int64_t batch);
+
 // Validates `g`, binds its batch (when symbolic; `batch` must then be > 0) and folds constants.
 ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_bytes = 0);
 

@@ -38,7 +38,7 @@ ir::TensorType loss_target_type(const LossConfig& loss, const ir::TensorType& ou
   if (output.shape.rank() != 2)
     throw InvalidArgument(fmt::format(
         "cross_entropy loss: the model output is {}, needs logits [N, C]", output.str()));
-  if (loss.label_smoothing < 0 || loss.label_smoothing > 1)
+  if (!(loss.label_smoothing >= 0 && loss.label_smoothing <= 1))  // NaN too
     throw InvalidArgument(fmt::format("cross_entropy loss: label_smoothing {} is outside [0, 1]",
                                       loss.label_smoothing));
   return {DType::i64, ir::Shape({output.shape[0]})};

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -141,6 +142,9 @@ ir::HostTensor parse_npy(const std::string& bytes, const std::string& what) {
 }
 
 ir::HostTensor read_npy(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw IoError(fmt::format("cannot read '{}': it is a directory, not a .npy file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(fmt::format("cannot open '{}': {}", path, std::strerror(errno)));
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -168,7 +168,9 @@ float TrainStep::step(const ir::HostTensor& input, const ir::HostTensor& target)
     }
   }
   RunOutput out = exe_.run_carried(feed);
-  for (ir::HostTensor& v : read_back_) v = ir::HostTensor();
+  // A timing-only step computes no numbers (its outputs are zeros): the state keeps its values.
+  if (!options_.compile.timing_only)
+    for (ir::HostTensor& v : read_back_) v = ir::HostTensor();
   bool found_inf = false;
   float loss = 0;
   for (size_t i = 0; i < t.outputs.size(); ++i) {
@@ -268,6 +270,7 @@ void TrainStep::load(const std::string& path) {
 }
 
 ir::Graph bind_model_batch(const ir::Graph& g, int64_t batch) {
+  check_fixed_batch(g, batch);
   if (!g.has_symbolic_batch()) return g;
   if (batch <= 0)
     throw InvalidArgument(fmt::format("graph '{}': batch {} must be > 0", g.name(), batch));

@@ -75,6 +75,8 @@ class TrainStep {
   int64_t skipped_steps() const { return skipped_; }
   const TrainGraph& train_graph() const { return *graph_; }
   const Executable& executable() const { return exe_; }
+  // What a trace records with each step's run (model name, tag).
+  RunInfo& run_info() { return exe_.run_info(); }
   // Whether parameters and optimizer state live in the device's memory between steps (false: in
   // host memory, as on cpu or when cpu fallback splits the step).
   bool state_on_device() const { return exe_.carries_on_device(); }

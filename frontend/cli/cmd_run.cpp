@@ -137,8 +137,10 @@ void print_run_json(const RunArgs& a, nlohmann::json j, const Measured& m) {
     j["outputs"].push_back(
         {{"name", s.name}, {"type", s.type}, {"sum", s.sum}, {"mean_abs", s.mean_abs}});
   if (m.compared)
-    j["difference_vs_cpu"] = {
-        {"max_abs", m.diff.max_abs}, {"max_rel", m.diff.max_rel}, {"of_scale", m.diff.of_scale}};
+    j["difference_vs_cpu"] = {{"max_abs", m.diff.max_abs},
+                              {"max_rel", m.diff.max_rel},
+                              {"of_scale", m.diff.of_scale},
+                              {"nan_mismatches", m.diff.nan_mismatches}};
   j["report"] = mimic::to_json(m.out.report);
   if (!a.trace.empty()) j["trace"] = {{"file", a.trace}, {"runs", m.trace_runs}};
   std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
@@ -164,6 +166,9 @@ void print_run_text(const RunArgs& a, const std::string& model_name, int64_t bat
         "{:<12}max abs {:.3g} = {:.2g}% of the largest cpu output; max rel per element {:.3g} (vs "
         "cpu)\n",
         "difference", m.diff.max_abs, 100 * m.diff.of_scale, m.diff.max_rel);
+  if (m.compared && m.diff.nan_mismatches > 0)
+    std::cout << fmt::format("{:<12}{} element(s) NaN in one run and not in the other\n",
+                             "difference", m.diff.nan_mismatches);
   print_report(std::cout, m.out.report, static_cast<int>(a.top));
   if (!m.trace_runs.empty())
     std::cout << fmt::format(
@@ -238,7 +243,10 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--onnx", a->onnx, "ONNX model file (instead of --model)");
   cmd->add_option("--input", a->inputs,
                   "ONNX model input name=file.npy (all inputs, or none for random ones)");
-  cmd->add_option("--output-dir", a->output_dir, "Write every output to DIR/<name>.npy");
+  cmd->add_option(
+      "--output-dir", a->output_dir,
+      "Write every output to DIR/<name>.npy (other characters than letters, digits, . _ - as _; a "
+      "name written twice takes _<output index>)");
   cmd->add_option("--model-arg", a->model_args,
                   "Model parameter key=value (e.g. layers=2, hidden=256)");
   cmd->add_option("--device", a->device, "Device string (see `mimic devices`)")

@@ -45,10 +45,12 @@ int run_local(const Args& a) {
   }
   Progress progress(todo.size(), isatty(STDERR_FILENO) != 0);
   auto start = std::chrono::steady_clock::now();
-  size_t done = 0;
+  size_t done = 0, failed = 0;
+  std::string first_failure;
   run_processes(self_executable(), argument_lists, a.jobs, [&](size_t k, const ProcessResult& r) {
     const sweep::Point& p = s.points()[todo[k]];
     const sweep::PointResult& res = s.record({p.key(), r, ""});
+    if (res.status == "error" && failed++ == 0) first_failure = res.reason;
     std::string line = fmt::format(
         "{} batch {} {} {}: {}", p.device, p.batch, p.layout, p.precision,
         res.fits() ? format_seconds(res.latency_s) : res.status + " (" + res.reason + ")");
@@ -58,6 +60,11 @@ int run_local(const Args& a) {
   });
   progress.finish();
   s.finish(0);
+  // Every point failing is a bad input (a model, option or precision no point can run), not a
+  // batch that does not fit.
+  if (!todo.empty() && failed == todo.size())
+    throw RuntimeError(
+        fmt::format("sweep: all {} points failed; the first: {}", failed, first_failure));
   return 0;
 }
 

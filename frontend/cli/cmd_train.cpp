@@ -31,8 +31,8 @@ namespace {
 struct TrainArgs {
   std::string model, onnx, layout = "nchw", device = "cpu", optimizer = "sgd",
                            loss = "cross_entropy", save, precision = "default",
-                           schedule = "constant", loss_scale = "none", trace, recompute = "none",
-                           batch_norm_variance = "auto";
+                           schedule = "constant", loss_scale = "none", trace, tag,
+                           recompute = "none", batch_norm_variance = "auto";
   std::vector<std::string> model_args, data, options, overrides, recompute_checkpoints;
   int64_t batch = 32, steps = 100, batches = 4, warmup_steps = 0, step_size = 30;
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
@@ -265,6 +265,7 @@ int run_train(const TrainArgs& a) {
   bool scheduled = !o.schedule.phases.empty();  // print each step's lr
   std::optional<TraceScope> trace;  // one run per step, ops tagged forward/backward/update
   if (!a.trace.empty()) trace.emplace(a.trace);
+  step.run_info().tag = a.tag;
   t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < a.steps; ++i) {
     const auto& [x, y] = data[i % data.size()];
@@ -295,6 +296,24 @@ int run_train(const TrainArgs& a) {
   return 0;
 }
 
+// The learning rate and its schedule.
+void add_schedule_options(CLI::App* cmd, TrainArgs& a) {
+  cmd->add_option("--lr", a.lr, "Learning rate")->capture_default_str();
+  cmd->add_option("--schedule", a.schedule,
+                  "Learning-rate schedule after the warmup: constant, step, exponential, "
+                  "linear (to 0 at the last step) or cosine (to --min-lr at the last step)")
+      ->capture_default_str();
+  cmd->add_option("--warmup-steps", a.warmup_steps,
+                  "Linear learning-rate warmup from 0 over this many steps")
+      ->capture_default_str();
+  cmd->add_option("--step-size", a.step_size, "step schedule: decay every N steps")
+      ->capture_default_str();
+  cmd->add_option("--gamma", a.gamma, "step/exponential schedule: decay factor")
+      ->capture_default_str();
+  cmd->add_option("--min-lr", a.min_lr, "cosine schedule: the final learning rate")
+      ->capture_default_str();
+}
+
 }  // namespace
 
 Command add_train_command(CLI::App& app) {
@@ -323,20 +342,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--optimizer", a->optimizer, "sgd, adam, adamw or lamb")->capture_default_str();
   cmd->add_option("--loss", a->loss, "cross_entropy, mse or bce_with_logits")
       ->capture_default_str();
-  cmd->add_option("--lr", a->lr, "Learning rate")->capture_default_str();
-  cmd->add_option("--schedule", a->schedule,
-                  "Learning-rate schedule after the warmup: constant, step, exponential, "
-                  "linear (to 0 at the last step) or cosine (to --min-lr at the last step)")
-      ->capture_default_str();
-  cmd->add_option("--warmup-steps", a->warmup_steps,
-                  "Linear learning-rate warmup from 0 over this many steps")
-      ->capture_default_str();
-  cmd->add_option("--step-size", a->step_size, "step schedule: decay every N steps")
-      ->capture_default_str();
-  cmd->add_option("--gamma", a->gamma, "step/exponential schedule: decay factor")
-      ->capture_default_str();
-  cmd->add_option("--min-lr", a->min_lr, "cosine schedule: the final learning rate")
-      ->capture_default_str();
+  add_schedule_options(cmd, *a);
   cmd->add_option("--momentum", a->momentum, "SGD momentum")->capture_default_str();
   cmd->add_option("--weight-decay", a->weight_decay, "Weight decay")->capture_default_str();
   cmd->add_option("--max-grad-norm", a->max_grad_norm,
@@ -373,6 +379,8 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--trace", a->trace,
                   "Record every step as a run in this SQLite trace (`mimic trace summary` shows "
                   "per-phase time: forward, backward, update)");
+  cmd->add_option("--tag", a->tag,
+                  "Tag stored with the step runs in the trace (e.g. an experiment name)");
   cmd->add_flag("--quiet", a->quiet, "Only the summary");
   add_memory_limit_option(cmd);
   return {cmd, [a]() { return run_train(*a); }};

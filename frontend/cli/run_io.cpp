@@ -5,6 +5,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "base/error.h"
 #include "frontend/api/npy.h"
@@ -77,11 +78,14 @@ void write_output_files(const std::string& dir, const ir::Graph& g,
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw IoError(fmt::format("--output-dir '{}' cannot be created: {}", dir, ec.message()));
+  std::set<std::string> taken;
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::string name = g.value(g.outputs()[i]).name;
     for (char& ch : name)
       if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-')
         ch = '_';
+    // Two names that read the same as file names ("a/b", "a_b"): the later one takes its index.
+    if (!taken.insert(name).second) name += "_" + std::to_string(i);
     write_npy((std::filesystem::path(dir) / (name + ".npy")).string(), outputs[i]);
   }
 }

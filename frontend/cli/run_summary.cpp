@@ -97,7 +97,9 @@ Difference compare_outputs(const std::vector<ir::HostTensor>& a,
   for (size_t k = 0; k < a.size() && k < b.size(); ++k) {
     std::vector<double> x = as_doubles(a[k]), y = as_doubles(b[k]);
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      double diff = std::fabs(x[i] - y[i]);
+      const bool nan_on_one_side = std::isnan(x[i]) != std::isnan(y[i]);
+      d.nan_mismatches += nan_on_one_side;
+      double diff = nan_on_one_side ? INFINITY : std::fabs(x[i] - y[i]);
       d.max_abs = std::max(d.max_abs, diff);
       d.max_rel = std::max(d.max_rel, diff / std::max(std::fabs(y[i]), 1e-6));
       scale = std::max(scale, std::fabs(y[i]));

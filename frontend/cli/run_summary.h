@@ -19,8 +19,10 @@ OutputStats output_stats(const std::string& name, const ir::HostTensor& t);
 // Largest absolute and per-element relative differences between two runs' outputs, and the
 // largest absolute difference over the reference's largest magnitude (near-zero outputs make the
 // per-element relative figure large for bf16's ~0.4% rounding; this one reads as "of the scale").
+// An element that is NaN in one run only counts as an infinite difference, and in nan_mismatches.
 struct Difference {
   double max_abs = 0, max_rel = 0, of_scale = 0;
+  int64_t nan_mismatches = 0;
 };
 Difference compare_outputs(const std::vector<ir::HostTensor>& a,
                            const std::vector<ir::HostTensor>& b);

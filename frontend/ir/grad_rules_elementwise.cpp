@@ -289,15 +289,20 @@ void sum_mean_rule(GradContext& c) {
   for (int i = 0; i < c.node().num_inputs(); ++i) set_unb(c, i, g);
 }
 
-// Max/Min of several inputs: the gradient goes to every input equal to the result (PyTorch's
-// binary maximum splits ties evenly; mimic gives each tied input the whole gradient).
+// Max/Min of several inputs: the gradient goes to the inputs equal to the result, split evenly
+// between ties, as PyTorch's maximum/minimum and JAX's max/min do (a tie of an input with itself,
+// Max(x, x), then passes the gradient once). No input equals a NaN result: none gets a gradient.
 void max_min_rule(GradContext& c) {
   auto& b = c.b;
+  const DType t = b.dtype(c.y());
+  std::vector<ValueId> hits;
+  ValueId ties = ir::kNoValue;
   for (int i = 0; i < c.node().num_inputs(); ++i) {
-    if (!c.needs(i)) continue;
-    ValueId eq = b.cast(b.op(OpType::Equal, {c.x(i), c.y()}), b.dtype(c.y()));
-    set_unb(c, i, b.mul(c.dy(), eq));
+    hits.push_back(b.cast(b.op(OpType::Equal, {c.x(i), c.y()}), t));
+    ties = i == 0 ? hits[0] : b.add(ties, hits[i]);
   }
+  ValueId share = b.div(c.dy(), b.op(OpType::Max, {ties, b.scalar_like(1.0, ties)}));
+  for (int i = 0; i < c.node().num_inputs(); ++i) set_unb(c, i, b.mul(share, hits[i]));
 }
 
 }  // namespace

@@ -47,12 +47,15 @@ void reduce_sum_mean_rule(GradContext& c) {
   c.set(0, expand_back(c, g));
 }
 
-// ReduceMax/ReduceMin: the gradient goes to the elements equal to the result (ties share the
-// whole gradient each; PyTorch's amax/amin split it evenly between ties).
+// ReduceMax/ReduceMin: the gradient goes to the elements equal to the result, split evenly between
+// ties, as PyTorch's amax/amin, TensorFlow's reduce_max and JAX's reduce_max do.
 void reduce_extreme_rule(GradContext& c) {
   auto& b = c.b;
   ValueId hit = b.cast(b.op(OpType::Equal, {c.x(0), kept_output(c)}), b.dtype(c.x(0)));
-  c.set(0, b.mul(hit, expand_back(c, c.dy())));
+  ValueId ties = b.reduce_sum(hit, reduced_axes(c), true);
+  ValueId count = b.op(OpType::Max, {ties, b.scalar_like(1.0, ties)});  // 0 ties: a NaN result
+  ValueId share = b.div(b.reshape(c.dy(), kept_shape(c)), count);
+  c.set(0, b.mul(hit, b.expand(share, c.x_shape(0))));
 }
 
 // d prod / d x_i = the product of the other elements: prod / x_i with no zero in the group, the

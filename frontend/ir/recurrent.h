@@ -79,7 +79,7 @@ int64_t recurrent_flops(const Graph& g, const Node& n);
 inline float apply_activation(const ActivationSpec& a, float x) {
   switch (a.kind) {
     case RecurrentActivation::Relu:
-      return x > 0.0f ? x : 0.0f;
+      return x < 0.0f ? 0.0f : x;
     case RecurrentActivation::Tanh:
       return std::tanh(x);
     case RecurrentActivation::Sigmoid:

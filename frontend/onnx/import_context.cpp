@@ -258,6 +258,11 @@ void NodeConverter::bind_output(int i, ir::ValueId v) {
   if (name.empty()) return;  // an omitted optional output
   if (!state_.values.emplace(name, v).second)
     malformed(fmt::format("output '{}' is already defined elsewhere in the graph", name));
+  // A value this node computed with internal ops (an Einsum's final reshape) takes the ONNX name,
+  // so that a graph output keeps its name; an input passed through keeps its own.
+  ir::Value& value = state_.graph.value(v);
+  if (value.producer >= 0 && state_.graph.node(value.producer).name.rfind(name_ + "/", 0) == 0)
+    value.name = name;
 }
 
 void NodeConverter::constant_output(int i, ir::HostTensor t) {

@@ -33,6 +33,9 @@ ir::DType parse_dtype_arg(const py::object& dtype) {
 
 ir::HostTensor to_host(const py::array& input) {
   py::array array = input;
+  // Big-endian data (">f4", as some file readers return) is converted to native byte order.
+  if (!array.dtype().attr("isnative").cast<bool>())
+    array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
   char kind = array.dtype().kind();
   size_t size = array.dtype().itemsize();
   ir::DType dtype;

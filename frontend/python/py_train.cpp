@@ -79,6 +79,15 @@ LossScaleConfig make_loss_scale(const py::object& v) {
   if (py::isinstance<py::str>(v)) return parse_loss_scale(v.cast<std::string>());
   if (py::isinstance<py::dict>(v)) {
     py::dict d = v.cast<py::dict>();
+    for (const auto& [key, value] : d) {
+      std::string k = py::str(key);
+      if (k != "init_scale" && k != "growth_factor" && k != "backoff_factor" &&
+          k != "growth_interval")
+        throw InvalidArgument(
+            fmt::format("loss_scale: unknown key '{}' (init_scale, growth_factor, backoff_factor, "
+                        "growth_interval)",
+                        k));
+    }
     LossScaleConfig c;
     c.mode = LossScaleMode::dynamic;
     c.init_scale = get<double>(d, "init_scale", c.init_scale);

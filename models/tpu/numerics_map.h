@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/activations.h"
+#include "base/extrema.h"
 #include "models/tpu/program.h"
 
 namespace mimic::models::tpu::map {
@@ -74,13 +75,11 @@ bool binary(VectorFunc f, const float* a, int64_t sa, const float* b, int64_t sb
       return true;
     case VectorFunc::max:
       binary_run(
-          a, sa, b, sb, y, sy, n, is_plain, [](float u, float v) { return std::max(u, v); },
-          finish);
+          a, sa, b, sb, y, sy, n, is_plain, [](float u, float v) { return max_nan(u, v); }, finish);
       return true;
     case VectorFunc::min:
       binary_run(
-          a, sa, b, sb, y, sy, n, is_plain, [](float u, float v) { return std::min(u, v); },
-          finish);
+          a, sa, b, sb, y, sy, n, is_plain, [](float u, float v) { return min_nan(u, v); }, finish);
       return true;
     case VectorFunc::greater:  // comparisons give 1 or 0 (a ReLU gradient's mask is x > 0)
       binary_run(

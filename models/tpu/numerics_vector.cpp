@@ -13,6 +13,7 @@
 
 #include "base/activations.h"
 #include "base/error.h"
+#include "base/extrema.h"
 #include "base/numeric_formats.h"
 #include "models/tpu/numerics.h"
 #include "models/tpu/numerics_map.h"
@@ -142,9 +143,9 @@ float binary(VectorFunc f, float a, float b) {
     case VectorFunc::div:
       return a / b;
     case VectorFunc::max:
-      return std::max(a, b);
+      return max_nan(a, b);
     case VectorFunc::min:
-      return std::min(a, b);
+      return min_nan(a, b);
     case VectorFunc::pow:
       return std::pow(a, b);
     case VectorFunc::prelu:
@@ -310,10 +311,10 @@ void reduce(const VectorDesc& d, const float* x, float* y, int64_t r0, int64_t r
       double v = p[a * d.inner];
       switch (d.func) {
         case VectorFunc::reduce_max:
-          acc = std::max(acc, v);
+          acc = max_nan(acc, v);
           break;
         case VectorFunc::reduce_min:
-          acc = std::min(acc, v);
+          acc = min_nan(acc, v);
           break;
         case VectorFunc::prod:
           acc *= v;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backends/cuda/kernels/params.h"
+#include "base/extrema.h"
 #include "base/host_device.h"
 #include "base/numeric_formats.h"
 
@@ -332,9 +333,9 @@ MIMIC_HD float binary_float(OpType op, float a, float b, int fmod_mode) {
     case OpType::Div:
       return a / b;
     case OpType::Max:
-      return max_std(a, b);
+      return max_nan(a, b);
     case OpType::Min:
-      return min_std(a, b);
+      return min_nan(a, b);
     case OpType::Pow:
       return powf(a, b);
     case OpType::PRelu:

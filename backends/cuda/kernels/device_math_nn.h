@@ -240,9 +240,9 @@ MIMIC_HD double reduce_init(OpType op) {
 MIMIC_HD double reduce_step(OpType op, double acc, double v) {
   switch (op) {
     case OpType::ReduceMax:
-      return max_std_d(acc, v);
+      return max_nan(acc, v);
     case OpType::ReduceMin:
-      return min_std_d(acc, v);
+      return min_nan(acc, v);
     case OpType::ReduceProd:
       return acc * v;
     case OpType::ReduceL1:
@@ -259,9 +259,9 @@ MIMIC_HD double reduce_step(OpType op, double acc, double v) {
 MIMIC_HD double reduce_merge(OpType op, double a, double b) {
   switch (op) {
     case OpType::ReduceMax:
-      return max_std_d(a, b);
+      return max_nan(a, b);
     case OpType::ReduceMin:
-      return min_std_d(a, b);
+      return min_nan(a, b);
     case OpType::ReduceProd:
       return a * b;
     default:

@@ -1,0 +1,220 @@
+"""Edge cases a user's data and models reach: empty batches, big-endian arrays, NaN, ties in max
+and min (values and gradients, against PyTorch's rules), pre-13 Softmax, Gemm's beta = 0, and the
+command line's handling of output names, fixed batches and sweeps whose every point fails."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import mimic
+
+try:
+    import onnx
+    from onnx import TensorProto, helper
+except ImportError as e:  # Debian's python3-onnx
+    pytest.skip(f"onnx is not importable: {e}", allow_module_level=True)
+
+DEVICES = [("cpu", "default"), ("tpu-emu:v4", "highest"), ("ipu-emu:gc200", "float32")]
+MIMIC = os.path.join(os.environ.get("MIMIC_BUILD_DIR", "build"), "bin", "mimic")
+
+
+def save(tmp_path, nodes, inputs, outputs, opset=17, initializers=(), name="model.onnx"):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    path = str(tmp_path / name)
+    onnx.save(model, path)
+    return path
+
+
+def f32(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def cli(*args):
+    return subprocess.run([MIMIC, *map(str, args)], capture_output=True, text=True, timeout=300)
+
+
+def test_linear_layer_at_batch_zero_runs_on_cpu():
+    x = mimic.placeholder("x", [0, 6], np.float32)
+    w = mimic.constant(np.ones((6, 4), np.float32))
+    b = mimic.constant(np.ones((4,), np.float32))
+    graph = mimic.trace_graph([mimic.relu(mimic.matmul(x, w) + b)], "linear")
+    assert mimic.compile(graph, "cpu")(np.zeros((0, 6), np.float32)).shape == (0, 4)
+
+
+@pytest.mark.parametrize("device,precision", DEVICES)
+def test_big_endian_arrays_are_read_by_value(device, precision):
+    x = mimic.placeholder("x", [2, 3], np.float32)
+    exe = mimic.compile(mimic.trace_graph([mimic.relu(x)], "g"), device, precision=precision)
+    a = np.array([[0.5, 1, 2], [3, -4, 5]], np.float32)
+    np.testing.assert_array_equal(exe(a.astype(">f4")), np.maximum(a, 0))
+
+
+@pytest.mark.parametrize("device,precision", DEVICES)
+def test_nan_propagates_through_relu_max_and_reductions(tmp_path, device, precision):
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["relu"]),
+                           helper.make_node("ReduceMax", ["x"], ["rmax"], axes=[1], keepdims=0),
+                           helper.make_node("ReduceMin", ["x"], ["rmin"], axes=[1], keepdims=0)],
+                [f32("x", [2, 3])], [f32("relu", [2, 3]), f32("rmax", [2]), f32("rmin", [2])])
+    a = np.array([[np.nan, 2, -1], [1, 2, 3]], np.float32)
+    relu, rmax, rmin = mimic.compile(mimic.onnx.load(path), device, precision=precision)(a)
+    np.testing.assert_array_equal(relu, [[np.nan, 2, 0], [1, 2, 3]])
+    np.testing.assert_array_equal(rmax, [np.nan, 3])
+    np.testing.assert_array_equal(rmin, [np.nan, 1])
+
+
+@pytest.mark.parametrize("device,precision", DEVICES)
+def test_elementwise_max_min_propagate_nan_from_either_side(tmp_path, device, precision):
+    path = save(tmp_path, [helper.make_node("Max", ["a", "b"], ["mx"]), helper.make_node("Min", ["a", "b"], ["mn"])],
+                [f32("a", [2]), f32("b", [2])], [f32("mx", [2]), f32("mn", [2])])
+    mx, mn = mimic.compile(mimic.onnx.load(path), device, precision=precision)(
+        np.array([np.nan, 1], np.float32), np.array([0, np.nan], np.float32))
+    assert np.isnan(mx).all() and np.isnan(mn).all()
+
+
+@pytest.mark.parametrize("device,precision", DEVICES)
+@pytest.mark.parametrize("op", ["ReduceMax", "ReduceMin"])
+def test_reduce_max_min_gradient_splits_ties_evenly(tmp_path, device, precision, op):
+    """d/dw (reduce(x + w))^2 at a three-way tie of value 1: 2 * 1 shared by the tied elements, as
+    torch.amax and torch.amin split it."""
+    w = helper.make_tensor("w", TensorProto.FLOAT, [1, 4], [0, 0, 0, 0])
+    nodes = [helper.make_node("Add", ["x", "w"], ["t"]), helper.make_node(op, ["t"], ["y"], axes=[1], keepdims=1)]
+    path = save(tmp_path, nodes, [f32("x", ["N", 4])], [f32("y", ["N", 1])], initializers=[w])
+    x = np.array([[1, 1, 1, 0]] if op == "ReduceMax" else [[1, 1, 1, 2]], np.float32)
+    step = mimic.compile_train(mimic.onnx.load(path), "mse", mimic.optim.SGD([], lr=1.0), device, example_inputs=x,
+                               precision=precision)
+    before = step.state_dict()["w"].copy()
+    step(x, np.zeros((1, 1), np.float32))
+    np.testing.assert_allclose(before - step.state_dict()["w"], [[2 / 3, 2 / 3, 2 / 3, 0]], rtol=1e-6)
+
+
+def test_elementwise_max_gradient_splits_ties_evenly(tmp_path):
+    """Max(x, x[::-1]) at the middle element is x[1] itself: its gradient there is the output
+    gradient once (torch.maximum gives each tied operand half)."""
+    starts = helper.make_tensor("starts", TensorProto.INT64, [1], [-1])
+    ends = helper.make_tensor("ends", TensorProto.INT64, [1], [-4])
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+    steps = helper.make_tensor("steps", TensorProto.INT64, [1], [-1])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [1, 3], [0, 0, 0])
+    nodes = [helper.make_node("Add", ["x", "w"], ["t"]),
+             helper.make_node("Slice", ["t", "starts", "ends", "axes", "steps"], ["flipped"]),
+             helper.make_node("Max", ["t", "flipped"], ["y"])]
+    path = save(tmp_path, nodes, [f32("x", ["N", 3])], [f32("y", ["N", 3])], initializers=[starts, ends, axes, steps, w])
+    x = np.array([[1, 2, 3]], np.float32)
+    step = mimic.compile_train(mimic.onnx.load(path), "mse", mimic.optim.SGD([], lr=1.0), example_inputs=x)
+    target = np.zeros((1, 3), np.float32)
+    before = step.state_dict()["w"].copy()
+    step(x, target)
+    # y = [3, 2, 3]; d mean((y - 0)^2) / dy = 2y/3; w[2] gets both 3s, w[1] its 2 once, w[0] none.
+    np.testing.assert_allclose(before - step.state_dict()["w"], [[0, 4 / 3, 4]], rtol=1e-6)
+
+
+def test_timing_only_step_keeps_the_parameters():
+    model = mimic.nn.Sequential(mimic.nn.Linear(4, 3, seed=1))
+    x = np.ones((2, 4), np.float32)
+    step = mimic.compile_train(model, "mse", mimic.optim.SGD(model.parameters(), lr=0.1), "tpu-emu:v4",
+                               example_inputs=x, timing_only=True)
+    before = {k: v.copy() for k, v in step.state_dict().items()}
+    step(x, np.zeros((2, 3), np.float32))
+    for k, v in before.items():
+        if k != "optimizer.step":
+            np.testing.assert_array_equal(step.state_dict()[k], v)
+
+
+def test_batch_one_training_reductions_run_on_the_tpu():
+    model = mimic.nn.Sequential(mimic.nn.Linear(8, 4, seed=1), mimic.nn.ReLU(), mimic.nn.Linear(4, 2, seed=2))
+    x = np.ones((1, 8), np.float32)
+    step = mimic.compile_train(model, "mse", mimic.optim.SGD(model.parameters(), lr=0.1), "tpu-emu:v4",
+                               example_inputs=x)
+    assert not step.compile_report["fallback_nodes"], step.compile_report["fallback_reasons"]
+
+
+def test_bad_training_arguments_are_refused():
+    model = mimic.nn.Sequential(mimic.nn.Linear(4, 3, seed=1))
+    x = np.ones((2, 4), np.float32)
+    sgd = mimic.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(mimic.InvalidArgument, match="label_smoothing nan"):
+        mimic.compile_train(model, "cross_entropy", sgd, example_inputs=x, label_smoothing=float("nan"))
+    with pytest.raises(mimic.InvalidArgument, match="unknown key 'bogus'"):
+        mimic.compile_train(model, "mse", sgd, example_inputs=x, loss_scale={"bogus": 1})
+    with pytest.raises(mimic.InvalidArgument, match="unknown precision 'float8'"):
+        mimic.compile_train(model, "mse", sgd, example_inputs=x, precision="float8")
+    with pytest.raises(ValueError, match="start_factor 0"):
+        mimic.optim.lr_scheduler.LinearLR(sgd, start_factor=0)
+
+
+@pytest.mark.parametrize("opset,axis", [(11, 1), (11, 0), (13, 1)])
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("device,precision", DEVICES)
+def test_softmax_before_opset_13_normalizes_everything_after_axis(tmp_path, op, opset, axis, device, precision):
+    path = save(tmp_path, [helper.make_node(op, ["a"], ["y"], axis=axis)], [f32("a", [2, 3, 4])], [f32("y", [2, 3, 4])],
+                opset=opset)
+    a = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    rows = a.reshape(int(np.prod(a.shape[:axis])), -1) if opset < 13 else np.moveaxis(a, axis, -1)
+    e = np.exp(rows - rows.max(-1, keepdims=True))
+    want = e / e.sum(-1, keepdims=True)
+    want = np.log(want) if op == "LogSoftmax" else want
+    want = want.reshape(a.shape) if opset < 13 else np.moveaxis(want, -1, axis)
+    got = mimic.compile(mimic.onnx.load(path), device, precision=precision)(a)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("device,precision", DEVICES)
+def test_gemm_with_beta_zero_ignores_c(tmp_path, device, precision):
+    c = helper.make_tensor("c", TensorProto.FLOAT, [1, 1], [np.nan])
+    path = save(tmp_path, [helper.make_node("Gemm", ["a", "b", "c"], ["y"], transB=1, beta=0.0)],
+                [f32("a", [3, 4]), f32("b", [5, 4])], [f32("y", [3, 5])], initializers=[c])
+    got = mimic.compile(mimic.onnx.load(path), device, precision=precision)(np.ones((3, 4), np.float32),
+                                                                          np.ones((5, 4), np.float32))
+    np.testing.assert_array_equal(got, np.full((3, 5), 4, np.float32))
+
+
+def test_cli_keeps_einsum_output_names_and_separates_colliding_files(tmp_path):
+    path = save(tmp_path, [helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik"),
+                           helper.make_node("Relu", ["a"], ["r/x"]), helper.make_node("Neg", ["a"], ["r_x"])],
+                [f32("a", [2, 3]), f32("b", [3, 4])], [f32("y", [2, 4]), f32("r/x", [2, 3]), f32("r_x", [2, 3])])
+    out = tmp_path / "out"
+    p = cli("run", "--onnx", path, "--output-dir", out, "--json")
+    assert p.returncode == 0, p.stderr
+    assert [o["name"] for o in json.loads(p.stdout)["outputs"]] == ["y", "r/x", "r_x"]
+    assert sorted(os.listdir(out)) == ["r_x.npy", "r_x_2.npy", "y.npy"]
+    np.testing.assert_array_equal(np.load(out / "r_x.npy"), np.maximum(-np.load(out / "r_x_2.npy"), 0))
+
+
+def test_cli_nan_on_both_sides_is_no_difference(tmp_path):
+    c = helper.make_tensor("c", TensorProto.FLOAT, [1], [np.nan])
+    path = save(tmp_path, [helper.make_node("Mul", ["a", "c"], ["y"])], [f32("a", [2])], [f32("y", [2])],
+                initializers=[c])
+    p = cli("run", "--onnx", path, "--device", "tpu-emu:v4", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["difference_vs_cpu"]["nan_mismatches"] == 0
+
+
+def test_cli_train_refuses_a_batch_other_than_the_models_fixed_one(tmp_path):
+    w = helper.make_tensor("w", TensorProto.FLOAT, [8, 2], np.ones(16))
+    path = save(tmp_path, [helper.make_node("MatMul", ["x", "w"], ["y"])], [f32("x", [5, 8])], [f32("y", [5, 2])],
+                initializers=[w])
+    p = cli("train", "--onnx", path, "--batch", "2", "--steps", "1", "--loss", "mse")
+    assert p.returncode != 0 and "fixed batch of 5" in p.stderr and "cannot run batch 2" in p.stderr
+
+
+def test_cli_directory_given_as_npy_is_a_one_line_error(tmp_path):
+    p = cli("train", "--model", "mlp", "--steps", "1", "--data", tmp_path, tmp_path)
+    assert p.returncode != 0 and "is a directory" in p.stderr and "internal" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_cli_sweep_whose_every_point_fails_exits_nonzero():
+    p = cli("sweep", "--model", "mlp", "--batch", "1,2", "--option", "bogus=1")
+    assert p.returncode != 0 and "all 2 points failed" in p.stderr and "bogus" in p.stderr
+
+
+def test_cli_training_sweep_records_a_trace(tmp_path):
+    p = cli("sweep", "--train", "--model", "mlp", "--device", "tpu-emu:v4", "--batch", "2,4", "--timing-only",
+            "--trace", tmp_path / "t.db", "--json", tmp_path / "s.json")
+    assert p.returncode == 0, p.stderr
+    points = json.load(open(tmp_path / "s.json"))["points"]
+    assert [r["status"] for r in points] == ["ok", "ok"]
