@@ -236,13 +236,12 @@ std::unique_ptr<Executable> compile_with_fallback(const Backend& b, const ir::Gr
   auto start = std::chrono::steady_clock::now();
   const Backend* cpu = Registry::global().find("cpu");
   std::vector<Segment> segments;
-  std::vector<std::string> unsupported, fallback_nodes, fallback_reasons;
+  std::vector<std::string> fallback_nodes, fallback_reasons;
   for (int i = 0; i < g.num_nodes(); ++i) {
     const ir::Node& n = g.node(i);
     if (is_folded(g, n)) continue;
     bool on_device = b.supports_op(g, n, arg, options);
     if (!on_device) {
-      unsupported.push_back(fmt::format("{} '{}'", ir::op_name(n.op), n.name));
       fallback_nodes.push_back(n.name);
       std::string why = b.unsupported_reason(g, n, arg, options);
       fallback_reasons.push_back(fmt::format("{} '{}': {}", ir::op_name(n.op), n.name,
@@ -257,10 +256,17 @@ std::unique_ptr<Executable> compile_with_fallback(const Backend& b, const ir::Gr
     }
     segments.back().nodes.push_back(i);
   }
-  if (!unsupported.empty() && (options.strict || &b == cpu))
-    throw UnsupportedOpError(fmt::format("{}{}: {} op(s) cannot run on this device: {}", b.name(),
-                                         arg.empty() ? "" : ":" + arg, unsupported.size(),
-                                         fmt::format("{}", fmt::join(unsupported, ", "))));
+  if (!fallback_reasons.empty() && (options.strict || &b == cpu)) {
+    const size_t shown = std::min<size_t>(fallback_reasons.size(), 3);  // with their reasons
+    throw UnsupportedOpError(
+        fmt::format("{}{}: {} op(s) cannot run on this device: {}{}", b.name(),
+                    arg.empty() ? "" : ":" + arg, fallback_reasons.size(),
+                    fmt::join(fallback_reasons.begin(),
+                              fallback_reasons.begin() + static_cast<long>(shown), "; "),
+                    shown < fallback_reasons.size()
+                        ? fmt::format("; and {} more", fallback_reasons.size() - shown)
+                        : ""));
+  }
   // A value is a segment output if a later segment or the graph's outputs read it.
   std::vector<int> consumer_segment_max(g.num_values(), -1);
   for (size_t s = 0; s < segments.size(); ++s)

@@ -1,6 +1,7 @@
 #include "frontend/api/npz.h"
 
 #include <fmt/format.h>
+#include <filesystem>
 
 #include <array>
 #include <cerrno>
@@ -44,6 +45,12 @@ uint64_t get(const std::string& s, size_t at, int bytes, const std::string& what
 // Writes `bytes` to path + ".partial" and renames it over `path` once complete, so that a failed
 // write (a full disk) leaves the previous file as it was.
 void write_replacing(const std::string& path, const std::string& bytes) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw IoError(
+        fmt::format("npz: cannot write '{}': it is a directory (give a file name, "
+                    "e.g. checkpoint.npz)",
+                    path));
   const std::string partial = path + ".partial";
   std::FILE* f = std::fopen(partial.c_str(), "wb");
   if (!f)

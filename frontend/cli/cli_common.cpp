@@ -50,7 +50,9 @@ std::map<std::string, std::string> parse_key_values(const std::vector<std::strin
     auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InvalidArgument(fmt::format("{} '{}' must look like key=value", what, item));
-    out[item.substr(0, eq)] = item.substr(eq + 1);
+    if (!out.emplace(item.substr(0, eq), item.substr(eq + 1)).second)
+      throw InvalidArgument(fmt::format("{} '{}' is given twice (the last would silently win)",
+                                        what, item.substr(0, eq)));
   }
   return out;
 }

@@ -153,6 +153,8 @@ void print_run_text(const RunArgs& a, const std::string& model_name, int64_t bat
       a.onnx.empty() ? a.layout : (a.inputs.empty() ? "random inputs" : "inputs from .npy"),
       format_count(static_cast<double>(parameters), ""));
   std::cout << fmt::format("{:<12}{} ({})\n", "device", device.str(), device.info().description);
+  if (!a.overrides.empty())  // the description is the preset's; these fields replace its values
+    std::cout << fmt::format("{:<12}--set {}\n", "overrides", fmt::join(a.overrides, " --set "));
   for (const auto& s : m.stats)
     std::cout << fmt::format("{:<12}{} {}  checksum sum={:.6g} mean|x|={:.6g}\n", "output", s.name,
                              s.type, s.sum, s.mean_abs);
@@ -269,8 +271,12 @@ Command add_run_command(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Seed for weights and inputs")->capture_default_str();
   cmd->add_option("--repeat", a->repeat, "Timed runs (min and median reported)")
       ->capture_default_str();
-  cmd->add_option("--warmup", a->warmup, "Untimed runs first")->capture_default_str();
-  cmd->add_option("--top", a->top, "Rows in the per-op table")->capture_default_str();
+  cmd->add_option("--warmup", a->warmup, "Untimed runs first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--top", a->top, "Rows in the per-op table")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--json", a->json, "Print JSON");
   add_memory_limit_option(cmd);
   cmd->add_option("--trace", a->trace,

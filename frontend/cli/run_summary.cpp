@@ -112,8 +112,8 @@ Difference compare_outputs(const std::vector<ir::HostTensor>& a,
 void print_report(std::ostream& os, const backends::RunReport& r, int top_ops) {
   os << fmt::format("{:<12}{}\n", "wall time", format_seconds(r.wall_seconds));
   if (r.cycles > 0) {
-    os << fmt::format("{:<12}{} cycles = {} at {:.0f} MHz\n", "device", r.cycles,
-                      format_seconds(r.device_seconds), r.clock_hz * 1e-6);
+    os << fmt::format("{:<12}{} cycles = {} at {}\n", "device", r.cycles,
+                      format_seconds(r.device_seconds), format_count(r.clock_hz, "Hz"));
     os << fmt::format(
         "{:<12}{} achieved of {} peak ({:.1f}%), ridge point {:.0f} FLOP/byte\n", "compute",
         format_count(r.achieved_flops_per_s, "FLOP/s"), format_count(r.peak_flops_per_s, "FLOP/s"),

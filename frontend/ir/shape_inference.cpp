@@ -235,15 +235,16 @@ void infer_shapes(Graph& g, const InferOptions& options) {
   int64_t limit = options.max_tensor_bytes > 0 ? options.max_tensor_bytes : max_tensor_bytes();
   for (ValueId v : g.inputs()) {
     const TensorType& t = g.value(v).type;
-    int64_t elements = 1;
+    double bytes = static_cast<double>(dtype_size(t.dtype));  // in double: no overflow to hide
     for (int64_t d : t.shape.dims())
-      if (d != kBatch && elements >= 0) elements = checked_mul_or(elements, d);
-    int64_t bytes = elements < 0 ? INT64_MAX : elements * static_cast<int64_t>(dtype_size(t.dtype));
-    if (bytes > limit)
+      if (d != kBatch) bytes *= static_cast<double>(d);
+    if (bytes > static_cast<double>(limit))
       throw ShapeError(
           fmt::format("graph input '{}' ({}) needs {}, over the tensor memory limit of {} "
                       "(--max-tensor-bytes)",
-                      g.value(v).name, t.str(), format_bytes(bytes), format_bytes(limit)));
+                      g.value(v).name, t.str(),
+                      format_bytes(bytes < 9e18 ? static_cast<int64_t>(bytes) : INT64_MAX),
+                      format_bytes(limit)));
   }
   for (int i = 0; i < g.num_nodes(); ++i) infer_node(g, i, options);
   for (ValueId v : g.outputs())

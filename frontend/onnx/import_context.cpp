@@ -269,6 +269,16 @@ void NodeConverter::constant_output(int i, ir::HostTensor t) {
   bind_output(i, state_.graph.add_constant(node_.output(i), std::move(t)));
 }
 
+bool NodeConverter::is_initializer(ir::ValueId v) const {
+  return v != ir::kNoValue && state_.graph.value(v).initializer;
+}
+
+void NodeConverter::initializer_output(int i, ir::HostTensor t) {
+  ir::ValueId v = state_.graph.add_constant(node_.output(i), std::move(t));
+  state_.graph.value(v).initializer = true;
+  bind_output(i, v);
+}
+
 void NodeConverter::unsupported(const std::string& what) const {
   throw UnsupportedOpError(
       fmt::format("{} (op version {}): {} is not supported", describe(), version_, what),

@@ -74,6 +74,10 @@ class NodeConverter {
   void bind_output(int i, ir::ValueId v);
   // Makes ONNX output i a constant value of that name (Constant nodes).
   void constant_output(int i, ir::HostTensor t);
+  // Whether `v` is one of the model's initializers (a parameter when the model is trained).
+  bool is_initializer(ir::ValueId v) const;
+  // Makes ONNX output i an initializer of that name holding `t` (its own parameter).
+  void initializer_output(int i, ir::HostTensor t);
 
   // Throws UnsupportedOpError naming this node and op version.
   [[noreturn]] void unsupported(const std::string& what) const;

@@ -82,6 +82,17 @@ void cast_like(NodeConverter& c) {
   c.emit(OpType::Cast, {c.input(0)}, {{"to", std::string(ir::dtype_name(target->dtype))}});
 }
 
+// Identity of an initializer is an initializer of its own: PyTorch's export writes parameters of
+// equal values (a fresh BatchNorm's running_var and weight, all ones) as one initializer and
+// Identity copies of it, and training must keep them apart (running statistics are buffers).
+void identity(NodeConverter& c) {
+  ir::ValueId x = c.input(0);
+  if (c.is_initializer(x) && c.has_output(0))
+    c.initializer_output(0, c.constant_of(x)->clone());
+  else
+    c.emit(OpType::Identity, {x}, {}, 0, 1);
+}
+
 // Dropout is inference-only: the identity, and a mask of ones when asked for (bool from opset 10,
 // the input's type before). Training mode with a nonzero ratio is random and not supported.
 void dropout(NodeConverter& c) {
@@ -120,25 +131,43 @@ void dropout(NodeConverter& c) {
 }  // namespace
 
 void add_elementwise_converters(std::map<std::string, Converter>& t) {
-  for (OpType op : {OpType::Abs,       OpType::Neg,
-                    OpType::Exp,       OpType::Log,
-                    OpType::Sqrt,      OpType::Reciprocal,
-                    OpType::Floor,     OpType::Ceil,
-                    OpType::Round,     OpType::Sign,
-                    OpType::Sin,       OpType::Cos,
-                    OpType::Tan,       OpType::Asin,
-                    OpType::Acos,      OpType::Atan,
-                    OpType::Sinh,      OpType::Cosh,
-                    OpType::Asinh,     OpType::Acosh,
-                    OpType::Atanh,     OpType::Erf,
-                    OpType::Sigmoid,   OpType::Tanh,
-                    OpType::Relu,      OpType::Softplus,
-                    OpType::Softsign,  OpType::Not,
-                    OpType::IsNaN,     OpType::IsInf,
-                    OpType::Identity,  OpType::LeakyRelu,
-                    OpType::Elu,       OpType::Selu,
-                    OpType::Celu,      OpType::HardSigmoid,
-                    OpType::HardSwish, OpType::ThresholdedRelu,
+  for (OpType op : {OpType::Abs,
+                    OpType::Neg,
+                    OpType::Exp,
+                    OpType::Log,
+                    OpType::Sqrt,
+                    OpType::Reciprocal,
+                    OpType::Floor,
+                    OpType::Ceil,
+                    OpType::Round,
+                    OpType::Sign,
+                    OpType::Sin,
+                    OpType::Cos,
+                    OpType::Tan,
+                    OpType::Asin,
+                    OpType::Acos,
+                    OpType::Atan,
+                    OpType::Sinh,
+                    OpType::Cosh,
+                    OpType::Asinh,
+                    OpType::Acosh,
+                    OpType::Atanh,
+                    OpType::Erf,
+                    OpType::Sigmoid,
+                    OpType::Tanh,
+                    OpType::Relu,
+                    OpType::Softplus,
+                    OpType::Softsign,
+                    OpType::Not,
+                    OpType::IsNaN,
+                    OpType::IsInf,
+                    OpType::LeakyRelu,
+                    OpType::Elu,
+                    OpType::Selu,
+                    OpType::Celu,
+                    OpType::HardSigmoid,
+                    OpType::HardSwish,
+                    OpType::ThresholdedRelu,
                     OpType::Shrink})
     t[ir::op_name(op)] = direct(op, {"consumed_inputs"});
   for (OpType op : {OpType::Add, OpType::Sub, OpType::Mul, OpType::Div, OpType::Pow, OpType::Mod,
@@ -148,6 +177,7 @@ void add_elementwise_converters(std::map<std::string, Converter>& t) {
   for (OpType op : {OpType::Max, OpType::Min, OpType::Sum, OpType::Mean, OpType::Where})
     t[ir::op_name(op)] = direct(op, {"consumed_inputs"});
   t["PRelu"] = prelu;
+  t["Identity"] = identity;
   t["Clip"] = clip;
   t["Cast"] = cast;
   t["CastLike"] = cast_like;

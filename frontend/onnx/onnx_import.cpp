@@ -109,7 +109,8 @@ ir::Shape input_shape(const onnx::ValueInfoProto& v, bool zero_is_batch, Unsuppo
   for (int i = 0; i < type.shape().dim_size(); ++i) {
     const auto& d = type.shape().dim(i);
     bool sized = d.has_dim_value() && d.dim_value() > 0;
-    if (d.has_dim_value() && d.dim_value() > kMaxTensorElements)
+    // -1 is what some exporters write for an unknown size; any other negative size is malformed.
+    if (d.has_dim_value() && (d.dim_value() > kMaxTensorElements || d.dim_value() < -1))
       throw IoError(
           fmt::format("input '{}' has dimension {} of size {}", v.name(), i, d.dim_value()));
     bool empty = d.has_dim_value() && d.dim_value() == 0 && (i > 0 || !zero_is_batch);
@@ -192,7 +193,10 @@ class Importer {
 
   void add_inputs(const onnx::GraphProto& g) {
     for (const auto& v : g.input()) {
-      if (state_.values.count(v.name()) || poisoned_.count(v.name())) continue;  // an initializer
+      auto known = state_.values.find(v.name());
+      if (known != state_.values.end() && !state_.graph.value(known->second).initializer)
+        throw IoError(fmt::format("'{}': input '{}' is defined twice", name_, v.name()));
+      if (known != state_.values.end() || poisoned_.count(v.name())) continue;  // an initializer
       std::string what = "input '" + v.name() + "'";
       if (!v.type().has_tensor_type()) {
         unsupported_.add("non-tensor inputs (sequences, maps, optionals)", what);

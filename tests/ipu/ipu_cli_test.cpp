@@ -44,7 +44,7 @@ TEST(IpuCli, RunPrintsDeviceFiguresTablesAndDifference) {
   Result r = mimic("run --model mlp --batch 4 --device ipu-emu:gc200 --top 3");
   ASSERT_EQ(r.code, 0) << r.out;
   for (const char* s :
-       {"cycles =", "at 1330 MHz", "difference  max abs", "(vs cpu)",
+       {"cycles =", "at 1.33 GHz", "difference  max abs", "(vs cpu)",
         "table ipu_tile_memory (1472 rows", "table ipu_supersteps", "tile_balance_max_over_mean",
         "samples_per_second", "ipu0.tiles", "ipu0.exchange", "MatMul"})
     EXPECT_TRUE(has(r, s)) << s << "\n" << r.out;

@@ -218,3 +218,22 @@ def test_cli_training_sweep_records_a_trace(tmp_path):
     assert p.returncode == 0, p.stderr
     points = json.load(open(tmp_path / "s.json"))["points"]
     assert [r["status"] for r in points] == ["ok", "ok"]
+
+
+def test_onnx_batch_norm_running_statistics_train_when_exported_as_identity_copies(tmp_path):
+    """PyTorch's export writes a fresh BatchNorm's running_mean and running_var (equal to its bias
+    and weight) as Identity copies of those; training updates them as PyTorch does: momentum 0.1,
+    the unbiased batch variance."""
+    scale = helper.make_tensor("bn.weight", TensorProto.FLOAT, [2], [1, 1])
+    bias = helper.make_tensor("bn.bias", TensorProto.FLOAT, [2], [0, 0])
+    nodes = [helper.make_node("Identity", ["bn.bias"], ["bn.running_mean"]),
+             helper.make_node("Identity", ["bn.weight"], ["bn.running_var"]),
+             helper.make_node("BatchNormalization", ["x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"],
+                              ["y"], epsilon=1e-5, momentum=0.9)]
+    path = save(tmp_path, nodes, [f32("x", ["N", 2])], [f32("y", ["N", 2])], initializers=[scale, bias])
+    x = np.array([[1, 4], [3, 8], [5, 0]], np.float32)
+    step = mimic.compile_train(mimic.onnx.load(path), "mse", mimic.optim.SGD([], lr=0.1), example_inputs=x)
+    step(x, np.zeros((3, 2), np.float32))
+    state = step.state_dict()
+    np.testing.assert_allclose(state["bn.running_mean"], 0.1 * x.mean(0), rtol=1e-6)
+    np.testing.assert_allclose(state["bn.running_var"], 0.9 + 0.1 * x.var(0, ddof=1), rtol=1e-6)

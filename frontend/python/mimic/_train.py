@@ -78,7 +78,7 @@ def fit(step, x, y, epochs=1, batch_size=None, shuffle=True, seed=0, verbose=Fal
     drop_remainder=True. Returns {"loss": [mean loss of each epoch]}, like Keras' History.history.
     Also available as `step.fit(x, y, ...)`."""
     x, y = np.asarray(x), np.asarray(y)
-    if batch_size is None or int(batch_size) <= 0:
+    if not isinstance(batch_size, (int, np.integer)) or isinstance(batch_size, bool) or batch_size <= 0:
         raise InvalidArgument(f"fit: batch_size must be the step's batch (a positive int), got {batch_size!r}")
     if len(x) != len(y):
         raise InvalidArgument(f"fit: x has {len(x)} samples, y has {len(y)}")

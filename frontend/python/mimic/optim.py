@@ -38,10 +38,17 @@ class SGD(Optimizer):
                          max_grad_norm=max_grad_norm)
 
 
+def _two_betas(name, betas):
+    if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+        raise InvalidArgument(f"{name}: betas must be a pair (beta1, beta2), got {betas!r}")
+    return betas
+
+
 class Adam(Optimizer):
     kind = "adam"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, max_grad_norm=0.0):
+        betas = _two_betas(type(self).__name__, betas)
         super().__init__(params, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay,
                          max_grad_norm=max_grad_norm)
 
@@ -61,6 +68,7 @@ class LAMB(Optimizer):
     kind = "lamb"
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.01, max_grad_norm=0.0):
+        betas = _two_betas(type(self).__name__, betas)
         super().__init__(params, lr=lr, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=weight_decay,
                          max_grad_norm=max_grad_norm)
 
