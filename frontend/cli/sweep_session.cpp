@@ -1,5 +1,6 @@
 #include "frontend/cli/sweep_session.h"
 
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
@@ -233,16 +234,23 @@ nlohmann::json outcome_to_json(const PointOutcome& o) {
 }
 
 std::vector<PointOutcome> read_outcomes(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw IoError(fmt::format("point results '{}' is a directory, not a JSON-lines file", path));
   std::ifstream in(path);
   if (!in) throw IoError(fmt::format("cannot read point results '{}'", path));
   std::vector<PointOutcome> out;
   std::string line;
+  size_t lines = 0;
   while (std::getline(in, line)) {
+    ++lines;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("key") || !j["key"].is_string()) continue;
     PointOutcome o;
     o.key = j["key"];
     o.failure = j.value("failure", "");
+    if (o.failure.empty() && !j.contains("exit_code"))
+      o.failure = "its result record has neither exit_code nor failure";
     o.process.exit_code = j.value("exit_code", -1);
     o.process.signal = j.value("signal", 0);
     o.process.out = j.value("out", "");
@@ -250,6 +258,9 @@ std::vector<PointOutcome> read_outcomes(const std::string& path) {
     o.process.wall_seconds = j.value("wall_seconds", 0.0);
     out.push_back(std::move(o));
   }
+  if (lines > 0 && out.empty())
+    throw IoError(fmt::format(
+        "point results '{}': none of its {} line(s) is a JSON object with a \"key\"", path, lines));
   return out;
 }
 

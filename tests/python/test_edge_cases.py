@@ -237,3 +237,12 @@ def test_onnx_batch_norm_running_statistics_train_when_exported_as_identity_copi
     state = step.state_dict()
     np.testing.assert_allclose(state["bn.running_mean"], 0.1 * x.mean(0), rtol=1e-6)
     np.testing.assert_allclose(state["bn.running_var"], 0.9 + 0.1 * x.var(0, ddof=1), rtol=1e-6)
+
+
+def test_cli_sweep_results_must_be_point_records(tmp_path):
+    p = cli("sweep", "--model", "mlp", "--batch", "1", "--results", tmp_path)
+    assert p.returncode != 0 and "is a directory" in p.stderr
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("not json\n[1, 2]\n")
+    p = cli("sweep", "--model", "mlp", "--batch", "1", "--results", junk)
+    assert p.returncode != 0 and "none of its 2 line(s)" in p.stderr
