@@ -302,27 +302,47 @@ const char* op_phase(const std::string& node) {
   return "forward";
 }
 
+namespace {
+
+// Length of the union of [start, end) intervals: an op's span covers the ops it overlaps (a kernel
+// prefetching for the next, replicas staggered), which a sum would count twice.
+double union_length(std::vector<std::pair<double, double>> spans) {
+  std::sort(spans.begin(), spans.end());
+  double total = 0, start = 0, end = -1;
+  for (const auto& [a, b] : spans) {
+    if (a > end) {
+      total += end > start ? end - start : 0;
+      start = a;
+    }
+    end = std::max(end, b);
+  }
+  return total + (end > start ? end - start : 0);
+}
+
+}  // namespace
+
 std::vector<PhaseRecord> TraceReader::phases(int64_t run_id) const {
   double run_ns = run_time_ns(run_id);
   std::vector<PhaseRecord> out = {{"forward"}, {"backward"}, {"allreduce"}, {"update"}};
+  std::vector<std::vector<std::pair<double, double>>> spans(out.size());
   for (const OpRecord& o : ops(run_id)) {
     std::string phase = op_phase(o.node);
-    PhaseRecord& p = phase == "forward"     ? out[0]
-                     : phase == "backward"  ? out[1]
-                     : phase == "allreduce" ? out[2]
-                                            : out[3];
+    size_t k = phase == "forward" ? 0 : phase == "backward" ? 1 : phase == "allreduce" ? 2 : 3;
+    PhaseRecord& p = out[k];
     p.ops += 1;
     p.flops += o.flops;
     p.bytes += o.bytes_in + o.bytes_out;
-    p.total_ns += o.time_ns;
     p.busy_ns += o.busy_ns;
+    if (o.time_ns > 0) spans[k].push_back({o.start_ns, o.start_ns + o.time_ns});
   }
   std::vector<PhaseRecord> present;
-  for (PhaseRecord& p : out)
-    if (p.ops > 0) {
-      p.pct_of_run = run_ns > 0 ? 100.0 * p.total_ns / run_ns : 0;
-      present.push_back(p);
-    }
+  for (size_t k = 0; k < out.size(); ++k) {
+    PhaseRecord& p = out[k];
+    if (p.ops == 0) continue;
+    p.total_ns = union_length(spans[k]);
+    p.pct_of_run = run_ns > 0 ? 100.0 * p.total_ns / run_ns : 0;
+    present.push_back(p);
+  }
   return present;
 }
 

@@ -89,6 +89,8 @@ struct OpTypeRecord {
 };
 
 // Time of one phase of a training step (forward, backward, allreduce, update; see op_phase()).
+// total_ns: the time the phase's ops span, overlapping spans counted once (phases can still
+// overlap each other: an update starting while the last gradients are computed).
 struct PhaseRecord {
   std::string phase;
   int64_t ops = 0, flops = 0, bytes = 0;

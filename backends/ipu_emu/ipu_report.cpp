@@ -1,6 +1,7 @@
 #include "backends/ipu_emu/ipu_report.h"
 
 #include <fmt/format.h>
+#include <cmath>
 
 #include <algorithm>
 
@@ -24,8 +25,10 @@ uint64_t step_exchange_bytes(const models::ipu::Superstep& s) {
 // The schedule's shape, and cycles by step phase (the report contract shared with tpu-emu):
 // supersteps of an op count under its node's phase; those the compiler adds count where they belong
 // (accumulation: backward, all-reduce: allreduce, optimizer state streams: update; host streams and
-// pipeline boundaries under host_io and pipeline_exchange). Summed over replica 0's IPUs: with
-// several pipeline stages the phases overlap in time and add up to more than the step's cycles.
+// pipeline boundaries under host_io and pipeline_exchange). Summed over replica 0's IPUs; with
+// several pipeline stages those sums overlap in time (each stage waits at the boundaries while the
+// others compute), so they are scaled to the step's cycles: each phase's share of the stages' time,
+// and the phases add up to the step as on one IPU.
 void schedule_metrics(const DeviceProgram& p, const RunStats& stats,
                       std::map<std::string, double>& m) {
   m["num_ipus"] = static_cast<double>(p.bsp.num_ipus()), m["stages"] = p.stages;
@@ -48,7 +51,13 @@ void schedule_metrics(const DeviceProgram& p, const RunStats& stats,
     }
     cycles[phase] += rec.sync + rec.exchange + rec.compute;
   }
-  for (const auto& [phase, c] : cycles) m["phase." + phase + "_cycles"] = static_cast<double>(c);
+  double summed = 0;
+  for (const auto& [phase, c] : cycles) summed += static_cast<double>(c);
+  const double scale = p.stages > 1 && summed > static_cast<double>(stats.cycles)
+                           ? static_cast<double>(stats.cycles) / summed
+                           : 1.0;
+  for (const auto& [phase, c] : cycles)
+    m["phase." + phase + "_cycles"] = std::round(static_cast<double>(c) * scale);
 }
 
 }  // namespace
@@ -72,8 +81,15 @@ void unit_metrics(RunReport& r, const RunStats& stats, uint32_t ipus, uint64_t e
     r.bytes_moved["ipu_link"] += static_cast<int64_t>(u.link_bytes_out);
   }
   double total = std::max<double>(1.0, static_cast<double>(stats.cycles));
-  r.units.push_back({"host-links", "host", stats.host_busy, stats.host_busy / total});
-  if (ipus > 1) r.units.push_back({"ipu-links", "link", stats.link_busy, stats.link_busy / total});
+  // Utilization of a link group: the mean over its directed lanes (the trace has one track each).
+  auto mean_over = [&](uint64_t busy, uint32_t lanes) {
+    return busy / (total * std::max(lanes, 1u));
+  };
+  r.units.push_back(
+      {"host-links", "host", stats.host_busy, mean_over(stats.host_busy, stats.host_lanes)});
+  if (ipus > 1)
+    r.units.push_back(
+        {"ipu-links", "link", stats.link_busy, mean_over(stats.link_busy, stats.link_lanes)});
   r.bytes_moved["exchange"] = static_cast<int64_t>(exchange_bytes);
   double mean_busy = tile_count ? static_cast<double>(busy_sum) / tile_count : 0;
   auto& m = r.metrics;

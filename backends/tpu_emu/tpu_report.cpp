@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -93,35 +94,41 @@ std::vector<OpTotals> op_totals(const Program& p, const TimingResult& t) {
 // (XLA waits per combined all-reduce; with one bucket, the common case under 32 MiB, the same.)
 struct StepTiming {
   AllReduceSchedule allreduce;
-  uint64_t update_start = 0;  // first instruction reading a gradient (the run's end if none)
-  uint64_t exposed = 0;       // cycles the all-reduce adds to the step
+  uint64_t update_start = 0;   // first instruction reading a gradient (the run's end if none)
+  size_t first_update_op = 0;  // in program order: it and the ops after it wait
+  uint64_t exposed = 0;        // cycles the all-reduce adds to the step
 };
 
 StepTiming step_timing(const TpuSpec& spec, const Program& p, const std::vector<OpTotals>& totals,
                        uint64_t cycles) {
   StepTiming s;
   s.update_start = cycles;
+  s.first_update_op = p.ops.size();
   std::vector<GradientReady> ready;
   uint64_t done = 0;  // ops without instructions (aliases) are done when the ops before them are
   for (size_t i = 0; i < p.ops.size(); ++i) {
     if (totals[i].any) done = std::max(done, totals[i].last);
     if (p.ops[i].gradient_bytes > 0)
       ready.push_back({done, static_cast<uint64_t>(p.ops[i].gradient_bytes)});
-    if (p.ops[i].reads_gradients && totals[i].any)
+    if (p.ops[i].reads_gradients && totals[i].any) {
       s.update_start = std::min(s.update_start, totals[i].first);
+      s.first_update_op = std::min(s.first_update_op, i);
+    }
   }
   s.allreduce = schedule_allreduce(spec, p.replicas, ready);
   s.exposed = s.allreduce.end > s.update_start ? s.allreduce.end - s.update_start : 0;
   return s;
 }
 
-void report_phases(const Program& p, const StepTiming& step, RunReport& r) {
+// op_windows: each op's cycles before the at-peak floor (build_report), which partition the run.
+void report_phases(const Program& p, const StepTiming& step,
+                   const std::vector<uint64_t>& op_windows, RunReport& r) {
   std::map<std::string, uint64_t> phase = {
       {"forward", 0}, {"loss", 0}, {"backward", 0}, {"allreduce", step.exposed}, {"update", 0}};
   uint64_t accounted = step.exposed;
   for (size_t i = 0; i < p.ops.size(); ++i) {
-    phase[p.ops[i].phase] += r.ops[i].cycles;
-    accounted += r.ops[i].cycles;
+    phase[p.ops[i].phase] += op_windows[i];
+    accounted += op_windows[i];
   }
   // What no op accounts for: the host transfers of the batch and the outputs.
   phase["other"] = r.cycles > accounted ? r.cycles - accounted : 0;
@@ -192,10 +199,12 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
   r.device_seconds = static_cast<double>(r.cycles) / r.clock_hz;
   const double peak_flops_per_cycle = 2.0 * static_cast<double>(spec.peak_macs_per_cycle());
   int64_t total_flops = 0;
+  std::vector<uint64_t> op_windows(p.ops.size(), 0);
   // Ops overlap a little (a kernel prefetches its weights while the previous one computes): each
   // op is charged from when everything issued before it (earlier ops, input transfers) finished,
   // or from its own first instruction if later, to its last instruction, so that op cycles add up
-  // to at most the run.
+  // to at most the run; but never fewer cycles than its FLOPs need at the chip's peak (an op whose
+  // work ran early, overlapped with the one before, would otherwise show over 100% utilization).
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const OpInfo& info = p.ops[i];
     OpReport o;
@@ -209,7 +218,10 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
     total_flops += info.flops;
     if (totals[i].any) {
       uint64_t begin = std::max(totals[i].first, totals[i].before);
-      o.cycles = totals[i].last > begin ? totals[i].last - begin : 0;
+      const auto at_peak =
+          static_cast<uint64_t>(std::ceil(static_cast<double>(info.flops) / peak_flops_per_cycle));
+      op_windows[i] = totals[i].last > begin ? totals[i].last - begin : 0;
+      o.cycles = std::max(op_windows[i], at_peak);
       o.device_seconds = static_cast<double>(o.cycles) / r.clock_hz;
       o.utilization = o.cycles ? static_cast<double>(info.flops) /
                                      (peak_flops_per_cycle * static_cast<double>(o.cycles))
@@ -233,7 +245,7 @@ RunReport build_report(const TpuSpec& spec, const Program& p, const TimingResult
   for (int64_t b : t.onchip_peak_bytes) peak = std::max(peak, b);
   r.metrics["onchip_peak_bytes"] = static_cast<double>(peak);
   r.metrics["matrix_passes"] = static_cast<double>(p.passes);
-  report_phases(p, step, r);
+  report_phases(p, step, op_windows, r);
   if (timing_only) r.notes.push_back("timing only: numerics skipped, outputs are zeros");
   return r;
 }
@@ -276,7 +288,12 @@ void record_trace(sim::EventSink& sink, const TpuSpec& spec, const Program& p,
     if (in.opcode == Opcode::sync || it.unit < 0 || tracks[it.unit] < 0) continue;
     sim::OpId op =
         in.kernel >= 0 && p.kernels[in.kernel].op >= 0 ? ops[p.kernels[in.kernel].op] : sim::kNoOp;
-    uint64_t start = it.start >= step.update_start ? it.start + step.exposed : it.start;
+    // The update's ops and those after them in program order wait for the all-reduce; a gradient
+    // still being computed when the first update began (on another unit) does not.
+    const int32_t op_index = in.kernel >= 0 ? p.kernels[in.kernel].op : -1;
+    const bool waits = op_index >= 0 ? static_cast<size_t>(op_index) >= step.first_update_op
+                                     : it.start >= step.update_start;
+    uint64_t start = waits ? it.start + step.exposed : it.start;
     sink.event(tracks[it.unit], op, event_name(p, in), start, it.end - it.start);
   }
   record_allreduce(sink, dev, step.allreduce);

@@ -191,6 +191,22 @@ PointResult point_result_from_json(const nlohmann::json& j) {
   return r;
 }
 
+namespace {
+
+// A smaller batch of the same configuration that does not fit while the recommended one does: an
+// IPU's tile mapping changes with the batch, so the busiest tile's memory need not grow with it; a
+// loop growing the batch until it fails would stop below the recommendation.
+std::string smaller_misfit_note(const std::vector<PointResult>& results, const PointResult& best) {
+  for (const auto& r : results)
+    if (r.point.config() == best.point.config() && r.status == "does not fit" &&
+        r.point.batch < best.point.batch)
+      return fmt::format("; batch {} (smaller) does not fit: memory is not monotonic in the batch",
+                         r.point.batch);
+  return "";
+}
+
+}  // namespace
+
 std::vector<Recommendation> recommend(const std::vector<PointResult>& results, double budget) {
   std::map<std::string, Recommendation> by_config;
   std::vector<std::string> order;
@@ -223,6 +239,7 @@ std::vector<Recommendation> recommend(const std::vector<PointResult>& results, d
       rec.note = larger_fits && budget > 0 ? "larger batches exceed the latency budget"
                  : larger_fits             ? "larger batches have lower throughput"
                                            : "largest batch swept that fits";
+      rec.note += smaller_misfit_note(results, rec.best);
     }
     out.push_back(rec);
   }

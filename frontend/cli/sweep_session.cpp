@@ -1,7 +1,7 @@
 #include "frontend/cli/sweep_session.h"
 
-#include <filesystem>
 #include <fmt/format.h>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 

@@ -145,6 +145,7 @@ class LinkFabric {
     return d;
   }
   uint64_t busy_cycles() const { return busy_cycles_; }
+  uint32_t lanes() const { return static_cast<uint32_t>(busy_.size()); }
   void clear_busy() { busy_cycles_ = 0; }
 
  private:
@@ -204,6 +205,7 @@ class HostLink {
     return busy + specs_.host_latency_cycles;
   }
   uint64_t busy_cycles() const { return busy_cycles_; }
+  uint32_t lanes() const { return static_cast<uint32_t>(busy_.size()); }
   void clear_busy() { busy_cycles_ = 0; }
 
  private:
@@ -482,6 +484,8 @@ RunStats IpuSystem::run(const BspProgram& program, const TraceTarget& trace) {
   stats.cycles = end - u.run.t0;
   stats.host_busy = u.host.busy_cycles();
   stats.link_busy = u.links.busy_cycles();
+  stats.host_lanes = u.host.lanes();
+  stats.link_lanes = u.links.lanes();
   std::stable_sort(stats.steps.begin(), stats.steps.end(),
                    [](const SuperstepRecord& a, const SuperstepRecord& b) {
                      return a.ipu != b.ipu ? a.ipu < b.ipu : a.index < b.index;

@@ -52,7 +52,10 @@ struct RunStats {
   uint64_t cycles = 0;
   std::vector<SuperstepRecord> steps;
   std::vector<IpuUnitStats> ipus;
-  uint64_t host_busy = 0, link_busy = 0;  // cycles the host links / the IPU-Links carried data
+  // Cycles the host links / the IPU-Links carried data, summed over their directed lanes (each
+  // direction of each link is one lane, busy at most the run's cycles).
+  uint64_t host_busy = 0, link_busy = 0;
+  uint32_t host_lanes = 0, link_lanes = 0;
 };
 
 // Where a run's events go: `op_ids[i]` is the sink's id for the program's op i.

@@ -246,3 +246,19 @@ def test_cli_sweep_results_must_be_point_records(tmp_path):
     junk.write_text("not json\n[1, 2]\n")
     p = cli("sweep", "--model", "mlp", "--batch", "1", "--results", junk)
     assert p.returncode != 0 and "none of its 2 line(s)" in p.stderr
+
+
+def test_tpu_replicated_step_all_reduces_after_the_last_gradient(tmp_path):
+    """The gradients' all-reduce starts once the last gradient is written and the update's ops start
+    once it ends: no gradient computation waits on its own all-reduce."""
+    import sqlite3
+    trace = tmp_path / "t.db"
+    p = cli("train", "--model", "mlp", "--device", "tpu-emu:v5e", "--batch", "32", "--steps", "1", "--timing-only",
+            "--option", "replicas=2", "--set", "chips=2", "--trace", trace, "--quiet")
+    assert p.returncode == 0, p.stderr
+    db = sqlite3.connect(trace)
+    events = "run_event e JOIN op_v o ON o.run_id = e.run_id AND o.op_id = e.op_id WHERE e.run_id = 1"
+    (start, end), = db.execute(f"SELECT e.ts, e.ts + e.dur FROM {events} AND o.node LIKE 'allreduce/%'").fetchall()
+    last_gradient = db.execute(f"SELECT MAX(e.ts + e.dur) FROM {events} AND o.node LIKE 'grad/%'").fetchone()[0]
+    first_update = db.execute(f"SELECT MIN(e.ts) FROM {events} AND o.node LIKE 'optimizer/%'").fetchone()[0]
+    assert last_gradient <= start < end <= first_update

@@ -57,7 +57,8 @@ void check_phases(const std::string& device) {
   for (const traces::PhaseRecord& p : phases) {
     EXPECT_GT(p.ops, 0) << p.phase;
     EXPECT_GT(p.total_ns, 0) << device << " " << p.phase;
-    EXPECT_NEAR(sql.at(p.phase), p.total_ns, 1e-6 * p.total_ns) << p.phase;
+    // The view sums op spans; the reader counts overlapping spans once.
+    EXPECT_LE(p.total_ns, sql.at(p.phase) * (1 + 1e-9)) << p.phase;
   }
   EXPECT_EQ(phases[0].phase, "forward");
   EXPECT_EQ(phases[1].phase, "backward");
