@@ -86,7 +86,8 @@ std::string format_count(double n, const std::string& unit) {
     n /= 1000;
     ++i;
   }
-  return fmt::format("{:.2f} {}{}", n, prefixes[i], unit);
+  std::string suffix = std::string(prefixes[i]) + unit;
+  return suffix.empty() ? fmt::format("{:.2f}", n) : fmt::format("{:.2f} {}", n, suffix);
 }
 
 }  // namespace mimic::cli

@@ -262,3 +262,8 @@ def test_tpu_replicated_step_all_reduces_after_the_last_gradient(tmp_path):
     last_gradient = db.execute(f"SELECT MAX(e.ts + e.dur) FROM {events} AND o.node LIKE 'grad/%'").fetchone()[0]
     first_update = db.execute(f"SELECT MIN(e.ts) FROM {events} AND o.node LIKE 'optimizer/%'").fetchone()[0]
     assert last_gradient <= start < end <= first_update
+
+
+def test_example_inputs_set_a_zoo_models_batch():
+    x = np.random.default_rng(0).standard_normal((4, 784)).astype(np.float32)
+    assert mimic.compile(mimic.zoo.mlp(), "cpu", example_inputs=[x])(x).shape == (4, 10)

@@ -10,12 +10,14 @@ _KNOWN = {"precision", "strict", "timing_only", "compile_only", "overrides", "ba
 def _graph_of(model, example_inputs, device):
     """The graph to compile and its batch (0 when the graph's batch is fixed)."""
     from .zoo import ZooModel
-    if isinstance(model, _mimic.Graph):  # example_inputs, when given, set a symbolic batch
-        first = example_inputs[0] if isinstance(example_inputs, (list, tuple)) else example_inputs
-        shape = np.shape(first) if first is not None else ()
-        return model, (shape[0] if len(shape) > 0 else 0), model.name
+    # example_inputs, when given, set the batch of a graph or zoo model (their first dimension)
+    first = example_inputs[0] if isinstance(example_inputs, (list, tuple)) and example_inputs else example_inputs
+    shape = np.shape(first) if first is not None else ()
+    example_batch = shape[0] if len(shape) > 0 else 0
+    if isinstance(model, _mimic.Graph):
+        return model, example_batch, model.name
     if isinstance(model, ZooModel):
-        return model.graph, model.batch, model.name
+        return model.graph, example_batch or model.batch, model.name
     if not callable(model):
         raise TypeError(f"compile() takes a mimic.Graph, a zoo model or an nn module, not {type(model).__name__}")
     if example_inputs is None:
