@@ -15,9 +15,11 @@
 namespace mimic::cli::sweep {
 namespace {
 
-void print_recommendations(const std::vector<Recommendation>& recs, double budget) {
+void print_recommendations(const std::vector<Recommendation>& recs, double budget, bool train) {
   std::cout << fmt::format("\nrecommendation{}\n",
-                           budget > 0 ? " (latency budget " + format_seconds(budget) + ")" : "");
+                           budget > 0 ? fmt::format(" ({} budget {})", train ? "step" : "latency",
+                                                    format_seconds(budget))
+                                      : "");
   for (const auto& r : recs) {
     if (!r.found) {
       std::cout << fmt::format("  {:<40} none: {}\n", r.config, r.note);
@@ -351,7 +353,7 @@ void Session::finish(size_t pending) const {
     if (r) results.push_back(*r);
   std::cout << table(results);
   std::vector<Recommendation> recs = recommend(results, spec_.latency_budget_s);
-  print_recommendations(recs, spec_.latency_budget_s);
+  print_recommendations(recs, spec_.latency_budget_s, spec_.train);
   if (pending > 0)
     std::cout << fmt::format(
         "\n{} of {} points done, {} pending (gather them later with `mimic sweep collect {}`)\n",
