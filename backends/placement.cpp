@@ -281,7 +281,10 @@ std::unique_ptr<Executable> compile_with_fallback(const Backend& b, const ir::Gr
       if (consumer_segment_max[v] > static_cast<int>(s)) needed[v] = true;
     ir::Graph sub = extract(g, segments[s], needed);
     CompileOptions seg_options = options;
-    if (segments[s].fallback) seg_options.options.clear();
+    if (segments[s].fallback) {  // the device's options and preset fields are not the cpu's
+      seg_options.options.clear();
+      seg_options.overrides.clear();
+    }
     segments[s].executable = segments[s].backend->compile(sub, segments[s].arg, seg_options);
     const CompileReport& r = segments[s].executable->compile_report();
     if (!segments[s].fallback) {

@@ -300,6 +300,10 @@ void check_precision(const std::string& precision) {
 
 CpuOptions cpu_options(const CompileOptions& options) {
   check_precision(options.precision);
+  if (!options.overrides.empty())
+    throw InvalidArgument(fmt::format(
+        "cpu: --set '{}' overrides a field of an emulated chip's preset; the cpu has no preset",
+        options.overrides.begin()->first));
   CpuOptions o;
   for (const auto& [key, value] : options.options) {
     if (key == "kernels" && (value == "onednn" || value == "reference")) {

@@ -360,5 +360,27 @@ def _ipu_link_rows():
                            "two-IPU pipeline, 4 MiB per micro-batch"}]
 
 
+JIA_2019_TABLE_4_2 = ("Jia, Tillman, Maggioni, Scarpazza, 'Dissecting the Graphcore IPU Architecture via "
+                      "Microbenchmarking' (arXiv 1912.03413), Table 4.2, as summarized by apaperaday.com "
+                      "(2019-12-21); the table's absolute latencies are not in the retrieved sources")
+
+
+def _ipu_exchange_rows():
+    """Jia et al.'s point-to-point latencies on a GC2 under full load against no load. Only the two
+    ratios survive in the retrieved summary; the message size, the number of tiles sending and the
+    absolute latencies do not, so the rows are listed but cannot be run."""
+    why = ("the benchmark's message size, tile count and absolute latencies are not in the retrieved "
+           "sources (only the summary's ratio), so no emulated run matches its conditions")
+    common = {"chip": "GC2 (C2 card)", "device": "ipu-emu:gc2", "workload": "ipu_point_to_point",
+              "batch": 0, "metric": "latency_ratio", "tag": "M", "source": JIA_2019_TABLE_4_2,
+              "not_modeled": why}
+    return [{**common, "id": "gc2-exchange-latency-full-load", "scope": "exchange", "published": 1.24,
+             "conditions": "on-chip tile-to-tile latency with every tile sending (full load) over "
+                           "the same with no other traffic: +24%"},
+            {**common, "id": "gc2-ipu-link-latency-full-load", "scope": "link", "published": 4.0,
+             "conditions": "off-chip (IPU-Link) latency under full load over no load: 4.0x to 7.7x "
+                           "(the lower bound listed)"}]
+
+
 FIGURES = (_tpuv1_rows() + _edge_rows() + _tpuv3_rows() + _training_rows() + _tpu_training_rows() +
-           _tpu_v4_training_rows() + _ipu_tile_rows() + _ipu_link_rows())
+           _tpu_v4_training_rows() + _ipu_tile_rows() + _ipu_link_rows() + _ipu_exchange_rows())

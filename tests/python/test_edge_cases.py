@@ -267,3 +267,10 @@ def test_tpu_replicated_step_all_reduces_after_the_last_gradient(tmp_path):
 def test_example_inputs_set_a_zoo_models_batch():
     x = np.random.default_rng(0).standard_normal((4, 784)).astype(np.float32)
     assert mimic.compile(mimic.zoo.mlp(), "cpu", example_inputs=[x])(x).shape == (4, 10)
+
+
+def test_cli_preset_overrides_on_the_cpu_are_refused():
+    p = cli("run", "--model", "mlp", "--set", "mxu.rows=64")
+    assert p.returncode == 2 and "the cpu has no preset" in p.stderr
+    p = cli("run", "--model", "mlp", "--device", "tpu-emu:v4", "--set", "mxu.rows=64", "--json")
+    assert p.returncode == 0, p.stderr  # the cpu reference run and cpu fallback take none of them
