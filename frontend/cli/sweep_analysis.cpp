@@ -88,6 +88,9 @@ PointResult from_json(const Point& p, const nlohmann::json& run) {
     r.latency_s =
         r.cycles > 0 ? rep.value("device_seconds", 0.0) : run.at("wall_seconds").value("min", 0.0);
     r.throughput = r.latency_s > 0 ? static_cast<double>(p.batch) / r.latency_s : 0;
+    // The plan's memory, as a training point's (the report's "memory.<key>" metrics).
+    for (const auto& [key, value] : number_map(rep.value("metrics", nlohmann::json::object())))
+      if (key.rfind("memory.", 0) == 0) r.memory[key.substr(7)] = value;
   }
   r.peak_flops = rep.value("peak_flops_per_s", 0.0);
   r.ridge = rep.value("ridge_intensity", 0.0);
