@@ -91,7 +91,7 @@ TEST(Sweep, SmallGridRowsReportAndRecommendation) {
     }
   }
   std::string report = read_file(html);
-  EXPECT_EQ(count(report, "<svg"), 4) << "throughput, latency, utilization, roofline";
+  EXPECT_EQ(count(report, "<svg"), 5) << "throughput, latency, utilization, roofline, memory";
   EXPECT_NE(report.find("Throughput vs batch"), std::string::npos);
   EXPECT_NE(report.find("class=\"reference\""), std::string::npos) << "the latency budget line";
   EXPECT_NE(report.find("Roofline"), std::string::npos);
