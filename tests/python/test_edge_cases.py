@@ -274,3 +274,46 @@ def test_cli_preset_overrides_on_the_cpu_are_refused():
     assert p.returncode == 2 and "the cpu has no preset" in p.stderr
     p = cli("run", "--model", "mlp", "--device", "tpu-emu:v4", "--set", "mxu.rows=64", "--json")
     assert p.returncode == 0, p.stderr  # the cpu reference run and cpu fallback take none of them
+
+
+def train_json(*args):
+    p = cli("train", "--steps", "1", "--timing-only", "--json", *args)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_ipu_link_utilization_is_a_mean_over_links():
+    units = train_json("--model", "mlp", "--device", "ipu-emu:gc200", "--batch", "64",
+                       "--option", "replication_factor=4")["report"]["units"]
+    links = [u for u in units if u["kind"] in ("link", "host")]
+    assert links and all(0 < u["utilization"] <= 1 for u in links), links
+
+
+def test_pipelined_ipu_phases_add_up_to_the_step():
+    j = train_json("--model", "resnet18", "--model-arg", "image_size=64", "--device", "ipu-emu:gc200",
+                   "--batch", "8", "--precision", "float16", "--option", "num_ipus=2",
+                   "--option", "gradient_accumulation=4")
+    metrics = j["report"]["metrics"]
+    phases = sum(v for k, v in metrics.items() if k.startswith("phase."))
+    assert metrics["stages"] == 2 and phases == pytest.approx(j["report"]["cycles"], rel=1e-3)
+
+
+def test_no_op_runs_above_the_chips_peak():
+    p = cli("run", "--model", "bert", "--model-arg", "layers=2", "--model-arg", "hidden=128", "--model-arg", "heads=2",
+            "--model-arg", "seq=64", "--model-arg", "ffn=512", "--model-arg", "vocab=1000", "--device", "tpu-emu:edge",
+            "--batch", "16", "--timing-only", "--no-compare", "--json")
+    assert p.returncode == 0, p.stderr
+    ops = json.loads(p.stdout)["report"]["ops"]
+    assert max(o["utilization"] for o in ops) <= 1.0 + 1e-9
+
+
+def test_trace_phase_times_count_overlapping_ops_once(tmp_path):
+    trace = tmp_path / "t.db"
+    train_json("--model", "resnet18", "--model-arg", "image_size=32", "--device", "tpu-emu:v4", "--batch", "4",
+               "--trace", trace)
+    p = cli("trace", "summary", trace)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.split("time by training phase")[1].strip().splitlines()[1:]
+    shares = [float(line.split()[4]) for line in lines if line.split() and line.split()[0] in
+              ("forward", "backward", "allreduce", "update")]
+    assert len(shares) >= 3 and sum(shares) <= 110, p.stdout
