@@ -227,7 +227,19 @@ TrainModel make_step(const TrainArgs& a, const TrainOptions& o) {
           m.int_input_high};
 }
 
+// Flags that would do nothing with the others given: refused rather than ignored.
+void check_flag_combinations(const TrainArgs& a) {
+  if (a.timing_only && !a.save.empty())
+    throw InvalidArgument(
+        "--save with --timing-only: a timing-only step computes no numbers, so the checkpoint "
+        "would hold the initial weights");
+  if (a.momentum != 0 && a.optimizer != "sgd")
+    throw InvalidArgument(
+        fmt::format("--momentum {} applies to sgd, not --optimizer {}", a.momentum, a.optimizer));
+}
+
 TrainOptions train_options(const TrainArgs& a) {
+  check_flag_combinations(a);
   TrainOptions o;
   o.loss.kind = parse_loss(a.loss);
   o.optimizer.kind = parse_optimizer(a.optimizer);

@@ -317,3 +317,43 @@ def test_trace_phase_times_count_overlapping_ops_once(tmp_path):
     shares = [float(line.split()[4]) for line in lines if line.split() and line.split()[0] in
               ("forward", "backward", "allreduce", "update")]
     assert len(shares) >= 3 and sum(shares) <= 110, p.stdout
+
+
+def test_optimizer_over_part_of_the_model_or_parameter_groups_is_refused():
+    model = mimic.nn.Sequential(mimic.nn.Linear(16, 32, seed=1), mimic.nn.ReLU(), mimic.nn.Linear(32, 4, seed=2))
+    x = np.ones((8, 16), np.float32)
+    with pytest.raises(mimic.InvalidArgument, match="2 of the model's 4 parameters"):
+        mimic.compile_train(model, "mse", mimic.optim.SGD(model[2].parameters(), lr=0.1), example_inputs=x)
+    with pytest.raises(mimic.InvalidArgument, match="parameter groups"):
+        mimic.compile_train(model, "mse", mimic.optim.SGD([{"params": model.parameters(), "lr": 0.01}], lr=0.1),
+                            example_inputs=x)
+
+
+def test_a_model_moved_to_a_device_compiles_for_it():
+    model = mimic.nn.Sequential(mimic.nn.Linear(16, 4, seed=1)).to("tpu-emu:v4")
+    x = np.ones((8, 16), np.float32)
+    step = mimic.compile_train(model, "mse", mimic.optim.SGD([], lr=0.1), example_inputs=x)
+    assert step.compile_report["device"].startswith("tpu-emu")
+    assert mimic.compile(model, example_inputs=[x]).compile_report["device"].startswith("tpu-emu")
+    with pytest.raises(mimic.InvalidArgument, match="the model is on tpu-emu:v4"):
+        mimic.compile_train(model, "mse", mimic.optim.SGD([], lr=0.1), "ipu-emu:gc200", example_inputs=x)
+
+
+def test_ipu_manager_options_reach_the_training_step():
+    model = mimic.nn.Sequential(mimic.nn.Linear(16, 4, seed=1))
+    x = np.ones((8, 16), np.float32)
+    step = mimic.ipu.Manager(gradient_accumulation=4).training_model(model, "mse", mimic.optim.SGD([], lr=0.1),
+                                                                     example_inputs=x)
+    step(x, np.zeros((8, 4), np.float32))
+    assert step.report["metrics"]["micro_batches"] == 4
+    with pytest.raises(mimic.InvalidArgument, match="disagrees with Manager"):
+        mimic.ipu.Manager(gradient_accumulation=4).training_model(model, "mse", mimic.optim.SGD([], lr=0.1),
+                                                                  example_inputs=x, gradient_accumulation=2)
+
+
+def test_cli_train_refuses_flags_that_would_do_nothing(tmp_path):
+    p = cli("train", "--model", "mlp", "--device", "tpu-emu:v4", "--timing-only", "--steps", "1",
+            "--save", tmp_path / "c.npz")
+    assert p.returncode == 2 and "--save with --timing-only" in p.stderr
+    p = cli("train", "--model", "mlp", "--optimizer", "adam", "--momentum", "0.9", "--steps", "1")
+    assert p.returncode == 2 and "applies to sgd" in p.stderr

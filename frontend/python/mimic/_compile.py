@@ -39,7 +39,7 @@ def _byte_limit(max_tensor_bytes):
     return max_tensor_bytes
 
 
-def compile(model, device="cpu", *, batch=None, example_inputs=None, precision="default", strict=False,
+def compile(model, device=None, *, batch=None, example_inputs=None, precision="default", strict=False,
             timing_only=False, compile_only=False, overrides=None, max_tensor_bytes=None, **options):
     """Compiles a mimic.Graph, a zoo model or an nn module for `device`.
 
@@ -49,8 +49,10 @@ def compile(model, device="cpu", *, batch=None, example_inputs=None, precision="
     memory); a model over it raises mimic.ShapeError before anything is allocated.
     Returns an Executable: call it with numpy arrays; `.report` describes the last run.
     """
-    if not isinstance(device, (str, _mimic.Device)):
+    if device is not None and not isinstance(device, (str, _mimic.Device)):
         raise TypeError(f"device must be a str or mimic.Device, not {type(device).__name__}")
+    from ._train import _device_of
+    device = _device_of(model, None if device is None else str(device))
     if batch is not None and (not isinstance(batch, int) or batch <= 0):
         raise InvalidArgument(f"batch must be a positive int, got {batch!r}")
     graph, default_batch, name = _graph_of(model, example_inputs, str(device))

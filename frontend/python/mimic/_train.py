@@ -7,7 +7,31 @@ from .optim import Optimizer
 from .lr_scheduler import LRScheduler
 
 
-def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, example_inputs=None,
+def _device_of(model, device):
+    """`device`, else the module's (model.to(...)), else cpu; a module moved to another device than
+    the one given is an error, as torch_xla's device mismatch is."""
+    own = str(getattr(model, "device", "cpu"))
+    if device is None:
+        return own
+    if own != "cpu" and own != str(device):
+        raise InvalidArgument(f"the model is on {own} (model.to), but device={str(device)!r} was given")
+    return str(device)
+
+
+def _check_optimizer_params(optimizer, params):
+    """mimic trains every parameter of the model with one learning rate: an optimizer over part of
+    them (frozen layers) or over parameter groups would be silently ignored, so it is refused."""
+    given = optimizer.params
+    if any(isinstance(p, dict) for p in given):
+        raise InvalidArgument(f"{type(optimizer).__name__}: parameter groups (dicts with their own lr) are not "
+                              "supported: every parameter trains with the optimizer's lr")
+    if params is not None and given and len(given) != len(params):
+        raise InvalidArgument(f"{type(optimizer).__name__} was given {len(given)} of the model's {len(params)} "
+                              "parameters: mimic trains all of them (freezing layers is not supported); pass "
+                              "model.parameters() or []")
+
+
+def compile_train(model, loss="cross_entropy", optimizer=None, device=None, *, example_inputs=None,
                   label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
                   loss_scale=None, recompute="none", recompute_checkpoints=(), timing_only=False,
                   compile_only=False, overrides=None, batch_norm_variance="auto", **options):
@@ -61,6 +85,8 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device="cpu", *, 
         holder = _mimic.placeholder("input", list(x.shape), x.dtype, str(model.device))
         graph = _mimic.trace([model(holder)], type(model).__name__)
         params = list(model.named_parameters())
+    _check_optimizer_params(optimizer, params)
+    device = _device_of(model, device)
     loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
     opts = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()}
     opts.update({"timing_only": str(bool(timing_only)).lower(), "compile_only": str(bool(compile_only)).lower()})

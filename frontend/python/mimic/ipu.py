@@ -13,6 +13,8 @@ Other keyword options of Manager are ipu-emu's device options, e.g. pipeline_sch
 (grouped | interleaved | sequential, IPU TensorFlow's PipelineSchedule) for a model pipelined over
 num_ipus / replication_factor IPUs.
 """
+import numpy as np
+
 from . import _mimic
 from ._compile import compile as _compile
 from ._train import compile_train as _compile_train
@@ -52,9 +54,20 @@ class Manager:
                   "checkpoints": "checkpoints", "pipeline": "checkpoints", "recomputeall": "full",
                   "full": "full"}
 
+    def _setting(self, name, given, default):
+        """A training_model option: as given, else the Manager's, else the default; both given and
+        different is an error."""
+        if given is not None and name in self.options and str(self.options[name]).lower() != str(given).lower():
+            raise InvalidArgument(f"training_model: {name}={given!r} disagrees with Manager({name}="
+                                  f"{self.options[name]!r})")
+        if given is not None:
+            return given
+        value = self.options.get(name, default)
+        return value.lower() == "true" if isinstance(value, str) and name == "offload_optimizer_state" else value
+
     def training_model(self, model, loss="cross_entropy", optimizer=None, example_inputs=None, *,
-                       gradient_accumulation=1, replication_factor=1, recomputation="none",
-                       recomputation_checkpoints=(), offload_optimizer_state=False, loss_scale=None,
+                       gradient_accumulation=None, replication_factor=None, recomputation="none",
+                       recomputation_checkpoints=(), offload_optimizer_state=None, loss_scale=None,
                        schedule=None, **kwargs):
         """A compiled training step on the emulated IPU(s), as poptorch.trainingModel: `loss = step(x, y)`.
 
@@ -79,9 +92,13 @@ class Manager:
             raise InvalidArgument(f"training_model: option(s) {', '.join(sorted(kwargs))} are not modeled "
                                   "(known: gradient_accumulation, replication_factor, recomputation, "
                                   "recomputation_checkpoints, offload_optimizer_state, loss_scale, schedule)")
+        # Left unset, these take the Manager's value (Manager(gradient_accumulation=4)), else 1, 1, False.
+        gradient_accumulation = self._setting("gradient_accumulation", gradient_accumulation, 1)
+        replication_factor = self._setting("replication_factor", replication_factor, 1)
+        offload_optimizer_state = self._setting("offload_optimizer_state", offload_optimizer_state, False)
         for name, value in (("gradient_accumulation", gradient_accumulation),
                             ("replication_factor", replication_factor)):
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
                 raise InvalidArgument(f"training_model: {name} must be a positive int, got {value!r}")
         if self.num_ipus % replication_factor != 0:
             raise InvalidArgument(f"training_model: replication_factor={replication_factor} must divide "
@@ -95,6 +112,7 @@ class Manager:
             raise InvalidArgument(f"training_model: recomputation='pipeline' recomputes per pipeline stage, and "
                                   f"num_ipus={self.num_ipus} / replication_factor={replication_factor} gives "
                                   f"{stages} stage; use 'standard' or more IPUs per replica")
+        replication_factor, gradient_accumulation = int(replication_factor), int(gradient_accumulation)
         options = dict(self.options, num_ipus=self.num_ipus, memory_proportion=self.memory_proportion,
                        enable_half_partials=self.enable_half_partials, recompute=self._RECOMPUTE[mode],
                        recompute_checkpoints=list(recomputation_checkpoints),
