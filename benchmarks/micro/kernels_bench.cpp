@@ -2,7 +2,12 @@
 // emulators apply to every operand. Run: build/benchmarks/micro_kernels --benchmark_out=...json
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "backends/cpu/cpu_backend.h"
+#include "base/extrema.h"
 #include "base/gemm.h"
 #include "base/numeric_formats.h"
 #include "frontend/api/compile.h"
@@ -155,6 +160,50 @@ void BM_FusedGeluGrad(benchmark::State& state) {
   run_with_fusion(state, g, fusion, xs.numel() * 4 * 2);
 }
 BENCHMARK(BM_FusedGeluGrad)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The cost of propagating NaN, in one run: the cpu's Relu and max-fold loops (max over leading
+// axes: the max-pool gradient's reduction) with the comparisons they had, which dropped a NaN
+// (arg 0), and with the NaN-propagating ones they have now (arg 1: `x < 0 ? 0 : x`, max_nan).
+void BM_NanPropagatingMax(benchmark::State& state) {
+  const bool propagating = state.range(0) != 0;
+  const int64_t n = 1 << 22, rows = 8, run = n / rows;
+  std::vector<float> x(n), y(n), folded(run);
+  Random rng(3);
+  ir::HostTensor t = rng.tensor(ir::DType::f32, ir::Shape({n}));
+  std::copy(t.data<float>(), t.data<float>() + n, x.begin());
+  for (auto _ : state) {
+    if (propagating) {
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0 ? 0.0f : x[i];
+      std::fill(folded.begin(), folded.end(), -INFINITY);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < run; ++j) folded[j] = max_nan(folded[j], x[r * run + j]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+      std::fill(folded.begin(), folded.end(), -INFINITY);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < run; ++j)
+          folded[j] = folded[j] < x[r * run + j] ? x[r * run + j] : folded[j];
+    }
+    benchmark::DoNotOptimize(y.data());
+    benchmark::DoNotOptimize(folded.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(propagating ? "NaN-propagating" : "NaN-dropping (before)");
+  state.SetItemsProcessed(state.iterations() * n * 2);
+}
+BENCHMARK(BM_NanPropagatingMax)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+// A Sigmoid-Mul chain (SiLU as autodiff writes it) on [8 x 128, 3072] with loop fusion off (0) and
+// on (1): the fused loop's packet logistic, now with its scan for the far tail (x < -80).
+void BM_FusedSigmoid(benchmark::State& state) {
+  const ir::Shape xs({8 * 128, 3072});
+  ir::Graph g("silu");
+  ir::ValueId x = g.add_input("x", ir::DType::f32, xs);
+  ir::GraphBuilder b(g, "t");
+  g.add_output(b.mul(x, b.op(ir::OpType::Sigmoid, {x})));
+  run_with_fusion(state, g, state.range(0) != 0, xs.numel() * 4 * 2);
+}
+BENCHMARK(BM_FusedSigmoid)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_RoundToBf16(benchmark::State& state) {
   std::vector<float> v(1 << 20);
