@@ -31,6 +31,17 @@ def _graph_of(model, example_inputs, device):
     return _mimic.trace([model(holder)], type(model).__name__), 0, type(model).__name__
 
 
+def _device_of(model, device):
+    """`device`, else the module's (model.to(...)), else cpu; a module moved to another device than
+    the one given is an error, as torch_xla's device mismatch is."""
+    own = str(getattr(model, "device", "cpu"))
+    if device is None:
+        return own
+    if own != "cpu" and own != str(device):
+        raise InvalidArgument(f"the model is on {own} (model.to), but device={str(device)!r} was given")
+    return str(device)
+
+
 def _byte_limit(max_tensor_bytes):
     if max_tensor_bytes is None:
         return 0
@@ -51,7 +62,6 @@ def compile(model, device=None, *, batch=None, example_inputs=None, precision="d
     """
     if device is not None and not isinstance(device, (str, _mimic.Device)):
         raise TypeError(f"device must be a str or mimic.Device, not {type(device).__name__}")
-    from ._train import _device_of
     device = _device_of(model, None if device is None else str(device))
     if batch is not None and (not isinstance(batch, int) or batch <= 0):
         raise InvalidArgument(f"batch must be a positive int, got {batch!r}")

@@ -2,20 +2,10 @@
 import numpy as np
 
 from . import _mimic
+from ._compile import _device_of
 from .errors import InvalidArgument
 from .optim import Optimizer
 from .lr_scheduler import LRScheduler
-
-
-def _device_of(model, device):
-    """`device`, else the module's (model.to(...)), else cpu; a module moved to another device than
-    the one given is an error, as torch_xla's device mismatch is."""
-    own = str(getattr(model, "device", "cpu"))
-    if device is None:
-        return own
-    if own != "cpu" and own != str(device):
-        raise InvalidArgument(f"the model is on {own} (model.to), but device={str(device)!r} was given")
-    return str(device)
 
 
 def _check_optimizer_params(optimizer, params):

@@ -63,9 +63,9 @@ class LinearLR(LRScheduler):
         self.start_factor, self.end_factor, self.total_iters = float(start_factor), float(end_factor), int(total_iters)
         # torch.optim.lr_scheduler.LinearLR's bounds (a warmup from 0 is --warmup-steps's phase)
         if not 0 < self.start_factor <= 1:
-            raise ValueError(f"LinearLR: start_factor {start_factor} must be in (0, 1]")
+            raise InvalidArgument(f"LinearLR: start_factor {start_factor} must be in (0, 1]")
         if not 0 <= self.end_factor <= 1:
-            raise ValueError(f"LinearLR: end_factor {end_factor} must be in [0, 1]")
+            raise InvalidArgument(f"LinearLR: end_factor {end_factor} must be in [0, 1]")
         super().__init__(optimizer)
 
     def phases(self):
