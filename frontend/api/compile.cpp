@@ -47,10 +47,42 @@ ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_by
   return out;
 }
 
+ir::BatchNormVariance default_batch_norm_variance(const Device& device) {
+  const std::string& backend = device.backend();
+  return backend.rfind("tpu", 0) == 0 || backend.rfind("ipu", 0) == 0
+             ? ir::BatchNormVariance::one_pass
+             : ir::BatchNormVariance::two_pass;
+}
+
+namespace {
+
+// A Dropout in training mode (a constant true training_mode input) with a nonzero ratio draws a
+// random mask every run: only a train step, which draws the masks itself, runs one.
+void refuse_random_dropout(const ir::Graph& g) {
+  for (const ir::Node& n : g.nodes()) {
+    if (n.op != ir::OpType::Dropout || !n.has_input(2)) continue;
+    const ir::Value& training = g.value(n.inputs[2]);
+    if (!training.constant || !ir::element_as_double(*training.constant, 0)) continue;
+    double ratio = n.has_input(1) ? ir::constant_scalar(g, n, 1).value_or(0.5) : 0.5;
+    if (ratio > 0)
+      throw UnsupportedOpError(
+          fmt::format("{}: Dropout in training mode (ratio {}) draws a random mask every run; "
+                      "train the model (mimic train, mimic.compile_train), or export it in eval "
+                      "mode to run it",
+                      ir::describe(g, n), ratio),
+          {"Dropout"});
+  }
+}
+
+}  // namespace
+
 Executable compile(const ir::Graph& g, const Device& device, const CompileOptions& options) {
   device.require_available();
   auto impl = std::make_shared<Executable::Impl>();
-  impl->graph = prepare_graph(g, options.batch, options.max_tensor_bytes);
+  impl->graph =
+      ir::expand_training_batch_norms(prepare_graph(g, options.batch, options.max_tensor_bytes),
+                                      default_batch_norm_variance(device));
+  refuse_random_dropout(impl->graph);
   impl->device = device;
   impl->options = options;
   const backends::Backend* backend = backends::Registry::global().find(device.backend());

@@ -9,6 +9,7 @@
 #include "backends/backend.h"
 #include "frontend/api/device.h"
 #include "frontend/api/run_observer.h"
+#include "frontend/ir/batch_norm_train.h"
 #include "frontend/ir/graph.h"
 
 namespace mimic {
@@ -69,6 +70,10 @@ void check_fixed_batch(const ir::Graph& g, int64_t batch);
 
 // Validates `g`, binds its batch (when symbolic; `batch` must then be > 0) and folds constants.
 ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_bytes = 0);
+
+// The batch variance a device's training-mode BatchNormalizations compute: one pass on the TPU
+// and IPU emulators (XLA's BatchNormExpander, PopART), two passes elsewhere (PyTorch).
+ir::BatchNormVariance default_batch_norm_variance(const Device& device);
 
 // Deterministic example inputs: floats ~ N(0, 1), integer inputs in [0, int_high), bools random.
 std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed,

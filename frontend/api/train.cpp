@@ -41,15 +41,10 @@ ir::HostTensor dropout_mask(const TrainGraph::Dropout& d, uint64_t seed, int64_t
 
 std::shared_ptr<TrainGraph> step_graph(const ir::Graph& forward, const NamedTensors& params,
                                        const Device& device, const TrainOptions& options) {
-  // XLA's BatchNormExpander and PopART (SessionOptions::enableStableNorm, false by default) take
-  // the one-pass variance; PyTorch, the two-pass one.
-  const bool one_pass =
-      device.backend().rfind("tpu", 0) == 0 || device.backend().rfind("ipu", 0) == 0;
-  auto t = std::make_shared<TrainGraph>(build_train_graph(
-      forward, params, options.loss, options.optimizer,
-      options.loss_scale.mode != LossScaleMode::none,
-      options.batch_norm_variance.value_or(one_pass ? BatchNormVariance::one_pass
-                                                    : BatchNormVariance::two_pass)));
+  auto t = std::make_shared<TrainGraph>(
+      build_train_graph(forward, params, options.loss, options.optimizer,
+                        options.loss_scale.mode != LossScaleMode::none,
+                        options.batch_norm_variance.value_or(default_batch_norm_variance(device))));
   apply_recompute(*t, options.recompute, options.recompute_checkpoints);
   return t;
 }

@@ -7,7 +7,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "base/error.h"
 #include "frontend/ir/autodiff.h"
-#include "frontend/ir/nn_geometry.h"
+#include "frontend/ir/batch_norm_train.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/recurrent_expand.h"
 #include "frontend/ir/shape_inference.h"
@@ -67,36 +67,20 @@ struct LiveValues {
 // updates of inputs 3 and 4 and the composition's gradient.
 ValueId batch_norm_train(ir::GraphBuilder& b, const ir::Node& n, const std::vector<ValueId>& in,
                          LiveValues& live) {
+  ir::BatchStatistics s = ir::batch_norm_batch_statistics(b, n, in[0], in[1], in[2], live.variance);
   const ir::Shape& xs = b.shape(in[0]);
-  int ch = ir::is_channels_last(n) ? xs.rank() - 1 : 1;
-  std::vector<int64_t> axes, bshape(xs.rank(), 1);
-  bshape[ch] = xs[ch];
-  for (int i = 0; i < xs.rank(); ++i)
-    if (i != ch) axes.push_back(i);
-  int64_t count = xs.numel() / xs[ch];
-  double eps = n.attrs.get_float("epsilon", 1e-5), m = 1.0 - n.attrs.get_float("momentum", 0.9);
-  ValueId mean = b.reduce_mean(in[0], axes, true);
-  ValueId xc = b.sub(in[0], mean);
-  ValueId var =
-      live.variance == BatchNormVariance::two_pass
-          ? b.reduce_mean(b.mul(xc, xc), axes, true)
-          : b.op(OpType::Max,
-                 {b.sub(b.reduce_mean(b.mul(in[0], in[0]), axes, true), b.mul(mean, mean)),
-                  b.scalar_like(0.0, mean)});
-  ValueId rstd =
-      b.op(OpType::Reciprocal, {b.op(OpType::Sqrt, {b.add(var, b.scalar_like(eps, var))})});
-  ValueId xhat = b.mul(xc, rstd);
-  ValueId y =
-      b.add(b.mul(xhat, b.reshape(in[1], ir::Shape(bshape))), b.reshape(in[2], ir::Shape(bshape)));
-  ir::Shape flat({xs[ch]});
+  const int64_t channels = b.shape(in[1])[0];
+  const int64_t count = xs.numel() / channels;
+  const double m = 1.0 - n.attrs.get_float("momentum", 0.9);
+  ir::Shape flat({channels});
   double unbias = count > 1 ? static_cast<double>(count) / static_cast<double>(count - 1) : 1.0;
-  live.updated[in[3]] = b.add(b.scale(in[3], 1.0 - m), b.scale(b.reshape(mean, flat), m));
-  live.updated[in[4]] = b.add(b.scale(in[4], 1.0 - m), b.scale(b.reshape(var, flat), m * unbias));
+  live.updated[in[3]] = b.add(b.scale(in[3], 1.0 - m), b.scale(b.reshape(s.mean, flat), m));
+  live.updated[in[4]] = b.add(b.scale(in[4], 1.0 - m), b.scale(b.reshape(s.var, flat), m * unbias));
   ir::Node whole = n;
-  whole.inputs = {in[0], in[1], in[2], xhat, rstd};
-  whole.outputs = {y};
+  whole.inputs = {in[0], in[1], in[2], s.xhat, s.rstd};
+  whole.outputs = {s.y};
   live.composites.push_back({whole, 3, ir::batch_norm_training_rule});
-  return y;
+  return s.y;
 }
 
 // Training-mode Dropout: x * mask / (1 - ratio) with the mask a new graph input.

@@ -14,6 +14,7 @@
 
 #include "frontend/api/losses.h"
 #include "frontend/api/optim.h"
+#include "frontend/ir/batch_norm_train.h"
 #include "frontend/ir/graph.h"
 
 namespace mimic {
@@ -34,12 +35,8 @@ enum class TrainRole {
   grads_check  // output: the sum of every unscaled gradient times 0 (0, or NaN on an inf/NaN)
 };
 
-// How a training BatchNormalization computes its batch variance. two_pass: mean((x - mean)^2), as
-// PyTorch does. one_pass: mean(x^2) - mean^2 (at least 0), from two sums one pass over x takes, as
-// XLA's BatchNormExpander (xla/service/batchnorm_expander.cc) writes BatchNormTraining for every
-// TPU framework (TensorFlow, PyTorch/XLA), Flax's BatchNorm does with use_fast_variance, and
-// PopART's norm ops do unless SessionOptions::enableStableNorm (false by default) is set.
-enum class BatchNormVariance { two_pass, one_pass };
+// How a training BatchNormalization computes its batch variance (frontend/ir/batch_norm_train.h).
+using BatchNormVariance = ir::BatchNormVariance;
 // "one_pass" or "two_pass" (dashes too); "auto": none (the device's default, see TrainOptions).
 // Anything else is an InvalidArgument naming it.
 std::optional<BatchNormVariance> parse_batch_norm_variance(const std::string& name);

@@ -227,10 +227,9 @@ void batch_norm(InferContext& c) {
   expect_float(c, 0);
   c.expect_rank_at_least(0, 2);
   c.float_attr("epsilon", 1e-5, 0.0, 1e30);
-  if (c.attrs().get_int("training_mode", 0) != 0)
-    throw UnsupportedOpError(
-        fmt::format("{}: training_mode=1 is not supported (inference only)", c.node().name),
-        {"BatchNormalization"});
+  const int64_t training_mode = c.attrs().get_int("training_mode", 0);
+  if (training_mode != 0 && training_mode != 1)
+    c.fail(fmt::format("training_mode must be 0 or 1, got {}", training_mode));
   const Shape& x = c.shape(0);
   int64_t channels = is_channels_last(c.node()) ? x.dim(-1) : x[1];
   if (channels == kBatch) c.fail("the channel dimension cannot be the symbolic batch");

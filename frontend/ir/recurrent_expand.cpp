@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "frontend/ir/graph_builder.h"
+#include "frontend/ir/graph_rewrite.h"
 #include "frontend/ir/pool_grad.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/shape_inference.h"
@@ -400,60 +401,18 @@ bool can_unroll_recurrent(const Graph& g, const Node& n, std::string* why) {
 
 Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_node,
                              std::vector<ValueId>* value_map) {
-  Graph out(g.name());
-  std::vector<ValueId> map(g.num_values(), kNoValue);
-  // A train step's memory roles and phases stay with the values and nodes they describe.
-  auto keep_role = [&](ValueId from, ValueId to) {
-    out.value(to).role = g.value(from).role;
-    out.value(to).initializer = g.value(from).initializer;
+  std::vector<bool> pick(unroll_node);
+  for (size_t i = 0; i < pick.size() && i < static_cast<size_t>(g.num_nodes()); ++i)
+    pick[i] = pick[i] && runs_expanded(g.node(static_cast<int>(i)).op);
+  auto expand = [](NodeRewrite& r, const Node& n, const std::vector<ValueId>& inputs) {
+    if (is_recurrent(n.op)) return Unroller(r.out, r.source, n, r.map).run();
+    Node expanded = n;
+    expanded.inputs = inputs;
+    GraphBuilder b(r.out, n.name);
+    r.map[n.outputs[0]] = expand_max_pool_grad(b, expanded);
+    r.keep_role(n.outputs[0], r.map[n.outputs[0]]);
   };
-  for (ValueId v : g.inputs()) {
-    map[v] = out.add_input(g.value(v).name, g.value(v).type.dtype, g.value(v).type.shape);
-    keep_role(v, map[v]);
-  }
-  auto get = [&](ValueId v) {
-    if (v == kNoValue || map[v] != kNoValue) return v == kNoValue ? kNoValue : map[v];
-    if (!g.value(v).constant)
-      throw CompileError(
-          fmt::format("unroll_recurrent: value '{}' used before it is computed", g.value(v).name));
-    map[v] = out.add_constant(g.value(v).name, *g.value(v).constant);
-    keep_role(v, map[v]);
-    return map[v];
-  };
-  for (int i = 0; i < g.num_nodes(); ++i) {
-    const Node& n = g.node(i);
-    bool folded = true;
-    for (ValueId v : n.outputs) folded = folded && g.value(v).constant;
-    if (folded) continue;
-    std::vector<ValueId> inputs;
-    for (ValueId v : n.inputs) inputs.push_back(get(v));
-    const int first_new = out.num_nodes();
-    if (unroll_node[i] && is_recurrent(n.op)) {
-      Unroller(out, g, n, map).run();
-    } else if (unroll_node[i] && n.op == OpType::MaxPoolGrad) {
-      Node expanded = n;
-      expanded.inputs = inputs;
-      GraphBuilder b(out, n.name);
-      map[n.outputs[0]] = expand_max_pool_grad(b, expanded);
-      keep_role(n.outputs[0], map[n.outputs[0]]);
-    } else {
-      std::vector<std::string> names;
-      for (ValueId v : n.outputs) names.push_back(g.value(v).name);
-      std::vector<ValueId> outs =
-          out.add_node(n.op, n.name, inputs, n.attrs, static_cast<int>(n.outputs.size()), names);
-      for (size_t k = 0; k < outs.size(); ++k) {
-        map[n.outputs[k]] = outs[k];
-        out.value(outs[k]).type = g.value(n.outputs[k]).type;  // for the expansions' builders
-        out.value(outs[k]).typed = g.value(n.outputs[k]).typed;
-        keep_role(n.outputs[k], outs[k]);
-      }
-    }
-    for (int k = first_new; k < out.num_nodes(); ++k) out.node(k).phase = n.phase;
-  }
-  for (ValueId v : g.outputs()) out.add_output(get(v));
-  infer_shapes(out);
-  if (value_map) *value_map = std::move(map);
-  return out;
+  return rewrite_nodes(g, pick, expand, value_map);
 }
 
 Graph unrolled_node(const Graph& g, const Node& n) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct ImportState {
   std::string base_dir;          // external data files
   int64_t max_tensor_bytes = 0;  // 0: ir::max_tensor_bytes()
   int64_t opset = 0;             // of the default domain
+  std::set<std::string> read;    // names some node or the graph's outputs read
 };
 
 class NodeConverter {
@@ -42,6 +44,8 @@ class NodeConverter {
   ir::ValueId input(int i) const;
   int num_outputs() const { return node_.output_size(); }
   bool has_output(int i) const { return i < num_outputs() && !node_.output(i).empty(); }
+  // Whether a node or the graph's outputs read output i.
+  bool output_read(int i) const { return has_output(i) && state_.read.count(node_.output(i)); }
 
   bool has_attr(const std::string& name) const;
   const onnx::AttributeProto* attr(const std::string& name) const;

@@ -93,18 +93,21 @@ void identity(NodeConverter& c) {
     c.emit(OpType::Identity, {x}, {}, 0, 1);
 }
 
-// Dropout is inference-only: the identity, and a mask of ones when asked for (bool from opset 10,
-// the input's type before). Training mode with a nonzero ratio is random and not supported.
+// Dropout in inference mode is the identity, and a mask of ones when asked for (bool from opset
+// 10, the input's type before). In training mode (Dropout-12/13 with a constant true
+// training_mode, what torch.onnx.export writes with TrainingMode.TRAINING) it stays an IR Dropout
+// with its ratio and training_mode inputs: a train step draws its mask each step, and compile()
+// refuses to run it outside one (a random mask every run).
 void dropout(NodeConverter& c) {
   ir::ValueId x = c.input(0);
   if (c.version() >= 12 && c.input(2) != ir::kNoValue) {
     const ir::HostTensor* training = c.constant_of(c.input(2));
-    const ir::HostTensor* ratio = c.constant_of(c.input(1));
     if (!training || training->dtype() != ir::DType::boolean || training->numel() != 1)
       c.unsupported("a training_mode input that is not a constant bool");
-    bool zero_ratio = ratio && ratio->numel() == 1 && ratio->dtype() == ir::DType::f32 &&
-                      ratio->data<float>()[0] == 0;
-    if (training->data<bool>()[0] && !zero_ratio) c.unsupported("training mode (random dropout)");
+    if (c.input(1) != ir::kNoValue && !c.constant_of(c.input(1)))
+      c.unsupported("a ratio input that is not a constant");
+    if (training->data<bool>()[0])
+      return c.emit(OpType::Dropout, {x, c.input(1), c.input(2)}, c.attributes({"seed"}));
   }
   c.emit(OpType::Identity, {x}, {}, 0, 1);
   if (!c.has_output(1)) return;

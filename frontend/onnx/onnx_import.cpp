@@ -152,6 +152,8 @@ class Importer {
     state_.graph.set_name(g.name().empty() ? fs::path(name_).stem().string() : g.name());
     add_initializers(g);
     add_inputs(g);
+    for (const auto& n : g.node()) state_.read.insert(n.input().begin(), n.input().end());
+    for (const auto& o : g.output()) state_.read.insert(o.name());
     std::vector<int> order = topological_order(g);
     std::vector<int> versions = check_ops(g, order);
     for (size_t k = 0; k < order.size(); ++k) convert(g.node(order[k]), order[k], versions[k]);
