@@ -20,12 +20,6 @@ std::string event_chunk_sql() {
   return s;
 }
 
-std::string host_name() {
-  char buf[HOST_NAME_MAX + 1] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
-  return buf;
-}
-
 const char* unit_name(sim::TimeUnit u) {
   return u == sim::TimeUnit::cycles ? "cycles" : "ns";
 }

@@ -1,11 +1,14 @@
 #include "traces/schema.h"
 
 #include <fmt/format.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -168,6 +171,12 @@ std::string utc_now() {
   return buf;
 }
 
+std::string host_name() {
+  char buf[HOST_NAME_MAX + 1] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
 int schema_version(const Db& db) {
   return static_cast<int>(db.query_int("PRAGMA user_version", "read schema version"));
 }
@@ -186,23 +195,83 @@ Db open_for_write(const std::string& path, const OpenOptions& options) {
   return db;
 }
 
+namespace {
+
+bool can_write(const std::string& path) {
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  return access(path.c_str(), W_OK) == 0 && access(parent.c_str(), W_OK) == 0;
+}
+
+// Opens `path` to read and checks it is a trace; returns its schema version. A file in WAL mode
+// whose -shm this process cannot create (a read-only file or directory) opens immutable.
+int open_checked(Db& db, const std::string& path, const OpenOptions& options) {
+  try {
+    db = Db(path, Db::Mode::read_only);
+    db.set_busy_timeout(options.busy_timeout);
+    return check_identity(db, options);
+  } catch (const SqlError& e) {
+    if (e.code() != SQLITE_READONLY && e.code() != SQLITE_CANTOPEN) throw;
+  }
+  db = Db(path, Db::Mode::read_only_immutable);
+  return check_identity(db, options);
+}
+
+// A trace of an older schema that this process cannot upgrade in place: a copy (with its WAL)
+// in the temporary directory is upgraded and read, and removed once open.
+Db open_upgraded_copy(const std::string& path, int version, const OpenOptions& options) {
+  std::string tmp = (fs::temp_directory_path() / "mimic-trace-XXXXXX").string();
+  int fd = mkstemp(tmp.data());
+  if (fd < 0)
+    throw IoError(
+        fmt::format("trace '{}' (schema version {}) is read-only, and no temporary copy "
+                    "could be made to upgrade: {}",
+                    path, version, std::strerror(errno)));
+  close(fd);
+  auto remove_all = [&] {
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(tmp + suffix, ec);
+  };
+  try {
+    fs::copy_file(path, tmp, fs::copy_options::overwrite_existing);
+    if (fs::exists(path + "-wal")) fs::copy_file(path + "-wal", tmp + "-wal");
+    Db upgraded = open_for_write(tmp, options);
+    upgraded.exec("PRAGMA journal_mode=DELETE", "fold the copy's WAL into it");
+    upgraded = Db();
+    Db db(tmp, Db::Mode::read_only_immutable);
+    check_identity(db, options);
+    remove_all();
+    return db;
+  } catch (const fs::filesystem_error& e) {
+    remove_all();
+    throw IoError(
+        fmt::format("trace '{}' (schema version {}) is read-only, and copying it to "
+                    "upgrade failed: {}",
+                    path, version, e.code().message()));
+  } catch (...) {
+    remove_all();
+    throw;
+  }
+}
+
+}  // namespace
+
 Db open_for_read(const std::string& path, const OpenOptions& options) {
   if (path.empty()) throw IoError("trace file name is empty");
   FileKind kind = inspect_file(path);
   if (kind == FileKind::missing) throw IoError(fmt::format("trace '{}' does not exist", path));
   if (kind == FileKind::empty)
     throw IoError(fmt::format("'{}' is not a mimic trace: the file is empty", path));
-  Db db(path, Db::Mode::read_only);
-  db.set_busy_timeout(options.busy_timeout);
-  int version = check_identity(db, options);
+  Db db;
+  int version = open_checked(db, path, options);
   if (version == 0)
     throw IoError(fmt::format("'{}' is not a mimic trace: it has no mimic schema", path));
   if (version < kSchemaVersion) {
     // Migrations only add; upgrading in place keeps every run readable by older tools' data.
     db = Db();
+    if (!can_write(path)) return open_upgraded_copy(path, version, options);
     open_for_write(path, options);
-    db = Db(path, Db::Mode::read_only);
-    db.set_busy_timeout(options.busy_timeout);
+    open_checked(db, path, options);
   }
   return db;
 }

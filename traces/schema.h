@@ -55,13 +55,16 @@ struct OpenOptions {
 // that is not SQLite or not a mimic trace, a read-only file, a newer schema version.
 Db open_for_write(const std::string& path, const OpenOptions& options = {});
 
-// Opens an existing trace read-only. Same checks; a file with an older schema is refused with a
-// message saying how to upgrade it (open it once for writing, e.g. by recording a run).
+// Opens an existing trace read-only. Same checks. A file with an older schema is upgraded in
+// place when this process may write it, else read through an upgraded temporary copy; a file in
+// WAL mode whose -shm cannot be created here (a read-only file or directory) opens immutable.
 Db open_for_read(const std::string& path, const OpenOptions& options = {});
 
 // Schema version of an open database (PRAGMA user_version).
 int schema_version(const Db& db);
 // The current time as ISO 8601 UTC ("2026-11-21T10:40:09Z"), as stored in meta and sweep rows.
 std::string utc_now();
+// This machine's name, as runs record it ("unknown" if the system does not say).
+std::string host_name();
 
 }  // namespace mimic::traces

@@ -142,11 +142,35 @@ std::string Stmt::column_name(int col) const {
 
 // ---- Db ----
 
+namespace {
+
+// "file:" URI of `path` with `query`, '%', '?' and '#' escaped (SQLite's URI filenames).
+std::string file_uri(const std::string& path, const char* query) {
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      uri += c;
+  }
+  return uri + "?" + query;
+}
+
+}  // namespace
+
 Db::Db(const std::string& path, Mode mode) : path_(path) {
-  int flags =
-      SQLITE_OPEN_NOMUTEX |
-      (mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  int rc = sqlite3_open_v2(path.c_str(), &db_, flags, nullptr);
+  int flags = SQLITE_OPEN_NOMUTEX;
+  std::string name = path;
+  if (mode == Mode::read_write_create) {
+    flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  } else {
+    flags |= SQLITE_OPEN_READONLY;
+  }
+  if (mode == Mode::read_only_immutable) {
+    flags |= SQLITE_OPEN_URI;
+    name = file_uri(path, "immutable=1");
+  }
+  int rc = sqlite3_open_v2(name.c_str(), &db_, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string reason = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
     int sys = db_ ? sqlite3_system_errno(db_) : 0;

@@ -66,7 +66,9 @@ class SqlError : public IoError {
 
 class Db {
  public:
-  enum class Mode { read_only, read_write_create };
+  // read_only_immutable: SQLite's immutable=1, for a file no one changes while it is open; it
+  // needs neither a -shm file nor a writable directory.
+  enum class Mode { read_only, read_only_immutable, read_write_create };
   Db() = default;
   // Opens (and, in read_write_create, creates) `path`. Throws IoError with SQLite's reason.
   Db(const std::string& path, Mode mode);

@@ -1,8 +1,10 @@
 #include "traces/trace_reader.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -28,6 +30,16 @@ constexpr const char* kRunCounters =
     "counter c WHERE c.rowid BETWEEN (SELECT first_counter_rowid FROM run WHERE id = ?1) AND "
     "(SELECT last_counter_rowid FROM run WHERE id = ?1) AND +c.run_id = ?1";
 
+// A run still 'running' whose process, on this machine, is gone was interrupted (a signal, a
+// kill, a crash): no one will end it, so readers show it as such.
+void mark_if_orphaned(RunRecord& r) {
+  if (r.status != "running" || r.pid <= 0 || r.host != host_name()) return;
+  if (kill(static_cast<pid_t>(r.pid), 0) == 0 || errno != ESRCH) return;
+  r.status = "interrupted";
+  r.error =
+      fmt::format("process {} ended before the run did (interrupted, killed or crashed)", r.pid);
+}
+
 RunRecord run_from(const Stmt& s) {
   RunRecord r;
   r.id = s.int_at(0);
@@ -47,6 +59,7 @@ RunRecord run_from(const Stmt& s) {
   r.tag = s.text_at(14);
   r.config_json = s.text_at(15);
   r.events = s.int_at(16);
+  mark_if_orphaned(r);
   return r;
 }
 
@@ -135,11 +148,12 @@ int64_t TraceReader::resolve_run(const std::string& spec) const {
                        db_.query_int("SELECT MAX(id) FROM run", "runs"));
   };
   if (spec.empty()) return db_.query_int("SELECT MAX(id) FROM run", "find the last run");
-  if (all_digits(spec) && spec.size() < 18) {
+  // Digits are a run id, unless no run has that id: then a uuid prefix (trace list shows 8 hex
+  // digits of each uuid, and some are all decimal digits).
+  if (all_digits(spec) && spec.size() < 19) {
     Stmt s = db_.prepare("SELECT id FROM run WHERE id = ?", "find run");
     s.bind(1, static_cast<int64_t>(std::stoll(spec)));
     if (s.step()) return s.int_at(0);
-    throw InvalidArgument(fmt::format("run {} is not in trace '{}' ({})", spec, path(), range()));
   }
   Stmt s =
       db_.prepare("SELECT id FROM run WHERE uuid LIKE ? || '%' ESCAPE '\\'", "find run by uuid");
@@ -152,6 +166,11 @@ int64_t TraceReader::resolve_run(const std::string& spec) const {
   std::vector<int64_t> ids;
   while (s.step()) ids.push_back(s.int_at(0));
   if (ids.size() == 1) return ids[0];
+  if (ids.empty() && all_digits(spec))
+    throw InvalidArgument(
+        fmt::format("run {} is not in trace '{}' (no run has that id or a uuid "
+                    "starting so; {})",
+                    spec, path(), range()));
   if (ids.empty())
     throw InvalidArgument(fmt::format("run '{}' is not in trace '{}' (give a run id or uuid; {})",
                                       spec, path(), range()));

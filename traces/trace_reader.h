@@ -40,7 +40,8 @@ const typename Map::mapped_type& referenced(const Map& rows, const typename Map:
 
 struct RunRecord {
   int64_t id = 0;
-  std::string uuid, status;
+  std::string uuid;
+  std::string status;  // running, done, failed; interrupted: running, but its local process is gone
   int64_t started_ns = 0, ended_ns = 0;  // Unix ns; ended_ns 0 while running (or crashed)
   std::string error, tool_version, host;
   int64_t pid = 0;

@@ -150,7 +150,8 @@ RunOutput Executable::observed_run(Run&& run) const {
     throw InvalidArgument(
         fmt::format("graph '{}' was compiled for {} with compile_only: it cannot run",
                     impl_->graph.name(), impl_->device.str()));
-  RunObserver* observer = current_run_observer();
+  ObservedRun hold;
+  RunObserver* observer = hold.observer();
   sim::NullSink null_sink;
   sim::EventSink& sink = observer ? observer->begin_run(impl_->info) : null_sink;
   try {

@@ -28,11 +28,28 @@ class RunObserver {
   virtual void end_run(bool ok, const std::string& error) = 0;
 };
 
-// The innermost active observer, or nullptr. Observers nest (a stack per process).
+// The innermost active observer, or nullptr. Observers nest (a stack per process: a run on any
+// thread goes to the innermost one).
 RunObserver* current_run_observer();
+
+// One run's hold on the innermost observer (none when there is none): from construction to
+// destruction the observer stays alive, for a run on another thread may end its scope meanwhile.
+class ObservedRun {
+ public:
+  ObservedRun();
+  ~ObservedRun();
+  ObservedRun(const ObservedRun&) = delete;
+  ObservedRun& operator=(const ObservedRun&) = delete;
+  RunObserver* observer() const { return observer_; }
+
+ private:
+  RunObserver* observer_ = nullptr;
+};
+
 void push_run_observer(RunObserver* observer);
 // Removes `observer` (the innermost one normally; anywhere in the stack if scopes end out of
-// order).
+// order), then waits until the runs that hold it (ObservedRun) have ended, so that the caller may
+// destroy it.
 void pop_run_observer(RunObserver* observer);
 
 }  // namespace mimic

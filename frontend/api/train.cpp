@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "backends/cpu/cpu_backend.h"
 #include "base/error.h"
@@ -71,8 +72,32 @@ TrainStep::TrainStep(const ir::Graph& forward, const NamedTensors& params, const
   for (const std::string& n : t.buffers) initial.push_back(*by_name.at(n));
   for (const ir::TensorType& type : t.state_types) initial.emplace_back(type.dtype, type.shape);
   exe_ = compile(t.graph, device, options.compile);
-  exe_.run_info().model = forward.name() + ".train";
+  describe_run(forward, options);
   carry_state(std::move(initial));
+}
+
+// What a trace's run row says of each step: the model (its forward graph's name), its batch, and
+// the loss and optimizer in the config JSON. Callers that know a better model name (the CLI's zoo
+// name or ONNX path) overwrite it.
+void TrainStep::describe_run(const ir::Graph& forward, const TrainOptions& options) {
+  RunInfo& info = exe_.run_info();
+  info.model = forward.name();
+  const ir::Graph& g = exe_.graph();
+  for (size_t i = 0; i < graph_->inputs.size(); ++i)
+    if (graph_->inputs[i].role == TrainRole::data &&
+        g.input_type(static_cast<int>(i)).shape.rank() > 0)
+      info.batch = g.input_type(static_cast<int>(i)).shape[0];
+  const OptimizerConfig& opt = options.optimizer;
+  nlohmann::json config{{"training",
+                         {{"loss", loss_name(options.loss.kind)},
+                          {"optimizer", optimizer_name(opt.kind)},
+                          {"lr", opt.lr},
+                          {"momentum", opt.momentum},
+                          {"weight_decay", opt.weight_decay},
+                          {"max_grad_norm", opt.max_grad_norm},
+                          {"parameters", graph_->params.size()},
+                          {"loss_scaling", options.loss_scale.mode != LossScaleMode::none}}}};
+  info.config_json = config.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Parameters, buffers and optimizer state become carried values: input slot (role, index) takes

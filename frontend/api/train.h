@@ -86,6 +86,7 @@ class TrainStep {
   bool scaling() const { return options_.loss_scale.mode != LossScaleMode::none; }
   void load_scaler_entry(const std::string& name, const ir::HostTensor& v);
   void carry_state(std::vector<ir::HostTensor> initial);
+  void describe_run(const ir::Graph& forward, const TrainOptions& options);
   // Carried value `carry` (params, then buffers, then state), read from the device once per step.
   const ir::HostTensor& carried(size_t carry) const;
 

@@ -13,6 +13,7 @@
 #include "frontend/cli/process_pool.h"
 #include "frontend/cli/sweep_session.h"
 #include "frontend/cli/sweep_slurm.h"
+#include "traces/output_file.h"
 
 namespace mimic::cli {
 namespace {
@@ -97,6 +98,8 @@ int run(const Args& a) {
     throw InvalidArgument("give at most one of --plan and --results");
   if (a.executor != "local" && a.executor != "slurm")
     throw InvalidArgument(fmt::format("unknown executor '{}' (use local or slurm)", a.executor));
+  for (const std::string* out : {&a.report, &a.csv_path, &a.json_path})
+    if (!out->empty()) traces::check_output_path(*out);
   if (a.plan) return plan(a);
   if (!a.results.empty()) return record_results(a);
   if (a.executor == "slurm") return sweep::run_slurm(a);

@@ -278,6 +278,7 @@ int run_train(const TrainArgs& a) {
   std::optional<TraceScope> trace;  // one run per step, ops tagged forward/backward/update
   if (!a.trace.empty()) trace.emplace(a.trace);
   step.run_info().tag = a.tag;
+  step.run_info().model = model.name;
   t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < a.steps; ++i) {
     const auto& [x, y] = data[i % data.size()];

@@ -1,11 +1,28 @@
 // The `mimic` command. Every failure is one line on stderr ("mimic: error: ...") and a nonzero exit
 // status that tells the kind of error (see exit_code in cli_common.h).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <string>
 
 #include "base/error.h"
 #include "frontend/cli/cli_common.h"
 #include "frontend/cli/process_pool.h"
+
+namespace {
+
+// A command's exit status once its output has reached standard output: a full disk or a closed
+// pipe turns success into a file error, so that a truncated listing never looks complete.
+int flushed(int status) {
+  std::cout.flush();
+  if (std::fflush(stdout) == 0 && std::cout && !std::ferror(stdout)) return status;
+  int err = errno;
+  std::cerr << "mimic: error: could not write to standard output: " << std::strerror(err) << "\n";
+  return status == 0 ? mimic::cli::exit_code(mimic::ErrorKind::io) : status;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace mimic::cli;
@@ -44,7 +61,7 @@ int main(int argc, char** argv) {
   }
   try {
     for (const Command& c : commands)
-      if (c.app->parsed()) return c.action();
+      if (c.app->parsed()) return flushed(c.action());
   } catch (const mimic::Error& e) {
     std::cerr << "mimic: error: " << e.what() << "\n";
     return exit_code(e.kind());

@@ -71,7 +71,7 @@ py::list units_of(const traces::TraceReader& r, int64_t run) {
   return out;
 }
 
-// Rows of any SQL query as dicts keyed by column name, values as Python None/int/float/str.
+// Rows of any SQL query as dicts keyed by column name, values as Python None/int/float/str/bytes.
 py::list query_of(const traces::TraceReader& r, const std::string& sql) {
   traces::TraceReader::QueryTable t = r.query_table(sql);
   py::list out;
@@ -81,10 +81,18 @@ py::list query_of(const traces::TraceReader& r, const std::string& sql) {
       d[py::str(t.columns[c])] = std::visit(
           [](const auto& v) -> py::object {
             using V = std::decay_t<decltype(v)>;
-            if constexpr (std::is_same_v<V, std::monostate>)
+            if constexpr (std::is_same_v<V, std::monostate>) {
               return py::none();
-            else
+            } else if constexpr (std::is_same_v<V, std::string>) {
+              // Text as str; a BLOB (or any bytes that are not UTF-8) as bytes.
+              PyObject* text =
+                  PyUnicode_DecodeUTF8(v.data(), static_cast<Py_ssize_t>(v.size()), "strict");
+              if (text) return py::reinterpret_steal<py::object>(text);
+              PyErr_Clear();
+              return py::bytes(v);
+            } else {
               return py::cast(v);
+            }
           },
           row[c]);
     out.append(d);
@@ -99,7 +107,7 @@ void bind_traces(py::module_& m) {
       .def(py::init<const std::string&>(), py::arg("path"))
       .def_property_readonly("path", &TraceScope::path)
       .def("run_ids", &TraceScope::run_ids)
-      .def("close", &TraceScope::close);
+      .def("close", &TraceScope::close, py::call_guard<py::gil_scoped_release>());
   m.def("_trace_read",
         [](const std::string& path, const std::string& what, const std::string& run) -> py::object {
           traces::TraceReader reader(path);

@@ -1,6 +1,8 @@
 // Chrome trace JSON (parsed back with nlohmann), CSV and the HTML report.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -182,6 +184,28 @@ TEST_F(ExportTest, OutputFilesAreReplacedWholeOrNotAtAll) {
   EXPECT_EQ(test::read_file(out), "new");
   EXPECT_THROW(write_output_file(tmp_.file("no/dir/x.json"), [](std::ostream& os) { os << 1; }),
                IoError);
+}
+
+TEST_F(ExportTest, OutputFilesNeverReplaceTracesLinksOrDevices) {
+  std::string trace = tmp_.file("runs.db");
+  test::write_file(trace, std::string("SQLite format 3\0rest of a database", 34));
+  try {
+    write_output_file(trace, [](std::ostream& os) { os << "{}"; });
+    ADD_FAILURE() << "a trace was overwritten";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("is an SQLite database"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(test::read_file(trace).substr(0, 15), "SQLite format 3");
+
+  std::string target = tmp_.file("report.html"), link = tmp_.file("latest.html");
+  test::write_file(target, "old");
+  std::filesystem::create_symlink(target, link);
+  write_output_file(link, [](std::ostream& os) { os << "new"; });
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(test::read_file(target), "new");
+
+  write_output_file("/dev/null", [](std::ostream& os) { os << "discarded"; });
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
 }
 
 }  // namespace

@@ -72,7 +72,10 @@ TEST(TraceProcesses, KilledWriterLeavesReadableFileWithCommittedRowsAndRunNotDon
   EXPECT_EQ(r.query("PRAGMA integrity_check")[0][0], "ok");
   auto runs = r.runs();
   ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].status, "running");
+  // 'running' in the file; its process is gone, so readers show it interrupted, with the pid.
+  EXPECT_EQ(r.query("SELECT status FROM run")[0][0], "running");
+  EXPECT_EQ(runs[0].status, "interrupted");
+  EXPECT_NE(runs[0].error.find(std::to_string(pid)), std::string::npos) << runs[0].error;
   EXPECT_EQ(runs[0].ended_ns, 0);
   EXPECT_EQ(std::stoll(r.query("SELECT COUNT(*) FROM event WHERE name_id = "
                                "(SELECT id FROM string WHERE value = 'before')")[0][0]),
@@ -89,7 +92,7 @@ TEST(TraceProcesses, KilledWriterLeavesReadableFileWithCommittedRowsAndRunNotDon
   TraceReader again(path);
   auto all = again.runs();
   ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[0].status, "running");
+  EXPECT_EQ(all[0].status, "interrupted");
   EXPECT_EQ(all[1].status, "done");
   EXPECT_EQ(all[1].events, 100);
 }

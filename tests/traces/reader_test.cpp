@@ -202,6 +202,19 @@ TEST_F(TraceReaderTest, RunsAreFoundByIdUuidPrefixOrLast) {
   EXPECT_THROW(r.run(99), InvalidArgument);
 }
 
+// trace list shows 8 hex digits of each uuid; when those are all decimal digits they still name
+// the run, unless a run has that number as its id.
+TEST_F(TraceReaderTest, AllDigitUuidPrefixesNameTheirRun) {
+  {
+    Db db(path_, Db::Mode::read_write_create);
+    db.exec("UPDATE run SET uuid = '07980348-0000-4000-8000-000000000000' WHERE id = 2", "set");
+    db.exec("UPDATE run SET uuid = '1aaaaaaa-0000-4000-8000-000000000000' WHERE id = 1", "set");
+  }
+  TraceReader r(path_);
+  EXPECT_EQ(r.resolve_run("07980348"), 2);
+  EXPECT_EQ(r.resolve_run("1"), 1) << "an id first";
+}
+
 }  // namespace
 }  // namespace mimic::traces
 

@@ -2,6 +2,10 @@
 // metadata, its devices, tracks, ops and events; scopes nest; failures are recorded.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
 #include "frontend/api/compile.h"
 #include "frontend/api/trace.h"
 #include "frontend/api/zoo.h"
@@ -86,6 +90,34 @@ TEST(TraceScope, InnermostScopeRecordsAndFailuresAreKept) {
   EXPECT_EQ(inner_runs[1].error, "cpu: kernel failed on node 'x'");
   EXPECT_EQ(outer.runs().size(), 1u);
   EXPECT_EQ(current_run_observer(), nullptr);
+}
+
+// A scope that closes while another thread's run is recording waits for that run to end: the run
+// is whole in the file, and its sink is never used after the scope is gone.
+TEST(TraceScope, ClosingWaitsForRunsInProgressOnOtherThreads) {
+  TempDir tmp;
+  std::string path = tmp.file("t.db");
+  Executable exe = mlp(2);
+  auto inputs = random_inputs(exe.graph(), 1);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0}, runs{0};
+  std::thread runner([&] {
+    while (!stop) {
+      try {
+        exe.run(inputs);
+        ++runs;
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    }
+  });
+  for (int i = 0; i < 30; ++i) TraceScope scope(path);
+  while (runs < 5) std::this_thread::yield();
+  stop = true;
+  runner.join();
+  EXPECT_EQ(failures, 0);
+  if (std::filesystem::exists(path))
+    for (const auto& run : traces::TraceReader(path).runs()) EXPECT_EQ(run.status, "done");
 }
 
 TEST(TraceScope, OpeningErrorsAreIoErrorsAndRecordNothing) {

@@ -6,13 +6,23 @@
     mimic.traces.read("run.db", "SELECT * FROM op_type_summary")   # any SQL: dicts by column
 """
 from . import _mimic
+from ._trace import trace_path
+from .errors import InvalidArgument
+
+_PER_RUN = ("ops", "units")
 
 
 def read(path, what="runs", run="", as_frame=False):
-    if not isinstance(path, str):
-        raise TypeError(f"path must be a str, not {type(path).__name__}")
-    query = what if what in ("runs", "ops", "units") else "sql:" + what
-    rows = _mimic._trace_read(path, query, str(run))
+    path = trace_path(path)
+    if not isinstance(what, str) or not what.strip():
+        raise InvalidArgument(f"traces.read: 'what' must be 'runs', 'ops', 'units' or an SQL query, got {what!r}")
+    is_sql = what not in ("runs",) + _PER_RUN
+    if is_sql and " " not in what.strip():
+        raise InvalidArgument(f"traces.read: 'what' must be 'runs', 'ops', 'units' or an SQL query, got {what!r}")
+    run = "" if run is None else str(run)
+    if run and what not in _PER_RUN:
+        raise InvalidArgument(f"traces.read: run= selects the run of 'ops' or 'units'; filter {what!r} by run_id instead")
+    rows = _mimic._trace_read(path, "sql:" + what if is_sql else what, run)
     if not as_frame:
         return rows
     try:
