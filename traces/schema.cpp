@@ -235,6 +235,9 @@ Db open_upgraded_copy(const std::string& path, int version, const OpenOptions& o
   try {
     fs::copy_file(path, tmp, fs::copy_options::overwrite_existing);
     if (fs::exists(path + "-wal")) fs::copy_file(path + "-wal", tmp + "-wal");
+    for (const char* suffix : {"", "-wal"})  // the copies took the original's read-only mode
+      if (fs::exists(tmp + suffix))
+        fs::permissions(tmp + suffix, fs::perms::owner_read | fs::perms::owner_write);
     Db upgraded = open_for_write(tmp, options);
     upgraded.exec("PRAGMA journal_mode=DELETE", "fold the copy's WAL into it");
     upgraded = Db();

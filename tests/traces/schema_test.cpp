@@ -2,6 +2,9 @@
 // Opening files that must not be touched: not SQLite, another application's database, a newer
 // schema version, a read-only location.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/traces/test_util.h"
 #include "traces/schema.h"
@@ -243,6 +246,38 @@ TEST(TraceSchema, ReadOnlyLocationIsRefused) {
   EXPECT_NE(w.find(path), std::string::npos) << w;
   EXPECT_EQ(w.find('\n'), std::string::npos);
   EXPECT_FALSE(test::exists(path));
+}
+
+// A trace in WAL mode that the reader may not write, in a directory it may not write either (an
+// archived or another user's trace): readable. Root writes anything, so the reader is a child
+// process running as 'nobody'.
+TEST(TraceSchema, ReadOnlyTraceInReadOnlyDirectoryIsReadable) {
+  TempDir tmp;
+  std::string dir = tmp.file("archive"), path = dir + "/t.db";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  {
+    TraceWriter w(path);
+    w.begin_run(test::meta("m", 3))->finish(true);
+  }
+  ASSERT_EQ(chmod(path.c_str(), 0444), 0);
+  ASSERT_EQ(chmod(dir.c_str(), 0555), 0);
+  ASSERT_EQ(chmod(tmp.path().c_str(), 0755), 0);  // mkdtemp made it 0700
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(2);
+    try {
+      TraceReader r(path);
+      _exit(r.runs().size() == 1 && r.runs()[0].batch == 3 ? 0 : 3);
+    } catch (const std::exception&) {
+      _exit(4);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: cannot drop privileges, 3: wrong rows, 4: refused";
+  chmod(dir.c_str(), 0755);
 }
 
 TEST(TraceSchema, MissingDirectoryAndMissingFileAreNamed) {
