@@ -38,12 +38,11 @@ bool window_3d(const ir::Graph& g, const ir::Node& n) {
 }
 
 // Conv/ConvTranspose weights: constant f32 ones are relaid at compile time, runtime ones by a copy
-// kernel every run (lower_matmul.cpp). The bias is a constant f32, or, for a Conv with runtime
-// weights (a training step's), a runtime f32 one that the GEMM's epilogue reads.
+// kernel every run (lower_matmul.cpp). The bias is a constant f32, or, with runtime weights (a
+// training step's), a runtime f32 one that the GEMM's epilogue reads (conv_bias).
 bool weights_ok(const ir::Graph& g, const ir::Node& n) {
   const bool runtime_weights = !g.value(n.inputs[1]).constant;
-  const bool runtime_bias = n.op == ir::OpType::Conv && runtime_weights && n.has_input(2) &&
-                            !g.value(n.inputs[2]).constant &&
+  const bool runtime_bias = runtime_weights && n.has_input(2) && !g.value(n.inputs[2]).constant &&
                             g.value(n.inputs[2]).type.dtype == ir::DType::f32;
   return (runtime_weights || constant_f32(g, n, 1)) && (constant_f32(g, n, 2) || runtime_bias);
 }

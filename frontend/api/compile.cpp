@@ -237,6 +237,27 @@ const RunInfo& Executable::run_info() const {
   return impl_->info;
 }
 
+int64_t index_input_high(const ir::Graph& g, ir::ValueId input, int64_t fallback) {
+  int64_t high = fallback;
+  std::vector<ir::ValueId> values{input};
+  while (!values.empty()) {
+    ir::ValueId v = values.back();
+    values.pop_back();
+    for (const ir::Node& n : g.nodes()) {
+      if (n.op == ir::OpType::Gather && n.has_input(1) && n.inputs[1] == v) {
+        const ir::Shape& data = g.value(n.inputs[0]).type.shape;
+        if (data.rank() == 0) continue;
+        int64_t axis = n.attrs.get_int("axis", 0);
+        int64_t extent = data[static_cast<int>(axis < 0 ? axis + data.rank() : axis)];
+        if (extent > 0) high = std::min(high, extent);
+      } else if ((ir::is_view_op(n.op) || n.op == ir::OpType::Cast) && n.inputs[0] == v) {
+        values.push_back(n.outputs[0]);
+      }
+    }
+  }
+  return high;
+}
+
 std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, int64_t int_high) {
   std::vector<ir::HostTensor> out;
   Random rng(seed);
@@ -245,7 +266,7 @@ std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed, int
     if (t.shape.is_symbolic())
       throw InvalidArgument(fmt::format("input '{}' has shape {}: bind the batch first",
                                         g.value(v).name, t.shape.str()));
-    out.push_back(rng.tensor(t.dtype, t.shape, int_high));
+    out.push_back(rng.tensor(t.dtype, t.shape, index_input_high(g, v, int_high)));
   }
   return out;
 }

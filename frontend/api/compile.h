@@ -75,7 +75,13 @@ ir::Graph prepare_graph(const ir::Graph& g, int64_t batch, int64_t max_tensor_by
 // and IPU emulators (XLA's BatchNormExpander, PopART), two passes elsewhere (PyTorch).
 ir::BatchNormVariance default_batch_norm_variance(const Device& device);
 
-// Deterministic example inputs: floats ~ N(0, 1), integer inputs in [0, int_high), bools random.
+// The bound below which random values of integer graph input `input` stay valid: the smallest
+// extent of the axis a Gather indexes with it (through views and casts), else `fallback`. Token
+// ids of an embedding stay inside its vocabulary.
+int64_t index_input_high(const ir::Graph& g, ir::ValueId input, int64_t fallback);
+
+// Deterministic example inputs: floats ~ N(0, 1), integer inputs in [0, int_high) (an embedding's
+// indices below its vocabulary, index_input_high), bools random.
 std::vector<ir::HostTensor> random_inputs(const ir::Graph& g, uint64_t seed,
                                           int64_t int_high = 100);
 

@@ -38,7 +38,7 @@ struct TrainArgs {
   double lr = 0.1, momentum = 0.0, weight_decay = 0.0, max_grad_norm = 0.0, gamma = 0.1,
          min_lr = 0.0;
   uint64_t seed = 0;
-  bool quiet = false, json = false, timing_only = false;
+  bool quiet = false, json = false, timing_only = false, strict = false;
 };
 
 using Batches = std::vector<std::pair<ir::HostTensor, ir::HostTensor>>;
@@ -51,8 +51,7 @@ Batches synthetic_data(const TrainStep& step, const ir::TensorType& in, int64_t 
   const TrainGraph& t = step.train_graph();
   Batches out;
   for (int64_t i = 0; i < std::min(a.batches, a.steps); ++i) {  // no batch a step never reads
-    ir::HostTensor x =
-        token_ids > 0 ? rng.tensor(in.dtype, in.shape, token_ids) : rng.tensor(in.dtype, in.shape);
+    ir::HostTensor x = rng.tensor(in.dtype, in.shape, token_ids > 0 ? token_ids : 100);
     ir::HostTensor y = t.target_type.dtype == ir::DType::i64
                            ? rng.tensor(ir::DType::i64, t.target_type.shape, t.output_type.shape[1])
                            : rng.tensor(t.target_type.dtype, t.target_type.shape);
@@ -203,7 +202,7 @@ struct TrainModel {
   std::string name;
   ir::TensorType input;
   std::unique_ptr<TrainStep> step;
-  int64_t token_ids = 0;  // > 0: the input holds token ids in [0, token_ids) (a vocabulary)
+  int64_t token_ids = 0;  // > 0: integer inputs are ids in [0, token_ids) (a vocabulary)
 };
 
 TrainModel make_step(const TrainArgs& a, const TrainOptions& o) {
@@ -214,7 +213,9 @@ TrainModel make_step(const TrainArgs& a, const TrainOptions& o) {
       throw InvalidArgument(fmt::format("train: {} has {} inputs, training needs exactly one",
                                         a.onnx, g.inputs().size()));
     ir::TensorType in = g.input_type(0);
-    return {a.onnx, in, std::make_unique<TrainStep>(g, graph_parameters(g), Device(a.device), o)};
+    int64_t token_ids = ir::is_floating(in.dtype) ? 0 : index_input_high(g, g.inputs()[0], 100);
+    return {a.onnx, in, std::make_unique<TrainStep>(g, graph_parameters(g), Device(a.device), o),
+            token_ids};
   }
   std::string name = a.model.empty() ? "mlp" : a.model;
   zoo::ModelOptions mo;
@@ -254,6 +255,7 @@ TrainOptions train_options(const TrainArgs& a) {
   o.compile.options = parse_key_values(a.options, "--option");
   o.compile.overrides = parse_key_values(a.overrides, "--set");
   o.compile.timing_only = a.timing_only;
+  o.compile.strict = a.strict;
   o.recompute = parse_recompute(a.recompute);
   o.recompute_checkpoints = a.recompute_checkpoints;
   o.batch_norm_variance = parse_batch_norm_variance(a.batch_norm_variance);
@@ -365,6 +367,8 @@ Command add_train_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--option", a->options, "Backend option key=value (e.g. replicas=2)");
   cmd->add_option("--set", a->overrides, "Preset field override key=value (e.g. mxu.rows=64)");
+  cmd->add_flag("--strict", a->strict,
+                "Fail instead of running ops the device cannot run on the cpu fallback");
   cmd->add_flag("--timing-only", a->timing_only,
                 "Emulators: cycles and memory only, skip numerics (losses are meaningless)");
   cmd->add_flag("--json", a->json,

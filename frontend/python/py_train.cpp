@@ -33,15 +33,17 @@ TrainOptions make_train_options(const py::dict& loss, const py::dict& opt,
   p.eps = get<double>(opt, "eps", p.eps);
   p.max_grad_norm = get<double>(opt, "max_grad_norm", 0.0);
   o.compile.precision = precision;
-  // compile_train()'s own keywords ride with the backend options: timing_only and compile_only
-  // (bools) and "set.<field>" (a preset field override, as the CLI's --set).
+  // compile_train()'s own keywords ride with the backend options: timing_only, compile_only and
+  // strict (bools) and "set.<field>" (a preset field override, as the CLI's --set).
   for (auto item : options) {
     std::string key = py::str(item.first), value = py::str(item.second);
-    if (key == "compile_only" || key == "timing_only") {
+    if (key == "compile_only" || key == "timing_only" || key == "strict") {
       bool on = value == "true" || value == "True" || value == "1";
       if (!on && value != "false" && value != "False" && value != "0")
         throw InvalidArgument(fmt::format("compile_train: {}={} must be a bool", key, value));
-      (key == "compile_only" ? o.compile.compile_only : o.compile.timing_only) = on;
+      (key == "compile_only"  ? o.compile.compile_only
+       : key == "timing_only" ? o.compile.timing_only
+                              : o.compile.strict) = on;
     } else if (key.rfind("set.", 0) == 0) {
       o.compile.overrides[key.substr(4)] = value;
     } else {

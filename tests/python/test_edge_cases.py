@@ -357,3 +357,62 @@ def test_cli_train_refuses_flags_that_would_do_nothing(tmp_path):
     assert p.returncode == 2 and "--save with --timing-only" in p.stderr
     p = cli("train", "--model", "mlp", "--optimizer", "adam", "--momentum", "0.9", "--steps", "1")
     assert p.returncode == 2 and "applies to sgd" in p.stderr
+
+
+def convtranspose_model(tmp_path, op="ConvTranspose"):
+    rng = np.random.default_rng(0)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [4, 6, 3, 3], rng.standard_normal(216).astype(np.float32))
+    b = helper.make_tensor("b", TensorProto.FLOAT, [6], rng.standard_normal(6).astype(np.float32))
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1],
+                            output_padding=[1, 1])
+    if op == "InstanceNormalization":
+        node = helper.make_node("InstanceNormalization", ["x", "b4", "b4"], ["y"])
+        b = helper.make_tensor("b4", TensorProto.FLOAT, [4], np.ones(4, np.float32))
+        w = None
+    out_shape = [2, 6, 10, 10] if op == "ConvTranspose" else [2, 4, 5, 5]
+    return save(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 5, 5])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+                initializers=[t for t in (w, b) if t is not None]), out_shape
+
+
+def test_convtranspose_with_bias_trains_on_tpu(tmp_path):
+    """A trainable ConvTranspose's bias is a runtime value in a train step; the matrix unit's
+    epilogue adds it there as it does for Conv, so the step stays on the device."""
+    path, out_shape = convtranspose_model(tmp_path)
+    x = np.random.default_rng(1).standard_normal((2, 4, 5, 5)).astype(np.float32)
+    y = np.random.default_rng(2).standard_normal(out_shape).astype(np.float32)
+    losses = {}
+    for device, precision in [("cpu", "default"), ("tpu-emu:v4", "highest")]:
+        step = mimic.compile_train(mimic.onnx.load(path), "mse", mimic.optim.SGD([], lr=0.1), device,
+                                   example_inputs=x, precision=precision, strict=device != "cpu")
+        assert step.compile_report["fallback_reasons"] == []
+        losses[device] = [float(step(x, y)) for _ in range(2)]
+    np.testing.assert_allclose(losses["tpu-emu:v4"], losses["cpu"], rtol=1e-5)
+
+
+def test_strict_training_refuses_cpu_fallback(tmp_path):
+    path, out_shape = convtranspose_model(tmp_path, "InstanceNormalization")
+    x = np.ones((2, 4, 5, 5), np.float32)
+    with pytest.raises(mimic.UnsupportedOpError, match="InstanceNormalization"):
+        mimic.compile_train(mimic.onnx.load(path), "mse", mimic.optim.SGD([], lr=0.1), "tpu-emu:v4", example_inputs=x,
+                            strict=True)
+    r = subprocess.run([MIMIC, "train", "--onnx", path, "--device", "tpu-emu:v4", "--loss", "mse", "--batch", "2",
+                        "--steps", "1", "--strict"], capture_output=True, text=True)
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_random_token_ids_stay_inside_the_vocabulary(tmp_path):
+    """Without --input or --data, an embedding's random ids are drawn below its vocabulary (50)."""
+    table = helper.make_tensor("table", TensorProto.FLOAT, [50, 8], np.ones(400, np.float32))
+    nodes = [helper.make_node("Cast", ["tok"], ["ids"], to=TensorProto.INT64),
+             helper.make_node("Gather", ["table", "ids"], ["emb"]),
+             helper.make_node("ReduceMean", ["emb"], ["y"], axes=[1], keepdims=0)]
+    path = save(tmp_path, nodes, [helper.make_tensor_value_info("tok", TensorProto.INT32, ["N", 16])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])], opset=13, initializers=[table])
+    for device in ("cpu", "tpu-emu:v4"):
+        r = subprocess.run([MIMIC, "run", "--onnx", path, "--batch", "4", "--device", device], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stderr
+    r = subprocess.run([MIMIC, "train", "--onnx", path, "--batch", "4", "--steps", "2", "--loss", "mse"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

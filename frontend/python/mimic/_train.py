@@ -24,7 +24,7 @@ def _check_optimizer_params(optimizer, params):
 def compile_train(model, loss="cross_entropy", optimizer=None, device=None, *, example_inputs=None,
                   label_smoothing=0.0, ignore_index=-100, precision="default", seed=0, schedule=None,
                   loss_scale=None, recompute="none", recompute_checkpoints=(), timing_only=False,
-                  compile_only=False, overrides=None, batch_norm_variance="auto", **options):
+                  compile_only=False, strict=False, overrides=None, batch_norm_variance="auto", **options):
     """Compiles the training step of nn module `model` for `device`; `model` may also be an
     imported model (mimic.onnx.load), whose floating-point initializers are the parameters and
     whose symbolic batch is bound to example_inputs' first dimension.
@@ -49,7 +49,8 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device=None, *, e
     "one_pass" (mean(x^2) - mean^2) or "two_pass" (mean((x - mean)^2)).
     seed: Dropout masks of step k are drawn from (seed, k), so a run repeats exactly.
     timing_only: emulators compute cycles only (the loss is 0); compile_only: compile and report
-    (`step.compile_report`: the memory plan), the step cannot run. overrides: preset fields,
+    (`step.compile_report`: the memory plan), the step cannot run. strict: an op the device cannot
+    run is an error instead of running on the cpu fallback (as mimic.compile's). overrides: preset fields,
     e.g. {"offchip.bytes": 8 << 30}. Other keywords are the device's options (e.g. replicas=4,
     allow_out_of_memory=True on tpu-emu; gradient_accumulation=4 on ipu-emu).
     Returns a TrainStep: `loss = step(x, y)`; `step.state_dict()` gives the trained parameters
@@ -79,7 +80,8 @@ def compile_train(model, loss="cross_entropy", optimizer=None, device=None, *, e
     device = _device_of(model, device)
     loss_cfg = {"kind": str(loss), "label_smoothing": float(label_smoothing), "ignore_index": int(ignore_index)}
     opts = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()}
-    opts.update({"timing_only": str(bool(timing_only)).lower(), "compile_only": str(bool(compile_only)).lower()})
+    opts.update({key: str(bool(value)).lower()
+                 for key, value in (("timing_only", timing_only), ("compile_only", compile_only), ("strict", strict))})
     opts.update({f"set.{k}": str(v) for k, v in (overrides or {}).items()})
     return _mimic._compile_train(graph, params, str(device), loss_cfg, dict(optimizer.config), str(precision),
                                  opts, int(seed),
