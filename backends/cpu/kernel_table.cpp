@@ -42,6 +42,7 @@ Kernel find_kernel(OpType op) {
     case OpType::Constant: case OpType::ConstantOfShape: return constant_kernel;
     case OpType::Range: return range_kernel;
     case OpType::DepthToSpace: case OpType::SpaceToDepth: return space_depth_kernel;
+    case OpType::Resize: return resize_kernel;
     case OpType::Trilu: return trilu_kernel;
     case OpType::EyeLike: return eye_like_kernel;
     case OpType::LSTM: case OpType::GRU: case OpType::RNN: return recurrent_kernel;
@@ -68,7 +69,7 @@ bool supports_f64(OpType op) {
     return true;
   Kernel k = find_kernel(op);
   return k == variadic_kernel || k == reduce_kernel || k == arg_reduce_kernel ||
-         k == cumsum_kernel || k == range_kernel || k == scatter_nd_kernel;
+         k == resize_kernel || k == cumsum_kernel || k == range_kernel || k == scatter_nd_kernel;
 }
 
 }  // namespace mimic::backends::cpu

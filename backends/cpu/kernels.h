@@ -70,6 +70,7 @@ void shape_kernel(const KernelArgs& a);
 void constant_kernel(const KernelArgs& a);
 void range_kernel(const KernelArgs& a);
 void space_depth_kernel(const KernelArgs& a);
+void resize_kernel(const KernelArgs& a);
 void trilu_kernel(const KernelArgs& a);
 void eye_like_kernel(const KernelArgs& a);
 void recurrent_kernel(const KernelArgs& a);

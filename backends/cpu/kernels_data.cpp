@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/numeric_formats.h"
 #include "frontend/ir/op_helpers.h"
+#include "frontend/ir/resize.h"
 
 namespace mimic::backends::cpu {
 namespace {
@@ -365,6 +366,56 @@ void space_depth_kernel(const KernelArgs& a) {
     src = {c * h * w, w, 1, h * w, b * w, b};
   }
   strided_copy(a.output(0).raw(), a.input(0).raw(), dims, src, 0, esize(a.input(0)));
+}
+
+namespace {
+
+// One axis of a resize: y[o, j, k] = sum over taps of w * x[o, index, k] ([outer, axis, inner]).
+template <typename T>
+std::vector<T> resize_axis(const std::vector<T>& x, const ir::Shape& shape, int axis,
+                           const std::vector<ir::ResizeTap>& taps) {
+  int64_t outer = 1, inner = 1, in = shape[axis], out = static_cast<int64_t>(taps.size());
+  for (int i = 0; i < axis; ++i) outer *= shape[i];
+  for (int i = axis + 1; i < shape.rank(); ++i) inner *= shape[i];
+  std::vector<T> y(static_cast<size_t>(outer * out * inner));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < out; ++j) {
+      const ir::ResizeTap& t = taps[j];
+      T* dst = &y[(o * out + j) * inner];
+      for (int64_t k = 0; k < inner; ++k) {
+        double sum = 0;
+        for (size_t m = 0; m < t.index.size(); ++m)
+          sum += t.weight[m] * static_cast<double>(x[(o * in + t.index[m]) * inner + k]);
+        dst[k] = static_cast<T>(sum);
+      }
+    }
+  return y;
+}
+
+template <typename T>
+void resize_typed(const KernelArgs& a, const ir::ResizeSpec& s) {
+  const ir::HostTensor& x = a.input(0);
+  std::vector<T> data(x.data<T>(), x.data<T>() + x.numel());
+  ir::Shape shape = s.input;
+  for (int axis = 0; axis < shape.rank(); ++axis) {
+    if (ir::resize_axis_is_identity(s, axis)) continue;
+    data = resize_axis(data, shape, axis, ir::resize_taps(s, axis));
+    std::vector<int64_t> dims = shape.dims();
+    dims[axis] = s.output[axis];
+    shape = ir::Shape(dims);
+  }
+  std::copy(data.begin(), data.end(), a.output(0).data<T>());
+}
+
+}  // namespace
+
+// The ONNX reference's taps (resize.h), one axis at a time, accumulated in double.
+void resize_kernel(const KernelArgs& a) {
+  ir::ResizeSpec s = ir::resize_spec(a.graph, a.node);
+  if (a.input(0).dtype() == ir::DType::f64)
+    resize_typed<double>(a, s);
+  else
+    resize_typed<float>(a, s);
 }
 
 void trilu_kernel(const KernelArgs& a) {

@@ -69,7 +69,7 @@ namespace {
 
 // Recurrent layers run unrolled (frontend/ir/recurrent_expand.h): a planned matrix product per
 // step, gates as vector vertices, when every op of the unrolling runs on the IPU; MaxPoolGrad runs
-// as its window ops the same way.
+// as its window ops and Resize as matrix products (resize.h) the same way.
 bool expansion_supported(const ir::Graph& g, const ir::Node& n, std::string* why) {
   std::string reason =
       ir::unrolled_unsupported_reason(g, n, [](const ir::Graph& one, const ir::Node& m) {
@@ -108,6 +108,7 @@ bool ipu_supports(const ir::Graph& g, const ir::Node& n, std::string* why) {
     case OpType::GRU:
     case OpType::RNN:
     case OpType::MaxPoolGrad:
+    case OpType::Resize:
       return expansion_supported(g, n, why);
     default:
       break;

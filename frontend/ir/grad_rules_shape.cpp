@@ -7,6 +7,7 @@
 
 #include "frontend/ir/autodiff.h"
 #include "frontend/ir/op_helpers.h"
+#include "frontend/ir/resize.h"
 
 namespace mimic::ir {
 namespace {
@@ -178,6 +179,11 @@ void tile_rule(GradContext& c) {
   c.set(0, b.reshape(b.reduce_sum(b.reshape(c.dy(), Shape(split)), axes, false), x));
 }
 
+// Resize is a linear map along each resized axis: its gradient applies the transposed maps.
+void resize_rule(GradContext& c) {
+  c.set(0, expand_resize(c.b, c.dy(), resize_spec(c.b.graph(), c.node()), true));
+}
+
 // DepthToSpace in DCR mode and SpaceToDepth are each other's inverse. CRD mode,
 // y[n, c, h*b + i, w*b + j] = x[n, c*b*b + i*b + j, h, w], is undone by a reshape, a transpose
 // and a reshape.
@@ -263,6 +269,8 @@ GradRule shape_grad_rule(OpType op) {
     case OpType::DepthToSpace:
     case OpType::SpaceToDepth:
       return depth_space_rule;
+    case OpType::Resize:
+      return resize_rule;
     case OpType::Trilu:
       return trilu_rule;
     case OpType::ScatterND:

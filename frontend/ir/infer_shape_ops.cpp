@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "frontend/ir/op_helpers.h"
+#include "frontend/ir/resize.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic::ir::infer {
@@ -348,6 +349,12 @@ void depth_to_space(InferContext& c) {
   c.set_output(0, c.dtype(0),
                Shape({in[0], in[1] / (b * b), checked_mul(in[2], b, "height"),
                       checked_mul(in[3], b, "width")}));
+}
+
+// ONNX Resize: floating-point data; the output shape from the constant scales or sizes.
+void resize(InferContext& c) {
+  c.expect_dtype(0, {DType::f32, DType::f64, DType::f16, DType::bf16});
+  c.set_output(0, c.dtype(0), resize_output_shape(c.graph(), c.node(), c.shape(0)));
 }
 
 void space_to_depth(InferContext& c) {

@@ -159,6 +159,8 @@ bool needs_constant_input(OpType op, int input) {
       return input == 1;
     case OpType::Slice:
       return input >= 1;
+    case OpType::Resize:
+      return input >= 2;  // scales, sizes
     case OpType::Pad:
       return input == 1 || input == 3;
     case OpType::ConstantOfShape:

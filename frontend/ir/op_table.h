@@ -141,6 +141,8 @@
   X(Trilu,           data,   1, 2, 1, 1, trilu, rule, no) \
   X(CumSum,          scan,   2, 2, 1, 1, cumsum, rule, no) \
   X(EyeLike,         data,   1, 1, 1, 1, eye_like, zero, no) \
+  /* Resize(X, roi, scales, sizes): scales or sizes constant (resize.h). */ \
+  X(Resize,          data,   1, 4, 1, 1, resize, rule, no) \
   /* Y, Y_h (and Y_c): an IR node lists outputs up to the last one used. */ \
   X(LSTM,            recurrent, 3, 8, 1, 3, recurrent, unrolled, no) \
   X(GRU,             recurrent, 3, 6, 1, 2, recurrent, unrolled, no) \

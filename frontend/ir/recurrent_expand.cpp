@@ -11,6 +11,7 @@
 #include "frontend/ir/graph_rewrite.h"
 #include "frontend/ir/pool_grad.h"
 #include "frontend/ir/recurrent.h"
+#include "frontend/ir/resize.h"
 #include "frontend/ir/shape_inference.h"
 
 namespace mimic::ir {
@@ -406,10 +407,14 @@ Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_nod
     pick[i] = pick[i] && runs_expanded(g.node(static_cast<int>(i)).op);
   auto expand = [](NodeRewrite& r, const Node& n, const std::vector<ValueId>& inputs) {
     if (is_recurrent(n.op)) return Unroller(r.out, r.source, n, r.map).run();
-    Node expanded = n;
-    expanded.inputs = inputs;
     GraphBuilder b(r.out, n.name);
-    r.map[n.outputs[0]] = expand_max_pool_grad(b, expanded);
+    if (n.op == OpType::Resize) {
+      r.map[n.outputs[0]] = expand_resize(b, inputs[0], resize_spec(r.source, n));
+    } else {
+      Node expanded = n;
+      expanded.inputs = inputs;
+      r.map[n.outputs[0]] = expand_max_pool_grad(b, expanded);
+    }
     r.keep_role(n.outputs[0], r.map[n.outputs[0]]);
   };
   return rewrite_nodes(g, pick, expand, value_map);
@@ -442,15 +447,19 @@ std::string unroll_note(const Graph& g, const Graph& unrolled) {
                           op_name(n.op), n.name, s.seq_length, s.num_directions,
                           s.num_directions == 1 ? "" : "s");
   }
-  // The MaxPoolGrads that were unrolled: those of g the unrolled graph no longer has.
-  auto count_pool_grads = [](const Graph& graph) {
-    return std::count_if(graph.nodes().begin(), graph.nodes().end(),
-                         [](const Node& n) { return n.op == OpType::MaxPoolGrad; });
+  // The MaxPoolGrads and Resizes that were expanded: those of g the unrolled graph no longer has.
+  auto expanded = [&](OpType op) {
+    auto count = [op](const Graph& graph) {
+      return std::count_if(graph.nodes().begin(), graph.nodes().end(),
+                           [op](const Node& n) { return n.op == op; });
+    };
+    return count(g) - count(unrolled);
   };
-  const auto pool_grads = count_pool_grads(g) - count_pool_grads(unrolled);
   std::string what = layers.empty() ? "" : "recurrent layers unrolled: " + layers;
-  if (pool_grads > 0)
+  if (auto pool_grads = expanded(OpType::MaxPoolGrad); pool_grads > 0)
     what += fmt::format("{}{} MaxPoolGrad(s) as window ops", what.empty() ? "" : "; ", pool_grads);
+  if (auto resizes = expanded(OpType::Resize); resizes > 0)
+    what += fmt::format("{}{} Resize(s) as matrix products", what.empty() ? "" : "; ", resizes);
   return fmt::format("{}; {} nodes became {}", what, g.num_nodes(), unrolled.num_nodes());
 }
 
@@ -460,6 +469,8 @@ std::string unrolled_unsupported_reason(
   std::string why;
   if (n.op == OpType::MaxPoolGrad && g.value(n.inputs.at(0)).type.dtype != DType::f32)
     return "MaxPoolGrad runs as window ops in f32 only";
+  if (n.op == OpType::Resize && g.value(n.inputs.at(0)).type.dtype != DType::f32)
+    return "Resize runs as matrix products in f32 only";
   if (is_recurrent(n.op) && !can_unroll_recurrent(g, n, &why))
     return "recurrent layer not unrolled: " + why;
   Graph one = unrolled_node(g, n);

@@ -5,8 +5,9 @@
 // sequence_lens (constant) becomes constant Where masks and, for a backward direction, constant
 // Gather tables that walk each row from its last valid step. The unrolled graph computes exactly
 // the ONNX equations of recurrent.h; it has seq * (about 15) nodes per direction.
-// The same functions expand MaxPoolGrad into window ops (pool_grad.h) for backends without its
-// kernel: `runs_expanded` names the ops they expand.
+// The same functions expand MaxPoolGrad into window ops (pool_grad.h) and Resize into matrix
+// products (resize.h) for backends without their kernels: `runs_expanded` names the ops they
+// expand.
 #pragma once
 
 #include <functional>
@@ -17,9 +18,10 @@
 
 namespace mimic::ir {
 
-// Ops that backends without a kernel of their own run expanded: LSTM, GRU, RNN, MaxPoolGrad.
+// Ops that backends without a kernel of their own run expanded: LSTM, GRU, RNN, MaxPoolGrad,
+// Resize.
 inline bool runs_expanded(OpType op) {
-  return is_recurrent(op) || op == OpType::MaxPoolGrad;
+  return is_recurrent(op) || op == OpType::MaxPoolGrad || op == OpType::Resize;
 }
 
 // Whether node `n` (LSTM, GRU or RNN, inferred) can be unrolled: f32 data, sequence_lens absent

@@ -137,6 +137,7 @@ void constant_of_shape(InferContext& c);
 void constant(InferContext& c);
 void range(InferContext& c);
 void depth_to_space(InferContext& c);
+void resize(InferContext& c);
 void space_to_depth(InferContext& c);
 void eye_like(InferContext& c);
 void recurrent(InferContext& c);

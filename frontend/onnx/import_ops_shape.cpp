@@ -109,6 +109,38 @@ void eye_like(NodeConverter& c) {
   c.emit(OpType::EyeLike, {c.input(0)}, attrs);
 }
 
+// Resize-11..17 as given (the roi input only matters to tf_crop_and_resize, which is refused).
+// Resize-10 (X, scales) and Upsample-7/9 (scales as an attribute, then an input) had no
+// coordinate or rounding attributes: asymmetric coordinates, and ONNX Runtime's nearest rounding
+// of that era (floor when upsampling, ceil when downsampling: nearest_mode "simple").
+void resize(NodeConverter& c) {
+  const bool legacy = c.op_type() == "Upsample" || c.version() < 11;
+  ir::Attributes attrs = c.attributes(
+      {"scales", "antialias", "axes", "keep_aspect_ratio_policy", "extrapolation_value"});
+  std::string mode = c.has_attr("mode") ? attrs.get_string("mode", "nearest") : "nearest";
+  if (mode == "bilinear") mode = "linear";  // Upsample-7's name
+  attrs.set("mode", mode);
+  if (attrs.get_string("coordinate_transformation_mode", "") == "tf_crop_and_resize")
+    c.unsupported("coordinate_transformation_mode tf_crop_and_resize");
+  if (!legacy) {
+    std::vector<ir::ValueId> in{c.input(0), ir::kNoValue, c.input(2), c.input(3)};
+    while (in.back() == ir::kNoValue) in.pop_back();
+    return c.emit(OpType::Resize, in, attrs);
+  }
+  attrs.set("coordinate_transformation_mode", std::string("asymmetric"));
+  attrs.set("nearest_mode", std::string("simple"));
+  ir::ValueId scales = c.input(1);
+  if (c.op_type() == "Upsample" && c.version() < 9) {
+    std::vector<int64_t> unused;
+    const onnx::AttributeProto* a = c.attr("scales");
+    if (!a) c.malformed("Upsample-7 needs its scales attribute");
+    ir::HostTensor t(ir::DType::f32, ir::Shape({a->floats_size()}));
+    for (int i = 0; i < a->floats_size(); ++i) t.data<float>()[i] = a->floats(i);
+    scales = c.constant("scales", std::move(t));
+  }
+  c.emit(OpType::Resize, {c.input(0), ir::kNoValue, scales}, attrs);
+}
+
 }  // namespace
 
 void add_shape_converters(std::map<std::string, Converter>& t) {
@@ -125,6 +157,8 @@ void add_shape_converters(std::map<std::string, Converter>& t) {
   t["Unsqueeze"] = squeeze(OpType::Unsqueeze);
   t["Pad"] = pad;
   t["EyeLike"] = eye_like;
+  t["Resize"] = resize;
+  t["Upsample"] = resize;
 }
 
 }  // namespace mimic::onnx_import

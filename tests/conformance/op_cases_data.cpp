@@ -79,6 +79,43 @@ void movement_cases(std::vector<OpCase>& out) {
          {{"blocksize", int64_t{2}}, {"mode", std::string(mode)}});
     out.push_back(b.data_movement().done());
   }
+  // Resize: the maps of resize.h; scales (input 2) or sizes (input 3) constant.
+  struct ResizeCase {
+    const char* name;
+    ir::Attributes attrs;
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+  };
+  for (const ResizeCase& r :
+       {ResizeCase{"Resize/nearest_asymmetric_floor_x2",
+                   {{"coordinate_transformation_mode", std::string("asymmetric")},
+                    {"nearest_mode", std::string("floor")}},
+                   {1, 1, 2, 2},
+                   {}},
+        ResizeCase{"Resize/linear_pytorch_half_pixel_x1.5",
+                   {{"mode", std::string("linear")},
+                    {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}},
+                   {1, 1, 1.5f, 2},
+                   {}},
+        ResizeCase{"Resize/cubic_align_corners_sizes_down",
+                   {{"mode", std::string("cubic")},
+                    {"coordinate_transformation_mode", std::string("align_corners")}},
+                   {},
+                   {2, 3, 3, 4}},
+        ResizeCase{"Resize/linear_half_pixel_exclude_outside_down",
+                   {{"mode", std::string("linear")}, {"exclude_outside", int64_t{1}}},
+                   {1, 1, 0.6f, 0.5f},
+                   {}}}) {
+    CaseBuilder b(r.name);
+    ir::ValueId x = b.in(DType::f32, Shape({2, 3, 5, 6}));
+    std::vector<ir::ValueId> in{x, ir::kNoValue};
+    if (r.sizes.empty())
+      in.push_back(b.constant(f32_tensor(Shape({4}), r.scales)));
+    else
+      in.insert(in.end(), {ir::kNoValue, b.ints(r.sizes)});
+    b.op(OpType::Resize, in, r.attrs);
+    out.push_back(b.matrix().done());  // the chips run it as matrix products
+  }
   out.push_back(single("SpaceToDepth/blocksize2", OpType::SpaceToDepth, DType::f32,
                        Shape({1, 2, 4, 6}), nullptr, {{"blocksize", int64_t{2}}}));
   out.push_back(single("Trilu/upper_k1", OpType::Trilu, DType::f32, Shape({2, 4, 5}),

@@ -283,12 +283,12 @@ TEST(OnnxImport, OneErrorListsEveryUnsupportedOp) {
   ModelBuilder b(13);
   b.input("x", TensorProto::FLOAT, {int64_t{1}, int64_t{1}, int64_t{4}, int64_t{4}});
   b.input("u", TensorProto::UINT8, {int64_t{4}});
-  b.node("Resize", {"x"}, {"r1"}, "resize_a");
-  b.node("Resize", {"x"}, {"r2"}, "resize_b");
+  b.node("NonZero", {"x"}, {"r1"}, "nz_a");
+  b.node("NonZero", {"x"}, {"r2"}, "nz_b");
   b.node("NonMaxSuppression", {"x"}, {"nms"}, "nms");
   auto& mp = b.node("MaxPool", {"x"}, {"p", "idx"}, "pool");
   attr_ints(mp, "kernel_shape", {2, 2});
-  b.node("Relu", {"r1"}, {"after"}, "after_resize");
+  b.node("Relu", {"r1"}, {"after"}, "after_nonzero");
   b.node("FusedConv", {"x"}, {"f"}, "fused").set_domain("com.microsoft");
   b.output("after");
   b.output("p");
@@ -298,11 +298,11 @@ TEST(OnnxImport, OneErrorListsEveryUnsupportedOp) {
   } catch (const UnsupportedOpError& e) {
     std::string m = e.what();
     for (const char* part :
-         {"(opset 13)", "Resize (no IR equivalent): node 'resize_a', node 'resize_b'",
+         {"(opset 13)", "NonZero (no IR equivalent): node 'nz_a', node 'nz_b'",
           "NonMaxSuppression (no IR equivalent): node 'nms'", "MaxPool (the Indices output)",
           "node 'pool'", "dtype UINT8: input 'u'", "com.microsoft.FusedConv", "node 'fused'"})
       EXPECT_NE(m.find(part), std::string::npos) << "missing '" << part << "' in: " << m;
-    EXPECT_EQ(m.find("after_resize"), std::string::npos) << "a supported op is listed: " << m;
+    EXPECT_EQ(m.find("after_nonzero"), std::string::npos) << "a supported op is listed: " << m;
     EXPECT_EQ(e.op_types().size(), 5u);
   }
 }

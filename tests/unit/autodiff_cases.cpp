@@ -322,6 +322,21 @@ std::vector<Case> shape_cases() {
       depth_space(OpType::DepthToSpace, Shape({2, 8, 2, 3}),
                   {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}),
       depth_space(OpType::SpaceToDepth, Shape({2, 3, 4, 6}), {{"blocksize", int64_t{2}}}),
+      one("Resize linear pytorch_half_pixel up", Shape({1, 2, 3, 4}),
+          [](GraphBuilder& b, ValueId x) {
+            std::vector<float> s{1, 1, 2, 1.5f};
+            ValueId scales =
+                b.graph().add_constant("scales", ir::HostTensor::from(Shape({4}), s.data()));
+            return b.op(OpType::Resize, {x, ir::kNoValue, scales},
+                        {{"mode", std::string("linear")},
+                         {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}});
+          }),
+      one("Resize cubic align_corners sizes down", Shape({1, 2, 5, 6}),
+          [](GraphBuilder& b, ValueId x) {
+            return b.op(OpType::Resize, {x, ir::kNoValue, ir::kNoValue, b.ints({1, 2, 3, 4})},
+                        {{"mode", std::string("cubic")},
+                         {"coordinate_transformation_mode", std::string("align_corners")}});
+          }),
       {"ScatterND",
        {{Shape({4, 3, 2})}, {Shape({2, 2})}},
        [](GraphBuilder& b, const std::vector<ValueId>& x) {
