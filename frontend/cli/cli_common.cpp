@@ -87,7 +87,10 @@ std::string format_count(double n, const std::string& unit) {
     ++i;
   }
   std::string suffix = std::string(prefixes[i]) + unit;
-  return suffix.empty() ? fmt::format("{:.2f}", n) : fmt::format("{:.2f} {}", n, suffix);
+  // Whole numbers below a thousand (4 parameters, 8 tiles) without decimals.
+  std::string number =
+      i == 0 && n == std::floor(n) ? fmt::format("{:.0f}", n) : fmt::format("{:.2f}", n);
+  return suffix.empty() ? number : number + " " + suffix;
 }
 
 }  // namespace mimic::cli

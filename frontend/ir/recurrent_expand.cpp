@@ -471,6 +471,9 @@ std::string unrolled_unsupported_reason(
     return "MaxPoolGrad runs as window ops in f32 only";
   if (n.op == OpType::Resize && g.value(n.inputs.at(0)).type.dtype != DType::f32)
     return "Resize runs as matrix products in f32 only";
+  if (n.op == OpType::Resize)
+    if (std::string limit = resize_expansion_limit(resize_spec(g, n)); !limit.empty())
+      return "Resize as matrix products: " + limit;
   if (is_recurrent(n.op) && !can_unroll_recurrent(g, n, &why))
     return "recurrent layer not unrolled: " + why;
   Graph one = unrolled_node(g, n);

@@ -179,6 +179,17 @@ bool resize_axis_is_identity(const ResizeSpec& s, int axis) {
   return true;
 }
 
+std::string resize_expansion_limit(const ResizeSpec& s) {
+  constexpr int64_t kMaxElements = int64_t{1} << 24;
+  for (int axis = 0; axis < s.input.rank(); ++axis) {
+    const int64_t in = s.input[axis], out = s.output[axis];
+    if (in > kMaxElements / std::max<int64_t>(out, 1) && !resize_axis_is_identity(s, axis))
+      return fmt::format("the matrix of axis {} ({} x {}) is over {} elements", axis, out, in,
+                         kMaxElements);
+  }
+  return "";
+}
+
 namespace {
 
 // The map of `axis` as an f32 matrix: [out, in], or [in, out] when transposed.

@@ -48,6 +48,10 @@ std::vector<ResizeTap> resize_taps(const ResizeSpec& s, int axis);
 // Whether the map of `axis` is the identity (same length, each output reads its own input).
 bool resize_axis_is_identity(const ResizeSpec& s, int axis);
 
+// Why expand_resize should not write `s` ("" when it may): a map's matrix over 2^24 elements
+// (64 MB of f32 constants for one axis; such a resize runs on the cpu fallback instead).
+std::string resize_expansion_limit(const ResizeSpec& s);
+
 // x (shaped s.input, f32) resized: one MatMul per non-identity axis by the map's matrix. With
 // `transposed`, the transposed maps in reverse order (shaped s.output -> s.input): the gradient.
 ValueId expand_resize(GraphBuilder& b, ValueId x, const ResizeSpec& s, bool transposed = false);

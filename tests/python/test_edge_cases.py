@@ -416,3 +416,17 @@ def test_random_token_ids_stay_inside_the_vocabulary(tmp_path):
     r = subprocess.run([MIMIC, "train", "--onnx", path, "--batch", "4", "--steps", "2", "--loss", "mse"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_resize_too_large_for_matrices_falls_back_with_the_reason(tmp_path):
+    """A resize whose per-axis matrix would be over 2^24 elements (8192 -> 16384 here) runs on the
+    cpu fallback instead of writing a 512 MB constant; the report says why."""
+    scales = helper.make_tensor("s", TensorProto.FLOAT, [4], [1, 1, 1, 2])
+    path = save(tmp_path, [helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear")],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1, 8192])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 1, 16384])], opset=13,
+                initializers=[scales])
+    x = np.arange(8192, dtype=np.float32).reshape(1, 1, 1, 8192)
+    exe = mimic.compile(mimic.onnx.load(path), device="tpu-emu:v4", example_inputs=[x])
+    assert any("over 16777216 elements" in r for r in exe.compile_report["fallback_reasons"])
+    np.testing.assert_allclose(np.asarray(exe(x))[0, 0, 0, 1:-1:2], np.arange(8191) + 0.25, rtol=1e-6)
