@@ -291,8 +291,12 @@ bool always_supported(OpType op) {
 
 }  // namespace
 
+// Besides what every backend without a kernel expands: instance normalization (GroupNorm's
+// export) as reductions and vector ops, DepthToSpace and SpaceToDepth as a reshape, a transpose
+// and a reshape, as XLA emits them.
 bool runs_unrolled(const ir::Graph& g, const ir::Node& n) {
-  return ir::runs_expanded(n.op) && !(n.op == OpType::MaxPoolGrad && window_2d(g, n));
+  if (n.op == OpType::MaxPoolGrad) return !window_2d(g, n);
+  return ir::can_expand(n.op);
 }
 
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why) {

@@ -54,8 +54,9 @@ CompiledProgram compile_program(const ir::Graph& g, const models::tpu::TpuSpec& 
 
 // Whether the chip can run node `n` (else it falls back to cpu). `why` gets a short reason.
 bool supports_node(const ir::Graph& g, const ir::Node& n, std::string* why = nullptr);
-// Whether node n runs unrolled into other ops (frontend/ir/recurrent_expand.h): recurrent layers
-// and 3-D MaxPoolGrad; 1-D and 2-D MaxPoolGrad has a lowering of its own.
+// Whether node n runs unrolled into other ops (frontend/ir/recurrent_expand.h): recurrent layers,
+// Resize, InstanceNormalization, DepthToSpace, SpaceToDepth and 3-D MaxPoolGrad; 1-D and 2-D
+// MaxPoolGrad has a lowering of its own.
 bool runs_unrolled(const ir::Graph& g, const ir::Node& n);
 
 }  // namespace mimic::backends::tpu_emu

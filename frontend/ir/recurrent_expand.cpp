@@ -10,6 +10,7 @@
 #include "frontend/ir/graph_builder.h"
 #include "frontend/ir/graph_rewrite.h"
 #include "frontend/ir/pool_grad.h"
+#include "frontend/ir/primitive_expansions.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/resize.h"
 #include "frontend/ir/shape_inference.h"
@@ -404,12 +405,16 @@ Graph unroll_recurrent_nodes(const Graph& g, const std::vector<bool>& unroll_nod
                              std::vector<ValueId>* value_map) {
   std::vector<bool> pick(unroll_node);
   for (size_t i = 0; i < pick.size() && i < static_cast<size_t>(g.num_nodes()); ++i)
-    pick[i] = pick[i] && runs_expanded(g.node(static_cast<int>(i)).op);
+    pick[i] = pick[i] && can_expand(g.node(static_cast<int>(i)).op);
   auto expand = [](NodeRewrite& r, const Node& n, const std::vector<ValueId>& inputs) {
     if (is_recurrent(n.op)) return Unroller(r.out, r.source, n, r.map).run();
     GraphBuilder b(r.out, n.name);
     if (n.op == OpType::Resize) {
       r.map[n.outputs[0]] = expand_resize(b, inputs[0], resize_spec(r.source, n));
+    } else if (n.op == OpType::InstanceNormalization) {
+      r.map[n.outputs[0]] = expand_instance_norm(b, n, inputs);
+    } else if (n.op == OpType::DepthToSpace || n.op == OpType::SpaceToDepth) {
+      r.map[n.outputs[0]] = expand_depth_space(b, n, inputs[0]);
     } else {
       Node expanded = n;
       expanded.inputs = inputs;

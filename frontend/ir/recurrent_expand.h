@@ -23,6 +23,12 @@ namespace mimic::ir {
 inline bool runs_expanded(OpType op) {
   return is_recurrent(op) || op == OpType::MaxPoolGrad || op == OpType::Resize;
 }
+// Those, and the ops a backend may choose to run expanded (primitive_expansions.h):
+// InstanceNormalization, DepthToSpace, SpaceToDepth.
+inline bool can_expand(OpType op) {
+  return runs_expanded(op) || op == OpType::InstanceNormalization || op == OpType::DepthToSpace ||
+         op == OpType::SpaceToDepth;
+}
 
 // Whether node `n` (LSTM, GRU or RNN, inferred) can be unrolled: f32 data, sequence_lens absent
 // or constant, initial states runtime values or constant zeros, and at least one time step. Else
