@@ -85,22 +85,45 @@ void check_samples(const std::string& path, const ir::HostTensor& t, const ir::T
                                       fmt::join(dims, ",")));
 }
 
+// How many target rows one sample has: k when the model's output has batch * k rows (a language
+// model's logits [B*S, V], its labels [B*S]), else 1. y may give them per sample ([N, k, ...],
+// read as [N*k, ...]) or flat ([N*k, ...]); `samples` is N.
+int64_t rows_per_sample(ir::HostTensor& y, const ir::TensorType& target, int64_t batch,
+                        int64_t& samples) {
+  const ir::Shape& want = target.shape;
+  samples = y.shape().rank() > 0 ? y.shape()[0] : 0;
+  if (want.rank() < 1 || want[0] % batch != 0 || want[0] == batch) return 1;
+  const int64_t k = want[0] / batch;
+  if (y.shape().rank() == want.rank() + 1 && y.shape()[1] == k) {
+    std::vector<int64_t> dims = y.shape().dims();
+    dims.erase(dims.begin());
+    dims[0] = samples * k;
+    y = y.reshaped(ir::Shape(dims));
+  } else if (y.shape().rank() == want.rank() && samples % k == 0) {
+    samples /= k;
+  }
+  return k;
+}
+
 // --data x.npy y.npy: x holds samples of the model input, y the loss targets (cross_entropy:
-// i64 class indices [N]; mse and bce_with_logits: f32 shaped like the model output).
+// i64 class indices [N], or [N, k] or [N*k] for a model whose output has k rows per sample; mse
+// and bce_with_logits: f32 shaped like the model output).
 Batches file_data(const TrainStep& step, const ir::TensorType& in, const TrainArgs& a) {
   ir::HostTensor x = read_npy(a.data[0]), y = read_npy(a.data[1]);
   const TrainGraph& t = step.train_graph();
   check_samples(a.data[0], x, in, "the model input");
+  int64_t y_samples = 0;
+  const int64_t k = rows_per_sample(y, t.target_type, a.batch, y_samples);
   check_samples(a.data[1], y, t.target_type, "the " + a.loss + " target");
-  if (x.shape()[0] != y.shape()[0])
+  if (x.shape()[0] != y_samples)
     throw InvalidArgument(fmt::format("--data: {} has {} samples, {} has {}", a.data[0],
-                                      x.shape()[0], a.data[1], y.shape()[0]));
+                                      x.shape()[0], a.data[1], y_samples));
   if (x.shape()[0] < a.batch)
     throw InvalidArgument(fmt::format("--data: {} has {} samples, fewer than one batch of {}",
                                       a.data[0], x.shape()[0], a.batch));
   Batches out;
   for (int64_t first = 0; first + a.batch <= x.shape()[0]; first += a.batch)
-    out.emplace_back(rows(x, first, a.batch), rows(y, first, a.batch));
+    out.emplace_back(rows(x, first, a.batch), rows(y, first * k, a.batch * k));
   return out;
 }
 

@@ -433,3 +433,28 @@ def test_resize_too_large_for_matrices_falls_back_with_the_reason(tmp_path):
     exe = mimic.compile(mimic.onnx.load(path), device="tpu-emu:v4", example_inputs=[x])
     assert any("over 16777216 elements" in r for r in exe.compile_report["fallback_reasons"])
     np.testing.assert_allclose(np.asarray(exe(x))[0, 0, 0, 1:-1:2], np.arange(8191) + 0.25, rtol=1e-6)
+
+
+def test_cli_trains_token_level_labels(tmp_path):
+    """A language model's logits [B*S, V] and labels per token: --data takes y as [N, S] or flat [N*S]."""
+    rng = np.random.default_rng(0)
+    table = helper.make_tensor("table", TensorProto.FLOAT, [10, 6], rng.standard_normal(60).astype(np.float32))
+    head = helper.make_tensor("head", TensorProto.FLOAT, [6, 10], rng.standard_normal(60).astype(np.float32))
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [-1, 6])
+    nodes = [helper.make_node("Gather", ["table", "tok"], ["emb"]),
+             helper.make_node("Reshape", ["emb", "shape"], ["flat"]),
+             helper.make_node("MatMul", ["flat", "head"], ["logits"])]
+    path = save(tmp_path, nodes, [helper.make_tensor_value_info("tok", TensorProto.INT64, [2, 4])],
+                [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [8, 10])], opset=13,
+                initializers=[table, head, shape])
+    x = rng.integers(0, 10, (4, 4)).astype(np.int64)
+    y = rng.integers(0, 10, (4, 4)).astype(np.int64)
+    losses = []
+    for name, labels in (("y2d.npy", y), ("yflat.npy", y.reshape(16))):
+        np.save(tmp_path / "x.npy", x)
+        np.save(tmp_path / name, labels)
+        r = subprocess.run([MIMIC, "train", "--onnx", path, "--data", str(tmp_path / "x.npy"), str(tmp_path / name),
+                            "--batch", "2", "--steps", "2", "--json"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        losses.append(json.loads(r.stdout)["train"]["last_loss"])
+    assert losses[0] == losses[1]
