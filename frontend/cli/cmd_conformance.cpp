@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "frontend/api/compile.h"
 #include "frontend/cli/cli_common.h"
 #include "frontend/onnx/conformance.h"
 
@@ -51,7 +52,20 @@ nlohmann::json to_json(const conformance::TestResult& r) {
           {"fallback_reasons", r.fallback_reasons}};
 }
 
+// The device string and precision fail every test alike when wrong: checked once, up front, by
+// compiling a one-op graph (an unknown precision is the backend's InvalidArgument).
+void check_device_and_precision(const ConformanceArgs& a) {
+  ir::Graph g("precision_check");
+  ir::ValueId x = g.add_input("x", ir::DType::f32, ir::Shape({1, 4}));
+  g.add_output(g.add_node(ir::OpType::Relu, "relu", {x})[0]);
+  CompileOptions o;
+  o.precision = a.precision;
+  o.compile_only = true;
+  compile(g, Device(a.device), o);
+}
+
 int run(const ConformanceArgs& a) {
+  check_device_and_precision(a);
   std::vector<conformance::TestCase> tests = select_tests(a);
   conformance::RunnerOptions options{a.device, a.precision};
   auto print = [&](const conformance::TestResult& r) {
