@@ -182,6 +182,12 @@ TEST_F(CliConformance, BadArguments) {
   add_test("test_relu", "Relu", 0);
   EXPECT_EQ(mimic("conformance --suite " + dir_ + "/suite --filter '('").code, 2);
   EXPECT_EQ(mimic("conformance --suite " + dir_ + "/suite --filter nothing_matches").code, 2);
+  // A precision the device does not have fails once, not once per test.
+  Result p =
+      mimic("conformance --device ipu-emu:gc200 --precision highest --suite " + dir_ + "/suite");
+  EXPECT_EQ(p.code, 2);
+  EXPECT_EQ(p.out.find("FAIL"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("precision 'highest' is not supported"), std::string::npos) << p.err;
   EXPECT_EQ(mimic("conformance --suite " + dir_ + "/no_such_folder").code, 2);
   EXPECT_EQ(mimic("conformance --suite " + dir_ + "/suite --device cpu:1").code, 5);
 }
