@@ -19,7 +19,7 @@ namespace {
 using ir::DType;
 using ir::Shape;
 
-constexpr int64_t kClasses = 10;
+constexpr int64_t kPipelineClasses = 10;
 
 // Four 3x3 convolutions (16 channels, 16x16) with ReLUs, pooled into a linear layer: two
 // pipeline stages of two convolutions each, whose ReLU outputs the backward pass reads.
@@ -32,7 +32,7 @@ std::shared_ptr<nn::Sequential> conv_net() {
   }
   m->push_back(std::make_shared<nn::GlobalAvgPool>());
   m->push_back(std::make_shared<nn::Flatten>());
-  m->push_back(std::make_shared<nn::Linear>(16, kClasses, true, nn::Init{9}));
+  m->push_back(std::make_shared<nn::Linear>(16, kPipelineClasses, true, nn::Init{9}));
   return m;
 }
 
