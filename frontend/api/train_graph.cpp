@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "frontend/ir/autodiff.h"
 #include "frontend/ir/batch_norm_train.h"
+#include "frontend/ir/op_helpers.h"
 #include "frontend/ir/recurrent.h"
 #include "frontend/ir/recurrent_expand.h"
 #include "frontend/ir/shape_inference.h"
@@ -287,11 +288,36 @@ void annotate_step(TrainGraph& t, const std::vector<ValueId>& grads, int forward
 
 }  // namespace
 
+namespace {
+
+// Whether a parameter read at input `input` of `n` trains: not through shape and count
+// parameters, Resize's roi, scales and sizes, Dropout's ratio, Clip's bounds or Pad's value (a
+// model file may store them as float initializers; PyTorch takes them as numbers).
+bool trains_through(const ir::Node& n, int input) {
+  if (ir::needs_constant_input(n.op, input)) return false;
+  switch (n.op) {
+    case OpType::Resize:
+    case OpType::Dropout:
+    case OpType::Clip:
+    case OpType::Pad:
+      return input == 0;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
 NamedTensors graph_parameters(const ir::Graph& g) {
+  std::vector<bool> trainable(g.num_values(), false);
+  for (const ir::Node& n : g.nodes())
+    for (int i = 0; i < n.num_inputs(); ++i)
+      if (n.has_input(i) && trains_through(n, i)) trainable[n.inputs[i]] = true;
   NamedTensors out;
   for (ValueId v = 0; v < g.num_values(); ++v) {
     const ir::Value& val = g.value(v);
-    if (val.initializer && val.constant && val.producer < 0 && ir::is_floating(val.type.dtype))
+    if (val.initializer && val.constant && val.producer < 0 && ir::is_floating(val.type.dtype) &&
+        trainable[v])
       out.emplace_back(val.name, *val.constant);
   }
   return out;

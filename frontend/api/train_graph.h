@@ -70,7 +70,9 @@ struct TrainGraph {
 // With `loss_scaling`, the gradients are those of loss * S (S a graph input) times 1/S, and an
 // output checks them for inf/NaN (TrainRole::loss_scale, TrainRole::grads_check).
 // The trainable parameters of an imported model: its floating-point initializers (ir::Value::
-// initializer), by name, sharing storage with the graph so build_train_graph() matches them.
+// initializer) that some node reads where a parameter trains (not a shape, a Resize's scales,
+// Dropout's ratio, Clip's bounds or Pad's value), by name, sharing storage with the graph so
+// build_train_graph() matches them.
 NamedTensors graph_parameters(const ir::Graph& g);
 
 // Recurrent layers (LSTM, GRU, RNN) are unrolled into primitive ops (frontend/ir/

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "frontend/api/report_json.h"
 #include "frontend/api/trace.h"
+#include "frontend/api/train_graph.h"
 #include "frontend/api/zoo.h"
 #include "frontend/cli/cli_common.h"
 #include "frontend/cli/run_io.h"
@@ -36,12 +37,12 @@ struct LoadedModel {
   int64_t parameters = 0;
 };
 
-// An ONNX file: parameters are the elements of its constants (initializers).
+// An ONNX file: parameters are the elements of the initializers that would train
+// (graph_parameters: weights, not shapes or scales).
 LoadedModel load_onnx(const RunArgs& a) {
   if (!a.model.empty()) throw InvalidArgument("give either --model or --onnx, not both");
   LoadedModel out{onnx_import::import_model(a.onnx).graph, 100, 0};
-  for (int v = 0; v < out.graph.num_values(); ++v)
-    if (out.graph.value(v).constant) out.parameters += out.graph.value(v).constant->numel();
+  for (const auto& [name, tensor] : graph_parameters(out.graph)) out.parameters += tensor.numel();
   return out;
 }
 

@@ -63,7 +63,15 @@ Graph rewrite_nodes(const Graph& g, const std::vector<bool>& pick, const NodeExp
       copy_node(r, n, inputs);
     for (int k = first_new; k < out.num_nodes(); ++k) out.node(k).phase = n.phase;
   }
-  for (ValueId v : g.outputs()) out.add_output(get(v));
+  for (ValueId v : g.outputs()) {
+    ValueId copy = get(v);
+    // An expanded node's result takes the name of the output it replaces (a graph output keeps
+    // its ONNX name; its builder named it "<node>/<Op>").
+    if (out.value(copy).producer >= 0 && out.value(copy).name != g.value(v).name &&
+        g.value(v).producer >= 0 && pick[g.value(v).producer])
+      out.value(copy).name = g.value(v).name;
+    out.add_output(copy);
+  }
   infer_shapes(out);
   if (value_map) *value_map = std::move(map);
   return out;

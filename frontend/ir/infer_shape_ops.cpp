@@ -353,7 +353,10 @@ void depth_to_space(InferContext& c) {
 
 // ONNX Resize: floating-point data; the output shape from the constant scales or sizes.
 void resize(InferContext& c) {
-  c.expect_dtype(0, {DType::f32, DType::f64, DType::f16, DType::bf16});
+  if (!is_floating(c.dtype(0)))
+    throw UnsupportedOpError(fmt::format("{}: Resize of {} data is not supported (floating point)",
+                                         describe(c.graph(), c.node()), dtype_name(c.dtype(0))),
+                             {"Resize (integer data)"});
   c.set_output(0, c.dtype(0), resize_output_shape(c.graph(), c.node(), c.shape(0)));
 }
 

@@ -51,6 +51,8 @@ void check_attributes(const Graph& g, const Node& n) {
     fail(g, n, fmt::format("coordinate_transformation_mode '{}' is not one of ONNX's", coordinate));
   if (!nearest.count(rounding))
     fail(g, n, fmt::format("nearest_mode '{}' is not one of ONNX's", rounding));
+  const double a = n.attrs.get_float("cubic_coeff_a", -0.75);
+  if (!std::isfinite(a)) fail(g, n, fmt::format("cubic_coeff_a {} is not finite", a));
 }
 
 // Where output coordinate `i` of an axis of `in` elements falls in the input. As in ONNX's
@@ -107,6 +109,10 @@ Shape resize_output_shape(const Graph& g, const Node& n, const Shape& input) {
                       sizes = constant_doubles(g, n, kSizes);
   if (scales.empty() == sizes.empty())
     fail(g, n, "give exactly one of scales and sizes (a non-empty constant)");
+  if (!sizes.empty() && g.value(n.inputs[kSizes]).type.dtype != DType::i64)
+    fail(g, n,
+         fmt::format("sizes must be int64, not {}",
+                     dtype_name(g.value(n.inputs[kSizes]).type.dtype)));
   const std::vector<double>& given = scales.empty() ? sizes : scales;
   if (static_cast<int>(given.size()) != input.rank())
     fail(g, n,
@@ -125,7 +131,12 @@ Shape resize_output_shape(const Graph& g, const Node& n, const Shape& input) {
       fail(g, n,
            fmt::format("{} value {} of axis {} must be positive",
                        scales.empty() ? "sizes" : "scales", v, i));
-    const double length = scales.empty() ? v : std::floor(static_cast<double>(input[i]) * v);
+    // floor(length * scale) in float, as ONNX's shape inference, onnxruntime and PyTorch compute
+    // it: 10 * 0.7f is 7 in float, 6.99999988 in double.
+    const double length =
+        scales.empty()
+            ? v
+            : std::floor(static_cast<double>(static_cast<float>(input[i]) * static_cast<float>(v)));
     if (length < 1 || length > 1e12)
       fail(g, n,
            fmt::format("axis {} of {} elements would have {} (scale {})", i, input[i], length, v));

@@ -127,6 +127,9 @@ void resize(NodeConverter& c) {
     while (in.back() == ir::kNoValue) in.pop_back();
     return c.emit(OpType::Resize, in, attrs);
   }
+  if (mode != "nearest" && mode != "linear")
+    c.malformed(
+        fmt::format("mode '{}': opset-10 Resize and Upsample have nearest and linear", mode));
   attrs.set("coordinate_transformation_mode", std::string("asymmetric"));
   attrs.set("nearest_mode", std::string("simple"));
   ir::ValueId scales = c.input(1);

@@ -458,3 +458,48 @@ def test_cli_trains_token_level_labels(tmp_path):
         assert r.returncode == 0, r.stderr
         losses.append(json.loads(r.stdout)["train"]["last_loss"])
     assert losses[0] == losses[1]
+
+
+def test_resize_length_is_floor_of_the_float_product(tmp_path):
+    """10 * 0.7f is 7 in float (ONNX shape inference, onnxruntime, PyTorch), 6.99999988 in double."""
+    scales = helper.make_tensor("s", TensorProto.FLOAT, [4], [1, 1, 0.7, 1.3])
+    path = save(tmp_path, [helper.make_node("Resize", ["x", "", "s"], ["y"])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 10, 10])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 7, 13])], opset=13,
+                initializers=[scales])
+    x = np.ones((1, 1, 10, 10), np.float32)
+    assert np.asarray(mimic.compile(mimic.onnx.load(path), device="cpu", example_inputs=[x])(x)).shape == (1, 1, 7, 13)
+
+
+def test_float_initializers_that_are_not_weights_do_not_train(tmp_path):
+    """Resize's scales, Dropout's ratio and Clip's bounds stored as float initializers stay constants."""
+    rng = np.random.default_rng(0)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [2, 2, 1, 1], rng.standard_normal(4).astype(np.float32))
+    inits = [w, helper.make_tensor("s", TensorProto.FLOAT, [4], [1, 1, 2, 2]),
+             helper.make_tensor("ratio", TensorProto.FLOAT, [], [0.25]),
+             helper.make_tensor("training", TensorProto.BOOL, [], [True]),
+             helper.make_tensor("lo", TensorProto.FLOAT, [], [-1.0]), helper.make_tensor("hi", TensorProto.FLOAT, [], [1.0])]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Resize", ["c", "", "s"], ["r"]),
+             helper.make_node("Dropout", ["r", "ratio", "training"], ["d"]),
+             helper.make_node("Clip", ["d", "lo", "hi"], ["y"])]
+    path = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2, 3, 3])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2, 6, 6])], opset=13, initializers=inits)
+    x = rng.standard_normal((2, 2, 3, 3)).astype(np.float32)
+    step = mimic.compile_train(mimic.onnx.load(path), "mse", mimic.optim.SGD([], lr=0.1), "cpu", example_inputs=x)
+    assert set(step.state_dict()) == {"w", "optimizer.step"}
+    assert np.isfinite(float(step(x, np.zeros((2, 2, 6, 6), np.float32))))
+
+
+@pytest.mark.parametrize("device", ["cpu", "tpu-emu:v4"])
+def test_training_mode_batchnorm_output_keeps_its_name(tmp_path, device):
+    inits = [helper.make_tensor(n, TensorProto.FLOAT, [3], v) for n, v in
+             (("scale", [1, 1, 1]), ("bias", [0, 0, 0]), ("mean", [0, 0, 0]), ("var", [1, 1, 1]))]
+    node = helper.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"], ["y"], training_mode=1)
+    path = save(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])], opset=15, initializers=inits)
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32))
+    out = tmp_path / "out"
+    r = subprocess.run([MIMIC, "run", "--onnx", path, "--device", device, "--input", f"x={tmp_path / 'x.npy'}",
+                        "--output-dir", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(out)) == ["y.npy"]
