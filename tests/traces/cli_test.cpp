@@ -153,7 +153,8 @@ TEST_F(TraceCli, ReportWritesSelfContainedHtml) {
 
 TEST_F(TraceCli, BadInputsGiveOneLineErrors) {
   expect_one_line_error(mimic("trace summary " + tmp_->file("missing.db")), "does not exist", 6);
-  expect_one_line_error(mimic("trace summary --run 42 " + a_), "run 42 is not in trace", 2);
+  expect_one_line_error(mimic("trace summary --run 123456789 " + a_),
+                        "run 123456789 is not in trace", 2);
   expect_one_line_error(mimic("trace summary --by cheese " + a_), "--by must be", 2);
   expect_one_line_error(mimic("trace export " + a_ + " --format xml -o " + tmp_->file("x")),
                         "--format must be", 2);

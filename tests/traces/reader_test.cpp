@@ -192,10 +192,11 @@ TEST_F(TraceReaderTest, RunsAreFoundByIdUuidPrefixOrLast) {
   EXPECT_EQ(r.resolve_run(runs[0].uuid), 1);
   EXPECT_EQ(r.resolve_run(runs[1].uuid.substr(0, 13)), 2);
   try {
-    r.resolve_run("7");
-    FAIL() << "run 7 does not exist";
+    r.resolve_run("123456789");  // 9 digits: never a uuid prefix (its 9th character is a dash)
+    FAIL() << "run 123456789 does not exist";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("run 7 is not in trace"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("run 123456789 is not in trace"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("ids 1..2"), std::string::npos) << e.what();
   }
   EXPECT_THROW(r.resolve_run("zzzz"), InvalidArgument);
