@@ -218,11 +218,17 @@ HostTensor axis_matrix(const ResizeSpec& s, int axis, bool transposed) {
   return m;
 }
 
-// Applies `map` ([to, from]) along `axis` of x.
+// Applies `map` ([to, from]) along `axis` of x. Along the last axis it is one product x * map^T
+// with every other axis in its rows; along another axis, that axis is moved last and back, so the
+// chip sees the same one large product (a [to, from] matrix broadcast over a batch of images is
+// as many small products) unless nothing precedes the axis but size-1 dims.
 ValueId map_axis(GraphBuilder& b, ValueId x, int axis, HostTensor map) {
-  const int rank = b.shape(x).rank();
+  const Shape shape = b.shape(x);
+  const int rank = shape.rank();
   auto constant = [&](HostTensor t) { return b.graph().add_constant("resize_map", std::move(t)); };
-  if (axis == rank - 2) return b.op(OpType::MatMul, {constant(std::move(map)), x});
+  int64_t leading = 1;
+  for (int i = 0; i < axis; ++i) leading *= shape[i];
+  if (axis == rank - 2 && leading == 1) return b.op(OpType::MatMul, {constant(std::move(map)), x});
   // Along the last axis: x [.., from] times map^T [from, to].
   const int64_t to = map.shape()[0], from = map.shape()[1];
   HostTensor mt(DType::f32, Shape({from, to}));
