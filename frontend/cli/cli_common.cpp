@@ -79,6 +79,16 @@ std::string format_seconds(double s) {
   return fmt::format("{:.0f} ns", s * 1e9);
 }
 
+void check_onnx_layout(const std::string& onnx, const std::vector<std::string>& layouts) {
+  if (onnx.empty()) return;
+  for (const std::string& layout : layouts)
+    if (layout != "nchw")
+      throw InvalidArgument(fmt::format(
+          "--layout {} applies to zoo models: {} keeps the layout it was written in (the compiler "
+          "picks the physical one, e.g. tpu-emu's --option layout=auto)",
+          layout, onnx));
+}
+
 std::string format_count(double n, const std::string& unit) {
   const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
   int i = 0;

@@ -33,6 +33,11 @@ Command add_scalesim_command(CLI::App& app);
 // 5 device unavailable, 6 files, 7 run-time failure.
 int exit_code(ErrorKind kind);
 
+// --layout picks a zoo model's activation layout; an ONNX graph keeps the layout it was written in
+// (the compiler picks the physical one). Throws InvalidArgument when an ONNX model is given a
+// layout other than the default nchw.
+void check_onnx_layout(const std::string& onnx, const std::vector<std::string>& layouts);
+
 // Adds --max-tensor-bytes SIZE: the process-wide limit of one tensor (ir::set_max_tensor_bytes),
 // checked on the model's initializers and inferred shapes before anything is allocated.
 void add_memory_limit_option(CLI::App* cmd);

@@ -41,6 +41,7 @@ struct LoadedModel {
 // (graph_parameters: weights, not shapes or scales).
 LoadedModel load_onnx(const RunArgs& a) {
   if (!a.model.empty()) throw InvalidArgument("give either --model or --onnx, not both");
+  check_onnx_layout(a.onnx, {a.layout});
   LoadedModel out{onnx_import::import_model(a.onnx).graph, 100, 0};
   for (const auto& [name, tensor] : graph_parameters(out.graph)) out.parameters += tensor.numel();
   return out;

@@ -114,7 +114,11 @@ Batches file_data(const TrainStep& step, const ir::TensorType& in, const TrainAr
   check_samples(a.data[0], x, in, "the model input");
   int64_t y_samples = 0;
   const int64_t k = rows_per_sample(y, t.target_type, a.batch, y_samples);
-  check_samples(a.data[1], y, t.target_type, "the " + a.loss + " target");
+  check_samples(a.data[1], y, t.target_type,
+                a.loss == "cross_entropy"
+                    ? "the cross_entropy target (class indices; per token [N, S] or [N*S] for a "
+                      "model whose output has S rows per sample)"
+                    : "the " + a.loss + " target");
   if (x.shape()[0] != y_samples)
     throw InvalidArgument(fmt::format("--data: {} has {} samples, {} has {}", a.data[0],
                                       x.shape()[0], a.data[1], y_samples));
@@ -231,6 +235,7 @@ struct TrainModel {
 TrainModel make_step(const TrainArgs& a, const TrainOptions& o) {
   if (!a.onnx.empty()) {
     if (!a.model.empty()) throw InvalidArgument("give either --model or --onnx, not both");
+    check_onnx_layout(a.onnx, {a.layout});
     ir::Graph g = bind_model_batch(onnx_import::import_model(a.onnx).graph, a.batch);
     if (g.inputs().size() != 1)
       throw InvalidArgument(fmt::format("train: {} has {} inputs, training needs exactly one",

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "frontend/cli/cli_common.h"
 
 namespace mimic::cli::sweep {
 
@@ -116,6 +117,7 @@ std::vector<Assignments> product(
 }  // namespace
 
 std::vector<Point> enumerate(const Spec& spec) {
+  check_onnx_layout(spec.onnx, spec.layouts);
   // The grid is checked before it is built: a few --set lists multiply to billions of points.
   const std::vector<std::string> recomputes =
       spec.train ? spec.recomputes : std::vector<std::string>{""};

@@ -93,3 +93,18 @@ def test_onnx_load_and_run():
     np.testing.assert_allclose(tpu, cpu, rtol=1e-4, atol=1e-5)
     with pytest.raises(mimic.IoError):
         mimic.onnx.load("/nonexistent.onnx")
+
+
+def test_ipu_pipelined_training_model_picks_the_micro_batch_count_as_the_cli():
+    """Two IPUs, one replica: two pipeline stages. Left unset, gradient_accumulation is the device's
+    pick (the largest count dividing the batch up to 2 x stages), as `mimic train --option
+    num_ipus=2` does; a count too small for the pipeline is still refused with the reason."""
+    model = mimic.nn.Sequential(mimic.nn.Linear(16, 32), mimic.nn.ReLU(), mimic.nn.Linear(32, 4))
+    x = np.random.default_rng(3).normal(size=(8, 16)).astype(np.float32)
+    y = np.zeros(8, np.int64)
+    ipu = mimic.ipu.Manager(num_ipus=2)
+    step = ipu.training_model(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1), example_inputs=x)
+    assert np.isfinite(float(step(x, y)))
+    with pytest.raises(mimic.InvalidArgument, match="needs at least 3 micro-batches"):
+        ipu.training_model(model, "cross_entropy", mimic.optim.SGD(model.parameters(), lr=0.1), example_inputs=x,
+                           gradient_accumulation=2)

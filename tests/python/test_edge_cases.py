@@ -503,3 +503,14 @@ def test_training_mode_batchnorm_output_keeps_its_name(tmp_path, device):
                         "--output-dir", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert sorted(os.listdir(out)) == ["y.npy"]
+
+
+def test_layout_is_refused_for_onnx_models(tmp_path):
+    """--layout picks a zoo model's layout; an ONNX graph keeps its own (sweeps would repeat points)."""
+    path = save(tmp_path, [helper.make_node("Relu", ["x"], ["y"])],
+                [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    for args in (["run", "--onnx", path, "--layout", "nhwc"],
+                 ["sweep", "--onnx", path, "--batch", "1", "--layout", "nchw,nhwc"]):
+        r = subprocess.run([MIMIC] + args, capture_output=True, text=True)
+        assert r.returncode == 2 and "applies to zoo models" in r.stderr and r.stderr.count("\n") == 1, r.stderr

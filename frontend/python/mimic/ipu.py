@@ -92,12 +92,15 @@ class Manager:
             raise InvalidArgument(f"training_model: option(s) {', '.join(sorted(kwargs))} are not modeled "
                                   "(known: gradient_accumulation, replication_factor, recomputation, "
                                   "recomputation_checkpoints, offload_optimizer_state, loss_scale, schedule)")
-        # Left unset, these take the Manager's value (Manager(gradient_accumulation=4)), else 1, 1, False.
-        gradient_accumulation = self._setting("gradient_accumulation", gradient_accumulation, 1)
+        # Left unset, these take the Manager's value (Manager(gradient_accumulation=4)), else: no
+        # accumulation (or, over pipeline stages, the device's pick, as the CLI's), 1 replica, False.
+        gradient_accumulation = self._setting("gradient_accumulation", gradient_accumulation, None)
         replication_factor = self._setting("replication_factor", replication_factor, 1)
         offload_optimizer_state = self._setting("offload_optimizer_state", offload_optimizer_state, False)
         for name, value in (("gradient_accumulation", gradient_accumulation),
                             ("replication_factor", replication_factor)):
+            if value is None and name == "gradient_accumulation":
+                continue
             if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
                 raise InvalidArgument(f"training_model: {name} must be a positive int, got {value!r}")
         if self.num_ipus % replication_factor != 0:
@@ -112,12 +115,13 @@ class Manager:
             raise InvalidArgument(f"training_model: recomputation='pipeline' recomputes per pipeline stage, and "
                                   f"num_ipus={self.num_ipus} / replication_factor={replication_factor} gives "
                                   f"{stages} stage; use 'standard' or more IPUs per replica")
-        replication_factor, gradient_accumulation = int(replication_factor), int(gradient_accumulation)
         options = dict(self.options, num_ipus=self.num_ipus, memory_proportion=self.memory_proportion,
                        enable_half_partials=self.enable_half_partials, recompute=self._RECOMPUTE[mode],
                        recompute_checkpoints=list(recomputation_checkpoints),
-                       gradient_accumulation=gradient_accumulation, replication_factor=replication_factor,
+                       replication_factor=int(replication_factor),
                        offload_optimizer_state=bool(offload_optimizer_state))
+        if gradient_accumulation is not None:
+            options["gradient_accumulation"] = int(gradient_accumulation)
         if self.compile_only:
             options["compile_only"] = True
         return _compile_train(model, loss, optimizer, f"ipu-emu:{self.preset}", example_inputs=example_inputs,
