@@ -117,7 +117,7 @@ TEST_F(CliTrainOnnx, DataThatDoesNotFitIsAOneLineError) {
   std::vector<Bad> cases = {
       {"x4.npy y.npy", "--batch 4",
        "x4.npy is f32[12,4], the model input must be f32[N,3] (N samples)"},
-      {"x.npy y_f32.npy", "--batch 4", "the cross_entropy target must be i64[N] (N samples)"},
+      {"x.npy y_f32.npy", "--batch 4", "rows per sample) must be i64[N] (N samples)"},
       {"x.npy y_short.npy", "--batch 4", "x.npy has 12 samples, " + dir_ + "/y_short.npy has 5"},
       {"x.npy y.npy", "--batch 16", "has 12 samples, fewer than one batch of 16"},
       {"x.npy y.npy", "--batch 4 --loss mse", "the mse target must be f32[N,2] (N samples)"},
