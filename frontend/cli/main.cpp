@@ -12,8 +12,8 @@
 
 namespace {
 
-// A command's exit status once its output has reached standard output: a full disk or a closed
-// pipe turns success into a file error, so that a truncated listing never looks complete.
+// A command's exit status once its output has reached standard output: a full disk turns success
+// into a file error, so that a truncated listing never looks complete.
 int flushed(int status) {
   std::cout.flush();
   if (std::fflush(stdout) == 0 && std::cout && !std::ferror(stdout)) return status;
