@@ -514,3 +514,11 @@ def test_layout_is_refused_for_onnx_models(tmp_path):
                  ["sweep", "--onnx", path, "--batch", "1", "--layout", "nchw,nhwc"]):
         r = subprocess.run([MIMIC] + args, capture_output=True, text=True)
         assert r.returncode == 2 and "applies to zoo models" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_a_full_disk_on_standard_output_is_a_file_error():
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([MIMIC, "devices"], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert r.returncode == 6 and "could not write to standard output" in r.stderr, r.stderr
