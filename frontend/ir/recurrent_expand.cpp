@@ -474,8 +474,8 @@ std::string unrolled_unsupported_reason(
   std::string why;
   if (n.op == OpType::MaxPoolGrad && g.value(n.inputs.at(0)).type.dtype != DType::f32)
     return "MaxPoolGrad runs as window ops in f32 only";
-  if (n.op == OpType::Resize && g.value(n.inputs.at(0)).type.dtype != DType::f32)
-    return "Resize runs as matrix products in f32 only";
+  if (n.op == OpType::Resize && g.value(n.inputs.at(0)).type.dtype == DType::f64)
+    return "Resize runs as matrix products in f32, f16 and bf16";
   if (n.op == OpType::Resize)
     if (std::string limit = resize_expansion_limit(resize_spec(g, n)); !limit.empty())
       return "Resize as matrix products: " + limit;

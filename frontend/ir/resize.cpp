@@ -225,7 +225,12 @@ HostTensor axis_matrix(const ResizeSpec& s, int axis, bool transposed) {
 ValueId map_axis(GraphBuilder& b, ValueId x, int axis, HostTensor map) {
   const Shape shape = b.shape(x);
   const int rank = shape.rank();
-  auto constant = [&](HostTensor t) { return b.graph().add_constant("resize_map", std::move(t)); };
+  // The map's weights in x's dtype (f16 and bf16 tensors multiply by rounded weights, as a
+  // kernel computed for that dtype would be).
+  auto constant = [&](HostTensor t) {
+    ValueId c = b.graph().add_constant("resize_map", std::move(t));
+    return b.dtype(x) == DType::f32 ? c : b.cast(c, b.dtype(x));
+  };
   int64_t leading = 1;
   for (int i = 0; i < axis; ++i) leading *= shape[i];
   if (axis == rank - 2 && leading == 1) return b.op(OpType::MatMul, {constant(std::move(map)), x});

@@ -52,8 +52,9 @@ bool resize_axis_is_identity(const ResizeSpec& s, int axis);
 // (64 MB of f32 constants for one axis; such a resize runs on the cpu fallback instead).
 std::string resize_expansion_limit(const ResizeSpec& s);
 
-// x (shaped s.input, f32) resized: one MatMul per non-identity axis by the map's matrix. With
-// `transposed`, the transposed maps in reverse order (shaped s.output -> s.input): the gradient.
+// x (shaped s.input; f32, f16 or bf16) resized: one MatMul per non-identity axis by the map's
+// matrix. With `transposed`, the transposed maps in reverse order (shaped s.output -> s.input): the
+// gradient.
 ValueId expand_resize(GraphBuilder& b, ValueId x, const ResizeSpec& s, bool transposed = false);
 
 }  // namespace mimic::ir

@@ -522,3 +522,17 @@ def test_a_full_disk_on_standard_output_is_a_file_error():
     with open("/dev/full", "w") as full:
         r = subprocess.run([MIMIC, "devices"], stdout=full, stderr=subprocess.PIPE, text=True)
     assert r.returncode == 6 and "could not write to standard output" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("device,dtype", [("tpu-emu:v4", TensorProto.BFLOAT16), ("ipu-emu:gc200", TensorProto.FLOAT16)])
+def test_resize_of_the_chips_half_types_runs_on_the_chip(tmp_path, device, dtype):
+    scales = helper.make_tensor("s", TensorProto.FLOAT, [4], [1, 1, 2, 2])
+    nodes = [helper.make_node("Cast", ["x"], ["h"], to=dtype),
+             helper.make_node("Resize", ["h", "", "s"], ["r"], mode="linear"),
+             helper.make_node("Cast", ["r"], ["y"], to=TensorProto.FLOAT)]
+    path = save(tmp_path, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])], opset=13, initializers=[scales])
+    x = np.random.default_rng(0).standard_normal((1, 2, 4, 4)).astype(np.float32)
+    exe = mimic.compile(mimic.onnx.load(path), device=device, example_inputs=[x], strict=True)
+    want = mimic.compile(mimic.onnx.load(path), device="cpu", example_inputs=[x])(x)
+    np.testing.assert_allclose(np.asarray(exe(x)), np.asarray(want), atol=2e-2 * np.abs(want).max())
