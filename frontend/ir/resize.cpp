@@ -122,7 +122,7 @@ Shape resize_output_shape(const Graph& g, const Node& n, const Shape& input) {
   for (int i = 0; i < input.rank(); ++i) {
     const double v = given[i];
     if (input[i] == kBatch) {
-      if (!(scales.empty() ? false : v == 1.0))
+      if (scales.empty() || v != 1.0)
         fail(g, n, fmt::format("axis {} is the symbolic batch: its scale must be 1", i));
       out.push_back(kBatch);
       continue;
