@@ -123,7 +123,11 @@ void print_summary(std::ostream& os, const traces::TraceReader& reader, int64_t 
   }
   std::vector<traces::PhaseRecord> phases = reader.phases(run_id);
   if (phases.size() > 1) {  // a training step: forward, backward, update
-    os << "\ntime by training phase\n";
+    // Each phase's time is the union of its ops' spans: on several cores, or with transfers
+    // running ahead, phases overlap and can add up to more than the run (mimic train --json
+    // splits the step into phases that add up to it).
+    os << "\ntime by training phase (the union of its ops' spans; phases overlapping on several "
+          "cores or transfers can add up to more than the run)\n";
     os << fmt::format("  {:<10} {:>5} {:>11} {:>6} {:>11} {:>11}\n", "phase", "ops", "total",
                       "% run", "FLOP", "bytes");
     for (const auto& p : phases)
