@@ -218,33 +218,28 @@ HostTensor axis_matrix(const ResizeSpec& s, int axis, bool transposed) {
   return m;
 }
 
-// Applies `map` ([to, from]) along `axis` of x. Along the last axis it is one product x * map^T
-// with every other axis in its rows; along another axis, that axis is moved last and back, so the
-// chip sees the same one large product (a [to, from] matrix broadcast over a batch of images is
-// as many small products) unless nothing precedes the axis but size-1 dims.
-ValueId map_axis(GraphBuilder& b, ValueId x, int axis, HostTensor map) {
+// Applies the map of `axis` (`transposed`: its transpose, output -> input) to x. Along the last
+// axis it is one product x * map^T with every other axis in its rows; along another axis, that
+// axis is moved last and back, so the chip sees the same one large product (a map broadcast over
+// a batch of images is as many small products) unless nothing precedes the axis but size-1 dims.
+ValueId map_axis(GraphBuilder& b, ValueId x, const ResizeSpec& s, int axis, bool transposed) {
   const Shape shape = b.shape(x);
   const int rank = shape.rank();
   // The map's weights in x's dtype (f16 and bf16 tensors multiply by rounded weights, as a
   // kernel computed for that dtype would be).
-  auto constant = [&](HostTensor t) {
-    ValueId c = b.graph().add_constant("resize_map", std::move(t));
+  auto constant = [&](bool transpose_map) {
+    ValueId c = b.graph().add_constant("resize_map", axis_matrix(s, axis, transpose_map));
     return b.dtype(x) == DType::f32 ? c : b.cast(c, b.dtype(x));
   };
   int64_t leading = 1;
   for (int i = 0; i < axis; ++i) leading *= shape[i];
-  if (axis == rank - 2 && leading == 1) return b.op(OpType::MatMul, {constant(std::move(map)), x});
-  // Along the last axis: x [.., from] times map^T [from, to].
-  const int64_t to = map.shape()[0], from = map.shape()[1];
-  HostTensor mt(DType::f32, Shape({from, to}));
-  for (int64_t i = 0; i < to; ++i)
-    for (int64_t j = 0; j < from; ++j)
-      mt.data<float>()[j * to + i] = map.data<float>()[i * from + j];
-  if (axis == rank - 1) return b.op(OpType::MatMul, {x, constant(std::move(mt))});
+  if (axis == rank - 2 && leading == 1) return b.op(OpType::MatMul, {constant(transposed), x});
+  ValueId map_t = constant(!transposed);  // [from, to]
+  if (axis == rank - 1) return b.op(OpType::MatMul, {x, map_t});
   std::vector<int64_t> perm(rank);
   for (int i = 0; i < rank; ++i) perm[i] = i;
   std::swap(perm[axis], perm[rank - 1]);
-  return b.transpose(b.op(OpType::MatMul, {b.transpose(x, perm), constant(std::move(mt))}), perm);
+  return b.transpose(b.op(OpType::MatMul, {b.transpose(x, perm), map_t}), perm);
 }
 
 }  // namespace
@@ -254,7 +249,7 @@ ValueId expand_resize(GraphBuilder& b, ValueId x, const ResizeSpec& s, bool tran
   for (int k = 0; k < rank; ++k) {
     const int axis = transposed ? rank - 1 - k : k;
     if (resize_axis_is_identity(s, axis)) continue;
-    x = map_axis(b, x, axis, axis_matrix(s, axis, transposed));
+    x = map_axis(b, x, s, axis, transposed);
   }
   return x;
 }
