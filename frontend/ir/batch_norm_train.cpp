@@ -37,7 +37,7 @@ bool is_training_batch_norm(const Node& n) {
   return n.op == OpType::BatchNormalization && n.attrs.get_int("training_mode", 0) != 0;
 }
 
-Graph expand_training_batch_norms(const Graph& g, BatchNormVariance variance) {
+Graph expand_training_batch_norms(Graph g, BatchNormVariance variance) {
   std::vector<bool> pick(g.num_nodes(), false);
   for (int i = 0; i < g.num_nodes(); ++i) pick[i] = is_training_batch_norm(g.node(i));
   if (std::none_of(pick.begin(), pick.end(), [](bool p) { return p; })) return g;

@@ -32,8 +32,8 @@ BatchStatistics batch_norm_batch_statistics(GraphBuilder& b, const Node& n, Valu
 // Whether `n` is a BatchNormalization with training_mode=1.
 bool is_training_batch_norm(const Node& n);
 
-// A copy of `g` (inferred, batch bound) where every training-mode BatchNormalization is replaced
-// by its batch statistics' ops (named "<node>/..."); `g` itself when it has none.
-Graph expand_training_batch_norms(const Graph& g, BatchNormVariance variance);
+// `g` (inferred, batch bound) with every training-mode BatchNormalization replaced by its batch
+// statistics' ops (named "<node>/..."); `g` itself, moved, when it has none (every compile asks).
+Graph expand_training_batch_norms(Graph g, BatchNormVariance variance);
 
 }  // namespace mimic::ir
